@@ -1,0 +1,130 @@
+//! Job-wide control: cancellation, failure, flush clock, dead letters.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice_channel::GateCanceller;
+
+use crate::JobError;
+
+/// A record that could not be processed (malformed input), kept with where it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The operator or source that rejected it, e.g. `Source: lines (1/2)`.
+    pub origin: String,
+    /// Where in the input: a file and byte offset, a line number.
+    pub location: String,
+    pub reason: String,
+}
+
+/// At most this many dead letters are kept verbatim; all are counted.
+pub const DEAD_LETTERS_KEPT: usize = 1000;
+
+/// Shared by every task of one job.
+pub struct JobControl {
+    cancelled: AtomicBool,
+    failure: Mutex<Option<JobError>>,
+    cancellers: Mutex<Vec<GateCanceller>>,
+    /// Incremented every buffer timeout by the flusher thread; writers compare it with the last
+    /// value they saw (one relaxed load per record) to know when to flush partial buffers.
+    flush_epoch: AtomicU64,
+    buffer_timeout: Duration,
+    dead_letters: Mutex<Vec<DeadLetter>>,
+    dead_letter_count: AtomicU64,
+}
+
+impl std::fmt::Debug for JobControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobControl")
+            .field("cancelled", &self.is_cancelled())
+            .finish()
+    }
+}
+
+impl JobControl {
+    /// `buffer_timeout` zero means "flush after every record".
+    pub fn new(buffer_timeout: Duration) -> Arc<JobControl> {
+        Arc::new(JobControl {
+            cancelled: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            cancellers: Mutex::new(Vec::new()),
+            flush_epoch: AtomicU64::new(0),
+            buffer_timeout,
+            dead_letters: Mutex::new(Vec::new()),
+            dead_letter_count: AtomicU64::new(0),
+        })
+    }
+
+    pub fn buffer_timeout(&self) -> Duration {
+        self.buffer_timeout
+    }
+
+    pub fn flush_epoch(&self) -> &AtomicU64 {
+        &self.flush_epoch
+    }
+
+    pub(crate) fn tick_flush(&self) {
+        self.flush_epoch.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed)
+    }
+
+    pub fn register_gate(&self, c: GateCanceller) {
+        let mut v = self.cancellers.lock().unwrap_or_else(|p| p.into_inner());
+        v.push(c.clone());
+        drop(v);
+        if self.is_cancelled() {
+            c.cancel();
+        }
+    }
+
+    /// Stops the job: every blocked task wakes with `Cancelled`, sources stop at their next check.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let v = self.cancellers.lock().unwrap_or_else(|p| p.into_inner());
+        for c in v.iter() {
+            c.cancel();
+        }
+    }
+
+    /// Records the first failure and cancels the job. Later failures are consequences and dropped.
+    pub fn fail(&self, err: JobError) {
+        {
+            let mut f = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+            if f.is_none() {
+                *f = Some(err);
+            }
+        }
+        self.cancel();
+    }
+
+    pub fn take_failure(&self) -> Option<JobError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    pub fn dead_letter(&self, letter: DeadLetter) {
+        self.dead_letter_count.fetch_add(1, Ordering::Relaxed);
+        let mut v = self.dead_letters.lock().unwrap_or_else(|p| p.into_inner());
+        if v.len() < DEAD_LETTERS_KEPT {
+            v.push(letter);
+        }
+    }
+
+    pub fn dead_letter_count(&self) -> u64 {
+        self.dead_letter_count.load(Ordering::Relaxed)
+    }
+
+    pub fn dead_letters(&self) -> Vec<DeadLetter> {
+        self.dead_letters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}

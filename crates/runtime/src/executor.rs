@@ -1,0 +1,257 @@
+//! Spawns one thread per subtask, watches for failures, joins everything.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_types::OperatorError;
+
+use crate::{JobControl, TaskMetrics};
+
+/// A job failed: which subtask, and why.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{task} failed: {message}")]
+pub struct JobError {
+    /// Vertex name, e.g. `Map -> Filter`.
+    pub vertex: String,
+    pub subtask: usize,
+    /// Display name with index, e.g. `Map -> Filter (2/4)`.
+    pub task: String,
+    pub message: String,
+}
+
+impl JobError {
+    /// A failure that is not tied to one subtask (e.g. a thread could not be spawned).
+    pub fn job(message: impl Into<String>) -> JobError {
+        JobError {
+            vertex: String::new(),
+            subtask: 0,
+            task: "job".into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// What a running task can see of its environment.
+pub struct TaskContext {
+    pub control: Arc<JobControl>,
+    pub metrics: Arc<TaskMetrics>,
+    pub vertex_name: String,
+    pub subtask: usize,
+    pub parallelism: usize,
+}
+
+impl TaskContext {
+    /// `Map -> Filter (2/4)`.
+    pub fn display_name(&self) -> String {
+        format!(
+            "{} ({}/{})",
+            self.vertex_name,
+            self.subtask + 1,
+            self.parallelism
+        )
+    }
+}
+
+type TaskBody = Box<dyn FnOnce(&TaskContext) -> Result<(), OperatorError> + Send>;
+
+/// One subtask to run: its identity, its counters and the closure that is its whole life
+/// (build the chain, run the source or the input loop, finish).
+pub struct TaskSpec {
+    pub vertex_index: usize,
+    pub vertex_name: String,
+    pub subtask: usize,
+    pub parallelism: usize,
+    pub metrics: Arc<TaskMetrics>,
+    pub body: TaskBody,
+}
+
+impl TaskSpec {
+    pub fn new(
+        vertex_index: usize,
+        vertex_name: impl Into<String>,
+        subtask: usize,
+        parallelism: usize,
+        metrics: Arc<TaskMetrics>,
+        body: TaskBody,
+    ) -> TaskSpec {
+        TaskSpec {
+            vertex_index,
+            vertex_name: vertex_name.into(),
+            subtask,
+            parallelism,
+            metrics,
+            body,
+        }
+    }
+}
+
+/// A vertex as the result reports it.
+#[derive(Clone, Debug)]
+pub struct VertexInfo {
+    pub name: String,
+    pub parallelism: usize,
+}
+
+impl VertexInfo {
+    pub fn new(name: impl Into<String>, parallelism: usize) -> VertexInfo {
+        VertexInfo {
+            name: name.into(),
+            parallelism,
+        }
+    }
+}
+
+/// Per-vertex totals of a finished job.
+#[derive(Clone, Debug, Default)]
+pub struct VertexResult {
+    pub name: String,
+    pub parallelism: usize,
+    pub records_in: u64,
+    pub records_out: u64,
+    pub subtask_records_in: Vec<u64>,
+    pub subtask_records_out: Vec<u64>,
+    pub idle: Duration,
+    pub backpressured: Duration,
+}
+
+/// The outcome of a job that finished.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    pub job_name: String,
+    pub wall_time: Duration,
+    pub vertices: Vec<VertexResult>,
+    pub dead_letters: u64,
+    pub dead_letter_samples: Vec<crate::DeadLetter>,
+}
+
+impl JobResult {
+    pub fn vertex(&self, name: &str) -> Option<&VertexResult> {
+        self.vertices.iter().find(|v| v.name == name)
+    }
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_string()
+    }
+}
+
+/// Runs every task to completion. On the first failure the job is cancelled, every thread is woken
+/// and joined, and that failure is returned. No thread outlives this call.
+pub fn run_job(
+    job_name: &str,
+    vertices: Vec<VertexInfo>,
+    tasks: Vec<TaskSpec>,
+    control: Arc<JobControl>,
+) -> Result<JobResult, JobError> {
+    let started = Instant::now();
+    let mut per_vertex: Vec<Vec<(usize, Arc<TaskMetrics>)>> = vec![Vec::new(); vertices.len()];
+    let done = Arc::new(AtomicBool::new(false));
+
+    let flusher = if control.buffer_timeout() > Duration::ZERO {
+        let c = control.clone();
+        let d = done.clone();
+        let every = control.buffer_timeout();
+        Some(
+            std::thread::Builder::new()
+                .name("output-flusher".into())
+                .spawn(move || {
+                    while !d.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(every);
+                        c.tick_flush();
+                    }
+                })
+                .map_err(|e| JobError::job(format!("cannot start the output flusher: {e}")))?,
+        )
+    } else {
+        None
+    };
+
+    let mut handles = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        per_vertex[t.vertex_index].push((t.subtask, t.metrics.clone()));
+        let ctx = TaskContext {
+            control: control.clone(),
+            metrics: t.metrics.clone(),
+            vertex_name: t.vertex_name.clone(),
+            subtask: t.subtask,
+            parallelism: t.parallelism,
+        };
+        let name = ctx.display_name();
+        let body = t.body;
+        let spawned = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || {
+                let outcome = catch_unwind(AssertUnwindSafe(|| body(&ctx)));
+                let message = match outcome {
+                    Ok(Ok(())) => return,
+                    Ok(Err(e)) if e.is_cancelled() => return,
+                    Ok(Err(e)) => e.to_string(),
+                    Err(p) => format!("panicked: {}", panic_message(&*p)),
+                };
+                ctx.control.fail(JobError {
+                    vertex: ctx.vertex_name.clone(),
+                    subtask: ctx.subtask,
+                    task: ctx.display_name(),
+                    message,
+                });
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                control.fail(JobError::job(format!("cannot start thread {name}: {e}")));
+                break;
+            }
+        }
+    }
+    for h in handles {
+        // Task bodies catch their own panics, so join only fails if catch_unwind itself did.
+        let _ = h.join();
+    }
+    done.store(true, Ordering::Relaxed);
+    if let Some(f) = flusher {
+        f.thread().unpark();
+        let _ = f.join();
+    }
+    if let Some(err) = control.take_failure() {
+        return Err(err);
+    }
+    if control.is_cancelled() {
+        return Err(JobError::job("job was cancelled"));
+    }
+
+    let vertices = vertices
+        .into_iter()
+        .zip(per_vertex)
+        .map(|(info, mut subtasks)| {
+            subtasks.sort_by_key(|(i, _)| *i);
+            let ins: Vec<u64> = subtasks.iter().map(|(_, m)| m.records_in()).collect();
+            let outs: Vec<u64> = subtasks.iter().map(|(_, m)| m.records_out()).collect();
+            VertexResult {
+                name: info.name,
+                parallelism: info.parallelism,
+                records_in: ins.iter().sum(),
+                records_out: outs.iter().sum(),
+                subtask_records_in: ins,
+                subtask_records_out: outs,
+                idle: Duration::from_nanos(subtasks.iter().map(|(_, m)| m.idle_ns()).sum()),
+                backpressured: Duration::from_nanos(
+                    subtasks.iter().map(|(_, m)| m.backpressured_ns()).sum(),
+                ),
+            }
+        })
+        .collect();
+    Ok(JobResult {
+        job_name: job_name.to_string(),
+        wall_time: started.elapsed(),
+        vertices,
+        dead_letters: control.dead_letter_count(),
+        dead_letter_samples: control.dead_letters(),
+    })
+}

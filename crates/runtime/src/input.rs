@@ -1,0 +1,48 @@
+//! The run loop of a task with one (possibly unioned) input.
+
+use sluice_channel::{GateItem, InputGate};
+use sluice_types::{Collector, Data, OperatorError};
+
+use crate::TaskContext;
+
+/// Pulls buffers from `gate` and pushes every record through `head` (the chain), until every
+/// input channel has ended; then finishes the chain. Waiting for input counts as idle time (in
+/// the gate); on the buffer timeout with no input, partial output buffers are flushed.
+pub fn run_one_input<T: Data>(
+    mut gate: InputGate<T>,
+    head: &mut dyn Collector<T>,
+    ctx: &TaskContext,
+) -> Result<(), OperatorError> {
+    let timeout = ctx.control.buffer_timeout();
+    if !timeout.is_zero() {
+        gate.set_wake_interval(Some(timeout));
+    }
+    let size = sluice_types::estimated_record_size::<T>() as u64;
+    {
+        let mut ins = ctx
+            .metrics
+            .input_channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        ins.extend(gate.counters());
+    }
+    loop {
+        match gate.next().map_err(|_| OperatorError::Cancelled)? {
+            None => break,
+            Some(GateItem::Buffer(mut buf)) => {
+                let n = buf.records.len() as u64;
+                ctx.metrics.add_records_in(n);
+                ctx.metrics
+                    .bytes_in
+                    .fetch_add(n * size, std::sync::atomic::Ordering::Relaxed);
+                for r in buf.records.drain(..) {
+                    head.collect(r)?;
+                }
+                gate.release(buf);
+            }
+            Some(GateItem::Event { .. }) => {}
+            Some(GateItem::Idle) => head.flush()?,
+        }
+    }
+    head.finish()
+}

@@ -1,0 +1,51 @@
+//! # sluice-runtime: subtasks on threads, the operator run loop, built-in operators
+//!
+//! The runtime executes what the graph layer deployed: a list of [`TaskSpec`]s, one per subtask
+//! of each chained vertex. Each runs on its own OS thread named like Flink's tasks
+//! (`Map -> Filter (2/4)`), and [`run_job`] joins them into a [`JobResult`] or the first
+//! [`JobError`].
+//!
+//! Main types:
+//! - [`JobControl`]: the job-wide switchboard: cancellation, the first failure, the gates to wake
+//!   on cancel, the buffer-timeout flush clock and the dead-letter output.
+//! - [`TaskMetrics`]: per-subtask counters (records and bytes in/out, idle and backpressured time),
+//!   updated per buffer and readable while the job runs.
+//! - [`chain::Link`]: an [`Operator`](sluice_types::Operator) bound to its downstream collector;
+//!   a chain of operators is a chain of links, one virtual call per operator per record.
+//! - [`writer::RecordWriter`]: the end of a chain that feeds a network edge: picks a channel per
+//!   record with a [`writer::ChannelSelector`] and appends to that channel's buffer.
+//! - [`input::run_one_input`]: the loop of a non-source task: take a buffer from the input gate,
+//!   push its records through the chain, release it (which returns the credit).
+//! - [`sources`], [`sinks`], [`operators`]: the built-in functions.
+//!
+//! Invariant: the runtime never looks at a job graph. It runs closures and counts; deciding what
+//! runs where (chaining, partitioning, parallelism) belongs to `sluice-graph`.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use sluice_runtime::{run_job, JobControl, TaskSpec, TaskMetrics, VertexInfo};
+//! let control = JobControl::new(std::time::Duration::from_millis(100));
+//! let metrics = Arc::new(TaskMetrics::default());
+//! let m = metrics.clone();
+//! let task = TaskSpec::new(0, "Source: numbers", 0, 1, metrics, Box::new(move |_ctx| {
+//!     m.add_records_out(3);
+//!     Ok(())
+//! }));
+//! let result = run_job("demo", vec![VertexInfo::new("Source: numbers", 1)], vec![task], control).unwrap();
+//! assert_eq!(result.vertices[0].records_out, 3);
+//! ```
+
+pub mod chain;
+pub mod control;
+pub mod executor;
+pub mod fasthash;
+pub mod input;
+pub mod metrics;
+pub mod operators;
+pub mod sinks;
+pub mod sources;
+pub mod writer;
+
+pub use control::{DeadLetter, JobControl};
+pub use executor::{run_job, JobError, JobResult, TaskContext, TaskSpec, VertexInfo, VertexResult};
+pub use metrics::TaskMetrics;

@@ -1,0 +1,8 @@
+//! Built-in one-input operators. Each is a thin struct over a user closure; the closure type is a
+//! generic parameter so the call is inlined into the operator's `process`.
+
+mod basic;
+mod keyed_reduce;
+
+pub use basic::{FilterOp, FlatMapOp, MapOp};
+pub use keyed_reduce::KeyedReduceOp;

@@ -1,0 +1,49 @@
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use sluice_types::{Collector, OperatorError};
+
+/// The total count of a discard sink, across subtasks, readable while the job runs.
+#[derive(Clone, Debug, Default)]
+pub struct DiscardHandle {
+    count: Arc<AtomicU64>,
+}
+
+impl DiscardHandle {
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+    pub fn reset(&self) {
+        self.count.store(0, Relaxed)
+    }
+    pub fn sink(&self) -> DiscardSink {
+        DiscardSink {
+            local: 0,
+            total: self.count.clone(),
+        }
+    }
+}
+
+/// Drops records and counts them (published every 4096 records and at the end).
+pub struct DiscardSink {
+    local: u64,
+    total: Arc<AtomicU64>,
+}
+
+impl<T: Send> Collector<T> for DiscardSink {
+    #[inline]
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        drop(record);
+        self.local += 1;
+        if self.local == 4096 {
+            self.total.fetch_add(self.local, Relaxed);
+            self.local = 0;
+        }
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        self.total.fetch_add(self.local, Relaxed);
+        self.local = 0;
+        Ok(())
+    }
+}

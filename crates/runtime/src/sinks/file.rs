@@ -1,0 +1,87 @@
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use sluice_types::{Collector, OperatorError};
+
+/// Where subtask `index` of a file sink with `parallelism` subtasks writes: the path itself at
+/// parallelism 1, otherwise `path/part-<index>` (the path is a directory, created if missing).
+pub fn part_path(path: &Path, index: usize, parallelism: usize) -> PathBuf {
+    if parallelism <= 1 {
+        path.to_path_buf()
+    } else {
+        path.join(format!("part-{index}"))
+    }
+}
+
+/// Quotes a CSV field when it needs it (comma, quote, CR or LF), doubling inner quotes.
+pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\"")).into()
+    } else {
+        s.into()
+    }
+}
+
+/// Writes one line per record, formatted by a closure (`write_text`, `write_csv`).
+pub struct TextFileSink<F> {
+    path: PathBuf,
+    out: Option<BufWriter<File>>,
+    header: Option<String>,
+    format: F,
+    line: String,
+}
+
+impl<F> TextFileSink<F> {
+    pub fn new(path: PathBuf, header: Option<String>, format: F) -> Self {
+        TextFileSink {
+            path,
+            out: None,
+            header,
+            format,
+            line: String::new(),
+        }
+    }
+
+    fn writer(&mut self) -> Result<&mut BufWriter<File>, OperatorError> {
+        if self.out.is_none() {
+            let shown = self.path.display().to_string();
+            if let Some(dir) = self.path.parent() {
+                if !dir.as_os_str().is_empty() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| OperatorError::io(format!("creating directory for {shown}"), e))?;
+                }
+            }
+            let f = File::create(&self.path)
+                .map_err(|e| OperatorError::io(format!("creating {shown}"), e))?;
+            let mut w = BufWriter::with_capacity(256 * 1024, f);
+            if let Some(h) = &self.header {
+                writeln!(w, "{h}").map_err(|e| OperatorError::io(format!("writing {shown}"), e))?;
+            }
+            self.out = Some(w);
+        }
+        Ok(self.out.as_mut().expect("just created"))
+    }
+}
+
+impl<T, F> Collector<T> for TextFileSink<F>
+where
+    F: FnMut(&T, &mut String) + Send,
+{
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        let mut line = std::mem::take(&mut self.line);
+        line.clear();
+        (self.format)(&record, &mut line);
+        line.push('\n');
+        let res = self.writer()?.write_all(line.as_bytes());
+        self.line = line;
+        res.map_err(|e| OperatorError::io(format!("writing {}", self.path.display()), e))
+    }
+
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        // An empty share still produces its (possibly header-only) file, so readers find every part.
+        self.writer()?
+            .flush()
+            .map_err(|e| OperatorError::io(format!("writing {}", self.path.display()), e))
+    }
+}

@@ -1,0 +1,13 @@
+//! Built-in sinks: the ends of chains. Each is a [`Collector`](sluice_types::Collector).
+
+mod collect;
+mod discard;
+mod file;
+mod func;
+mod print;
+
+pub use collect::{CollectHandle, CollectSink};
+pub use discard::{DiscardHandle, DiscardSink};
+pub use file::{csv_field, part_path, TextFileSink};
+pub use func::FnSink;
+pub use print::PrintSink;

@@ -1,0 +1,33 @@
+use std::fmt::Debug;
+use std::io::Write;
+
+use sluice_types::{Collector, OperatorError};
+
+/// Prints each record on its own line to stdout, prefixed with `<subtask+1>> ` when the sink runs
+/// at parallelism > 1, as Flink's print sink does.
+pub struct PrintSink {
+    prefix: String,
+}
+
+impl PrintSink {
+    pub fn new(subtask: usize, parallelism: usize) -> Self {
+        let prefix = if parallelism > 1 {
+            format!("{}> ", subtask + 1)
+        } else {
+            String::new()
+        };
+        PrintSink { prefix }
+    }
+}
+
+impl<T: Debug + Send> Collector<T> for PrintSink {
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        let mut out = std::io::stdout().lock();
+        match writeln!(out, "{}{:?}", self.prefix, record) {
+            Ok(()) => Ok(()),
+            // A closed pipe (`sluice run ... | head`) ends output, not the job with a panic.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Err(e) => Err(OperatorError::io("writing to stdout", e)),
+        }
+    }
+}

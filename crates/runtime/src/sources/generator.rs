@@ -1,0 +1,70 @@
+use std::ops::Range;
+use std::sync::Arc;
+
+use sluice_types::{Collector, OperatorError};
+
+use super::{SourceContext, SourceFunction, SOURCE_BATCH};
+
+/// The contiguous share of `0..count` that subtask `index` of `parallelism` generates:
+/// `[index*count/p, (index+1)*count/p)`. Shares differ in size by at most one and cover the range.
+pub fn split_range(count: u64, index: usize, parallelism: usize) -> Range<u64> {
+    let p = parallelism.max(1) as u128;
+    let c = count as u128;
+    let i = index as u128;
+    ((i * c / p) as u64)..(((i + 1) * c / p) as u64)
+}
+
+/// `generate(count, |i| ...)`: record `i` for every `i` of this subtask's share.
+pub struct GeneratorSource<F> {
+    range: Range<u64>,
+    f: Arc<F>,
+}
+
+impl<F> GeneratorSource<F> {
+    pub fn new(range: Range<u64>, f: Arc<F>) -> Self {
+        GeneratorSource { range, f }
+    }
+}
+
+impl<T, F> SourceFunction<T> for GeneratorSource<F>
+where
+    F: Fn(u64) -> T + Send + Sync,
+{
+    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+        let f = &*self.f;
+        let mut i = self.range.start;
+        while i < self.range.end {
+            if ctx.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            let stop = (i + SOURCE_BATCH).min(self.range.end);
+            for j in i..stop {
+                out.collect(f(j))?;
+            }
+            ctx.add_emitted(stop - i);
+            i = stop;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_range;
+
+    #[test]
+    fn shares_cover_the_range_without_overlap() {
+        for count in [0u64, 1, 7, 100, 1_000_003] {
+            for p in 1..=9 {
+                let mut next = 0;
+                for i in 0..p {
+                    let r = split_range(count, i, p);
+                    assert_eq!(r.start, next);
+                    assert!(r.end - r.start <= count / p as u64 + 1);
+                    next = r.end;
+                }
+                assert_eq!(next, count);
+            }
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Output side of an operator.
+
+use crate::OperatorError;
+
+/// Receives the records an operator emits. Chained operators are collectors of their upstream;
+/// the last operator of a chain writes into a network writer or a sink, which are collectors too.
+///
+/// `collect` returns an error only when the record cannot be delivered: the downstream failed or
+/// the job is cancelled. Operators propagate it with `?`.
+pub trait Collector<T>: Send {
+    fn collect(&mut self, record: T) -> Result<(), OperatorError>;
+
+    /// End of input: flush what is buffered and forward end-of-input downstream. Called once.
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// The buffer timeout elapsed while the task had nothing to process: ship partial output
+    /// buffers if credit allows. Never blocks.
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        Ok(())
+    }
+}
+
+/// Collects into a vector. For unit tests of operators and for embedding.
+#[derive(Debug, Default)]
+pub struct VecCollector<T> {
+    pub records: Vec<T>,
+    pub finished: bool,
+}
+
+impl<T: Send> Collector<T> for VecCollector<T> {
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        self.records.push(record);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl<T, C: Collector<T> + ?Sized> Collector<T> for Box<C> {
+    #[inline]
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        (**self).collect(record)
+    }
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        (**self).finish()
+    }
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        (**self).flush()
+    }
+}

@@ -1,0 +1,60 @@
+//! # sluice-types: the vocabulary every other Sluice crate speaks
+//!
+//! This crate holds the small, dependency-free types that cross crate borders:
+//!
+//! - [`Data`]: what a record must be (owned, cloneable, sendable). It is blanket-implemented, so any
+//!   `Clone + Send + 'static` type is a record; nothing is serialized between subtasks of one process.
+//! - [`Collector`]: where an operator puts its output. A chain of operators is a chain of collectors.
+//! - [`Operator`]: the one-required-method trait every transformation implements, with defaulted
+//!   lifecycle hooks (`open`, `finish`).
+//! - [`ShipStrategy`]: how an edge redistributes records, printed exactly as Flink prints it.
+//! - [`ids`]: job, vertex and subtask identifiers, including Flink's 32-hex vertex id format.
+//! - [`event`]: the control events that travel with data (end of partition, watermarks, barriers).
+//!
+//! Invariant: no I/O, no threads, no allocation-heavy logic. Everything here is plain data or a trait.
+//!
+//! ```
+//! use sluice_types::{Collector, Operator, OperatorError, VecCollector};
+//!
+//! struct Double;
+//! impl Operator<i64, i64> for Double {
+//!     fn process(&mut self, r: i64, out: &mut dyn Collector<i64>) -> Result<(), OperatorError> {
+//!         out.collect(r * 2)
+//!     }
+//! }
+//! let mut out = VecCollector::default();
+//! Double.process(21, &mut out).unwrap();
+//! assert_eq!(out.records, vec![42]);
+//! ```
+
+pub mod collector;
+pub mod error;
+pub mod event;
+pub mod ids;
+pub mod operator;
+pub mod ship;
+
+pub use collector::{Collector, VecCollector};
+pub use error::OperatorError;
+pub use event::{Barrier, CheckpointKind, Watermark};
+pub use ids::{JobId, JobVertexId, NodeId, SubtaskIndex};
+pub use operator::{Operator, OperatorContext};
+pub use ship::ShipStrategy;
+
+/// A record. Records move between subtasks as owned values in typed buffers, never serialized,
+/// so the only requirements are ownership transfer across threads and cloning for fan-out.
+pub trait Data: Clone + Send + 'static {}
+impl<T: Clone + Send + 'static> Data for T {}
+
+/// Estimated in-memory size of a record, used to fill buffers "by estimated size" (spec §4):
+/// the shallow size of the type. Heap parts (a `String`'s bytes) are not counted, which keeps
+/// the estimate free to compute on the hot path.
+#[inline]
+pub const fn estimated_record_size<T>() -> usize {
+    let s = std::mem::size_of::<T>();
+    if s == 0 {
+        1
+    } else {
+        s
+    }
+}

@@ -1,0 +1,43 @@
+//! The operator trait: one required method, defaulted lifecycle hooks.
+
+use crate::{Collector, OperatorError};
+
+/// Where an operator instance runs: which subtask of how many, under which names.
+#[derive(Clone, Debug)]
+pub struct OperatorContext {
+    /// The operator's own name (e.g. `Map`).
+    pub operator_name: String,
+    /// The chained vertex's name (e.g. `Source: gen -> Map`).
+    pub task_name: String,
+    pub subtask_index: usize,
+    pub parallelism: usize,
+    pub max_parallelism: u32,
+}
+
+impl OperatorContext {
+    /// Flink's task display name: `Map -> Filter (2/4)` (1-based index).
+    pub fn task_display_name(&self) -> String {
+        format!(
+            "{} ({}/{})",
+            self.task_name,
+            self.subtask_index + 1,
+            self.parallelism
+        )
+    }
+}
+
+/// A one-input transformation. `process` is called once per record, in order.
+///
+/// `open` runs on the subtask's thread before the first record; `finish` runs at end of input
+/// (bounded jobs) and may emit final results before the collector is finished.
+pub trait Operator<In, Out>: Send {
+    fn process(&mut self, record: In, out: &mut dyn Collector<Out>) -> Result<(), OperatorError>;
+
+    fn open(&mut self, _ctx: &OperatorContext) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    fn finish(&mut self, _out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
+        Ok(())
+    }
+}
