@@ -56,7 +56,8 @@ impl<T: Send + 'static> ChannelWriter<T> {
         let full = std::mem::take(&mut self.buffer);
         let mut fresh = self.sender.send_blocking(full, &self.waits)?;
         if fresh.capacity() < self.capacity {
-            fresh.reserve_exact(self.capacity - fresh.capacity());
+            // `reserve_exact` counts from `len()` (0 here), not from the current capacity.
+            fresh.reserve_exact(self.capacity - fresh.len());
         }
         self.buffer = fresh;
         Ok(())
@@ -73,7 +74,7 @@ impl<T: Send + 'static> ChannelWriter<T> {
         match self.sender.try_send(partial)? {
             Ok(mut fresh) => {
                 if fresh.capacity() < self.capacity {
-                    fresh.reserve_exact(self.capacity - fresh.capacity());
+                    fresh.reserve_exact(self.capacity - fresh.len());
                 }
                 self.buffer = fresh;
                 Ok(true)

@@ -37,7 +37,7 @@ pub mod ship;
 pub use collector::{Collector, VecCollector};
 pub use error::OperatorError;
 pub use event::{Barrier, CheckpointKind, Watermark};
-pub use ids::{JobId, JobVertexId, NodeId, SubtaskIndex};
+pub use ids::{Id128, JobId, JobVertexId, NodeId, SubtaskIndex};
 pub use operator::{Operator, OperatorContext};
 pub use ship::ShipStrategy;
 

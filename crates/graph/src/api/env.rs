@@ -1,0 +1,256 @@
+use std::cell::RefCell;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use sluice_runtime::sources::{GeneratorSource, IterSource, SourceFunction, TextFileSource, VecSource};
+use sluice_types::{Data, NodeId, OperatorError};
+
+use crate::stream_graph::{ChainingStrategy, NodeBody, NodeKind, StreamNode};
+use crate::typeops::{type_ops, TypedSourceFactory};
+use crate::{DataStream, EnvConfig, GraphError, JobExecution, JobGraph, JobHandle};
+
+pub(crate) struct EnvInner {
+    pub config: EnvConfig,
+    /// Like Flink's transformation counter: every transformation, virtual or not, takes an id.
+    pub next_id: NodeId,
+    pub nodes: Vec<StreamNode>,
+    /// API misuse found while building (reported when the job is planned or run).
+    pub errors: Vec<String>,
+}
+
+/// The job builder and its settings (Flink's `StreamExecutionEnvironment`).
+///
+/// Cheap to clone (a shared handle); build a job on one thread, then `execute()` it.
+#[derive(Clone)]
+pub struct StreamEnv {
+    pub(crate) inner: Rc<RefCell<EnvInner>>,
+}
+
+impl Default for StreamEnv {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for StreamEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamEnv")
+            .field("config", &self.inner.borrow().config)
+            .finish()
+    }
+}
+
+impl StreamEnv {
+    pub fn new() -> Self {
+        Self::with_config(EnvConfig::default())
+    }
+
+    pub fn with_config(config: EnvConfig) -> Self {
+        StreamEnv {
+            inner: Rc::new(RefCell::new(EnvInner {
+                config,
+                next_id: 1,
+                nodes: Vec::new(),
+                errors: Vec::new(),
+            })),
+        }
+    }
+
+    pub fn config(&self) -> EnvConfig {
+        self.inner.borrow().config.clone()
+    }
+
+    pub fn set_job_name(&self, name: impl Into<String>) -> &Self {
+        self.inner.borrow_mut().config.job_name = name.into();
+        self
+    }
+    /// Default parallelism of every operator.
+    pub fn set_parallelism(&self, p: usize) -> &Self {
+        self.inner.borrow_mut().config.parallelism = p;
+        self
+    }
+    /// Number of key groups (the upper bound for rescaling keyed state).
+    pub fn set_max_parallelism(&self, m: u32) -> &Self {
+        self.inner.borrow_mut().config.max_parallelism = Some(m);
+        self
+    }
+    /// Longest time a record waits in a partly filled buffer; zero flushes after every record.
+    pub fn set_buffer_timeout(&self, t: Duration) -> &Self {
+        self.inner.borrow_mut().config.buffer_timeout = t;
+        self
+    }
+    pub fn set_buffer_size(&self, bytes: usize) -> &Self {
+        self.inner.borrow_mut().config.buffer_bytes = bytes;
+        self
+    }
+    /// Exclusive credits per channel and floating credits per input gate.
+    pub fn set_credits(&self, exclusive_per_channel: usize, floating_per_gate: usize) -> &Self {
+        let mut i = self.inner.borrow_mut();
+        i.config.exclusive_credits = exclusive_per_channel;
+        i.config.floating_credits = floating_per_gate;
+        self
+    }
+    pub fn disable_operator_chaining(&self) -> &Self {
+        self.inner.borrow_mut().config.chaining = false;
+        self
+    }
+
+    pub(crate) fn alloc_id(&self) -> NodeId {
+        let mut i = self.inner.borrow_mut();
+        let id = i.next_id;
+        i.next_id += 1;
+        id
+    }
+
+    pub(crate) fn add_node(&self, node: StreamNode) {
+        self.inner.borrow_mut().nodes.push(node);
+    }
+
+    pub(crate) fn record_error(&self, e: String) {
+        self.inner.borrow_mut().errors.push(e);
+    }
+
+    pub(crate) fn with_node<R>(&self, id: NodeId, f: impl FnOnce(&mut StreamNode) -> R) -> R {
+        let mut i = self.inner.borrow_mut();
+        let n = i
+            .nodes
+            .iter_mut()
+            .find(|n| n.id == id)
+            .expect("node ids handed out by this env exist");
+        f(n)
+    }
+
+    /// A source from a factory called once per subtask with `(subtask, parallelism)`.
+    pub fn add_source<T, S, F>(&self, name: &str, make: F) -> DataStream<T>
+    where
+        T: Data,
+        S: SourceFunction<T> + 'static,
+        F: Fn(usize, usize) -> Result<S, OperatorError> + Send + Sync + 'static,
+    {
+        self.source_node(format!("Source: {name}"), false, make)
+    }
+
+    fn source_node<T, S, F>(&self, name: String, non_parallel: bool, make: F) -> DataStream<T>
+    where
+        T: Data,
+        S: SourceFunction<T> + 'static,
+        F: Fn(usize, usize) -> Result<S, OperatorError> + Send + Sync + 'static,
+    {
+        let id = self.alloc_id();
+        self.add_node(StreamNode {
+            id,
+            name,
+            kind: NodeKind::Source,
+            uid: None,
+            parallelism: None,
+            non_parallel,
+            max_parallelism: None,
+            chaining: ChainingStrategy::Head,
+            inputs: Vec::new(),
+            body: NodeBody::Source(Arc::new(TypedSourceFactory {
+                make,
+                _t: PhantomData,
+            })),
+            in_type: None,
+            out_type: Some(type_ops::<T>()),
+        });
+        DataStream::of_node(self.clone(), id)
+    }
+
+    /// A bounded generator: record `i` is `f(i)` for `i` in `0..count`. Subtask `k` of `p`
+    /// generates the contiguous share `[k*count/p, (k+1)*count/p)`, so the records and where
+    /// they are produced depend only on `count` and `p`.
+    pub fn generate<T, F>(&self, count: u64, f: F) -> DataStream<T>
+    where
+        T: Data,
+        F: Fn(u64) -> T + Send + Sync + 'static,
+    {
+        let f = Arc::new(f);
+        self.source_node("Source: Generator Source".into(), false, move |i, p| {
+            Ok(GeneratorSource::new(
+                sluice_runtime::sources::split_range(count, i, p),
+                f.clone(),
+            ))
+        })
+    }
+
+    /// The elements of a vector, split in contiguous shares across source subtasks.
+    pub fn from_vec<T: Data + Sync>(&self, data: Vec<T>) -> DataStream<T> {
+        let data = Arc::new(data);
+        self.source_node("Source: Collection Source".into(), false, move |i, p| {
+            Ok(VecSource::new(data.clone(), i, p))
+        })
+    }
+
+    /// The items of an iterator. An iterator cannot be split, so this source runs at
+    /// parallelism 1, and a job built on it can be executed once.
+    pub fn from_iter<T, I>(&self, iter: I) -> DataStream<T>
+    where
+        T: Data,
+        I: IntoIterator<Item = T>,
+        I::IntoIter: Send + 'static,
+    {
+        let cell = Arc::new(Mutex::new(Some(iter.into_iter())));
+        self.source_node("Source: Iterator Source".into(), true, move |_, _| {
+            Ok(IterSource::new(cell.clone()))
+        })
+    }
+
+    /// The lines of a text file, split by byte ranges across subtasks (aligned to line starts).
+    /// Lines that are not valid UTF-8 go to the dead-letter output.
+    pub fn read_text_file(&self, path: impl Into<PathBuf>) -> DataStream<String> {
+        let path: PathBuf = path.into();
+        let name = format!("Source: {}", path.display());
+        self.source_node(name, false, move |i, p| {
+            if !path.is_file() {
+                return Err(OperatorError::failed(format!(
+                    "input file {} does not exist or is not a file",
+                    path.display()
+                )));
+            }
+            Ok(TextFileSource::new(path.clone(), i, p))
+        })
+    }
+
+    /// Every stream-graph node built so far, in id order.
+    pub fn stream_nodes(&self) -> Vec<StreamNode> {
+        self.inner.borrow().nodes.clone()
+    }
+
+    fn check_errors(&self) -> Result<(), GraphError> {
+        let i = self.inner.borrow();
+        match i.errors.first() {
+            Some(e) => Err(GraphError::InvalidJob(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// The chained job graph of what has been built.
+    pub fn job_graph(&self) -> Result<JobGraph, GraphError> {
+        self.check_errors()?;
+        let i = self.inner.borrow();
+        crate::job_graph::build(&i.config.job_name, &i.nodes, &i.config)
+    }
+
+    /// Flink's `getExecutionPlan()`: the stream graph as JSON, pretty-printed as Flink prints it.
+    pub fn execution_plan(&self) -> Result<String, GraphError> {
+        self.check_errors()?;
+        let i = self.inner.borrow();
+        crate::plan::stream_plan_json(&i.nodes, &i.config).map(|j| j.to_jackson_pretty())
+    }
+
+    /// Starts the job on background threads and returns at once.
+    pub fn launch(&self) -> Result<JobHandle, GraphError> {
+        let graph = self.job_graph()?;
+        let i = self.inner.borrow();
+        crate::deploy::launch(graph, &i.nodes, &i.config)
+    }
+
+    /// Runs the job to completion (bounded inputs) and returns its result.
+    pub fn execute(&self) -> Result<JobExecution, GraphError> {
+        self.launch()?.wait()
+    }
+}

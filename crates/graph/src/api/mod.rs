@@ -1,0 +1,11 @@
+//! The typed DataStream API: [`StreamEnv`], [`DataStream`], [`KeyedStream`], [`Sink`].
+
+mod env;
+mod keyed;
+mod sink;
+mod stream;
+
+pub use env::StreamEnv;
+pub use keyed::{KeyedStream, Numeric};
+pub use sink::Sink;
+pub use stream::DataStream;

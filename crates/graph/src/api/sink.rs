@@ -1,0 +1,190 @@
+use std::fmt::Debug;
+use std::marker::PhantomData;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sluice_runtime::sinks::{
+    csv_field, part_path, CollectHandle, DiscardHandle, FnSink, PrintSink, TextFileSink,
+};
+use sluice_types::{Collector, Data, NodeId, OperatorContext, OperatorError};
+
+use crate::stream_graph::{ChainingStrategy, NodeBody, NodeKind, StreamNode};
+use crate::typeops::{type_ops, TypedSinkFactory};
+use crate::{DataStream, StreamEnv};
+
+/// A sink added to the job. Configure it with the builder methods; `handle` gives access to what
+/// it produces (collected records, a count).
+pub struct Sink<H> {
+    env: StreamEnv,
+    node: NodeId,
+    pub handle: H,
+}
+
+impl<H> Sink<H> {
+    fn set(self, f: impl FnOnce(&mut StreamNode)) -> Self {
+        self.env.with_node(self.node, f);
+        self
+    }
+    pub fn name(self, name: &str) -> Self {
+        self.set(|n| n.name = format!("Sink: {name}"))
+    }
+    pub fn uid(self, uid: &str) -> Self {
+        self.set(|n| n.uid = Some(uid.to_string()))
+    }
+    pub fn set_parallelism(self, p: usize) -> Self {
+        self.set(|n| n.parallelism = Some(p))
+    }
+    pub fn disable_chaining(self) -> Self {
+        self.set(|n| n.chaining = ChainingStrategy::Never)
+    }
+    pub fn start_new_chain(self) -> Self {
+        self.set(|n| n.chaining = ChainingStrategy::Head)
+    }
+    pub fn node_id(&self) -> NodeId {
+        self.node
+    }
+}
+
+impl<T: Data> DataStream<T> {
+    /// Adds a sink built per subtask by `make`; `prepare(parallelism)` runs once per deployment.
+    pub fn add_sink<H, P, F>(&self, name: &str, handle: H, prepare: P, make: F) -> Sink<H>
+    where
+        P: Fn(usize) -> Result<(), OperatorError> + Send + Sync + 'static,
+        F: Fn(&OperatorContext) -> Result<Box<dyn Collector<T>>, OperatorError>
+            + Send
+            + Sync
+            + 'static,
+    {
+        let id = self.env.alloc_id();
+        self.env.add_node(StreamNode {
+            id,
+            name: format!("Sink: {name}"),
+            kind: NodeKind::Sink,
+            uid: None,
+            parallelism: None,
+            non_parallel: false,
+            max_parallelism: None,
+            chaining: ChainingStrategy::Always,
+            inputs: self.inputs.clone(),
+            body: NodeBody::Sink(Arc::new(TypedSinkFactory::<T, P, F> {
+                prepare,
+                make,
+                _t: PhantomData,
+            })),
+            in_type: Some(type_ops::<T>()),
+            out_type: None,
+        });
+        Sink {
+            env: self.env.clone(),
+            node: id,
+            handle,
+        }
+    }
+
+    /// Keeps every record in memory; read them from `handle.take()` after the job finished.
+    pub fn collect(&self) -> Sink<CollectHandle<T>> {
+        let h = CollectHandle::new();
+        let (h1, h2) = (h.clone(), h.clone());
+        self.add_sink(
+            "Collect",
+            h,
+            move |p| {
+                h1.reset(p);
+                Ok(())
+            },
+            move |ctx| Ok(Box::new(h2.sink(ctx.subtask_index))),
+        )
+    }
+
+    /// Drops every record, counting them.
+    pub fn discard(&self) -> Sink<DiscardHandle> {
+        let h = DiscardHandle::default();
+        let (h1, h2) = (h.clone(), h.clone());
+        self.add_sink(
+            "Discard",
+            h,
+            move |_| {
+                h1.reset();
+                Ok(())
+            },
+            move |_| Ok(Box::new(h2.sink())),
+        )
+    }
+
+    /// Prints records to stdout (`Debug` format), prefixed `n> ` at parallelism > 1.
+    pub fn print(&self) -> Sink<()>
+    where
+        T: Debug,
+    {
+        self.add_sink(
+            "Print to Std. Out",
+            (),
+            |_| Ok(()),
+            |ctx| Ok(Box::new(PrintSink::new(ctx.subtask_index, ctx.parallelism))),
+        )
+    }
+
+    /// Calls `f` for every record (a custom sink).
+    pub fn sink_fn<F>(&self, name: &str, f: F) -> Sink<()>
+    where
+        F: Fn(T) -> Result<(), OperatorError> + Clone + Send + Sync + 'static,
+    {
+        self.add_sink(name, (), |_| Ok(()), move |_| Ok(Box::new(FnSink(f.clone()))))
+    }
+
+    /// Writes one line per record. At parallelism 1 `path` is the file; otherwise it is a
+    /// directory holding `part-<subtask>` files.
+    pub fn write_text<F>(&self, path: impl Into<PathBuf>, format: F) -> Sink<()>
+    where
+        F: Fn(&T, &mut String) + Clone + Send + Sync + 'static,
+    {
+        self.write_lines("Text File", path.into(), None, format)
+    }
+
+    /// Writes CSV: a header line, then one row per record (fields quoted when needed).
+    /// Paths as for [`write_text`](Self::write_text).
+    pub fn write_csv<F>(&self, path: impl Into<PathBuf>, header: &[&str], row: F) -> Sink<()>
+    where
+        F: Fn(&T) -> Vec<String> + Clone + Send + Sync + 'static,
+    {
+        let header = header
+            .iter()
+            .map(|h| csv_field(h).into_owned())
+            .collect::<Vec<_>>()
+            .join(",");
+        self.write_lines("CSV File", path.into(), Some(header), move |r: &T, line: &mut String| {
+            for (i, f) in row(r).iter().enumerate() {
+                if i > 0 {
+                    line.push(',');
+                }
+                line.push_str(&csv_field(f));
+            }
+        })
+    }
+
+    fn write_lines<F>(&self, name: &str, path: PathBuf, header: Option<String>, format: F) -> Sink<()>
+    where
+        F: Fn(&T, &mut String) + Clone + Send + Sync + 'static,
+    {
+        let p2 = path.clone();
+        self.add_sink(
+            name,
+            (),
+            move |p| {
+                if p > 1 {
+                    std::fs::create_dir_all(&p2).map_err(|e| {
+                        OperatorError::io(format!("creating output directory {}", p2.display()), e)
+                    })?;
+                }
+                Ok(())
+            },
+            move |ctx| {
+                Ok(Box::new(TextFileSink::new(
+                    part_path(&path, ctx.subtask_index, ctx.parallelism),
+                    header.clone(),
+                    format.clone(),
+                )))
+            },
+        )
+    }
+}

@@ -1,0 +1,77 @@
+//! Environment settings, with Flink's names and defaults.
+
+use std::time::Duration;
+
+use crate::partition::UPPER_BOUND_MAX_PARALLELISM;
+use crate::GraphError;
+
+/// Settings of a [`StreamEnv`](crate::StreamEnv). Validated before a job starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EnvConfig {
+    pub job_name: String,
+    /// `parallelism.default`; Flink's local environments default to the number of cores.
+    pub parallelism: usize,
+    /// `pipeline.max-parallelism`; `None` = derived per operator from its parallelism.
+    pub max_parallelism: Option<u32>,
+    /// `execution.buffer-timeout.interval` (100 ms); zero flushes after every record.
+    pub buffer_timeout: Duration,
+    /// `taskmanager.memory.segment-size` (32 KiB).
+    pub buffer_bytes: usize,
+    /// `taskmanager.network.memory.buffers-per-channel` (2).
+    pub exclusive_credits: usize,
+    /// `taskmanager.network.memory.floating-buffers-per-gate` (8).
+    pub floating_credits: usize,
+    /// `pipeline.operator-chaining.enabled` (true).
+    pub chaining: bool,
+}
+
+impl Default for EnvConfig {
+    fn default() -> Self {
+        EnvConfig {
+            job_name: "Sluice Job".into(),
+            parallelism: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1),
+            max_parallelism: None,
+            buffer_timeout: Duration::from_millis(100),
+            buffer_bytes: 32 * 1024,
+            exclusive_credits: 2,
+            floating_credits: 8,
+            chaining: true,
+        }
+    }
+}
+
+impl EnvConfig {
+    pub fn validate(&self) -> Result<(), GraphError> {
+        let bad = |m: String| Err(GraphError::InvalidConfig(m));
+        if self.parallelism == 0 || self.parallelism > UPPER_BOUND_MAX_PARALLELISM as usize {
+            return bad(format!(
+                "parallelism must be between 1 and {UPPER_BOUND_MAX_PARALLELISM}, got {}",
+                self.parallelism
+            ));
+        }
+        if let Some(m) = self.max_parallelism {
+            if m == 0 || m > UPPER_BOUND_MAX_PARALLELISM {
+                return bad(format!(
+                    "max parallelism must be between 1 and {UPPER_BOUND_MAX_PARALLELISM}, got {m}"
+                ));
+            }
+        }
+        if self.buffer_bytes == 0 {
+            return bad("buffer size must be at least 1 byte, got 0".into());
+        }
+        if self.exclusive_credits + self.floating_credits == 0 {
+            return bad("credits: buffers per channel + floating buffers per gate must be at least 1, got 0 + 0".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn exchange(&self) -> sluice_channel::ExchangeConfig {
+        sluice_channel::ExchangeConfig {
+            buffer_bytes: self.buffer_bytes,
+            exclusive_credits: self.exclusive_credits,
+            floating_credits: self.floating_credits,
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Job graph → running subtasks: creates the input gates and channel senders of every network
+//! edge (pointwise or all-to-all wiring), and for each subtask the closure that builds its chain on
+//! its own thread and runs it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Instant;
+
+use sluice_runtime::sources::SourceContext;
+use sluice_runtime::{run_job, JobControl, JobError, JobResult, TaskContext, TaskMetrics, TaskSpec, VertexInfo};
+use sluice_types::{Id128, JobId, NodeId, OperatorContext, OperatorError, ShipStrategy};
+
+use crate::partition::{pointwise_sources, pointwise_targets};
+use crate::stream_graph::{NodeBody, StreamNode};
+use crate::typeops::{AnyBox, TypeOps, WriterArgs, WriterFactory};
+use crate::{EnvConfig, GraphError, JobGraph};
+
+/// Live view of a running job: its graph and every subtask's counters.
+pub struct JobMonitor {
+    pub job_id: JobId,
+    pub graph: JobGraph,
+    /// `subtasks[vertex][subtask]`.
+    pub subtasks: Vec<Vec<Arc<TaskMetrics>>>,
+    /// Records emitted so far by each source subtask.
+    pub source_emitted: Vec<Arc<AtomicU64>>,
+    pub control: Arc<JobControl>,
+    pub started: Instant,
+}
+
+impl JobMonitor {
+    pub fn records_emitted_by_sources(&self) -> u64 {
+        self.source_emitted
+            .iter()
+            .map(|a| a.load(std::sync::atomic::Ordering::Relaxed))
+            .sum()
+    }
+}
+
+/// A launched job.
+pub struct JobHandle {
+    monitor: Arc<JobMonitor>,
+    thread: Option<std::thread::JoinHandle<Result<JobResult, JobError>>>,
+}
+
+/// A finished job: the runtime's result plus the graph that ran.
+#[derive(Clone, Debug)]
+pub struct JobExecution {
+    pub job_id: JobId,
+    pub result: JobResult,
+    pub graph: JobGraph,
+}
+
+impl JobHandle {
+    pub fn monitor(&self) -> Arc<JobMonitor> {
+        self.monitor.clone()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Cancels the job; `wait` then returns an error saying so.
+    pub fn cancel(&self) {
+        self.monitor.control.cancel();
+    }
+
+    /// Blocks until every subtask has ended.
+    pub fn wait(mut self) -> Result<JobExecution, GraphError> {
+        let t = self.thread.take().expect("wait is called once");
+        let result = t
+            .join()
+            .map_err(|_| GraphError::Failed(JobError::job("the job coordinator thread panicked")))??;
+        Ok(JobExecution {
+            job_id: self.monitor.job_id,
+            result,
+            graph: self.monitor.graph.clone(),
+        })
+    }
+}
+
+impl Drop for JobHandle {
+    fn drop(&mut self) {
+        // A dropped handle must not leave threads running behind the user's back.
+        if let Some(t) = self.thread.take() {
+            self.monitor.control.cancel();
+            let _ = t.join();
+        }
+    }
+}
+
+struct NetworkOut {
+    writer: Arc<dyn WriterFactory>,
+    strategy: ShipStrategy,
+    downstream_parallelism: usize,
+    downstream_max_parallelism: u32,
+    seed: u64,
+    senders: Vec<AnyBox>,
+}
+
+struct ChainMember {
+    id: NodeId,
+    op_ctx: OperatorContext,
+    body: NodeBody,
+    out_type: Option<Arc<dyn TypeOps>>,
+    chained: Vec<NodeId>,
+    network: Vec<NetworkOut>,
+}
+
+fn seed_of(edge: usize, subtask: usize) -> u64 {
+    (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (subtask as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+}
+
+pub(crate) fn launch(
+    graph: JobGraph,
+    nodes: &[StreamNode],
+    cfg: &EnvConfig,
+) -> Result<JobHandle, GraphError> {
+    let control = JobControl::new(cfg.buffer_timeout);
+    let exch = cfg.exchange();
+    let by_id: HashMap<NodeId, &StreamNode> = nodes.iter().map(|n| (n.id, n)).collect();
+    let job_id = Id128::hash_of(
+        format!(
+            "{}:{:?}",
+            graph.name,
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+        )
+        .as_bytes(),
+    );
+
+    for n in nodes {
+        if let NodeBody::Sink(f) = &n.body {
+            let p = graph.nodes[&n.id].parallelism;
+            f.prepare(p).map_err(|e| {
+                GraphError::InvalidJob(format!("cannot prepare sink '{}': {e}", n.name))
+            })?;
+        }
+    }
+
+    let metrics: Vec<Vec<Arc<TaskMetrics>>> = graph
+        .vertices
+        .iter()
+        .map(|v| (0..v.parallelism).map(|_| Arc::new(TaskMetrics::default())).collect())
+        .collect();
+
+    // Gates, and the senders feeding them, per (edge, upstream subtask): (downstream subtask, sender).
+    let mut gates: HashMap<(usize, usize), AnyBox> = HashMap::new();
+    let mut senders: HashMap<(usize, usize), Vec<(usize, AnyBox)>> = HashMap::new();
+    for v in &graph.vertices {
+        let inputs: Vec<(usize, &crate::JobEdge)> = graph
+            .edges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.to_vertex == v.index)
+            .collect();
+        if inputs.is_empty() {
+            continue;
+        }
+        let head = by_id[&v.head];
+        let in_type = head.in_type.clone().expect("a vertex with inputs has an input type");
+        for j in 0..v.parallelism {
+            let mut plan = Vec::new();
+            for &(ei, e) in &inputs {
+                let pu = graph.vertices[e.from_vertex].parallelism;
+                let ups = if e.strategy.is_pointwise() {
+                    pointwise_sources(pu, v.parallelism, j)
+                } else {
+                    0..pu
+                };
+                for i in ups {
+                    plan.push((ei, i));
+                }
+            }
+            let (gate, canceller, gate_senders) =
+                in_type.make_gate(plan.len(), &exch, metrics[v.index][j].waits.clone());
+            control.register_gate(canceller);
+            for ((ei, i), s) in plan.into_iter().zip(gate_senders) {
+                senders.entry((ei, i)).or_default().push((j, s));
+            }
+            gates.insert((v.index, j), gate);
+        }
+    }
+
+    let mut source_emitted = Vec::new();
+    let mut tasks = Vec::new();
+    for v in &graph.vertices {
+        for i in 0..v.parallelism {
+            let mut members = Vec::new();
+            for &nid in &v.nodes {
+                let n = by_id[&nid];
+                let r = &graph.nodes[&nid];
+                let mut network = Vec::new();
+                for (ei, e) in graph.edges.iter().enumerate().filter(|(_, e)| e.from_node == nid) {
+                    let mut ss = senders.remove(&(ei, i)).unwrap_or_default();
+                    ss.sort_by_key(|(j, _)| *j);
+                    let down = &graph.vertices[e.to_vertex];
+                    debug_assert!(
+                        !e.strategy.is_pointwise()
+                            || ss.len() == pointwise_targets(v.parallelism, down.parallelism, i).len()
+                    );
+                    let target = by_id[&e.to_node];
+                    network.push(NetworkOut {
+                        writer: target.inputs[e.input].writer.clone(),
+                        strategy: e.strategy,
+                        downstream_parallelism: down.parallelism,
+                        downstream_max_parallelism: graph.nodes[&e.to_node].max_parallelism,
+                        seed: seed_of(ei, i),
+                        senders: ss.into_iter().map(|(_, s)| s).collect(),
+                    });
+                }
+                members.push(ChainMember {
+                    id: nid,
+                    op_ctx: OperatorContext {
+                        operator_name: n.name.clone(),
+                        task_name: v.name.clone(),
+                        subtask_index: i,
+                        parallelism: v.parallelism,
+                        max_parallelism: r.max_parallelism,
+                    },
+                    body: n.body.clone(),
+                    out_type: n.out_type.clone(),
+                    chained: crate::job_graph::chain_successors(&graph, nid),
+                    network,
+                });
+            }
+            let gate = gates.remove(&(v.index, i));
+            let head_in = by_id[&v.head].in_type.clone();
+            let emitted = Arc::new(AtomicU64::new(0));
+            if matches!(by_id[&v.head].body, NodeBody::Source(_)) {
+                source_emitted.push(emitted.clone());
+            }
+            let head = v.head;
+            let exch_cfg = exch.clone();
+            let body = Box::new(move |ctx: &TaskContext| {
+                run_subtask(members, head, gate, head_in, emitted, &exch_cfg, ctx)
+            });
+            tasks.push(TaskSpec::new(
+                v.index,
+                v.name.clone(),
+                i,
+                v.parallelism,
+                metrics[v.index][i].clone(),
+                body,
+            ));
+        }
+    }
+
+    let vertex_infos: Vec<VertexInfo> = graph
+        .vertices
+        .iter()
+        .map(|v| VertexInfo::new(v.name.clone(), v.parallelism))
+        .collect();
+    let monitor = Arc::new(JobMonitor {
+        job_id,
+        graph: graph.clone(),
+        subtasks: metrics,
+        source_emitted,
+        control: control.clone(),
+        started: Instant::now(),
+    });
+    let name = graph.name.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("job {name}"))
+        .spawn(move || run_job(&name, vertex_infos, tasks, control))
+        .map_err(|e| GraphError::Failed(JobError::job(format!("cannot start the job thread: {e}"))))?;
+    Ok(JobHandle {
+        monitor,
+        thread: Some(thread),
+    })
+}
+
+fn run_subtask(
+    members: Vec<ChainMember>,
+    head: NodeId,
+    gate: Option<AnyBox>,
+    head_in: Option<Arc<dyn TypeOps>>,
+    emitted: Arc<AtomicU64>,
+    exch: &sluice_channel::ExchangeConfig,
+    ctx: &TaskContext,
+) -> Result<(), OperatorError> {
+    let mut built: BTreeMap<NodeId, AnyBox> = BTreeMap::new();
+    let mut source_runner = None;
+    let mut head_source_ctx = None;
+    for m in members.into_iter().rev() {
+        let mut outs: Vec<AnyBox> = Vec::new();
+        for c in &m.chained {
+            outs.push(built.remove(c).expect("chained successor built before its predecessor"));
+        }
+        for n in m.network {
+            outs.push(n.writer.make_writer(
+                n.senders,
+                WriterArgs {
+                    strategy: n.strategy,
+                    downstream_parallelism: n.downstream_parallelism,
+                    downstream_max_parallelism: n.downstream_max_parallelism,
+                    seed: n.seed,
+                    cfg: exch.clone(),
+                    control: ctx.control.clone(),
+                    metrics: ctx.metrics.clone(),
+                },
+            ));
+        }
+        match &m.body {
+            NodeBody::Sink(f) => {
+                built.insert(m.id, f.create(&m.op_ctx)?);
+            }
+            NodeBody::Operator(f) => {
+                let out = m.out_type.as_ref().expect("operators have an output type").fanout(outs);
+                built.insert(m.id, f.bind(out, &m.op_ctx)?);
+            }
+            NodeBody::Source(f) => {
+                let out = m.out_type.as_ref().expect("sources have an output type").fanout(outs);
+                source_runner = Some(f.runner(&m.op_ctx, out)?);
+                head_source_ctx = Some(m.op_ctx.clone());
+            }
+        }
+    }
+    if let Some(run) = source_runner {
+        let sctx = SourceContext {
+            op: head_source_ctx.expect("set with the runner"),
+            control: ctx.control.clone(),
+            metrics: ctx.metrics.clone(),
+            emitted,
+        };
+        return run(&sctx);
+    }
+    let head_collector = built.remove(&head).expect("the chain head was built");
+    let gate = gate.expect("a non-source chain head has an input gate");
+    head_in
+        .expect("a non-source chain head has an input type")
+        .run_input(gate, head_collector, ctx)
+}
+

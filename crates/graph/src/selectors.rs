@@ -1,0 +1,105 @@
+//! Flink's partitioners as runtime channel selectors (spec §3.1).
+
+use sluice_channel::ChannelWriter;
+use sluice_runtime::writer::{ChannelSelector, RecordWriter};
+use sluice_types::{Collector, Data, ShipStrategy};
+
+use crate::partition::{assign_to_key_group, key_group_to_subtask, RoundRobin, SplitMix64};
+use crate::typeops::{KeyHashFn, WriterArgs};
+
+/// FORWARD and GLOBAL: always local channel 0.
+pub struct FirstChannel;
+
+impl<T> ChannelSelector<T> for FirstChannel {
+    #[inline]
+    fn select(&mut self, _: &T) -> usize {
+        0
+    }
+}
+
+/// REBALANCE (random start, then round robin) and RESCALE (start at 0, round robin over the
+/// local subset).
+pub struct RoundRobinSelector(pub RoundRobin);
+
+impl<T> ChannelSelector<T> for RoundRobinSelector {
+    #[inline]
+    fn select(&mut self, _: &T) -> usize {
+        self.0.next_channel()
+    }
+}
+
+/// SHUFFLE: a uniformly random channel per record.
+pub struct ShuffleSelector {
+    rng: SplitMix64,
+    n: usize,
+}
+
+impl<T> ChannelSelector<T> for ShuffleSelector {
+    #[inline]
+    fn select(&mut self, _: &T) -> usize {
+        self.rng.next_below(self.n)
+    }
+}
+
+/// HASH: `murmur(key.hashCode()) % maxParallelism` → key group → subtask.
+pub struct HashSelector<T> {
+    key_hash: KeyHashFn<T>,
+    max_parallelism: u32,
+    parallelism: u32,
+}
+
+impl<T> ChannelSelector<T> for HashSelector<T> {
+    #[inline]
+    fn select(&mut self, r: &T) -> usize {
+        let kg = assign_to_key_group((self.key_hash)(r), self.max_parallelism);
+        key_group_to_subtask(self.max_parallelism, self.parallelism, kg) as usize
+    }
+}
+
+pub(crate) fn record_writer<T: Data>(
+    writers: Vec<ChannelWriter<T>>,
+    a: WriterArgs,
+    key_hash: Option<KeyHashFn<T>>,
+) -> Box<dyn Collector<T>> {
+    let n = writers.len();
+    let (control, metrics) = (a.control, a.metrics);
+    match a.strategy {
+        ShipStrategy::Forward | ShipStrategy::Global => {
+            Box::new(RecordWriter::new(writers, FirstChannel, control, metrics))
+        }
+        ShipStrategy::Rebalance => {
+            let mut rng = SplitMix64::new(a.seed);
+            let rr = RoundRobin::rebalance(n, &mut rng);
+            Box::new(RecordWriter::new(writers, RoundRobinSelector(rr), control, metrics))
+        }
+        ShipStrategy::Rescale => Box::new(RecordWriter::new(
+            writers,
+            RoundRobinSelector(RoundRobin::rescale(n)),
+            control,
+            metrics,
+        )),
+        ShipStrategy::Shuffle | ShipStrategy::Custom => Box::new(RecordWriter::new(
+            writers,
+            ShuffleSelector {
+                rng: SplitMix64::new(a.seed),
+                n,
+            },
+            control,
+            metrics,
+        )),
+        ShipStrategy::Broadcast => Box::new(RecordWriter::broadcast(writers, control, metrics)),
+        ShipStrategy::Hash => {
+            let key_hash = key_hash.expect("HASH edges carry their key function");
+            Box::new(RecordWriter::new(
+                writers,
+                HashSelector {
+                    key_hash,
+                    max_parallelism: a.downstream_max_parallelism,
+                    parallelism: a.downstream_parallelism as u32,
+                },
+                control,
+                metrics,
+            ))
+        }
+    }
+}

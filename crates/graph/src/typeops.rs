@@ -1,0 +1,221 @@
+//! Type erasure at the graph level.
+//!
+//! The DataStream API is fully typed, but a job graph holds nodes of many record types. Each node
+//! and edge therefore keeps small factory objects, created where the types were still known, that
+//! build the typed runtime pieces (operators bound in a chain, input gates, record writers) behind
+//! `Box<dyn Any>`. Downcasts happen once per subtask at deployment, never per record.
+
+use std::any::Any;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use sluice_channel::{ChannelSender, ExchangeConfig, GateCanceller, InputGate, WaitTimes};
+use sluice_runtime::chain::{Fanout, Link};
+use sluice_runtime::sources::{SourceContext, SourceFunction};
+use sluice_runtime::{JobControl, TaskContext, TaskMetrics};
+use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, ShipStrategy};
+
+use crate::selectors;
+
+pub(crate) type AnyBox = Box<dyn Any + Send>;
+
+pub(crate) fn boxed_collector<T: Data>(c: Box<dyn Collector<T>>) -> AnyBox {
+    Box::new(c)
+}
+
+pub(crate) fn unbox_collector<T: Data>(b: AnyBox) -> Box<dyn Collector<T>> {
+    *b.downcast::<Box<dyn Collector<T>>>()
+        .expect("graph wiring connects collectors of matching record types")
+}
+
+/// Typed operations on one record type.
+pub(crate) trait TypeOps: Send + Sync {
+    fn fanout(&self, outs: Vec<AnyBox>) -> AnyBox;
+    fn make_gate(
+        &self,
+        channels: usize,
+        cfg: &ExchangeConfig,
+        waits: Arc<WaitTimes>,
+    ) -> (AnyBox, GateCanceller, Vec<AnyBox>);
+    fn run_input(
+        &self,
+        gate: AnyBox,
+        head: AnyBox,
+        ctx: &TaskContext,
+    ) -> Result<(), OperatorError>;
+}
+
+pub(crate) struct TypeOpsImpl<T>(PhantomData<fn() -> T>);
+
+pub(crate) fn type_ops<T: Data>() -> Arc<dyn TypeOps> {
+    Arc::new(TypeOpsImpl::<T>(PhantomData))
+}
+
+impl<T: Data> TypeOps for TypeOpsImpl<T> {
+    fn fanout(&self, mut outs: Vec<AnyBox>) -> AnyBox {
+        if outs.len() == 1 {
+            return outs.pop().expect("one output");
+        }
+        let outs = outs.into_iter().map(unbox_collector::<T>).collect();
+        boxed_collector::<T>(Box::new(Fanout::new(outs)))
+    }
+
+    fn make_gate(
+        &self,
+        channels: usize,
+        cfg: &ExchangeConfig,
+        waits: Arc<WaitTimes>,
+    ) -> (AnyBox, GateCanceller, Vec<AnyBox>) {
+        let (gate, senders) = InputGate::<T>::new(channels, cfg, waits);
+        let canceller = gate.canceller();
+        let senders = senders
+            .into_iter()
+            .map(|s| Box::new(s) as AnyBox)
+            .collect();
+        (Box::new(gate), canceller, senders)
+    }
+
+    fn run_input(
+        &self,
+        gate: AnyBox,
+        head: AnyBox,
+        ctx: &TaskContext,
+    ) -> Result<(), OperatorError> {
+        let gate = *gate
+            .downcast::<InputGate<T>>()
+            .expect("gate of the head's input type");
+        let mut head = unbox_collector::<T>(head);
+        sluice_runtime::input::run_one_input(gate, &mut *head, ctx)
+    }
+}
+
+/// Everything a record writer needs besides its channels.
+pub(crate) struct WriterArgs {
+    pub strategy: ShipStrategy,
+    pub downstream_parallelism: usize,
+    pub downstream_max_parallelism: u32,
+    /// Seeds REBALANCE's random start and SHUFFLE: derived from the edge and subtask so runs repeat.
+    pub seed: u64,
+    pub cfg: ExchangeConfig,
+    pub control: Arc<JobControl>,
+    pub metrics: Arc<TaskMetrics>,
+}
+
+/// Builds the writer for one edge of a stream of `T` (captures the key function of a HASH edge).
+pub(crate) trait WriterFactory: Send + Sync {
+    fn make_writer(&self, senders: Vec<AnyBox>, args: WriterArgs) -> AnyBox;
+}
+
+pub(crate) type KeyHashFn<T> = Arc<dyn Fn(&T) -> i32 + Send + Sync>;
+
+pub(crate) struct TypedWriterFactory<T> {
+    pub key_hash: Option<KeyHashFn<T>>,
+}
+
+impl<T: Data> WriterFactory for TypedWriterFactory<T> {
+    fn make_writer(&self, senders: Vec<AnyBox>, a: WriterArgs) -> AnyBox {
+        let writers: Vec<_> = senders
+            .into_iter()
+            .map(|s| {
+                let s = *s
+                    .downcast::<ChannelSender<T>>()
+                    .expect("sender of the edge's record type");
+                s.into_writer(&a.cfg, a.metrics.waits.clone())
+            })
+            .collect();
+        let key_hash = self.key_hash.clone();
+        let c: Box<dyn Collector<T>> =
+            selectors::record_writer(writers, a, key_hash);
+        boxed_collector(c)
+    }
+}
+
+/// A source node: creates the subtask's source function and returns the closure that runs it
+/// into the chain.
+pub(crate) trait SourceFactory: Send + Sync {
+    fn runner(
+        &self,
+        op: &OperatorContext,
+        out: AnyBox,
+    ) -> Result<SourceRunner, OperatorError>;
+}
+
+pub(crate) type SourceRunner = Box<dyn FnOnce(&SourceContext) -> Result<(), OperatorError> + Send>;
+
+pub(crate) struct TypedSourceFactory<T, F> {
+    pub make: F,
+    pub _t: PhantomData<fn() -> T>,
+}
+
+impl<T, F, S> SourceFactory for TypedSourceFactory<T, F>
+where
+    T: Data,
+    S: SourceFunction<T> + 'static,
+    F: Fn(usize, usize) -> Result<S, OperatorError> + Send + Sync,
+{
+    fn runner(
+        &self,
+        op: &OperatorContext,
+        out: AnyBox,
+    ) -> Result<SourceRunner, OperatorError> {
+        let mut src = (self.make)(op.subtask_index, op.parallelism)?;
+        let mut out = unbox_collector::<T>(out);
+        Ok(Box::new(move |ctx: &SourceContext| {
+            src.run(ctx, &mut *out)?;
+            out.finish()
+        }))
+    }
+}
+
+/// A one-input operator node: binds a fresh operator instance to its output collector.
+pub(crate) trait OperatorFactory: Send + Sync {
+    fn bind(&self, out: AnyBox, ctx: &OperatorContext) -> Result<AnyBox, OperatorError>;
+}
+
+pub(crate) struct TypedOperatorFactory<In, Out, F> {
+    pub make: F,
+    pub _t: PhantomData<fn(In) -> Out>,
+}
+
+impl<In, Out, F, Op> OperatorFactory for TypedOperatorFactory<In, Out, F>
+where
+    In: Data,
+    Out: Data,
+    Op: Operator<In, Out> + 'static,
+    F: Fn(&OperatorContext) -> Op + Send + Sync,
+{
+    fn bind(&self, out: AnyBox, ctx: &OperatorContext) -> Result<AnyBox, OperatorError> {
+        let op = (self.make)(ctx);
+        let link = Link::open(op, unbox_collector::<Out>(out), ctx)?;
+        Ok(boxed_collector::<In>(Box::new(link)))
+    }
+}
+
+/// A sink node: creates the subtask's sink collector.
+pub(crate) trait SinkFactory: Send + Sync {
+    /// Called once per deployment, before any subtask starts (e.g. to size a collect handle).
+    fn prepare(&self, _parallelism: usize) -> Result<(), OperatorError> {
+        Ok(())
+    }
+    fn create(&self, ctx: &OperatorContext) -> Result<AnyBox, OperatorError>;
+}
+
+pub(crate) struct TypedSinkFactory<T, P, F> {
+    pub prepare: P,
+    pub make: F,
+    pub _t: PhantomData<fn(T)>,
+}
+
+impl<T, P, F> SinkFactory for TypedSinkFactory<T, P, F>
+where
+    T: Data,
+    P: Fn(usize) -> Result<(), OperatorError> + Send + Sync,
+    F: Fn(&OperatorContext) -> Result<Box<dyn Collector<T>>, OperatorError> + Send + Sync,
+{
+    fn prepare(&self, parallelism: usize) -> Result<(), OperatorError> {
+        (self.prepare)(parallelism)
+    }
+    fn create(&self, ctx: &OperatorContext) -> Result<AnyBox, OperatorError> {
+        Ok(boxed_collector::<T>((self.make)(ctx)?))
+    }
+}
