@@ -58,5 +58,6 @@ pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::Json;
 pub use stream_graph::{ChainingStrategy, NodeKind, StreamNode};
 pub use sluice_runtime::sinks::{CollectHandle, DiscardHandle};
+pub use sluice_runtime::fasthash::FastHashMap;
 pub use sluice_runtime::JobResult;
 pub use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, ShipStrategy};

@@ -1,0 +1,23 @@
+//! # sluice-jobs: the built-in reference jobs
+//!
+//! - [`skew`]: the skew workload of `spec/skew-workload.md`, defined to the bit so Sluice and Flink
+//!   produce the same per-key sums: generator → map (a little CPU work) → key_by → running sum.
+//! - [`passthrough`]: generator → map → discard, chained or through REBALANCE: the exchange's
+//!   raw speed.
+//!
+//! Each job is a config struct with validation and a `build(&StreamEnv)` that adds the job to an
+//! environment, so `sluice run`, `sluice plan`, tests and benchmarks all build exactly the same job.
+//!
+//! ```
+//! use sluice_jobs::skew::{SkewConfig, build};
+//! let env = sluice_graph::StreamEnv::new();
+//! let cfg = SkewConfig { records: 1000, parallelism: 2, ..SkewConfig::default() };
+//! let job = build(&env, &cfg).unwrap();
+//! env.execute().unwrap();
+//! assert_eq!(job.final_sums().values().count() > 1, true);
+//! ```
+//!
+//! Invariant: jobs use only the public DataStream API, as a user would.
+
+pub mod passthrough;
+pub mod skew;

@@ -1,0 +1,46 @@
+//! generator → map → discard: measures the engine's per-record overhead.
+
+use sluice_graph::{DiscardHandle, GraphError, StreamEnv};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassthroughConfig {
+    pub records: u64,
+    pub parallelism: usize,
+    /// Put `rebalance()` between the source and the map (otherwise all three chain).
+    pub rebalance: bool,
+}
+
+impl Default for PassthroughConfig {
+    fn default() -> Self {
+        PassthroughConfig {
+            records: 10_000_000,
+            parallelism: 2,
+            rebalance: false,
+        }
+    }
+}
+
+pub struct PassthroughJob {
+    pub discarded: DiscardHandle,
+}
+
+pub fn build(env: &StreamEnv, cfg: &PassthroughConfig) -> Result<PassthroughJob, GraphError> {
+    if cfg.parallelism == 0 {
+        return Err(GraphError::InvalidConfig("--parallelism must be at least 1".into()));
+    }
+    env.set_parallelism(cfg.parallelism);
+    env.set_job_name("passthrough");
+    let source = env.generate(cfg.records, |i| i).name("generator");
+    let input = if cfg.rebalance {
+        source.rebalance()
+    } else {
+        source
+    };
+    let sink = input
+        .map(|i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        .name("map")
+        .discard();
+    Ok(PassthroughJob {
+        discarded: sink.handle,
+    })
+}

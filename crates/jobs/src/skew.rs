@@ -1,0 +1,243 @@
+//! The skew workload (spec/skew-workload.md), bit-exact.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use sluice_graph::{GraphError, StreamEnv};
+
+/// Settings of the skew job; names match the CLI flags.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SkewConfig {
+    pub records: u64,
+    /// Share of records carrying the hot key 0 (0.0..=1.0).
+    pub hot_key_share: f64,
+    /// Number of non-hot keys (keys 1..=keys).
+    pub keys: u64,
+    /// Multiply/xor-shift rounds per record in the map.
+    pub map_work: u32,
+    /// Default parallelism of every operator.
+    pub parallelism: usize,
+    pub source_parallelism: Option<usize>,
+    pub map_parallelism: Option<usize>,
+    pub sum_parallelism: Option<usize>,
+    /// Put `rebalance()` between the source and the map.
+    pub rebalance_before_map: bool,
+}
+
+impl Default for SkewConfig {
+    fn default() -> Self {
+        SkewConfig {
+            records: 1_000_000,
+            hot_key_share: 0.8,
+            keys: 10_000,
+            map_work: 4,
+            parallelism: 2,
+            source_parallelism: None,
+            map_parallelism: None,
+            sum_parallelism: None,
+            rebalance_before_map: false,
+        }
+    }
+}
+
+impl SkewConfig {
+    /// Rejects settings the workload does not define, naming the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(0.0..=1.0).contains(&self.hot_key_share) || self.hot_key_share.is_nan() {
+            return Err(format!(
+                "--hot-key-share must be between 0 and 1, got {}",
+                self.hot_key_share
+            ));
+        }
+        if self.keys == 0 {
+            return Err("--keys must be at least 1".into());
+        }
+        for (flag, p) in [
+            ("--parallelism", Some(self.parallelism)),
+            ("--source-parallelism", self.source_parallelism),
+            ("--map-parallelism", self.map_parallelism),
+            ("--sum-parallelism", self.sum_parallelism),
+        ] {
+            if p == Some(0) {
+                return Err(format!("{flag} must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `round(hot_key_share * 2^20)`.
+    pub fn hot_limit(&self) -> u64 {
+        (self.hot_key_share * (1u64 << 20) as f64).round() as u64
+    }
+}
+
+/// SplitMix64's finaliser, as the spec's `mix`.
+#[inline]
+pub fn mix(z: u64) -> u64 {
+    let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Record `i`: `(key, value)`.
+#[inline]
+pub fn record(i: u64, hot_limit: u64, keys: u64) -> (i64, i64) {
+    let h = mix(i);
+    let key = if (h >> 44) < hot_limit {
+        0
+    } else {
+        1 + (h % keys) as i64
+    };
+    (key, ((h >> 8) & 0xFFFF) as i64)
+}
+
+/// The map's CPU work.
+#[inline]
+pub fn work(v: i64, rounds: u32) -> i64 {
+    let mut v = v as u64;
+    for _ in 0..rounds {
+        v = v
+            .wrapping_mul(0x5851_F42D_4C95_7F2D)
+            .wrapping_add(0x1405_7B7E_F767_814F);
+        v ^= v >> 29;
+    }
+    v as i64
+}
+
+/// A built skew job: read its result after `execute()`.
+pub struct SkewJob {
+    finals: Arc<Mutex<BTreeMap<i64, i64>>>,
+}
+
+impl SkewJob {
+    /// The final running sum per key (the last update the sum emitted for it), sorted by key.
+    pub fn final_sums(&self) -> BTreeMap<i64, i64> {
+        self.finals.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Writes `key,sum` CSV sorted by key, with a header line.
+    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+        writeln!(w, "key,sum")?;
+        for (k, s) in self.final_sums() {
+            writeln!(w, "{k},{s}")?;
+        }
+        w.flush()
+    }
+}
+
+/// Adds the skew job to `env`: `Source: generator` → `map` → key_by → `sum-per-key` →
+/// `Sink: final-sums` (names as in the Flink reference job).
+pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
+    cfg.validate().map_err(GraphError::InvalidConfig)?;
+    env.set_parallelism(cfg.parallelism);
+    env.set_job_name("skew");
+    let (hot_limit, keys, rounds) = (cfg.hot_limit(), cfg.keys, cfg.map_work);
+    let mut source = env
+        .generate(cfg.records, move |i| record(i, hot_limit, keys))
+        .name("generator");
+    if let Some(p) = cfg.source_parallelism {
+        source = source.set_parallelism(p);
+    }
+    let input = if cfg.rebalance_before_map {
+        source.rebalance()
+    } else {
+        source
+    };
+    let mut mapped = input
+        .map(move |(k, v): (i64, i64)| (k, work(v, rounds) & 0xF_FFFF))
+        .name("map");
+    if let Some(p) = cfg.map_parallelism {
+        mapped = mapped.set_parallelism(p);
+    }
+    let mut summed = mapped
+        .key_by(|r: &(i64, i64)| r.0)
+        .sum(|r: &mut (i64, i64)| &mut r.1)
+        .name("sum-per-key");
+    if let Some(p) = cfg.sum_parallelism {
+        summed = summed.set_parallelism(p);
+    }
+    let finals: Arc<Mutex<BTreeMap<i64, i64>>> = Arc::default();
+    let (f1, f2) = (finals.clone(), finals.clone());
+    let sink = summed.add_sink(
+        "final-sums",
+        (),
+        move |_| {
+            f1.lock().unwrap_or_else(|p| p.into_inner()).clear();
+            Ok(())
+        },
+        move |_| Ok(Box::new(FinalSums::new(f2.clone()))),
+    );
+    if let Some(p) = cfg.sum_parallelism {
+        sink.set_parallelism(p);
+    }
+    Ok(SkewJob { finals })
+}
+
+/// Keeps the latest sum per key of its subtask; merges into the job's map at end of input.
+/// Each key lives on exactly one subtask, so merging never overwrites another subtask's key.
+struct FinalSums {
+    latest: sluice_graph::FastHashMap<i64, i64>,
+    out: Arc<Mutex<BTreeMap<i64, i64>>>,
+}
+
+impl FinalSums {
+    fn new(out: Arc<Mutex<BTreeMap<i64, i64>>>) -> Self {
+        FinalSums {
+            latest: Default::default(),
+            out,
+        }
+    }
+}
+
+impl sluice_graph::Collector<(i64, i64)> for FinalSums {
+    #[inline]
+    fn collect(&mut self, (k, s): (i64, i64)) -> Result<(), sluice_graph::OperatorError> {
+        self.latest.insert(k, s);
+        Ok(())
+    }
+    fn finish(&mut self) -> Result<(), sluice_graph::OperatorError> {
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.extend(self.latest.drain());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generator_follows_the_spec() {
+        let cfg = SkewConfig::default();
+        assert_eq!(cfg.hot_limit(), 838_861); // round(0.8 * 2^20)
+        let hot = (0..100_000)
+            .filter(|&i| record(i, cfg.hot_limit(), 10_000).0 == 0)
+            .count();
+        assert!((79_000..81_000).contains(&hot), "hot share {hot}");
+        for i in 0..1000 {
+            let (k, v) = record(i, cfg.hot_limit(), 10_000);
+            assert!((0..=10_000).contains(&k));
+            assert!((0..=0xFFFF).contains(&v));
+        }
+        assert_eq!(work(0, 0), 0);
+        assert_ne!(work(1, 4), 1);
+    }
+
+    #[test]
+    fn bad_settings_are_rejected_with_the_flag_name() {
+        let bad = SkewConfig {
+            hot_key_share: 1.5,
+            ..SkewConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("--hot-key-share"));
+        let bad = SkewConfig {
+            map_parallelism: Some(0),
+            ..SkewConfig::default()
+        };
+        assert!(bad.validate().unwrap_err().contains("--map-parallelism"));
+    }
+}
