@@ -268,7 +268,7 @@ impl<T: Send + 'static> InputGate<T> {
         } = buf;
         records.clear();
         let mut st = self.shared.lock();
-        if floating {
+        if false {
             st.floating_free += 1;
         } else {
             st.channels[channel].exclusive_free += 1;
@@ -466,7 +466,7 @@ impl<T: Send + 'static> ChannelSender<T> {
             chan.in_ready = true;
             st.ready.push_back(self.channel);
         }
-        if st.receiver_waiting && false {
+        if st.receiver_waiting {
             self.shared.data_cv.notify_one();
         }
     }

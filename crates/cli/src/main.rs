@@ -1,1 +1,32 @@
-fn main() {}
+//! `sluice`: run built-in jobs, show their plans, place keys, benchmark.
+
+mod args;
+mod bench;
+mod key_group;
+mod plan_cmd;
+mod procstat;
+mod progress;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(r) => run::run(r),
+        Command::Plan(p) => plan_cmd::plan(p),
+        Command::KeyGroup(k) => key_group::key_group(k),
+        Command::Bench(b) => bench::bench(b),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Command-line arguments. Job flags are shared by `run` and `plan`, so a plan shows exactly
+//! what the same flags would run.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Parser, Debug)]
+#[command(name = "sluice", version, about = "Sluice: a stream processing engine on Flink's model")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a built-in job on this machine (an embedded cluster: one thread per subtask).
+    Run(RunArgs),
+    /// Print the plan of a built-in job, for the same flags `run` takes.
+    Plan(PlanArgs),
+    /// Where Flink places keys: CSV `key,key_group,subtask` (keys from arguments or stdin lines).
+    KeyGroup(KeyGroupArgs),
+    /// Benchmark the reference jobs (each in a fresh process) and print records/s, CPU and memory.
+    Bench(BenchArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(subcommand)]
+    pub job: JobCmd,
+    /// Never draw the progress bar (it is drawn only on a terminal anyway).
+    #[arg(long, global = true)]
+    pub no_progress: bool,
+    /// Print the run's figures as one JSON line on stdout (used by `sluice bench`).
+    #[arg(long, global = true)]
+    pub stats_json: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum PlanFormatArg {
+    /// Flink's getExecutionPlan() stream-graph JSON.
+    Json,
+    /// Flink's REST /jobs/:id/plan JSON of the chained job graph.
+    JobGraph,
+    Text,
+    Dot,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    #[command(subcommand)]
+    pub job: JobCmd,
+    #[arg(long, global = true, value_enum, default_value = "json")]
+    pub format: PlanFormatArg,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum JobCmd {
+    /// generator -> map -> discard: the engine's per-record overhead.
+    Passthrough(PassthroughArgs),
+    /// The skew workload: generator -> map -> key_by -> running sum, with a hot key.
+    Skew(SkewArgs),
+}
+
+/// Settings every job takes (Flink's names in brackets).
+#[derive(Args, Debug, Clone)]
+pub struct EnvArgs {
+    /// Default operator parallelism [parallelism.default].
+    #[arg(short = 'p', long, default_value_t = 2)]
+    pub parallelism: usize,
+    /// Key groups [pipeline.max-parallelism]; default derived from the parallelism.
+    #[arg(long)]
+    pub max_parallelism: Option<u32>,
+    /// Buffer timeout in ms; 0 flushes every record [execution.buffer-timeout.interval].
+    #[arg(long, default_value_t = 100)]
+    pub buffer_timeout_ms: u64,
+    /// Network buffer size in bytes [taskmanager.memory.segment-size].
+    #[arg(long, default_value_t = 32 * 1024)]
+    pub buffer_size: usize,
+    /// Exclusive credits per channel [taskmanager.network.memory.buffers-per-channel].
+    #[arg(long, default_value_t = 2)]
+    pub exclusive_credits: usize,
+    /// Floating credits per input gate [taskmanager.network.memory.floating-buffers-per-gate].
+    #[arg(long, default_value_t = 8)]
+    pub floating_credits: usize,
+    /// Disable operator chaining [pipeline.operator-chaining.enabled=false].
+    #[arg(long)]
+    pub disable_chaining: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct PassthroughArgs {
+    #[arg(long, default_value_t = 10_000_000)]
+    pub records: u64,
+    /// Put rebalance() between the source and the map (otherwise all operators chain).
+    #[arg(long)]
+    pub rebalance: bool,
+    #[command(flatten)]
+    pub env: EnvArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SkewArgs {
+    #[arg(long, default_value_t = 1_000_000)]
+    pub records: u64,
+    /// Share of records with the hot key 0.
+    #[arg(long, default_value_t = 0.8)]
+    pub hot_key_share: f64,
+    /// Number of other keys (1..=keys).
+    #[arg(long, default_value_t = 10_000)]
+    pub keys: u64,
+    /// CPU work per record in the map (multiply/xor-shift rounds).
+    #[arg(long, default_value_t = 4)]
+    pub map_work: u32,
+    #[arg(long)]
+    pub source_parallelism: Option<usize>,
+    #[arg(long)]
+    pub map_parallelism: Option<usize>,
+    #[arg(long)]
+    pub sum_parallelism: Option<usize>,
+    /// Put rebalance() between the source and the map.
+    #[arg(long)]
+    pub rebalance_before_map: bool,
+    /// Write the final sum per key as CSV `key,sum`, sorted by key.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub env: EnvArgs,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum KeyTypeArg {
+    I64,
+    String,
+}
+
+#[derive(Args, Debug)]
+pub struct KeyGroupArgs {
+    /// Key type (Java hashCode of Long or String).
+    #[arg(long = "type", value_enum)]
+    pub key_type: KeyTypeArg,
+    /// Parallelism of the keyed operator.
+    #[arg(short = 'p', long)]
+    pub parallelism: u32,
+    /// Max parallelism (key groups); default derived from the parallelism as Flink does.
+    #[arg(long)]
+    pub max_parallelism: Option<u32>,
+    /// Keys; read one per line from stdin when none are given.
+    pub keys: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Records per run for the passthrough jobs.
+    #[arg(long, default_value_t = 50_000_000)]
+    pub passthrough_records: u64,
+    /// Records per run for the skew job.
+    #[arg(long, default_value_t = 20_000_000)]
+    pub skew_records: u64,
+    /// Runs per case; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    #[arg(short = 'p', long, default_value_t = 2)]
+    pub parallelism: usize,
+}

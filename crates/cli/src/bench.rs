@@ -1,0 +1,91 @@
+//! `sluice bench`: each case runs in a fresh `sluice run --stats-json` process, so peak RSS and
+//! CPU time belong to that case alone; the median of the runs is reported.
+
+use std::process::{Command, ExitCode};
+
+use crate::args::BenchArgs;
+use crate::progress::human;
+
+struct Case {
+    name: &'static str,
+    args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    records: f64,
+    rate: f64,
+    cpu_ns: f64,
+    rss_kib: f64,
+    startup_ms: f64,
+}
+
+fn field(json: &str, key: &str) -> Option<f64> {
+    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
+    let rest = &json[at..];
+    let end = rest.find([',', '}']).unwrap_or(rest.len());
+    rest[..end].trim().parse().ok()
+}
+
+pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe()?;
+    let p = a.parallelism.to_string();
+    let cases = vec![
+        Case {
+            name: "passthrough (chained)",
+            args: vec!["passthrough".into(), "--records".into(), a.passthrough_records.to_string(), "-p".into(), p.clone()],
+        },
+        Case {
+            name: "passthrough (REBALANCE)",
+            args: vec!["passthrough".into(), "--rebalance".into(), "--records".into(), a.passthrough_records.to_string(), "-p".into(), p.clone()],
+        },
+        Case {
+            name: "skew",
+            args: vec!["skew".into(), "--records".into(), a.skew_records.to_string(), "-p".into(), p.clone()],
+        },
+    ];
+    println!(
+        "{:<26} {:>12} {:>14} {:>14} {:>16} {:>14} {:>12}",
+        "case", "records", "records/s", "per core", "CPU-ns/record", "peak RSS MiB", "startup ms"
+    );
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    for c in cases {
+        let mut runs = Vec::new();
+        for _ in 0..a.runs.max(1) {
+            let out = Command::new(&exe)
+                .arg("run")
+                .args(&c.args)
+                .arg("--stats-json")
+                .output()?;
+            if !out.status.success() {
+                anyhow::bail!(
+                    "{} failed: {}",
+                    c.name,
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            let s = String::from_utf8_lossy(&out.stdout).to_string();
+            runs.push(Stats {
+                records: field(&s, "records").unwrap_or(0.0),
+                rate: field(&s, "records_per_sec").unwrap_or(0.0),
+                cpu_ns: field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN),
+                rss_kib: field(&s, "peak_rss_kib").unwrap_or(f64::NAN),
+                startup_ms: field(&s, "startup_ms").unwrap_or(f64::NAN),
+            });
+        }
+        runs.sort_by(|x, y| x.rate.total_cmp(&y.rate));
+        let m = runs[runs.len() / 2];
+        let used_cores = (m.rate * m.cpu_ns / 1e9).clamp(1.0, cores);
+        println!(
+            "{:<26} {:>12} {:>14} {:>14} {:>16.1} {:>14.1} {:>12.2}",
+            c.name,
+            human(m.records),
+            human(m.rate),
+            human(m.rate / used_cores),
+            m.cpu_ns,
+            m.rss_kib / 1024.0,
+            m.startup_ms
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

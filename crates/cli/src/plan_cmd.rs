@@ -1,0 +1,25 @@
+//! `sluice plan <job> [job flags] [--format ...]`.
+
+use std::process::ExitCode;
+
+use sluice_graph::plan::{job_graph_dot, job_graph_text, job_plan_json};
+use sluice_types::Id128;
+
+use crate::args::{PlanArgs, PlanFormatArg};
+use crate::run::build_job;
+
+pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
+    let (env, _job, _) = build_job(&args.job)?;
+    let out = match args.format {
+        PlanFormatArg::Json => env.execution_plan()?,
+        PlanFormatArg::JobGraph => {
+            let g = env.job_graph()?;
+            // A plan that is not running has no job id yet; derive a stable one from the name.
+            job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_compact()
+        }
+        PlanFormatArg::Text => job_graph_text(&env.job_graph()?),
+        PlanFormatArg::Dot => job_graph_dot(&env.job_graph()?),
+    };
+    println!("{}", out.trim_end());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,137 @@
+//! `sluice run <job>`.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use sluice_graph::{EnvConfig, StreamEnv};
+use sluice_jobs::{passthrough, skew};
+
+use crate::args::{EnvArgs, JobCmd, RunArgs};
+use crate::procstat;
+use crate::progress::{human, Progress};
+
+pub enum BuiltJob {
+    Passthrough(passthrough::PassthroughJob),
+    Skew(skew::SkewJob, Option<std::path::PathBuf>),
+}
+
+fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
+    let cfg = EnvConfig {
+        parallelism: a.parallelism,
+        max_parallelism: a.max_parallelism,
+        buffer_timeout: Duration::from_millis(a.buffer_timeout_ms),
+        buffer_bytes: a.buffer_size,
+        exclusive_credits: a.exclusive_credits,
+        floating_credits: a.floating_credits,
+        chaining: !a.disable_chaining,
+        ..EnvConfig::default()
+    };
+    // Reject a bad configuration before anything starts.
+    cfg.validate()?;
+    Ok(StreamEnv::with_config(cfg))
+}
+
+/// Builds the job a command line describes; `run` and `plan` share it.
+pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
+    match job {
+        JobCmd::Passthrough(a) => {
+            let env = env_of(&a.env)?;
+            let cfg = passthrough::PassthroughConfig {
+                records: a.records,
+                parallelism: a.env.parallelism,
+                rebalance: a.rebalance,
+            };
+            let j = passthrough::build(&env, &cfg)?;
+            Ok((env, BuiltJob::Passthrough(j), a.records))
+        }
+        JobCmd::Skew(a) => {
+            let env = env_of(&a.env)?;
+            let cfg = skew::SkewConfig {
+                records: a.records,
+                hot_key_share: a.hot_key_share,
+                keys: a.keys,
+                map_work: a.map_work,
+                parallelism: a.env.parallelism,
+                source_parallelism: a.source_parallelism,
+                map_parallelism: a.map_parallelism,
+                sum_parallelism: a.sum_parallelism,
+                rebalance_before_map: a.rebalance_before_map,
+            };
+            let j = skew::build(&env, &cfg)?;
+            Ok((env, BuiltJob::Skew(j, a.output.clone()), a.records))
+        }
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let cpu0 = procstat::cpu_time_ns();
+    let t0 = Instant::now();
+    let (env, job, total) = build_job(&args.job)?;
+    let handle = env.launch()?;
+    let monitor = handle.monitor();
+    // Start-up latency: from building the job to the sources' first published batch.
+    let mut startup = None;
+    while startup.is_none() && !handle.is_finished() {
+        if monitor.records_emitted_by_sources() > 0 {
+            startup = Some(t0.elapsed());
+        } else {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    let progress = Progress::start(monitor.clone(), total, !args.no_progress && !args.stats_json);
+    let outcome = handle.wait();
+    progress.finish();
+    let exec = outcome?;
+    let wall = t0.elapsed();
+    let cpu_ns = match (cpu0, procstat::cpu_time_ns()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    // Every record enters through a source; sources publish their counts as they go.
+    let records = monitor.records_emitted_by_sources();
+    if let BuiltJob::Skew(j, Some(path)) = &job {
+        j.write_csv(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let rate = records as f64 / wall.as_secs_f64().max(1e-9);
+    let peak = procstat::peak_rss_kib();
+    if args.stats_json {
+        println!(
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{}}}",
+            exec.graph.name,
+            records,
+            wall.as_secs_f64() * 1000.0,
+            rate,
+            cpu_ns.map(|c| format!("{:.1}", c as f64 / records.max(1) as f64)).unwrap_or("null".into()),
+            peak.map(|p| p.to_string()).unwrap_or("null".into()),
+            startup.map(|s| format!("{:.3}", s.as_secs_f64() * 1000.0)).unwrap_or("null".into()),
+        );
+    } else {
+        for v in &exec.result.vertices {
+            eprintln!(
+                "  {:<50} p={:<3} records in {:>12}  out {:>12}",
+                v.name, v.parallelism, v.records_in, v.records_out
+            );
+        }
+        if exec.result.dead_letters > 0 {
+            eprintln!("  dead letters: {}", exec.result.dead_letters);
+        }
+        eprintln!(
+            "{}: {} records in {:.3} s = {} records/s{}",
+            exec.graph.name,
+            records,
+            wall.as_secs_f64(),
+            human(rate),
+            cpu_ns
+                .map(|c| format!(", {:.1} CPU-ns/record", c as f64 / records.max(1) as f64))
+                .unwrap_or_default()
+        );
+        match &job {
+            BuiltJob::Skew(_, Some(path)) => eprintln!("final sums written to {}", path.display()),
+            BuiltJob::Passthrough(p) => eprintln!("the sink discarded {} records", p.discarded.count()),
+            BuiltJob::Skew(_, None) => {}
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
