@@ -227,7 +227,7 @@ impl<T: Send + 'static> InputGate<T> {
                     }
                 }));
             }
-            if self.open_channels == 0 {
+            if self.open_channels <= 1 {
                 return Ok(None);
             }
             st.receiver_waiting = true;
@@ -268,7 +268,7 @@ impl<T: Send + 'static> InputGate<T> {
         } = buf;
         records.clear();
         let mut st = self.shared.lock();
-        if false {
+        if floating {
             st.floating_free += 1;
         } else {
             st.channels[channel].exclusive_free += 1;
