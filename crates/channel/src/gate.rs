@@ -107,7 +107,10 @@ pub struct ReceivedBuffer<T> {
 #[derive(Debug)]
 pub enum GateItem<T> {
     Buffer(ReceivedBuffer<T>),
-    Event { channel: usize, event: ChannelEvent },
+    Event {
+        channel: usize,
+        event: ChannelEvent,
+    },
     /// No input arrived within the gate's wake-up interval; the caller gets a chance to do
     /// periodic work (flush its outputs on the buffer timeout) and then asks again.
     Idle,
@@ -227,7 +230,7 @@ impl<T: Send + 'static> InputGate<T> {
                     }
                 }));
             }
-            if self.open_channels <= 1 {
+            if self.open_channels == 0 {
                 return Ok(None);
             }
             st.receiver_waiting = true;
@@ -437,7 +440,9 @@ impl<T: Send + 'static> ChannelSender<T> {
         if st.cancelled {
             return Err(Cancelled);
         }
-        st.channels[self.channel].queue.push_back(Entry::Event(event));
+        st.channels[self.channel]
+            .queue
+            .push_back(Entry::Event(event));
         self.mark_ready(&mut st);
         Ok(())
     }
@@ -471,4 +476,3 @@ impl<T: Send + 'static> ChannelSender<T> {
         }
     }
 }
-

@@ -44,7 +44,9 @@ mod writer;
 
 pub use config::ExchangeConfig;
 pub use counters::{ChannelCounters, WaitTimes};
-pub use gate::{ChannelEvent, ChannelSender, GateCanceller, GateItem, InputGate, Permit, ReceivedBuffer};
+pub use gate::{
+    ChannelEvent, ChannelSender, GateCanceller, GateItem, InputGate, Permit, ReceivedBuffer,
+};
 pub use writer::ChannelWriter;
 
 /// The exchange was torn down: the job is being cancelled.

@@ -27,6 +27,8 @@ const REC_SIZE: usize = std::mem::size_of::<Rec>();
 
 /// Generous limit for a whole scenario; real runs take milliseconds.
 const DEADLINE: Duration = Duration::from_secs(20);
+/// Limit for one proptest case (each takes well under a second).
+const PROP_DEADLINE: Duration = Duration::from_secs(10);
 /// How promptly cancellation must unblock threads.
 const PROMPT: Duration = Duration::from_secs(2);
 
@@ -53,8 +55,9 @@ fn with_deadline<R: Send + 'static>(limit: Duration, f: impl FnOnce() -> R + Sen
     }
 }
 
-/// Cancels the gate if the receiving side panics, so blocked senders return and the scope can
-/// join them (the receiver's panic message is then the one reported).
+/// Cancels the gate if the thread holding it panics: a failed receiver then releases senders
+/// parked for credit, a failed sender releases the receiver waiting for its end-of-partition, so
+/// the scope can join every thread and report the original panic instead of timing out.
 struct CancelOnPanic(GateCanceller);
 
 impl Drop for CancelOnPanic {
@@ -186,6 +189,9 @@ fn check_bounds_from_receiver(counters: &[Arc<ChannelCounters>], b: Bounds) {
 ///   and a floating credit reused on channel 1 between two reads would add up to a state that never
 ///   existed. So the sum is only checked when `buffers_out` of every channel is unchanged across
 ///   the in-flight reads (no buffer shipped meanwhile; releases only lower the values).
+///
+/// The counters are `Relaxed` atomics written under the gate lock; the fences keep this thread's
+/// reads in the order the argument above needs.
 fn check_bounds_from_observer(counters: &[Arc<ChannelCounters>], b: Bounds) -> bool {
     let mut records_out_sum = 0i64;
     let records_out: Vec<u64> = counters.iter().map(|c| get(&c.records_out)).collect();
@@ -335,9 +341,11 @@ fn run_exchange(case: ExchangeCase) {
     let counters = gate.counters();
     let bounds = Bounds::new(channels, &cfg, case.capacity);
     let writers = writers(senders, &cfg, &send_waits);
-    let _guard = CancelOnPanic(gate.canceller());
+    let canceller = gate.canceller();
 
     thread::scope(|s| {
+        // Inside the scope: the scope joins its threads before it re-raises a panic.
+        let _guard = CancelOnPanic(canceller.clone());
         let handles: Vec<_> = writers
             .into_iter()
             .zip(&case.plans)
@@ -345,7 +353,11 @@ fn run_exchange(case: ExchangeCase) {
             .map(|(ch, (w, plan))| {
                 assert_eq!(w.capacity(), case.capacity);
                 assert_eq!(w.sender().channel(), ch);
-                s.spawn(move || run_sender(w, ch as u64, plan))
+                let canceller = canceller.clone();
+                s.spawn(move || {
+                    let _guard = CancelOnPanic(canceller);
+                    run_sender(w, ch as u64, plan)
+                })
             })
             .collect();
 
@@ -353,7 +365,9 @@ fn run_exchange(case: ExchangeCase) {
         let mut ended = vec![false; channels];
         let mut buffers = vec![0u64; channels];
         loop {
-            let item = gate.next().expect("not cancelled");
+            let item = gate
+                .next()
+                .expect("cancelled: a sender panicked (its message is above)");
             match item {
                 None => break,
                 Some(GateItem::Idle) => panic!("Idle without a wake interval"),
@@ -469,9 +483,11 @@ fn run_bounded(case: ExchangeCase, slowness: Slowness) {
     let bounds = Bounds::new(channels, &cfg, case.capacity);
     let writers = writers(senders, &cfg, &Default::default());
     let done = AtomicBool::new(false);
-    let _guard = CancelOnPanic(gate.canceller());
+    let canceller = gate.canceller();
 
     thread::scope(|s| {
+        // Inside the scope: the scope joins its threads before it re-raises a panic.
+        let _guard = CancelOnPanic(canceller.clone());
         let observer = s.spawn(|| {
             let (mut observations, mut sum_checks) = (0u64, 0u64);
             loop {
@@ -489,7 +505,13 @@ fn run_bounded(case: ExchangeCase, slowness: Slowness) {
             .into_iter()
             .zip(&case.plans)
             .enumerate()
-            .map(|(ch, (w, plan))| s.spawn(move || run_sender(w, ch as u64, plan)))
+            .map(|(ch, (w, plan))| {
+                let canceller = canceller.clone();
+                s.spawn(move || {
+                    let _guard = CancelOnPanic(canceller);
+                    run_sender(w, ch as u64, plan)
+                })
+            })
             .collect();
 
         // Stops the observer even if the receiver panics.
@@ -539,12 +561,14 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: 32,
         failure_persistence: None,
+        // A deadlock costs PROP_DEADLINE per shrink step: cap the time spent shrinking.
+        max_shrink_time: 60_000,
         ..ProptestConfig::default()
     })]
 
     #[test]
     fn exchange_delivers_every_record_once_in_channel_order(case in exchange_case(5, 400)) {
-        with_deadline(DEADLINE, move || run_exchange(case));
+        with_deadline(PROP_DEADLINE, move || run_exchange(case));
     }
 
     #[test]
@@ -555,7 +579,7 @@ proptest! {
             (10u64..150).prop_map(Slowness::SleepMicros),
         ],
     ) {
-        with_deadline(DEADLINE, move || run_bounded(case, slowness));
+        with_deadline(PROP_DEADLINE, move || run_bounded(case, slowness));
     }
 }
 
@@ -571,10 +595,12 @@ fn stalled_receiver_saturates_credits_exactly() {
         let counters = gate.counters();
         let bounds = Bounds::new(channels, &cfg, capacity);
         let writers = writers(senders, &cfg, &send_waits);
-        let _guard = CancelOnPanic(gate.canceller());
+        let canceller = gate.canceller();
         let per_channel = 100u64;
 
         thread::scope(|s| {
+            // Inside the scope: the scope joins its threads before it re-raises a panic.
+            let _guard = CancelOnPanic(canceller);
             let handles: Vec<_> = writers
                 .into_iter()
                 .enumerate()
@@ -807,8 +833,8 @@ fn writer_refills_recycled_buffers_to_full_capacity() {
     let mut w = writers(senders, &cfg, &Default::default()).remove(0);
 
     // A small buffer shipped through a permit ends up in the channel's recycle list.
-    let mut small = Vec::with_capacity(1);
-    small.push((0, 0));
+    let small = vec![(0, 0)];
+    assert_eq!(small.capacity(), 1);
     let permit = w.sender().try_reserve().unwrap().expect("credit");
     let _ = permit.send(small);
     let buf = expect_buffer(gate.next().unwrap());
@@ -994,7 +1020,7 @@ fn waiting_for_credit_is_backpressure_and_waiting_for_data_is_idle() {
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let h = thread::spawn(move || {
             go_rx.recv().unwrap();
-            thread::sleep(Duration::from_millis(20)); // receiver is parked in next() by now
+            thread::sleep(Duration::from_millis(50)); // receiver is parked in next() by now
             for seq in 0..3 {
                 w.push((0, seq))?; // capacity 1: every push ships; from the second one, it waits
             }
@@ -1136,11 +1162,9 @@ fn event_does_not_overtake_records_waiting_for_credit() {
         let first = expect_buffer(gate.next().unwrap());
         assert_eq!(seqs(&first), vec![0, 1, 2, 3]);
         // Holding the only credit: the watermark must not be visible ahead of record 4.
-        loop {
-            match gate.next().unwrap() {
-                Some(GateItem::Idle) => break,
-                other => panic!("watermark overtook a pending record: {other:?}"),
-            }
+        match gate.next().unwrap() {
+            Some(GateItem::Idle) => {}
+            other => panic!("watermark overtook a pending record: {other:?}"),
         }
         assert_eq!(
             rx.try_recv(),
@@ -1196,10 +1220,13 @@ fn wake_interval_yields_idle_when_no_data_arrives() {
         gate.release(b);
         assert!(matches!(gate.next(), Ok(Some(GateItem::Idle))));
 
-        // Data arriving later, from another thread, is picked up after some Idle wake-ups.
+        // Data arriving later, from another thread, is picked up after Idle wake-ups: the sender
+        // starts only once the receiver has reported Idle a few times.
         let mut w0 = ws.remove(0);
+        let (go_tx, go_rx) = mpsc::channel::<()>();
         let h = thread::spawn(move || {
-            thread::sleep(Duration::from_millis(40));
+            go_rx.recv().unwrap();
+            thread::sleep(Duration::from_millis(5));
             w0.push((0, 0))?;
             w0.finish()
         });
@@ -1207,7 +1234,12 @@ fn wake_interval_yields_idle_when_no_data_arrives() {
         let mut seen = vec![];
         loop {
             match gate.next().unwrap() {
-                Some(GateItem::Idle) => idles += 1,
+                Some(GateItem::Idle) => {
+                    idles += 1;
+                    if idles == 3 {
+                        go_tx.send(()).unwrap();
+                    }
+                }
                 Some(GateItem::Buffer(b)) => {
                     seen.push((b.channel, seqs(&b)));
                     gate.release(b);
@@ -1220,10 +1252,7 @@ fn wake_interval_yields_idle_when_no_data_arrives() {
                 None => panic!("channel 1 has not ended yet"),
             }
         }
-        assert!(
-            idles >= 1,
-            "no Idle while waiting 40 ms with a 10 ms wake interval"
-        );
+        assert!(idles >= 3);
         assert_eq!(seen, vec![(0, vec![0]), (0, vec![])]);
         assert_eq!(h.join().unwrap(), Ok(()));
 

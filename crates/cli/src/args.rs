@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
-#[command(name = "sluice", version, about = "Sluice: a stream processing engine on Flink's model")]
+#[command(
+    name = "sluice",
+    version,
+    about = "Sluice: a stream processing engine on Flink's model"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -33,22 +33,43 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let cases = vec![
         Case {
             name: "passthrough (chained)",
-            args: vec!["passthrough".into(), "--records".into(), a.passthrough_records.to_string(), "-p".into(), p.clone()],
+            args: vec![
+                "passthrough".into(),
+                "--records".into(),
+                a.passthrough_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
         },
         Case {
             name: "passthrough (REBALANCE)",
-            args: vec!["passthrough".into(), "--rebalance".into(), "--records".into(), a.passthrough_records.to_string(), "-p".into(), p.clone()],
+            args: vec![
+                "passthrough".into(),
+                "--rebalance".into(),
+                "--records".into(),
+                a.passthrough_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
         },
         Case {
             name: "skew",
-            args: vec!["skew".into(), "--records".into(), a.skew_records.to_string(), "-p".into(), p.clone()],
+            args: vec![
+                "skew".into(),
+                "--records".into(),
+                a.skew_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
         },
     ];
     println!(
         "{:<26} {:>12} {:>14} {:>14} {:>16} {:>14} {:>12}",
         "case", "records", "records/s", "per core", "CPU-ns/record", "peak RSS MiB", "startup ms"
     );
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1) as f64;
     for c in cases {
         let mut runs = Vec::new();
         for _ in 0..a.runs.max(1) {

@@ -3,7 +3,9 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use sluice_graph::partition::{default_max_parallelism, key_group_csv_header, key_group_line, KeyType};
+use sluice_graph::partition::{
+    default_max_parallelism, key_group_csv_header, key_group_line, KeyType,
+};
 
 use crate::args::{KeyGroupArgs, KeyTypeArg};
 
@@ -45,5 +47,9 @@ pub fn key_group(args: KeyGroupArgs) -> anyhow::Result<ExitCode> {
         }
     }
     out.flush()?;
-    Ok(if bad > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if bad > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

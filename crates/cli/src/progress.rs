@@ -21,7 +21,11 @@ impl Progress {
             std::thread::spawn(move || {
                 let started = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
-                    draw(monitor.records_emitted_by_sources(), total, started.elapsed());
+                    draw(
+                        monitor.records_emitted_by_sources(),
+                        total,
+                        started.elapsed(),
+                    );
                     std::thread::park_timeout(Duration::from_millis(100));
                 }
                 eprint!("\r\x1b[2K");
@@ -41,7 +45,11 @@ impl Progress {
 
 fn draw(done: u64, total: u64, elapsed: Duration) {
     const WIDTH: usize = 30;
-    let frac = if total == 0 { 1.0 } else { (done as f64 / total as f64).min(1.0) };
+    let frac = if total == 0 {
+        1.0
+    } else {
+        (done as f64 / total as f64).min(1.0)
+    };
     let filled = (frac * WIDTH as f64) as usize;
     let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
     eprint!(

@@ -79,7 +79,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             std::thread::sleep(Duration::from_micros(100));
         }
     }
-    let progress = Progress::start(monitor.clone(), total, !args.no_progress && !args.stats_json);
+    let progress = Progress::start(
+        monitor.clone(),
+        total,
+        !args.no_progress && !args.stats_json,
+    );
     let outcome = handle.wait();
     progress.finish();
     let exec = outcome?;
@@ -129,7 +133,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         );
         match &job {
             BuiltJob::Skew(_, Some(path)) => eprintln!("final sums written to {}", path.display()),
-            BuiltJob::Passthrough(p) => eprintln!("the sink discarded {} records", p.discarded.count()),
+            BuiltJob::Passthrough(p) => {
+                eprintln!("the sink discarded {} records", p.discarded.count())
+            }
             BuiltJob::Skew(_, None) => {}
         }
     }

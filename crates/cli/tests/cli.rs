@@ -28,33 +28,63 @@ fn tmp(name: &str) -> std::path::PathBuf {
 fn run_skew_writes_flinks_final_sums() {
     let dir = tmp("skew");
     let out = dir.join("sums.csv");
-    let o = sluice(&["run", "skew", "--records", "100000", "-p", "2", "--output", out.to_str().unwrap()]);
+    let o = sluice(&[
+        "run",
+        "skew",
+        "--records",
+        "100000",
+        "-p",
+        "2",
+        "--output",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("100000 records"), "{}", stderr(&o));
     let ours = std::fs::read_to_string(&out).unwrap();
-    let flink = std::fs::read_to_string(format!("{ROOT}/tests/fixtures/flink/flink-skew-final-100k.csv")).unwrap();
+    let flink = std::fs::read_to_string(format!(
+        "{ROOT}/tests/fixtures/flink/flink-skew-final-100k.csv"
+    ))
+    .unwrap();
     assert_eq!(ours, flink.replace("\r\n", "\n"));
     std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn plan_takes_the_same_flags_as_run() {
-    let o = sluice(&["plan", "skew", "--map-parallelism", "4", "--rebalance-before-map"]);
+    let o = sluice(&[
+        "plan",
+        "skew",
+        "--map-parallelism",
+        "4",
+        "--rebalance-before-map",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let golden = std::fs::read_to_string(format!("{ROOT}/tests/golden/skew-plan-rebalanced.json")).unwrap();
+    let golden =
+        std::fs::read_to_string(format!("{ROOT}/tests/golden/skew-plan-rebalanced.json")).unwrap();
     assert_eq!(stdout(&o).trim_end(), golden.trim_end());
 
     let o = sluice(&["plan", "skew", "--format", "text"]);
     assert!(stdout(&o).contains("<- [1] HASH"), "{}", stdout(&o));
     let o = sluice(&["plan", "passthrough", "--rebalance", "--format", "dot"]);
-    assert!(stdout(&o).contains("[label=\"REBALANCE\"]"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("[label=\"REBALANCE\"]"),
+        "{}",
+        stdout(&o)
+    );
     let o = sluice(&["plan", "passthrough", "--format", "job-graph"]);
-    assert!(stdout(&o).starts_with("{\"plan\":{\"jid\":"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("{\"plan\":{\"jid\":"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn key_group_matches_flinks_vectors() {
-    let fixture = std::fs::read_to_string(format!("{ROOT}/tests/fixtures/flink/flink-keygroups-sample.csv")).unwrap();
+    let fixture = std::fs::read_to_string(format!(
+        "{ROOT}/tests/fixtures/flink/flink-keygroups-sample.csv"
+    ))
+    .unwrap();
     let mut checked = 0;
     for line in fixture.lines().skip(1) {
         let f: Vec<&str> = line.trim_end_matches('\r').split(',').collect();
@@ -62,9 +92,22 @@ fn key_group_matches_flinks_vectors() {
         if kind != "i64" || key.is_empty() {
             continue;
         }
-        let o = sluice(&["key-group", "--type", "i64", "-p", p, "--max-parallelism", m, "--", key]);
+        let o = sluice(&[
+            "key-group",
+            "--type",
+            "i64",
+            "-p",
+            p,
+            "--max-parallelism",
+            m,
+            "--",
+            key,
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(stdout(&o), format!("key,key_group,subtask\n{key},{kg},{st}\n"));
+        assert_eq!(
+            stdout(&o),
+            format!("key,key_group,subtask\n{key},{kg},{st}\n")
+        );
         checked += 1;
         if checked == 12 {
             break;
@@ -83,12 +126,24 @@ fn key_group_reads_stdin_and_reports_bad_keys() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"0\nnot-a-number\n42\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"0\nnot-a-number\n42\n")
+        .unwrap();
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(1), "a bad key makes the exit status 1");
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a bad key makes the exit status 1"
+    );
     let out = stdout(&o);
     assert!(out.starts_with("key,key_group,subtask\n0,"), "{out}");
-    assert!(out.contains("\n42,"), "the keys after the bad one are still placed: {out}");
+    assert!(
+        out.contains("\n42,"),
+        "the keys after the bad one are still placed: {out}"
+    );
     assert!(stderr(&o).contains("stdin line 2"), "{}", stderr(&o));
 }
 
@@ -100,7 +155,14 @@ fn bad_configuration_is_rejected_before_start() {
     let o = sluice(&["run", "passthrough", "-p", "0"]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("parallelism"), "{}", stderr(&o));
-    let o = sluice(&["run", "skew", "--exclusive-credits", "0", "--floating-credits", "0"]);
+    let o = sluice(&[
+        "run",
+        "skew",
+        "--exclusive-credits",
+        "0",
+        "--floating-credits",
+        "0",
+    ]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("credits"), "{}", stderr(&o));
     let o = sluice(&["run", "nosuchjob"]);
@@ -109,7 +171,14 @@ fn bad_configuration_is_rejected_before_start() {
 
 #[test]
 fn stats_json_reports_the_run() {
-    let o = sluice(&["run", "passthrough", "--records", "100000", "--rebalance", "--stats-json"]);
+    let o = sluice(&[
+        "run",
+        "passthrough",
+        "--records",
+        "100000",
+        "--rebalance",
+        "--stats-json",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let s = stdout(&o);
     assert!(s.contains("\"records\":100000"), "{s}");

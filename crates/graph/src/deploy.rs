@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use sluice_runtime::sources::SourceContext;
-use sluice_runtime::{run_job, JobControl, JobError, JobResult, TaskContext, TaskMetrics, TaskSpec, VertexInfo};
+use sluice_runtime::{
+    run_job, JobControl, JobError, JobResult, TaskContext, TaskMetrics, TaskSpec, VertexInfo,
+};
 use sluice_types::{Id128, JobId, NodeId, OperatorContext, OperatorError, ShipStrategy};
 
 use crate::partition::{pointwise_sources, pointwise_targets};
@@ -68,9 +70,9 @@ impl JobHandle {
     /// Blocks until every subtask has ended.
     pub fn wait(mut self) -> Result<JobExecution, GraphError> {
         let t = self.thread.take().expect("wait is called once");
-        let result = t
-            .join()
-            .map_err(|_| GraphError::Failed(JobError::job("the job coordinator thread panicked")))??;
+        let result = t.join().map_err(|_| {
+            GraphError::Failed(JobError::job("the job coordinator thread panicked"))
+        })??;
         Ok(JobExecution {
             job_id: self.monitor.job_id,
             result,
@@ -108,7 +110,8 @@ struct ChainMember {
 }
 
 fn seed_of(edge: usize, subtask: usize) -> u64 {
-    (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (subtask as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9)
+    (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (subtask as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9)
 }
 
 // Subtask indices address gates, senders and metrics alike; index loops read clearest here.
@@ -144,7 +147,11 @@ pub(crate) fn launch(
     let metrics: Vec<Vec<Arc<TaskMetrics>>> = graph
         .vertices
         .iter()
-        .map(|v| (0..v.parallelism).map(|_| Arc::new(TaskMetrics::default())).collect())
+        .map(|v| {
+            (0..v.parallelism)
+                .map(|_| Arc::new(TaskMetrics::default()))
+                .collect()
+        })
         .collect();
 
     // Gates, and the senders feeding them, per (edge, upstream subtask): (downstream subtask, sender).
@@ -161,7 +168,10 @@ pub(crate) fn launch(
             continue;
         }
         let head = by_id[&v.head];
-        let in_type = head.in_type.clone().expect("a vertex with inputs has an input type");
+        let in_type = head
+            .in_type
+            .clone()
+            .expect("a vertex with inputs has an input type");
         for j in 0..v.parallelism {
             let mut plan = Vec::new();
             for &(ei, e) in &inputs {
@@ -194,13 +204,19 @@ pub(crate) fn launch(
                 let n = by_id[&nid];
                 let r = &graph.nodes[&nid];
                 let mut network = Vec::new();
-                for (ei, e) in graph.edges.iter().enumerate().filter(|(_, e)| e.from_node == nid) {
+                for (ei, e) in graph
+                    .edges
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, e)| e.from_node == nid)
+                {
                     let mut ss = senders.remove(&(ei, i)).unwrap_or_default();
                     ss.sort_by_key(|(j, _)| *j);
                     let down = &graph.vertices[e.to_vertex];
                     debug_assert!(
                         !e.strategy.is_pointwise()
-                            || ss.len() == pointwise_targets(v.parallelism, down.parallelism, i).len()
+                            || ss.len()
+                                == pointwise_targets(v.parallelism, down.parallelism, i).len()
                     );
                     let target = by_id[&e.to_node];
                     network.push(NetworkOut {
@@ -266,7 +282,9 @@ pub(crate) fn launch(
     let thread = std::thread::Builder::new()
         .name(format!("job {name}"))
         .spawn(move || run_job(&name, vertex_infos, tasks, control))
-        .map_err(|e| GraphError::Failed(JobError::job(format!("cannot start the job thread: {e}"))))?;
+        .map_err(|e| {
+            GraphError::Failed(JobError::job(format!("cannot start the job thread: {e}")))
+        })?;
     Ok(JobHandle {
         monitor,
         thread: Some(thread),
@@ -288,7 +306,11 @@ fn run_subtask(
     for m in members.into_iter().rev() {
         let mut outs: Vec<AnyBox> = Vec::new();
         for c in &m.chained {
-            outs.push(built.remove(c).expect("chained successor built before its predecessor"));
+            outs.push(
+                built
+                    .remove(c)
+                    .expect("chained successor built before its predecessor"),
+            );
         }
         for n in m.network {
             outs.push(n.writer.make_writer(
@@ -309,11 +331,19 @@ fn run_subtask(
                 built.insert(m.id, f.create(&m.op_ctx)?);
             }
             NodeBody::Operator(f) => {
-                let out = m.out_type.as_ref().expect("operators have an output type").fanout(outs);
+                let out = m
+                    .out_type
+                    .as_ref()
+                    .expect("operators have an output type")
+                    .fanout(outs);
                 built.insert(m.id, f.bind(out, &m.op_ctx)?);
             }
             NodeBody::Source(f) => {
-                let out = m.out_type.as_ref().expect("sources have an output type").fanout(outs);
+                let out = m
+                    .out_type
+                    .as_ref()
+                    .expect("sources have an output type")
+                    .fanout(outs);
                 source_runner = Some(f.runner(&m.op_ctx, out)?);
                 head_source_ctx = Some(m.op_ctx.clone());
             }
@@ -334,4 +364,3 @@ fn run_subtask(
         .expect("a non-source chain head has an input type")
         .run_input(gate, head_collector, ctx)
 }
-

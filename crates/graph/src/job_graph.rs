@@ -92,7 +92,10 @@ impl JobGraph {
 
     /// The network inputs of a vertex, in input order.
     pub fn inputs_of(&self, vertex: usize) -> Vec<&JobEdge> {
-        self.edges.iter().filter(|e| e.to_vertex == vertex).collect()
+        self.edges
+            .iter()
+            .filter(|e| e.to_vertex == vertex)
+            .collect()
     }
 }
 
@@ -103,11 +106,9 @@ pub fn resolve(
 ) -> Result<BTreeMap<NodeId, ResolvedNode>, GraphError> {
     let mut out: BTreeMap<NodeId, ResolvedNode> = BTreeMap::new();
     for n in nodes {
-        let parallelism = n.parallelism.unwrap_or(if n.non_parallel {
-            1
-        } else {
-            cfg.parallelism
-        });
+        let parallelism = n
+            .parallelism
+            .unwrap_or(if n.non_parallel { 1 } else { cfg.parallelism });
         if parallelism == 0 {
             return Err(GraphError::InvalidConfig(format!(
                 "operator '{}' has parallelism 0; it must be at least 1",
@@ -166,7 +167,12 @@ pub fn resolve(
 }
 
 /// Spec §2: may the edge `up -> down` be chained?
-fn chainable(up: &ResolvedNode, down: &ResolvedNode, strategy: ShipStrategy, cfg: &EnvConfig) -> bool {
+fn chainable(
+    up: &ResolvedNode,
+    down: &ResolvedNode,
+    strategy: ShipStrategy,
+    cfg: &EnvConfig,
+) -> bool {
     down.inputs.len() == 1
         && cfg.chaining
         && up.chaining != ChainingStrategy::Never
@@ -207,7 +213,10 @@ pub fn build(name: &str, nodes: &[StreamNode], cfg: &EnvConfig) -> Result<JobGra
 
     let mut vertices = Vec::new();
     let mut vertex_of: BTreeMap<NodeId, usize> = BTreeMap::new();
-    for head in resolved.values().filter(|n| !chained_into.contains_key(&n.id)) {
+    for head in resolved
+        .values()
+        .filter(|n| !chained_into.contains_key(&n.id))
+    {
         let mut members = Vec::new();
         let mut stack = vec![head.id];
         while let Some(id) = stack.pop() {

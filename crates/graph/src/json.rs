@@ -224,7 +224,10 @@ mod tests {
 
     #[test]
     fn compact_escapes_strings() {
-        let j = Json::obj().with("d", "a \"q\"\n\\").with("f", 2.0).with("n", Json::Null);
+        let j = Json::obj()
+            .with("d", "a \"q\"\n\\")
+            .with("f", 2.0)
+            .with("n", Json::Null);
         assert_eq!(j.to_compact(), r#"{"d":"a \"q\"\n\\","f":2.0,"n":null}"#);
     }
 }

@@ -70,7 +70,12 @@ pub(crate) fn record_writer<T: Data>(
         ShipStrategy::Rebalance => {
             let mut rng = SplitMix64::new(a.seed);
             let rr = RoundRobin::rebalance(n, &mut rng);
-            Box::new(RecordWriter::new(writers, RoundRobinSelector(rr), control, metrics))
+            Box::new(RecordWriter::new(
+                writers,
+                RoundRobinSelector(rr),
+                control,
+                metrics,
+            ))
         }
         ShipStrategy::Rescale => Box::new(RecordWriter::new(
             writers,

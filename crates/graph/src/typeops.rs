@@ -37,12 +37,8 @@ pub(crate) trait TypeOps: Send + Sync {
         cfg: &ExchangeConfig,
         waits: Arc<WaitTimes>,
     ) -> (AnyBox, GateCanceller, Vec<AnyBox>);
-    fn run_input(
-        &self,
-        gate: AnyBox,
-        head: AnyBox,
-        ctx: &TaskContext,
-    ) -> Result<(), OperatorError>;
+    fn run_input(&self, gate: AnyBox, head: AnyBox, ctx: &TaskContext)
+        -> Result<(), OperatorError>;
 }
 
 pub(crate) struct TypeOpsImpl<T>(PhantomData<fn() -> T>);
@@ -68,10 +64,7 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
     ) -> (AnyBox, GateCanceller, Vec<AnyBox>) {
         let (gate, senders) = InputGate::<T>::new(channels, cfg, waits);
         let canceller = gate.canceller();
-        let senders = senders
-            .into_iter()
-            .map(|s| Box::new(s) as AnyBox)
-            .collect();
+        let senders = senders.into_iter().map(|s| Box::new(s) as AnyBox).collect();
         (Box::new(gate), canceller, senders)
     }
 
@@ -124,8 +117,7 @@ impl<T: Data> WriterFactory for TypedWriterFactory<T> {
             })
             .collect();
         let key_hash = self.key_hash.clone();
-        let c: Box<dyn Collector<T>> =
-            selectors::record_writer(writers, a, key_hash);
+        let c: Box<dyn Collector<T>> = selectors::record_writer(writers, a, key_hash);
         boxed_collector(c)
     }
 }
@@ -133,11 +125,7 @@ impl<T: Data> WriterFactory for TypedWriterFactory<T> {
 /// A source node: creates the subtask's source function and returns the closure that runs it
 /// into the chain.
 pub(crate) trait SourceFactory: Send + Sync {
-    fn runner(
-        &self,
-        op: &OperatorContext,
-        out: AnyBox,
-    ) -> Result<SourceRunner, OperatorError>;
+    fn runner(&self, op: &OperatorContext, out: AnyBox) -> Result<SourceRunner, OperatorError>;
 }
 
 pub(crate) type SourceRunner = Box<dyn FnOnce(&SourceContext) -> Result<(), OperatorError> + Send>;
@@ -153,11 +141,7 @@ where
     S: SourceFunction<T> + 'static,
     F: Fn(usize, usize) -> Result<S, OperatorError> + Send + Sync,
 {
-    fn runner(
-        &self,
-        op: &OperatorContext,
-        out: AnyBox,
-    ) -> Result<SourceRunner, OperatorError> {
+    fn runner(&self, op: &OperatorContext, out: AnyBox) -> Result<SourceRunner, OperatorError> {
         let mut src = (self.make)(op.subtask_index, op.parallelism)?;
         let mut out = unbox_collector::<T>(out);
         Ok(Box::new(move |ctx: &SourceContext| {

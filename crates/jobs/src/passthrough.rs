@@ -26,7 +26,9 @@ pub struct PassthroughJob {
 
 pub fn build(env: &StreamEnv, cfg: &PassthroughConfig) -> Result<PassthroughJob, GraphError> {
     if cfg.parallelism == 0 {
-        return Err(GraphError::InvalidConfig("--parallelism must be at least 1".into()));
+        return Err(GraphError::InvalidConfig(
+            "--parallelism must be at least 1".into(),
+        ));
     }
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("passthrough");

@@ -114,7 +114,10 @@ pub struct SkewJob {
 impl SkewJob {
     /// The final running sum per key (the last update the sum emitted for it), sorted by key.
     pub fn final_sums(&self) -> BTreeMap<i64, i64> {
-        self.finals.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.finals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Writes `key,sum` CSV sorted by key, with a header line.

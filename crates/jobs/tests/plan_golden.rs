@@ -25,7 +25,7 @@ fn env_for(cfg: &SkewConfig) -> StreamEnv {
     env
 }
 
-fn node<'a>(plan: &'a Value, id: u64) -> &'a Value {
+fn node(plan: &Value, id: u64) -> &Value {
     plan["nodes"]
         .as_array()
         .unwrap()
@@ -41,9 +41,16 @@ fn skew_plan_as_built() {
     golden("skew-plan.json", &text);
     let plan: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(node(&plan, 2)["parallelism"], 2);
-    assert_eq!(node(&plan, 2)["predecessors"][0]["ship_strategy"], "FORWARD");
+    assert_eq!(
+        node(&plan, 2)["predecessors"][0]["ship_strategy"],
+        "FORWARD"
+    );
     assert_eq!(node(&plan, 4)["predecessors"][0]["ship_strategy"], "HASH");
-    assert_eq!(node(&plan, 4)["predecessors"][0]["id"], 2, "points through the key_by (id 3)");
+    assert_eq!(
+        node(&plan, 4)["predecessors"][0]["id"],
+        2,
+        "points through the key_by (id 3)"
+    );
 }
 
 #[test]
@@ -74,7 +81,10 @@ fn changing_only_parallelism_turns_forward_into_rebalance() {
         ..SkewConfig::default()
     };
     let plan: Value = serde_json::from_str(&env_for(&cfg).execution_plan().unwrap()).unwrap();
-    assert_eq!(node(&plan, 2)["predecessors"][0]["ship_strategy"], "REBALANCE");
+    assert_eq!(
+        node(&plan, 2)["predecessors"][0]["ship_strategy"],
+        "REBALANCE"
+    );
 }
 
 #[test]
@@ -108,7 +118,10 @@ fn job_graph_plan_has_flinks_shape() {
     .unwrap();
     let ours: Value = serde_json::from_str(&ours).unwrap();
     let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
-    let (on, fnodes) = (ours["plan"]["nodes"].as_array().unwrap(), flink["plan"]["nodes"].as_array().unwrap());
+    let (on, fnodes) = (
+        ours["plan"]["nodes"].as_array().unwrap(),
+        flink["plan"]["nodes"].as_array().unwrap(),
+    );
     assert_eq!(on.len(), fnodes.len());
     for (o, f) in on.iter().zip(fnodes) {
         assert_eq!(keys(o), keys(f), "node keys and their order");
@@ -121,7 +134,10 @@ fn job_graph_plan_has_flinks_shape() {
     // Same vertex order as Flink (the keyed vertex first) and the same TREE descriptions for the
     // operators both jobs share.
     assert_eq!(on[1]["description"], fnodes[1]["description"]);
-    assert!(on[0]["description"].as_str().unwrap().starts_with("sum-per-key<br/>+- "));
+    assert!(on[0]["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("sum-per-key<br/>+- "));
     assert_eq!(keys(&ours["plan"]), keys(&flink["plan"]));
 }
 

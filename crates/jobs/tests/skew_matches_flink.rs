@@ -68,7 +68,14 @@ fn the_fixed_plan_keeps_the_answer() {
 #[test]
 fn csv_output_is_sorted_key_sum() {
     let env = StreamEnv::new();
-    let job = build(&env, &SkewConfig { records: 5_000, ..cfg(2) }).unwrap();
+    let job = build(
+        &env,
+        &SkewConfig {
+            records: 5_000,
+            ..cfg(2)
+        },
+    )
+    .unwrap();
     env.execute().unwrap();
     let dir = std::env::temp_dir().join(format!("sluice-skew-csv-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -77,7 +84,9 @@ fn csv_output_is_sorted_key_sum() {
     let text = std::fs::read_to_string(&path).unwrap();
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("key,sum"));
-    let keys: Vec<i64> = lines.map(|l| l.split(',').next().unwrap().parse().unwrap()).collect();
+    let keys: Vec<i64> = lines
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
     assert!(keys.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(keys.len(), job.final_sums().len());
     std::fs::remove_dir_all(&dir).unwrap();

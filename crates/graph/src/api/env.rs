@@ -5,7 +5,9 @@ use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_runtime::sources::{GeneratorSource, IterSource, SourceFunction, TextFileSource, VecSource};
+use sluice_runtime::sources::{
+    GeneratorSource, IterSource, SourceFunction, TextFileSource, VecSource,
+};
 use sluice_types::{Data, NodeId, OperatorError};
 
 use crate::stream_graph::{ChainingStrategy, NodeBody, NodeKind, StreamNode};

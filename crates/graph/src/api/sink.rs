@@ -129,7 +129,12 @@ impl<T: Data> DataStream<T> {
     where
         F: Fn(T) -> Result<(), OperatorError> + Clone + Send + Sync + 'static,
     {
-        self.add_sink(name, (), |_| Ok(()), move |_| Ok(Box::new(FnSink(f.clone()))))
+        self.add_sink(
+            name,
+            (),
+            |_| Ok(()),
+            move |_| Ok(Box::new(FnSink(f.clone()))),
+        )
     }
 
     /// Writes one line per record. At parallelism 1 `path` is the file; otherwise it is a
@@ -152,17 +157,28 @@ impl<T: Data> DataStream<T> {
             .map(|h| csv_field(h).into_owned())
             .collect::<Vec<_>>()
             .join(",");
-        self.write_lines("CSV File", path.into(), Some(header), move |r: &T, line: &mut String| {
-            for (i, f) in row(r).iter().enumerate() {
-                if i > 0 {
-                    line.push(',');
+        self.write_lines(
+            "CSV File",
+            path.into(),
+            Some(header),
+            move |r: &T, line: &mut String| {
+                for (i, f) in row(r).iter().enumerate() {
+                    if i > 0 {
+                        line.push(',');
+                    }
+                    line.push_str(&csv_field(f));
                 }
-                line.push_str(&csv_field(f));
-            }
-        })
+            },
+        )
     }
 
-    fn write_lines<F>(&self, name: &str, path: PathBuf, header: Option<String>, format: F) -> Sink<()>
+    fn write_lines<F>(
+        &self,
+        name: &str,
+        path: PathBuf,
+        header: Option<String>,
+        format: F,
+    ) -> Sink<()>
     where
         F: Fn(&T, &mut String) + Clone + Send + Sync + 'static,
     {

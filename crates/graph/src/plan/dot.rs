@@ -9,7 +9,8 @@ fn dot_escape(s: &str) -> String {
 /// Graphviz DOT of the job graph: one box per vertex (name and parallelism), edges labelled with
 /// their ship strategy, laid out left to right.
 pub fn job_graph_dot(g: &JobGraph) -> String {
-    let mut s = String::from("digraph job {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n");
+    let mut s =
+        String::from("digraph job {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n");
     let _ = writeln!(s, "  label=\"{}\";", dot_escape(&g.name));
     for v in &g.vertices {
         let _ = writeln!(

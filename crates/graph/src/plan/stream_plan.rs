@@ -1,5 +1,5 @@
-use crate::json::Json;
 use crate::job_graph::resolve;
+use crate::json::Json;
 use crate::stream_graph::{NodeKind, StreamNode};
 use crate::{EnvConfig, GraphError};
 

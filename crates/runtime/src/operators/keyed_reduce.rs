@@ -62,7 +62,10 @@ mod tests {
 
     #[test]
     fn emits_one_running_value_per_input_per_key() {
-        let mut op = KeyedReduceOp::new(|r: &(u8, i64)| r.0, |a: (u8, i64), b: (u8, i64)| (a.0, a.1 + b.1));
+        let mut op = KeyedReduceOp::new(
+            |r: &(u8, i64)| r.0,
+            |a: (u8, i64), b: (u8, i64)| (a.0, a.1 + b.1),
+        );
         let mut out = VecCollector::default();
         for r in [(1, 5), (2, 1), (1, 7), (1, -2), (2, 10)] {
             op.process(r, &mut out).unwrap();

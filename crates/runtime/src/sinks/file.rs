@@ -48,8 +48,9 @@ impl<F> TextFileSink<F> {
             let shown = self.path.display().to_string();
             if let Some(dir) = self.path.parent() {
                 if !dir.as_os_str().is_empty() {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| OperatorError::io(format!("creating directory for {shown}"), e))?;
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        OperatorError::io(format!("creating directory for {shown}"), e)
+                    })?;
                 }
             }
             let f = File::create(&self.path)

@@ -18,7 +18,11 @@ impl<T> VecSource<T> {
 }
 
 impl<T: Clone + Send + Sync> SourceFunction<T> for VecSource<T> {
-    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
         let slice = &self.data[self.range.start as usize..self.range.end as usize];
         for chunk in slice.chunks(SOURCE_BATCH as usize) {
             if ctx.should_stop() {
@@ -49,7 +53,11 @@ impl<T, I> SourceFunction<T> for IterSource<I>
 where
     I: Iterator<Item = T> + Send,
 {
-    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
         let iter = self
             .iter
             .lock()

@@ -30,7 +30,11 @@ impl<T, F> SourceFunction<T> for GeneratorSource<F>
 where
     F: Fn(u64) -> T + Send + Sync,
 {
-    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
         let f = &*self.f;
         let mut i = self.range.start;
         while i < self.range.end {

@@ -54,5 +54,6 @@ impl SourceContext {
 pub trait SourceFunction<T>: Send {
     /// Emits this subtask's share into `out`; returns at end of input. Must check
     /// [`SourceContext::should_stop`] at least every [`SOURCE_BATCH`] records.
-    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError>;
+    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>)
+        -> Result<(), OperatorError>;
 }
