@@ -12,6 +12,8 @@ pub struct ChannelCounters {
     pub buffers_in: AtomicU64,
     /// Buffers shipped and not yet released by the receiver (queued or being processed).
     pub buffers_in_flight: AtomicU64,
+    /// Buffers waiting in the channel's queue (shipped, not yet taken by the receiver).
+    pub buffers_queued: AtomicU64,
 }
 
 impl ChannelCounters {

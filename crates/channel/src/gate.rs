@@ -216,6 +216,7 @@ impl<T: Send + 'static> InputGate<T> {
                         c.bytes_in
                             .fetch_add(records.len() as u64 * self.shared.record_size, Relaxed);
                         c.buffers_in.fetch_add(1, Relaxed);
+                        c.buffers_queued.fetch_sub(1, Relaxed);
                         GateItem::Buffer(ReceivedBuffer {
                             channel: ch,
                             records,
@@ -455,6 +456,7 @@ impl<T: Send + 'static> ChannelSender<T> {
             .fetch_add(records.len() as u64 * self.shared.record_size, Relaxed);
         c.buffers_out.fetch_add(1, Relaxed);
         c.buffers_in_flight.fetch_add(1, Relaxed);
+        c.buffers_queued.fetch_add(1, Relaxed);
         let chan = &mut st.channels[self.channel];
         chan.queue.push_back(Entry::Buffer { records, floating });
         let fresh = chan

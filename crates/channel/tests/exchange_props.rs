@@ -456,6 +456,7 @@ fn run_exchange(case: ExchangeCase) {
             );
             assert_eq!(get(&c.buffers_in), buffers[ch], "channel {ch}: buffers_in");
             assert_eq!(get(&c.buffers_in_flight), 0, "channel {ch}: buffers leaked");
+            assert_eq!(get(&c.buffers_queued), 0, "channel {ch}: buffers left queued");
             assert!(
                 buffers[ch] >= n.div_ceil(case.capacity as u64),
                 "channel {ch}: fewer buffers than records need"
@@ -633,6 +634,8 @@ fn stalled_receiver_saturates_credits_exactly() {
             assert_eq!(records, bounds.total * capacity as u64);
             for (ch, c) in counters.iter().enumerate() {
                 let n = get(&c.buffers_in_flight);
+                // Nothing has been taken yet: everything in flight is still queued.
+                assert_eq!(get(&c.buffers_queued), n, "channel {ch}: queued gauge");
                 assert!(
                     (exclusive as u64..=bounds.per_channel).contains(&n),
                     "channel {ch}: {n} in flight, expected its {exclusive} exclusive credits \
