@@ -22,19 +22,76 @@ impl ChannelCounters {
     }
 }
 
+/// Nanoseconds on a monotonic clock shared by the whole process (0 is the first call). Used for
+/// wait accounting so that a reader can add the part of a wait that is still in progress.
+pub fn mono_ns() -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    // +1 so that a real timestamp is never 0, which means "not waiting".
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+        + 1
+}
+
 /// Time a subtask spent blocked, in nanoseconds: waiting for input (idle) and waiting for output
 /// credit (backpressured). Shared by every gate and writer of one subtask.
+///
+/// A wait in progress is visible through `*_since` (its start on [`mono_ns`], 0 when not waiting),
+/// so a metrics sampler counts the part of a long wait that already happened, as Flink's timer
+/// gauges do.
 #[derive(Debug, Default)]
 pub struct WaitTimes {
     pub idle_ns: AtomicU64,
     pub backpressured_ns: AtomicU64,
+    pub idle_since: AtomicU64,
+    pub backpressured_since: AtomicU64,
+    /// Longest single backpressure wait, reset by the reader (Flink's `maxHardBackPressureTimeMs`).
+    pub max_backpressured_ns: AtomicU64,
 }
 
 impl WaitTimes {
-    pub(crate) fn add_idle(&self, ns: u64) {
-        self.idle_ns.fetch_add(ns, Relaxed);
+    pub(crate) fn begin_idle(&self) -> u64 {
+        let now = mono_ns();
+        self.idle_since.store(now, Relaxed);
+        now
     }
-    pub(crate) fn add_backpressured(&self, ns: u64) {
-        self.backpressured_ns.fetch_add(ns, Relaxed);
+    pub(crate) fn end_idle(&self, started: u64) {
+        self.idle_since.store(0, Relaxed);
+        self.idle_ns
+            .fetch_add(mono_ns().saturating_sub(started), Relaxed);
+    }
+    pub(crate) fn begin_backpressure(&self) -> u64 {
+        let now = mono_ns();
+        self.backpressured_since.store(now, Relaxed);
+        now
+    }
+    pub(crate) fn end_backpressure(&self, started: u64) {
+        self.backpressured_since.store(0, Relaxed);
+        let d = mono_ns().saturating_sub(started);
+        self.backpressured_ns.fetch_add(d, Relaxed);
+        self.max_backpressured_ns.fetch_max(d, Relaxed);
+    }
+
+    /// Idle time so far, including a wait in progress, as of `now` (on [`mono_ns`]).
+    pub fn idle_ns_at(&self, now: u64) -> u64 {
+        let since = self.idle_since.load(Relaxed);
+        let acc = self.idle_ns.load(Relaxed);
+        acc + if since > 0 {
+            now.saturating_sub(since)
+        } else {
+            0
+        }
+    }
+
+    /// Backpressured time so far, including a wait in progress.
+    pub fn backpressured_ns_at(&self, now: u64) -> u64 {
+        let since = self.backpressured_since.load(Relaxed);
+        let acc = self.backpressured_ns.load(Relaxed);
+        acc + if since > 0 {
+            now.saturating_sub(since)
+        } else {
+            0
+        }
     }
 }

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sluice_types::{Barrier, Watermark};
 
@@ -235,7 +235,7 @@ impl<T: Send + 'static> InputGate<T> {
                 return Ok(None);
             }
             st.receiver_waiting = true;
-            let started = Instant::now();
+            let started = self.waits.begin_idle();
             let timed_out;
             (st, timed_out) = match self.wake_interval {
                 None => (
@@ -255,7 +255,7 @@ impl<T: Send + 'static> InputGate<T> {
                 }
             };
             st.receiver_waiting = false;
-            self.waits.add_idle(started.elapsed().as_nanos() as u64);
+            self.waits.end_idle(started);
             if timed_out && st.ready.is_empty() && !st.cancelled {
                 return Ok(Some(GateItem::Idle));
             }
@@ -393,7 +393,7 @@ impl<T: Send + 'static> ChannelSender<T> {
         mut st: MutexGuard<'g, State<T>>,
         waits: &WaitTimes,
     ) -> (MutexGuard<'g, State<T>>, Result<bool, Cancelled>) {
-        let mut started: Option<Instant> = None;
+        let mut started: Option<u64> = None;
         let result = loop {
             if st.cancelled {
                 break Err(Cancelled);
@@ -401,7 +401,9 @@ impl<T: Send + 'static> ChannelSender<T> {
             if let Some(floating) = self.take_credit(&mut st) {
                 break Ok(floating);
             }
-            started.get_or_insert_with(Instant::now);
+            if started.is_none() {
+                started = Some(waits.begin_backpressure());
+            }
             st.senders_waiting += 1;
             st = self
                 .shared
@@ -411,7 +413,7 @@ impl<T: Send + 'static> ChannelSender<T> {
             st.senders_waiting -= 1;
         };
         if let Some(s) = started {
-            waits.add_backpressured(s.elapsed().as_nanos() as u64);
+            waits.end_backpressure(s);
         }
         (st, result)
     }

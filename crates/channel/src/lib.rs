@@ -43,7 +43,7 @@ mod gate;
 mod writer;
 
 pub use config::ExchangeConfig;
-pub use counters::{ChannelCounters, WaitTimes};
+pub use counters::{mono_ns, ChannelCounters, WaitTimes};
 pub use gate::{
     ChannelEvent, ChannelSender, GateCanceller, GateItem, InputGate, Permit, ReceivedBuffer,
 };

@@ -456,7 +456,11 @@ fn run_exchange(case: ExchangeCase) {
             );
             assert_eq!(get(&c.buffers_in), buffers[ch], "channel {ch}: buffers_in");
             assert_eq!(get(&c.buffers_in_flight), 0, "channel {ch}: buffers leaked");
-            assert_eq!(get(&c.buffers_queued), 0, "channel {ch}: buffers left queued");
+            assert_eq!(
+                get(&c.buffers_queued),
+                0,
+                "channel {ch}: buffers left queued"
+            );
             assert!(
                 buffers[ch] >= n.div_ceil(case.capacity as u64),
                 "channel {ch}: fewer buffers than records need"

@@ -23,6 +23,8 @@ pub struct EnvConfig {
     pub floating_credits: usize,
     /// `pipeline.operator-chaining.enabled` (true).
     pub chaining: bool,
+    /// Metric update interval and window (Flink: 5 s over 60 s).
+    pub metrics: sluice_runtime::telemetry::MetricsConfig,
 }
 
 impl Default for EnvConfig {
@@ -38,6 +40,7 @@ impl Default for EnvConfig {
             exclusive_credits: 2,
             floating_credits: 8,
             chaining: true,
+            metrics: sluice_runtime::telemetry::MetricsConfig::default(),
         }
     }
 }
@@ -60,6 +63,9 @@ impl EnvConfig {
         }
         if self.buffer_bytes == 0 {
             return bad("buffer size must be at least 1 byte, got 0".into());
+        }
+        if self.metrics.update_interval.is_zero() || self.metrics.window_slots == 0 {
+            return bad("metrics: the update interval and the window must be non-zero".into());
         }
         if self.exclusive_credits + self.floating_credits == 0 {
             return bad("credits: buffers per channel + floating buffers per gate must be at least 1, got 0 + 0".into());

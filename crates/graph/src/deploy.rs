@@ -4,8 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
+
+use sluice_runtime::telemetry::{MetricsConfig, Sampler, VertexSnapshot};
 
 use sluice_runtime::sources::SourceContext;
 use sluice_runtime::{
@@ -18,7 +20,7 @@ use crate::stream_graph::{NodeBody, StreamNode};
 use crate::typeops::{AnyBox, TypeOps, WriterArgs, WriterFactory};
 use crate::{EnvConfig, GraphError, JobGraph};
 
-/// Live view of a running job: its graph and every subtask's counters.
+/// Live view of a running job: its graph, every subtask's counters and their per-second metrics.
 pub struct JobMonitor {
     pub job_id: JobId,
     pub graph: JobGraph,
@@ -28,9 +30,71 @@ pub struct JobMonitor {
     pub source_emitted: Vec<Arc<AtomicU64>>,
     pub control: Arc<JobControl>,
     pub started: Instant,
+    /// Wall-clock start, ms since the Unix epoch.
+    pub start_time_ms: u64,
+    pub config: EnvConfig,
+    sampler: Mutex<Sampler>,
+    outcome: Mutex<JobOutcome>,
+}
+
+/// Where a job is in its life (Flink's `JobStatus` subset).
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobOutcome {
+    Running,
+    Finished { end_time_ms: u64 },
+    Failed { end_time_ms: u64, message: String },
+    Canceled { end_time_ms: u64 },
+}
+
+impl JobOutcome {
+    /// Flink's job status name.
+    pub fn status(&self) -> &'static str {
+        match self {
+            JobOutcome::Running => "RUNNING",
+            JobOutcome::Finished { .. } => "FINISHED",
+            JobOutcome::Failed { .. } => "FAILED",
+            JobOutcome::Canceled { .. } => "CANCELED",
+        }
+    }
+    pub fn end_time_ms(&self) -> Option<u64> {
+        match self {
+            JobOutcome::Running => None,
+            JobOutcome::Finished { end_time_ms }
+            | JobOutcome::Failed { end_time_ms, .. }
+            | JobOutcome::Canceled { end_time_ms } => Some(*end_time_ms),
+        }
+    }
 }
 
 impl JobMonitor {
+    /// The latest per-second metrics of every subtask, per vertex (updated every
+    /// `config.metrics.update_interval`, and once more when the job ends).
+    pub fn vertex_metrics(&self) -> Vec<VertexSnapshot> {
+        self.sampler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .vertices()
+    }
+
+    /// Takes a metrics sample now (the sampler thread does this every update interval).
+    pub fn sample_now(&self) {
+        self.sampler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tick();
+    }
+
+    pub fn outcome(&self) -> JobOutcome {
+        self.outcome
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn metrics_config(&self) -> MetricsConfig {
+        self.config.metrics
+    }
+
     pub fn records_emitted_by_sources(&self) -> u64 {
         self.source_emitted
             .iter()
@@ -154,6 +218,11 @@ pub(crate) fn launch(
         })
         .collect();
 
+    let mut out_pool: Vec<Vec<f64>> = graph
+        .vertices
+        .iter()
+        .map(|v| vec![0.0; v.parallelism])
+        .collect();
     // Gates, and the senders feeding them, per (edge, upstream subtask): (downstream subtask, sender).
     let mut gates: HashMap<(usize, usize), AnyBox> = HashMap::new();
     let mut senders: HashMap<(usize, usize), Vec<(usize, AnyBox)>> = HashMap::new();
@@ -187,6 +256,17 @@ pub(crate) fn launch(
             }
             let (gate, canceller, gate_senders) =
                 in_type.make_gate(plan.len(), &exch, metrics[v.index][j].waits.clone());
+            metrics[v.index][j].input_pool_size.store(
+                (plan.len() * exch.exclusive_credits + exch.floating_credits) as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            // Each channel may hold its exclusive credits plus an even share of the floating ones.
+            let per_channel = exch.exclusive_credits as f64
+                + exch.floating_credits as f64 / plan.len().max(1) as f64;
+            for &(ei, i) in &plan {
+                let up = graph.edges[ei].from_vertex;
+                out_pool[up][i] += per_channel;
+            }
             control.register_gate(canceller);
             for ((ei, i), s) in plan.into_iter().zip(gate_senders) {
                 senders.entry((ei, i)).or_default().push((j, s));
@@ -195,6 +275,13 @@ pub(crate) fn launch(
         }
     }
 
+    for (v, pools) in out_pool.iter().enumerate() {
+        for (i, p) in pools.iter().enumerate() {
+            metrics[v][i]
+                .output_pool_size
+                .store(p.round() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
     let mut source_emitted = Vec::new();
     let mut tasks = Vec::new();
     for v in &graph.vertices {
@@ -273,15 +360,59 @@ pub(crate) fn launch(
     let monitor = Arc::new(JobMonitor {
         job_id,
         graph: graph.clone(),
+        sampler: Mutex::new(Sampler::new(cfg.metrics, &metrics)),
         subtasks: metrics,
         source_emitted,
         control: control.clone(),
         started: Instant::now(),
+        start_time_ms: sluice_runtime::executor::epoch_ms(),
+        config: cfg.clone(),
+        outcome: Mutex::new(JobOutcome::Running),
     });
     let name = graph.name.clone();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler_thread = {
+        let (m, done) = (monitor.clone(), done.clone());
+        let every = cfg.metrics.update_interval;
+        std::thread::Builder::new()
+            .name("metrics-sampler".into())
+            .spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::park_timeout(every);
+                    if !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        m.sample_now();
+                    }
+                }
+            })
+            .map_err(|e| {
+                GraphError::Failed(JobError::job(format!(
+                    "cannot start the metrics sampler: {e}"
+                )))
+            })?
+    };
+    let m = monitor.clone();
     let thread = std::thread::Builder::new()
         .name(format!("job {name}"))
-        .spawn(move || run_job(&name, vertex_infos, tasks, control))
+        .spawn(move || {
+            let r = run_job(&name, vertex_infos, tasks, control);
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            sampler_thread.thread().unpark();
+            let _ = sampler_thread.join();
+            // The final sample: every subtask's values as of its end.
+            m.sample_now();
+            let end_time_ms = sluice_runtime::executor::epoch_ms();
+            *m.outcome.lock().unwrap_or_else(|p| p.into_inner()) = match &r {
+                Ok(_) => JobOutcome::Finished { end_time_ms },
+                Err(e) if e.task == "job" && e.message.contains("cancelled") => {
+                    JobOutcome::Canceled { end_time_ms }
+                }
+                Err(e) => JobOutcome::Failed {
+                    end_time_ms,
+                    message: e.to_string(),
+                },
+            };
+            r
+        })
         .map_err(|e| {
             GraphError::Failed(JobError::job(format!("cannot start the job thread: {e}")))
         })?;
@@ -303,6 +434,28 @@ fn run_subtask(
     let mut built: BTreeMap<NodeId, AnyBox> = BTreeMap::new();
     let mut source_runner = None;
     let mut head_source_ctx = None;
+    // Operator metrics in chain order (head first), with the chain's internal edges.
+    let mut op_metrics: BTreeMap<NodeId, Arc<sluice_runtime::OperatorMetrics>> = BTreeMap::new();
+    {
+        let mut edges = Vec::new();
+        let index: BTreeMap<NodeId, usize> =
+            members.iter().enumerate().map(|(i, m)| (m.id, i)).collect();
+        for m in &members {
+            let (_, om) = ctx.metrics.register_operator(&m.op_ctx.operator_name);
+            if matches!(m.body, NodeBody::Source(_)) {
+                om.whole_task
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            op_metrics.insert(m.id, om);
+            for c in &m.chained {
+                edges.push((index[&m.id], index[c]));
+            }
+        }
+        *ctx.metrics
+            .operator_edges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = edges;
+    }
     for m in members.into_iter().rev() {
         let mut outs: Vec<AnyBox> = Vec::new();
         for c in &m.chained {
@@ -328,7 +481,7 @@ fn run_subtask(
         }
         match &m.body {
             NodeBody::Sink(f) => {
-                built.insert(m.id, f.create(&m.op_ctx)?);
+                built.insert(m.id, f.create(&m.op_ctx, op_metrics[&m.id].clone())?);
             }
             NodeBody::Operator(f) => {
                 let out = m
@@ -336,7 +489,7 @@ fn run_subtask(
                     .as_ref()
                     .expect("operators have an output type")
                     .fanout(outs);
-                built.insert(m.id, f.bind(out, &m.op_ctx)?);
+                built.insert(m.id, f.bind(out, &m.op_ctx, op_metrics[&m.id].clone())?);
             }
             NodeBody::Source(f) => {
                 let out = m

@@ -52,7 +52,7 @@ mod typeops;
 
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
 pub use config::EnvConfig;
-pub use deploy::{JobExecution, JobHandle, JobMonitor};
+pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::Json;

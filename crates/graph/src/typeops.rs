@@ -10,9 +10,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use sluice_channel::{ChannelSender, ExchangeConfig, GateCanceller, InputGate, WaitTimes};
-use sluice_runtime::chain::{Fanout, Link};
+use sluice_runtime::chain::{Fanout, Link, TimedSink};
 use sluice_runtime::sources::{SourceContext, SourceFunction};
-use sluice_runtime::{JobControl, TaskContext, TaskMetrics};
+use sluice_runtime::{JobControl, OperatorMetrics, TaskContext, TaskMetrics};
 use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, ShipStrategy};
 
 use crate::selectors;
@@ -153,7 +153,12 @@ where
 
 /// A one-input operator node: binds a fresh operator instance to its output collector.
 pub(crate) trait OperatorFactory: Send + Sync {
-    fn bind(&self, out: AnyBox, ctx: &OperatorContext) -> Result<AnyBox, OperatorError>;
+    fn bind(
+        &self,
+        out: AnyBox,
+        ctx: &OperatorContext,
+        metrics: Arc<OperatorMetrics>,
+    ) -> Result<AnyBox, OperatorError>;
 }
 
 pub(crate) struct TypedOperatorFactory<In, Out, F> {
@@ -168,9 +173,14 @@ where
     Op: Operator<In, Out> + 'static,
     F: Fn(&OperatorContext) -> Op + Send + Sync,
 {
-    fn bind(&self, out: AnyBox, ctx: &OperatorContext) -> Result<AnyBox, OperatorError> {
+    fn bind(
+        &self,
+        out: AnyBox,
+        ctx: &OperatorContext,
+        metrics: Arc<OperatorMetrics>,
+    ) -> Result<AnyBox, OperatorError> {
         let op = (self.make)(ctx);
-        let link = Link::open(op, unbox_collector::<Out>(out), ctx)?;
+        let link = Link::open(op, unbox_collector::<Out>(out), ctx)?.with_metrics(metrics);
         Ok(boxed_collector::<In>(Box::new(link)))
     }
 }
@@ -181,7 +191,11 @@ pub(crate) trait SinkFactory: Send + Sync {
     fn prepare(&self, _parallelism: usize) -> Result<(), OperatorError> {
         Ok(())
     }
-    fn create(&self, ctx: &OperatorContext) -> Result<AnyBox, OperatorError>;
+    fn create(
+        &self,
+        ctx: &OperatorContext,
+        metrics: Arc<OperatorMetrics>,
+    ) -> Result<AnyBox, OperatorError>;
 }
 
 pub(crate) struct TypedSinkFactory<T, P, F> {
@@ -199,7 +213,14 @@ where
     fn prepare(&self, parallelism: usize) -> Result<(), OperatorError> {
         (self.prepare)(parallelism)
     }
-    fn create(&self, ctx: &OperatorContext) -> Result<AnyBox, OperatorError> {
-        Ok(boxed_collector::<T>((self.make)(ctx)?))
+    fn create(
+        &self,
+        ctx: &OperatorContext,
+        metrics: Arc<OperatorMetrics>,
+    ) -> Result<AnyBox, OperatorError> {
+        let sink = (self.make)(ctx)?;
+        Ok(boxed_collector::<T>(Box::new(TimedSink::new(
+            sink, metrics,
+        ))))
     }
 }

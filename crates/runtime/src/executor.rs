@@ -7,7 +7,16 @@ use std::time::{Duration, Instant};
 
 use sluice_types::OperatorError;
 
+use crate::metrics::TaskState;
 use crate::{JobControl, TaskMetrics};
+
+/// Wall-clock milliseconds since the Unix epoch (REST timestamps).
+pub fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
 
 /// A job failed: which subtask, and why.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -188,13 +197,32 @@ pub fn run_job(
         let spawned = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
+                let m = ctx.metrics.clone();
+                m.thread_id.store(
+                    crate::telemetry::current_thread_id().unwrap_or(0),
+                    Ordering::Relaxed,
+                );
+                m.started_ms.store(epoch_ms(), Ordering::Relaxed);
+                m.started_mono_ns
+                    .store(sluice_channel::mono_ns(), Ordering::Relaxed);
+                m.set_state(TaskState::Running);
                 let outcome = catch_unwind(AssertUnwindSafe(|| body(&ctx)));
+                m.ended_mono_ns
+                    .store(sluice_channel::mono_ns(), Ordering::Relaxed);
+                m.ended_ms.store(epoch_ms(), Ordering::Relaxed);
                 let message = match outcome {
-                    Ok(Ok(())) => return,
-                    Ok(Err(e)) if e.is_cancelled() => return,
+                    Ok(Ok(())) => {
+                        m.set_state(TaskState::Finished);
+                        return;
+                    }
+                    Ok(Err(e)) if e.is_cancelled() => {
+                        m.set_state(TaskState::Canceled);
+                        return;
+                    }
                     Ok(Err(e)) => e.to_string(),
                     Err(p) => format!("panicked: {}", panic_message(&*p)),
                 };
+                m.set_state(TaskState::Failed);
                 ctx.control.fail(JobError {
                     vertex: ctx.vertex_name.clone(),
                     subtask: ctx.subtask,

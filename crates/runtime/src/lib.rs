@@ -44,8 +44,9 @@ pub mod metrics;
 pub mod operators;
 pub mod sinks;
 pub mod sources;
+pub mod telemetry;
 pub mod writer;
 
 pub use control::{DeadLetter, JobControl};
 pub use executor::{run_job, JobError, JobResult, TaskContext, TaskSpec, VertexInfo, VertexResult};
-pub use metrics::TaskMetrics;
+pub use metrics::{OperatorMetrics, TaskMetrics, TaskState};

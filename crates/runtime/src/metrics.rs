@@ -1,10 +1,78 @@
 //! Per-subtask counters, written by the task thread (per buffer, not per record) and readable
-//! from anywhere while the job runs.
+//! from anywhere while the job runs. The per-second views are computed from these by
+//! [`crate::telemetry`].
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use sluice_channel::{ChannelCounters, WaitTimes};
+
+/// Execution state of a subtask (Flink's `ExecutionState`, the subset a local run goes through).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TaskState {
+    Created = 0,
+    Running = 1,
+    Finished = 2,
+    Canceled = 3,
+    Failed = 4,
+}
+
+impl TaskState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskState::Created => "CREATED",
+            TaskState::Running => "RUNNING",
+            TaskState::Finished => "FINISHED",
+            TaskState::Canceled => "CANCELED",
+            TaskState::Failed => "FAILED",
+        }
+    }
+    fn from_u8(v: u8) -> TaskState {
+        match v {
+            1 => TaskState::Running,
+            2 => TaskState::Finished,
+            3 => TaskState::Canceled,
+            4 => TaskState::Failed,
+            _ => TaskState::Created,
+        }
+    }
+}
+
+/// Counters of one operator inside a chain. Time is sampled: one record in
+/// [`OPERATOR_SAMPLE_EVERY`] is timed, inclusive of everything it triggers downstream in the chain;
+/// the exclusive time of an operator is its inclusive time minus its chained successors'.
+#[derive(Debug, Default)]
+pub struct OperatorMetrics {
+    pub name: String,
+    /// A source: its inclusive time is the task's whole busy time (it drives the chain).
+    pub whole_task: std::sync::atomic::AtomicBool,
+    pub records_in: AtomicU64,
+    pub sampled_records: AtomicU64,
+    pub sampled_ns: AtomicU64,
+}
+
+/// One record in this many is timed per operator.
+pub const OPERATOR_SAMPLE_EVERY: u32 = 64;
+
+impl OperatorMetrics {
+    pub fn new(name: impl Into<String>) -> Arc<OperatorMetrics> {
+        Arc::new(OperatorMetrics {
+            name: name.into(),
+            ..Default::default()
+        })
+    }
+
+    /// Estimated inclusive time (ns) spent in this operator and what it called downstream.
+    pub fn estimated_inclusive_ns(&self) -> f64 {
+        let samples = self.sampled_records.load(Relaxed);
+        if samples == 0 {
+            return 0.0;
+        }
+        let per_record = self.sampled_ns.load(Relaxed) as f64 / samples as f64;
+        per_record * self.records_in.load(Relaxed) as f64
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct TaskMetrics {
@@ -12,12 +80,30 @@ pub struct TaskMetrics {
     pub records_out: AtomicU64,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
+    pub buffers_out: AtomicU64,
     /// Idle (waiting for input) and backpressured (waiting for output credit) time.
     pub waits: Arc<WaitTimes>,
     /// Counters of the channels this subtask reads (for the exchange-level metrics and tests).
-    pub input_channels: std::sync::Mutex<Vec<Arc<ChannelCounters>>>,
+    pub input_channels: Mutex<Vec<Arc<ChannelCounters>>>,
     /// Counters of the channels this subtask writes.
-    pub output_channels: std::sync::Mutex<Vec<Arc<ChannelCounters>>>,
+    pub output_channels: Mutex<Vec<Arc<ChannelCounters>>>,
+    /// Credits (buffers) the subtask's input gate can hold in total; 0 for sources.
+    pub input_pool_size: AtomicU64,
+    /// Credits the downstream gates grant this subtask's output channels in total.
+    pub output_pool_size: AtomicU64,
+    /// Operators of the chain in chain order (head first).
+    pub operators: Mutex<Vec<Arc<OperatorMetrics>>>,
+    /// `(operator index, chained successor index)` pairs inside the chain.
+    pub operator_edges: Mutex<Vec<(usize, usize)>>,
+    /// Linux thread id of the task thread (for per-thread CPU time), 0 until it starts.
+    pub thread_id: AtomicU64,
+    /// Wall-clock ms since the Unix epoch; 0 = not yet.
+    pub started_ms: AtomicU64,
+    pub ended_ms: AtomicU64,
+    /// Monotonic start ([`sluice_channel::mono_ns`]), for busy time = elapsed − idle − backpressured.
+    pub started_mono_ns: AtomicU64,
+    pub ended_mono_ns: AtomicU64,
+    state: AtomicU8,
 }
 
 impl TaskMetrics {
@@ -40,5 +126,19 @@ impl TaskMetrics {
     }
     pub fn backpressured_ns(&self) -> u64 {
         self.waits.backpressured_ns.load(Relaxed)
+    }
+    pub fn state(&self) -> TaskState {
+        TaskState::from_u8(self.state.load(Relaxed))
+    }
+    pub fn set_state(&self, s: TaskState) {
+        self.state.store(s as u8, Relaxed);
+    }
+
+    /// Registers an operator of the chain; returns its counters.
+    pub fn register_operator(&self, name: &str) -> (usize, Arc<OperatorMetrics>) {
+        let m = OperatorMetrics::new(name);
+        let mut ops = self.operators.lock().unwrap_or_else(|p| p.into_inner());
+        ops.push(m.clone());
+        (ops.len() - 1, m)
     }
 }

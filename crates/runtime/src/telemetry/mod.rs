@@ -1,0 +1,21 @@
+//! Per-second views of the subtask counters, computed the way Flink computes them (spec §5.1):
+//!
+//! - **time gauges** (`busy/backPressured/idleTimeMsPerSecond`, CPU and per-operator time): every
+//!   update interval (Flink: 5 s) the time spent in the interval goes into a ring of slots (Flink:
+//!   12, i.e. 60 s); the value is `Σslots / (interval_s × filled slots)`, clamped to [0, 1000] ms/s.
+//!   A wait in progress is counted up to the update. `busy = 1000 − min(idle + backpressured, 1000)`.
+//! - **meters** (`…PerSecond`): `(count_now − count_window_ago) / window_s`, over a history that
+//!   starts at zero, exactly like Flink's `MeterView` (so the first minute includes start-up).
+//!
+//! [`Sampler`] owns that state for a job; [`JobSnapshot`] is the plain-data result the REST layer,
+//! `sluice top` and the doctor read. The thread that calls [`Sampler::tick`] lives with the job.
+
+mod cpu;
+mod sampler;
+mod snapshot;
+mod window;
+
+pub use cpu::{current_thread_id, thread_cpu_ns};
+pub use sampler::{MetricsConfig, Sampler};
+pub use snapshot::{data_skew_percent, OperatorSnapshot, SubtaskSnapshot, VertexSnapshot};
+pub use window::{MeterWindow, TimerWindow};
