@@ -90,6 +90,15 @@ pub struct EnvArgs {
     /// Disable operator chaining [pipeline.operator-chaining.enabled=false].
     #[arg(long)]
     pub disable_chaining: bool,
+    /// Seconds between metric updates (Flink: 5).
+    #[arg(long, default_value_t = 5.0)]
+    pub metrics_interval: f64,
+    /// Length of the metrics' moving window in seconds (Flink: 60); a multiple of the interval.
+    #[arg(long, default_value_t = 60.0)]
+    pub metrics_window: f64,
+    /// Do not sample the time spent per chained operator (to measure its overhead).
+    #[arg(long)]
+    pub no_operator_timing: bool,
 }
 
 #[derive(Args, Debug, Clone)]

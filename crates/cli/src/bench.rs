@@ -62,6 +62,28 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 p.clone(),
             ],
         },
+        Case {
+            name: "skew, no operator timing",
+            args: vec![
+                "skew".into(),
+                "--no-operator-timing".into(),
+                "--records".into(),
+                a.skew_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
+        },
+        Case {
+            name: "chained, no op timing",
+            args: vec![
+                "passthrough".into(),
+                "--no-operator-timing".into(),
+                "--records".into(),
+                a.passthrough_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
+        },
     ];
     println!(
         "{:<26} {:>12} {:>14} {:>14} {:>16} {:>14} {:>12}",

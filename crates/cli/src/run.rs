@@ -17,7 +17,26 @@ pub enum BuiltJob {
 }
 
 fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
+    if !(a.metrics_interval > 0.0 && a.metrics_interval.is_finite()) {
+        anyhow::bail!(
+            "--metrics-interval must be a positive number of seconds, got {}",
+            a.metrics_interval
+        );
+    }
+    if !(a.metrics_window >= a.metrics_interval && a.metrics_window.is_finite()) {
+        anyhow::bail!(
+            "--metrics-window ({}) must be at least --metrics-interval ({})",
+            a.metrics_window,
+            a.metrics_interval
+        );
+    }
+    let metrics = sluice_runtime::telemetry::MetricsConfig {
+        update_interval: Duration::from_secs_f64(a.metrics_interval),
+        window_slots: (a.metrics_window / a.metrics_interval).round().max(1.0) as usize,
+    };
     let cfg = EnvConfig {
+        metrics,
+        operator_timing: !a.no_operator_timing,
         parallelism: a.parallelism,
         max_parallelism: a.max_parallelism,
         buffer_timeout: Duration::from_millis(a.buffer_timeout_ms),

@@ -25,6 +25,8 @@ pub struct EnvConfig {
     pub chaining: bool,
     /// Metric update interval and window (Flink: 5 s over 60 s).
     pub metrics: sluice_runtime::telemetry::MetricsConfig,
+    /// Sample the time spent in each chained operator (one record in 256 is timed).
+    pub operator_timing: bool,
 }
 
 impl Default for EnvConfig {
@@ -41,6 +43,7 @@ impl Default for EnvConfig {
             floating_credits: 8,
             chaining: true,
             metrics: sluice_runtime::telemetry::MetricsConfig::default(),
+            operator_timing: true,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct JobMonitor {
     pub start_time_ms: u64,
     pub config: EnvConfig,
     sampler: Mutex<Sampler>,
+    /// Wall-clock time of the latest metrics sample, ms since the Unix epoch; 0 = none yet.
+    last_sample_ms: AtomicU64,
     outcome: Mutex<JobOutcome>,
 }
 
@@ -82,6 +84,22 @@ impl JobMonitor {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .tick();
+        self.last_sample_ms.store(
+            sluice_runtime::executor::epoch_ms(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// When the latest metrics sample was taken (ms since the Unix epoch), `None` before the
+    /// first one.
+    pub fn last_sample_ms(&self) -> Option<u64> {
+        match self
+            .last_sample_ms
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            t => Some(t),
+        }
     }
 
     pub fn outcome(&self) -> JobOutcome {
@@ -338,8 +356,18 @@ pub(crate) fn launch(
             }
             let head = v.head;
             let exch_cfg = exch.clone();
+            let operator_timing = cfg.operator_timing;
             let body = Box::new(move |ctx: &TaskContext| {
-                run_subtask(members, head, gate, head_in, emitted, &exch_cfg, ctx)
+                run_subtask(
+                    members,
+                    head,
+                    gate,
+                    head_in,
+                    emitted,
+                    &exch_cfg,
+                    operator_timing,
+                    ctx,
+                )
             });
             tasks.push(TaskSpec::new(
                 v.index,
@@ -367,6 +395,7 @@ pub(crate) fn launch(
         started: Instant::now(),
         start_time_ms: sluice_runtime::executor::epoch_ms(),
         config: cfg.clone(),
+        last_sample_ms: AtomicU64::new(0),
         outcome: Mutex::new(JobOutcome::Running),
     });
     let name = graph.name.clone();
@@ -429,6 +458,7 @@ fn run_subtask(
     head_in: Option<Arc<dyn TypeOps>>,
     emitted: Arc<AtomicU64>,
     exch: &sluice_channel::ExchangeConfig,
+    operator_timing: bool,
     ctx: &TaskContext,
 ) -> Result<(), OperatorError> {
     let mut built: BTreeMap<NodeId, AnyBox> = BTreeMap::new();
@@ -456,6 +486,7 @@ fn run_subtask(
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = edges;
     }
+    let timing = |id: &NodeId| operator_timing.then(|| op_metrics[id].clone());
     for m in members.into_iter().rev() {
         let mut outs: Vec<AnyBox> = Vec::new();
         for c in &m.chained {
@@ -481,7 +512,7 @@ fn run_subtask(
         }
         match &m.body {
             NodeBody::Sink(f) => {
-                built.insert(m.id, f.create(&m.op_ctx, op_metrics[&m.id].clone())?);
+                built.insert(m.id, f.create(&m.op_ctx, timing(&m.id))?);
             }
             NodeBody::Operator(f) => {
                 let out = m
@@ -489,7 +520,7 @@ fn run_subtask(
                     .as_ref()
                     .expect("operators have an output type")
                     .fanout(outs);
-                built.insert(m.id, f.bind(out, &m.op_ctx, op_metrics[&m.id].clone())?);
+                built.insert(m.id, f.bind(out, &m.op_ctx, timing(&m.id))?);
             }
             NodeBody::Source(f) => {
                 let out = m

@@ -157,7 +157,7 @@ pub(crate) trait OperatorFactory: Send + Sync {
         &self,
         out: AnyBox,
         ctx: &OperatorContext,
-        metrics: Arc<OperatorMetrics>,
+        metrics: Option<Arc<OperatorMetrics>>,
     ) -> Result<AnyBox, OperatorError>;
 }
 
@@ -177,11 +177,14 @@ where
         &self,
         out: AnyBox,
         ctx: &OperatorContext,
-        metrics: Arc<OperatorMetrics>,
+        metrics: Option<Arc<OperatorMetrics>>,
     ) -> Result<AnyBox, OperatorError> {
         let op = (self.make)(ctx);
-        let link = Link::open(op, unbox_collector::<Out>(out), ctx)?.with_metrics(metrics);
-        Ok(boxed_collector::<In>(Box::new(link)))
+        let link = Link::open(op, unbox_collector::<Out>(out), ctx)?;
+        Ok(match metrics {
+            Some(m) => boxed_collector::<In>(Box::new(link.with_metrics(m))),
+            None => boxed_collector::<In>(Box::new(link)),
+        })
     }
 }
 
@@ -194,21 +197,22 @@ pub(crate) trait SinkFactory: Send + Sync {
     fn create(
         &self,
         ctx: &OperatorContext,
-        metrics: Arc<OperatorMetrics>,
+        metrics: Option<Arc<OperatorMetrics>>,
     ) -> Result<AnyBox, OperatorError>;
 }
 
-pub(crate) struct TypedSinkFactory<T, P, F> {
+pub(crate) struct TypedSinkFactory<T, C, P, F> {
     pub prepare: P,
     pub make: F,
-    pub _t: PhantomData<fn(T)>,
+    pub _t: PhantomData<fn(T) -> C>,
 }
 
-impl<T, P, F> SinkFactory for TypedSinkFactory<T, P, F>
+impl<T, C, P, F> SinkFactory for TypedSinkFactory<T, C, P, F>
 where
     T: Data,
+    C: Collector<T> + 'static,
     P: Fn(usize) -> Result<(), OperatorError> + Send + Sync,
-    F: Fn(&OperatorContext) -> Result<Box<dyn Collector<T>>, OperatorError> + Send + Sync,
+    F: Fn(&OperatorContext) -> Result<C, OperatorError> + Send + Sync,
 {
     fn prepare(&self, parallelism: usize) -> Result<(), OperatorError> {
         (self.prepare)(parallelism)
@@ -216,11 +220,12 @@ where
     fn create(
         &self,
         ctx: &OperatorContext,
-        metrics: Arc<OperatorMetrics>,
+        metrics: Option<Arc<OperatorMetrics>>,
     ) -> Result<AnyBox, OperatorError> {
         let sink = (self.make)(ctx)?;
-        Ok(boxed_collector::<T>(Box::new(TimedSink::new(
-            sink, metrics,
-        ))))
+        Ok(match metrics {
+            Some(m) => boxed_collector::<T>(Box::new(TimedSink::new(sink, m))),
+            None => boxed_collector::<T>(Box::new(sink)),
+        })
     }
 }

@@ -32,7 +32,12 @@ fn observe(env: &StreamEnv) -> (Vec<VertexSnapshot>, Vec<String>) {
     let monitor = handle.monitor();
     std::thread::sleep(Duration::from_millis(1500));
     let v = monitor.vertex_metrics();
-    let names = monitor.graph.vertices.iter().map(|v| v.name.clone()).collect();
+    let names = monitor
+        .graph
+        .vertices
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
     handle.cancel();
     let _ = handle.wait();
     (v, names)
@@ -40,7 +45,10 @@ fn observe(env: &StreamEnv) -> (Vec<VertexSnapshot>, Vec<String>) {
 
 fn sum_is_about_1000(s: &SubtaskSnapshot) {
     let total = s.busy_ms_per_second + s.backpressured_ms_per_second + s.idle_ms_per_second;
-    assert!((total - 1000.0).abs() < 30.0, "busy+bp+idle = {total}: {s:?}");
+    assert!(
+        (total - 1000.0).abs() < 30.0,
+        "busy+bp+idle = {total}: {s:?}"
+    );
 }
 
 #[test]
@@ -88,15 +96,21 @@ fn a_slow_operator_is_busy_its_upstream_backpressured_its_downstream_idle() {
 #[test]
 fn a_hot_key_makes_one_subtask_busy_and_its_siblings_idle() {
     let env = env(2);
-    env.generate(u64::MAX, |i| if i % 10 == 0 { (i % 97) as i64 + 1 } else { 0i64 })
-        .name("keys")
-        .key_by(|k: &i64| *k)
-        .reduce(|a, _b| {
-            burn(Duration::from_micros(20));
-            a
-        })
-        .name("per-key")
-        .discard();
+    env.generate(u64::MAX, |i| {
+        if i % 10 == 0 {
+            (i % 97) as i64 + 1
+        } else {
+            0i64
+        }
+    })
+    .name("keys")
+    .key_by(|k: &i64| *k)
+    .reduce(|a, _b| {
+        burn(Duration::from_micros(20));
+        a
+    })
+    .name("per-key")
+    .discard();
     let (v, names) = observe(&env);
     let i = names.iter().position(|n| n.starts_with("per-key")).unwrap();
     let hot = sluice_graph::partition::assign_key_to_subtask(&0i64, 128, 2) as usize;
@@ -105,5 +119,10 @@ fn a_hot_key_makes_one_subtask_busy_and_its_siblings_idle() {
     sum_is_about_1000(cold);
     assert!(h.busy_ms_per_second > 800.0, "hot: {h:?}");
     assert!(cold.idle_ms_per_second > 500.0, "cold: {cold:?}");
-    assert!(h.records_in > 5 * cold.records_in, "hot {} cold {}", h.records_in, cold.records_in);
+    assert!(
+        h.records_in > 5 * cold.records_in,
+        "hot {} cold {}",
+        h.records_in,
+        cold.records_in
+    );
 }

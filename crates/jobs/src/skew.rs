@@ -172,7 +172,7 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
             f1.lock().unwrap_or_else(|p| p.into_inner()).clear();
             Ok(())
         },
-        move |_| Ok(Box::new(FinalSums::new(f2.clone()))),
+        move |_| Ok(FinalSums::new(f2.clone())),
     );
     if let Some(p) = cfg.sum_parallelism {
         sink.set_parallelism(p);

@@ -9,20 +9,40 @@ use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError};
 
 use crate::metrics::{OperatorMetrics, OPERATOR_SAMPLE_EVERY};
 
-/// Per-link bookkeeping for operator metrics: a countdown to the next timed record and a local
-/// record count published in batches, so the untimed path is a decrement and a branch.
+/// Per-link bookkeeping for operator metrics. The untimed path is one decrement and a branch:
+/// records are counted in whole sampling periods when the countdown wraps (the remainder is
+/// published on flush and finish), and one record per period is timed.
 struct OpTiming {
     metrics: Arc<OperatorMetrics>,
     countdown: u32,
-    unpublished: u64,
 }
 
 impl OpTiming {
-    fn publish(&mut self) {
-        if self.unpublished > 0 {
-            self.metrics.records_in.fetch_add(self.unpublished, Relaxed);
-            self.unpublished = 0;
+    fn new(metrics: Arc<OperatorMetrics>) -> Self {
+        OpTiming {
+            metrics,
+            countdown: OPERATOR_SAMPLE_EVERY,
         }
+    }
+
+    /// Publishes the records of the current, incomplete period.
+    fn publish(&mut self) {
+        let partial = (OPERATOR_SAMPLE_EVERY - self.countdown) as u64;
+        if partial > 0 {
+            self.metrics.records_in.fetch_add(partial, Relaxed);
+            self.countdown = OPERATOR_SAMPLE_EVERY;
+        }
+    }
+
+    /// Called with the timed record's duration when a period completes.
+    #[cold]
+    fn period_done(&mut self, ns: u64) {
+        self.countdown = OPERATOR_SAMPLE_EVERY;
+        self.metrics
+            .records_in
+            .fetch_add(OPERATOR_SAMPLE_EVERY as u64, Relaxed);
+        self.metrics.sampled_ns.fetch_add(ns, Relaxed);
+        self.metrics.sampled_records.fetch_add(1, Relaxed);
     }
 }
 
@@ -31,7 +51,6 @@ impl OpTiming {
 pub struct Link<In, Out, Op> {
     op: Op,
     out: Box<dyn Collector<Out>>,
-    timing: Option<OpTiming>,
     _types: PhantomData<fn(In) -> Out>,
 }
 
@@ -51,19 +70,52 @@ where
         Ok(Link {
             op,
             out,
-            timing: None,
             _types: PhantomData,
         })
     }
 
-    /// Counts records and samples the time spent per record into `metrics`.
-    pub fn with_metrics(mut self, metrics: Arc<OperatorMetrics>) -> Self {
-        self.timing = Some(OpTiming {
-            metrics,
-            countdown: OPERATOR_SAMPLE_EVERY,
-            unpublished: 0,
-        });
-        self
+    /// Counts records and samples the time spent per record into `metrics`. A separate type,
+    /// not a flag, so neither variant pays a per-record branch for the other.
+    pub fn with_metrics(self, metrics: Arc<OperatorMetrics>) -> TimedLink<In, Out, Op> {
+        TimedLink {
+            link: self,
+            timing: OpTiming::new(metrics),
+        }
+    }
+}
+
+/// A [`Link`] that counts records and times one record per sampling period.
+pub struct TimedLink<In, Out, Op> {
+    link: Link<In, Out, Op>,
+    timing: OpTiming,
+}
+
+impl<In, Out, Op> Collector<In> for TimedLink<In, Out, Op>
+where
+    In: Send,
+    Out: Send,
+    Op: Operator<In, Out>,
+{
+    #[inline]
+    fn collect(&mut self, record: In) -> Result<(), OperatorError> {
+        self.timing.countdown -= 1;
+        if self.timing.countdown != 0 {
+            return self.link.op.process(record, &mut *self.link.out);
+        }
+        let started = Instant::now();
+        let r = self.link.op.process(record, &mut *self.link.out);
+        self.timing.period_done(started.elapsed().as_nanos() as u64);
+        r
+    }
+
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        self.timing.publish();
+        self.link.finish()
+    }
+
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        self.timing.publish();
+        self.link.flush()
     }
 }
 
@@ -75,37 +127,15 @@ where
 {
     #[inline]
     fn collect(&mut self, record: In) -> Result<(), OperatorError> {
-        let Some(t) = &mut self.timing else {
-            return self.op.process(record, &mut *self.out);
-        };
-        t.unpublished += 1;
-        t.countdown -= 1;
-        if t.countdown != 0 {
-            return self.op.process(record, &mut *self.out);
-        }
-        t.countdown = OPERATOR_SAMPLE_EVERY;
-        let started = Instant::now();
-        let r = self.op.process(record, &mut *self.out);
-        let ns = started.elapsed().as_nanos() as u64;
-        let t = self.timing.as_mut().expect("checked above");
-        t.metrics.sampled_ns.fetch_add(ns, Relaxed);
-        t.metrics.sampled_records.fetch_add(1, Relaxed);
-        t.publish();
-        r
+        self.op.process(record, &mut *self.out)
     }
 
     fn finish(&mut self) -> Result<(), OperatorError> {
-        if let Some(t) = &mut self.timing {
-            t.publish();
-        }
         self.op.finish(&mut *self.out)?;
         self.out.finish()
     }
 
     fn flush(&mut self) -> Result<(), OperatorError> {
-        if let Some(t) = &mut self.timing {
-            t.publish();
-        }
         self.out.flush()
     }
 }
@@ -149,40 +179,33 @@ impl<T: Data> Collector<T> for Fanout<T> {
 
 /// Counts and samples the time of a sink (a collector at the end of a chain), like [`Link`] does
 /// for operators.
-pub struct TimedSink<T> {
-    inner: Box<dyn Collector<T>>,
+///
+/// Generic over the sink so that, for a concrete sink type, the wrapped call is inlined and the
+/// wrapper costs one decrement per record.
+pub struct TimedSink<C> {
+    inner: C,
     timing: OpTiming,
 }
 
-impl<T> TimedSink<T> {
-    pub fn new(inner: Box<dyn Collector<T>>, metrics: Arc<OperatorMetrics>) -> Self {
+impl<C> TimedSink<C> {
+    pub fn new(inner: C, metrics: Arc<OperatorMetrics>) -> Self {
         TimedSink {
             inner,
-            timing: OpTiming {
-                metrics,
-                countdown: OPERATOR_SAMPLE_EVERY,
-                unpublished: 0,
-            },
+            timing: OpTiming::new(metrics),
         }
     }
 }
 
-impl<T: Send> Collector<T> for TimedSink<T> {
+impl<T, C: Collector<T>> Collector<T> for TimedSink<C> {
     #[inline]
     fn collect(&mut self, record: T) -> Result<(), OperatorError> {
-        let t = &mut self.timing;
-        t.unpublished += 1;
-        t.countdown -= 1;
-        if t.countdown != 0 {
+        self.timing.countdown -= 1;
+        if self.timing.countdown != 0 {
             return self.inner.collect(record);
         }
-        t.countdown = OPERATOR_SAMPLE_EVERY;
         let started = Instant::now();
         let r = self.inner.collect(record);
-        let ns = started.elapsed().as_nanos() as u64;
-        self.timing.metrics.sampled_ns.fetch_add(ns, Relaxed);
-        self.timing.metrics.sampled_records.fetch_add(1, Relaxed);
-        self.timing.publish();
+        self.timing.period_done(started.elapsed().as_nanos() as u64);
         r
     }
     fn finish(&mut self) -> Result<(), OperatorError> {

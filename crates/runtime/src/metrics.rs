@@ -53,7 +53,7 @@ pub struct OperatorMetrics {
 }
 
 /// One record in this many is timed per operator.
-pub const OPERATOR_SAMPLE_EVERY: u32 = 64;
+pub const OPERATOR_SAMPLE_EVERY: u32 = 256;
 
 impl OperatorMetrics {
     pub fn new(name: impl Into<String>) -> Arc<OperatorMetrics> {

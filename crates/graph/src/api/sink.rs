@@ -47,13 +47,13 @@ impl<H> Sink<H> {
 
 impl<T: Data> DataStream<T> {
     /// Adds a sink built per subtask by `make`; `prepare(parallelism)` runs once per deployment.
-    pub fn add_sink<H, P, F>(&self, name: &str, handle: H, prepare: P, make: F) -> Sink<H>
+    /// `make` may return any collector type (a concrete type is best: the per-record call is
+    /// then inlined into the sink's timing wrapper); `Box<dyn Collector<T>>` works too.
+    pub fn add_sink<H, C, P, F>(&self, name: &str, handle: H, prepare: P, make: F) -> Sink<H>
     where
+        C: Collector<T> + 'static,
         P: Fn(usize) -> Result<(), OperatorError> + Send + Sync + 'static,
-        F: Fn(&OperatorContext) -> Result<Box<dyn Collector<T>>, OperatorError>
-            + Send
-            + Sync
-            + 'static,
+        F: Fn(&OperatorContext) -> Result<C, OperatorError> + Send + Sync + 'static,
     {
         let id = self.env.alloc_id();
         self.env.add_node(StreamNode {
@@ -66,7 +66,7 @@ impl<T: Data> DataStream<T> {
             max_parallelism: None,
             chaining: ChainingStrategy::Always,
             inputs: self.inputs.clone(),
-            body: NodeBody::Sink(Arc::new(TypedSinkFactory::<T, P, F> {
+            body: NodeBody::Sink(Arc::new(TypedSinkFactory::<T, C, P, F> {
                 prepare,
                 make,
                 _t: PhantomData,
@@ -92,7 +92,7 @@ impl<T: Data> DataStream<T> {
                 h1.reset(p);
                 Ok(())
             },
-            move |ctx| Ok(Box::new(h2.sink(ctx.subtask_index))),
+            move |ctx| Ok(h2.sink(ctx.subtask_index)),
         )
     }
 
@@ -107,7 +107,7 @@ impl<T: Data> DataStream<T> {
                 h1.reset();
                 Ok(())
             },
-            move |_| Ok(Box::new(h2.sink())),
+            move |_| Ok(h2.sink()),
         )
     }
 
@@ -120,7 +120,7 @@ impl<T: Data> DataStream<T> {
             "Print to Std. Out",
             (),
             |_| Ok(()),
-            |ctx| Ok(Box::new(PrintSink::new(ctx.subtask_index, ctx.parallelism))),
+            |ctx| Ok(PrintSink::new(ctx.subtask_index, ctx.parallelism)),
         )
     }
 
@@ -129,12 +129,7 @@ impl<T: Data> DataStream<T> {
     where
         F: Fn(T) -> Result<(), OperatorError> + Clone + Send + Sync + 'static,
     {
-        self.add_sink(
-            name,
-            (),
-            |_| Ok(()),
-            move |_| Ok(Box::new(FnSink(f.clone()))),
-        )
+        self.add_sink(name, (), |_| Ok(()), move |_| Ok(FnSink(f.clone())))
     }
 
     /// Writes one line per record. At parallelism 1 `path` is the file; otherwise it is a
@@ -195,11 +190,11 @@ impl<T: Data> DataStream<T> {
                 Ok(())
             },
             move |ctx| {
-                Ok(Box::new(TextFileSink::new(
+                Ok(TextFileSink::new(
                     part_path(&path, ctx.subtask_index, ctx.parallelism),
                     header.clone(),
                     format.clone(),
-                )))
+                ))
             },
         )
     }
