@@ -26,6 +26,8 @@ pub enum Command {
     KeyGroup(KeyGroupArgs),
     /// Benchmark the reference jobs (each in a fresh process) and print records/s, CPU and memory.
     Bench(BenchArgs),
+    /// Live per-subtask busy / backpressure / idle of a running job, from its Flink-compatible REST API.
+    Top(crate::top::TopArgs),
 }
 
 #[derive(Args, Debug)]
@@ -38,6 +40,15 @@ pub struct RunArgs {
     /// Print the run's figures as one JSON line on stdout (used by `sluice bench`).
     #[arg(long, global = true)]
     pub stats_json: bool,
+    /// Port of the embedded REST API on 127.0.0.1 (Flink's paths; 0 picks a free port).
+    #[arg(long, global = true, default_value_t = 8081)]
+    pub rest_port: u16,
+    /// Do not start the REST API.
+    #[arg(long, global = true, conflicts_with = "keep_rest")]
+    pub no_rest: bool,
+    /// Keep the REST API up after a bounded job ends (until Ctrl-C), so its final metrics can be read.
+    #[arg(long, global = true)]
+    pub keep_rest: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

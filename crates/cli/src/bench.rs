@@ -99,6 +99,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
                 .arg("run")
                 .args(&c.args)
                 .arg("--stats-json")
+                .arg("--no-rest")
                 .output()?;
             if !out.status.success() {
                 anyhow::bail!(

@@ -2,11 +2,13 @@
 
 mod args;
 mod bench;
+mod http_client;
 mod key_group;
 mod plan_cmd;
 mod procstat;
 mod progress;
 mod run;
+mod top;
 
 use std::process::ExitCode;
 
@@ -21,6 +23,7 @@ fn main() -> ExitCode {
         Command::Plan(p) => plan_cmd::plan(p),
         Command::KeyGroup(k) => key_group::key_group(k),
         Command::Bench(b) => bench::bench(b),
+        Command::Top(t) => top::top(t),
     };
     match outcome {
         Ok(code) => code,

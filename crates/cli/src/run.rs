@@ -83,12 +83,42 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
     }
 }
 
+/// Starts the embedded REST API unless `--no-rest`.
+fn start_rest(
+    args: &RunArgs,
+) -> anyhow::Result<
+    Option<(
+        sluice_rest::RestServer,
+        std::sync::Arc<sluice_rest::JobRegistry>,
+    )>,
+> {
+    if args.no_rest {
+        return Ok(None);
+    }
+    let registry = std::sync::Arc::new(sluice_rest::JobRegistry::new());
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.rest_port));
+    let server = sluice_rest::serve(addr, registry.clone()).with_context(|| {
+        format!("cannot start the REST API on {addr} (choose another --rest-port, or --no-rest)")
+    })?;
+    if !args.stats_json {
+        eprintln!(
+            "REST API: http://{}/ (Flink-compatible paths)",
+            server.local_addr()
+        );
+    }
+    Ok(Some((server, registry)))
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
     let (env, job, total) = build_job(&args.job)?;
+    let rest = start_rest(&args)?;
     let handle = env.launch()?;
     let monitor = handle.monitor();
+    if let Some((_, registry)) = &rest {
+        registry.register(monitor.clone());
+    }
     // Start-up latency: from building the job to the sources' first published batch.
     let mut startup = None;
     while startup.is_none() && !handle.is_finished() {
@@ -156,6 +186,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("the sink discarded {} records", p.discarded.count())
             }
             BuiltJob::Skew(_, None) => {}
+        }
+    }
+    if let (Some((server, _)), true) = (&rest, args.keep_rest) {
+        eprintln!(
+            "job ended; REST API still serving at http://{}/ — Ctrl-C to stop",
+            server.local_addr()
+        );
+        loop {
+            std::thread::park();
         }
     }
     Ok(ExitCode::SUCCESS)

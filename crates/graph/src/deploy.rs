@@ -359,13 +359,15 @@ pub(crate) fn launch(
             let operator_timing = cfg.operator_timing;
             let body = Box::new(move |ctx: &TaskContext| {
                 run_subtask(
-                    members,
-                    head,
-                    gate,
-                    head_in,
-                    emitted,
-                    &exch_cfg,
-                    operator_timing,
+                    SubtaskPlan {
+                        members,
+                        head,
+                        gate,
+                        head_in,
+                        emitted,
+                        exch: exch_cfg,
+                        operator_timing,
+                    },
                     ctx,
                 )
             });
@@ -451,16 +453,27 @@ pub(crate) fn launch(
     })
 }
 
-fn run_subtask(
+/// Everything one subtask needs to build its chain on its own thread.
+struct SubtaskPlan {
     members: Vec<ChainMember>,
     head: NodeId,
     gate: Option<AnyBox>,
     head_in: Option<Arc<dyn TypeOps>>,
     emitted: Arc<AtomicU64>,
-    exch: &sluice_channel::ExchangeConfig,
+    exch: sluice_channel::ExchangeConfig,
     operator_timing: bool,
-    ctx: &TaskContext,
-) -> Result<(), OperatorError> {
+}
+
+fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError> {
+    let SubtaskPlan {
+        members,
+        head,
+        gate,
+        head_in,
+        emitted,
+        exch,
+        operator_timing,
+    } = plan;
     let mut built: BTreeMap<NodeId, AnyBox> = BTreeMap::new();
     let mut source_runner = None;
     let mut head_source_ctx = None;

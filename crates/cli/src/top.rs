@@ -1,0 +1,939 @@
+//! `sluice top`: a live, per-subtask view of where a running job spends its time (busy,
+//! backpressured, idle) and its records/s, read from a Flink-compatible REST API. It uses only
+//! Flink's own paths and metric names (spec §5.3, §9), so it works against Sluice's REST server and
+//! a real Apache Flink cluster alike.
+//!
+//! Three layers: [`fetch`] fills a plain [`Model`] over HTTP (with pure JSON readers that the
+//! tests feed Flink's captured answers), [`render`] turns a model into a text frame (pure, unit
+//! tested), and [`top`] loops: fetch, render, redraw in place.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::http_client::Endpoint;
+
+/// Arguments of `sluice top`.
+#[derive(clap::Args, Debug)]
+pub struct TopArgs {
+    /// REST API of the job: Sluice's, or an Apache Flink JobManager's (plain http only).
+    #[arg(long, default_value = "http://127.0.0.1:8081")]
+    pub url: String,
+    /// Job id; default: the first RUNNING job, else the most recently started one.
+    #[arg(long)]
+    pub job: Option<String>,
+    /// Seconds between refreshes (fractions allowed).
+    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    pub interval: f64,
+    /// Print one frame, without escape codes, and exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+/// Per-subtask metrics asked for (Flink's names; the server omits those it does not have, which is
+/// how `cpuTimeMsPerSecond` shows up for Sluice and not for Flink).
+pub const SUBTASK_METRICS: &str = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,\
+idleTimeMsPerSecond,numRecordsInPerSecond,numRecordsOutPerSecond,cpuTimeMsPerSecond";
+/// Metrics aggregated over a vertex's subtasks.
+pub const VERTEX_METRICS: &str = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,\
+idleTimeMsPerSecond,numRecordsInPerSecond,numRecordsOutPerSecond";
+pub const AGGREGATIONS: &str = "min,max,avg,sum,skew";
+
+const BUSY: &str = "busyTimeMsPerSecond";
+const BACKPRESSURED: &str = "backPressuredTimeMsPerSecond";
+const IDLE: &str = "idleTimeMsPerSecond";
+const CPU: &str = "cpuTimeMsPerSecond";
+const RECORDS_IN: &str = "numRecordsInPerSecond";
+const RECORDS_OUT: &str = "numRecordsOutPerSecond";
+
+/// Time per request (connect, and each read or write).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// Frames never get wider than this.
+pub const MAX_WIDTH: usize = 100;
+
+// ---------------------------------------------------------------------------------------------
+// Model
+// ---------------------------------------------------------------------------------------------
+
+/// One frame's worth of data. `None` means the server did not report the value (or reported NaN).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Model {
+    /// The REST API's base URL.
+    pub url: String,
+    pub job: JobSummary,
+    pub vertices: Vec<VertexView>,
+    /// A last line (refresh hint, or the error of a failed refresh).
+    pub footer: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobSummary {
+    pub id: String,
+    pub name: String,
+    pub state: String,
+    pub duration_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct VertexView {
+    pub id: String,
+    pub name: String,
+    pub parallelism: usize,
+    /// `skew` aggregate of `numRecordsInPerSecond`, in % (spec §9 "Data Skew").
+    pub data_skew: Option<f64>,
+    /// `sum` aggregates of `numRecords{In,Out}PerSecond`.
+    pub records_in: Option<f64>,
+    pub records_out: Option<f64>,
+    /// `max` aggregates, used when no subtask reported the metric.
+    pub busy_max: Option<f64>,
+    pub backpressured_max: Option<f64>,
+    pub subtasks: Vec<SubtaskView>,
+}
+
+/// Per-subtask values: times in ms per second, rates in records per second.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SubtaskView {
+    pub index: usize,
+    pub busy: Option<f64>,
+    pub backpressured: Option<f64>,
+    pub idle: Option<f64>,
+    pub cpu: Option<f64>,
+    pub records_in: Option<f64>,
+    pub records_out: Option<f64>,
+}
+
+/// Flink's backpressure levels (spec §5.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackpressureLevel {
+    Ok,
+    Low,
+    High,
+}
+
+impl BackpressureLevel {
+    /// From a ratio (backpressured ms per second / 1000): ≤ 0.10 ok, ≤ 0.5 low, else high.
+    pub fn of_ratio(ratio: f64) -> BackpressureLevel {
+        if ratio <= 0.10 {
+            BackpressureLevel::Ok
+        } else if ratio <= 0.5 {
+            BackpressureLevel::Low
+        } else {
+            BackpressureLevel::High
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackpressureLevel::Ok => "ok",
+            BackpressureLevel::Low => "low",
+            BackpressureLevel::High => "high",
+        }
+    }
+}
+
+impl VertexView {
+    /// Max over subtasks (a subtask without the metric counts as 0, as in Flink's backpressure
+    /// handler); the vertex aggregate when no subtask reported it at all.
+    fn max_of(
+        &self,
+        get: impl Fn(&SubtaskView) -> Option<f64>,
+        aggregate: Option<f64>,
+    ) -> Option<f64> {
+        let values: Vec<f64> = self.subtasks.iter().filter_map(&get).collect();
+        if values.is_empty() {
+            aggregate
+        } else {
+            Some(values.into_iter().fold(0.0, f64::max))
+        }
+    }
+
+    /// Highest backpressured time of any subtask, ms/s.
+    pub fn max_backpressured(&self) -> Option<f64> {
+        self.max_of(|s| s.backpressured, self.backpressured_max)
+    }
+
+    /// Highest busy time of any subtask, ms/s.
+    pub fn max_busy(&self) -> Option<f64> {
+        self.max_of(|s| s.busy, self.busy_max)
+    }
+
+    /// Vertex level = level of the max subtask ratio (spec §5.2).
+    pub fn backpressure_level(&self) -> Option<BackpressureLevel> {
+        self.max_backpressured()
+            .map(|ms| BackpressureLevel::of_ratio(ms / 1000.0))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON readers (pure)
+// ---------------------------------------------------------------------------------------------
+
+/// A finite number from a JSON number or a numeric string (Flink sends metric values as strings,
+/// NaN as `"NaN"`).
+fn number(v: &Value) -> Option<f64> {
+    let x = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    x.is_finite().then_some(x)
+}
+
+fn text(v: &Value, key: &str) -> String {
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Chooses the job from `/jobs/overview`: `wanted` if given, else the first RUNNING job, else the
+/// one started last.
+pub fn pick_job(overview: &Value, wanted: Option<&str>, url: &str) -> anyhow::Result<String> {
+    let jobs = overview
+        .get("jobs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{url}/jobs/overview has no `jobs` list; is this a Flink-compatible REST API?"
+            )
+        })?;
+    if let Some(id) = wanted {
+        let id = id.trim();
+        if let Some(j) = jobs
+            .iter()
+            .find(|j| text(j, "jid").eq_ignore_ascii_case(id))
+        {
+            return Ok(text(j, "jid"));
+        }
+        let known: Vec<String> = jobs
+            .iter()
+            .map(|j| {
+                format!(
+                    "{} ({}, {})",
+                    text(j, "jid"),
+                    text(j, "name"),
+                    text(j, "state")
+                )
+            })
+            .collect();
+        anyhow::bail!(
+            "unknown job {id} on {url}; {}",
+            if known.is_empty() {
+                "it has no jobs".to_string()
+            } else {
+                format!("its jobs: {}", known.join(", "))
+            }
+        );
+    }
+    if let Some(j) = jobs.iter().find(|j| text(j, "state") == "RUNNING") {
+        return Ok(text(j, "jid"));
+    }
+    jobs.iter()
+        .max_by(|a, b| {
+            let t = |j: &Value| j.get("start-time").and_then(number).unwrap_or(f64::MIN);
+            t(a).total_cmp(&t(b))
+        })
+        .map(|j| text(j, "jid"))
+        .ok_or_else(|| anyhow::anyhow!("no jobs on {url}"))
+}
+
+/// The header fields and the vertices (no metrics yet) of `/jobs/:id`.
+pub fn read_job(job: &Value) -> anyhow::Result<(JobSummary, Vec<VertexView>)> {
+    let vertices = job
+        .get("vertices")
+        .and_then(Value::as_array)
+        .ok_or_else(|| anyhow::anyhow!("the job details have no `vertices` list"))?;
+    let summary = JobSummary {
+        id: text(job, "jid"),
+        name: text(job, "name"),
+        state: text(job, "state"),
+        duration_ms: job.get("duration").and_then(number).filter(|d| *d >= 0.0),
+    };
+    let vertices = vertices
+        .iter()
+        .map(|v| VertexView {
+            id: text(v, "id"),
+            name: text(v, "name"),
+            parallelism: v
+                .get("parallelism")
+                .and_then(number)
+                .filter(|p| *p >= 0.0)
+                .map_or(0, |p| p as usize),
+            ..VertexView::default()
+        })
+        .collect();
+    Ok((summary, vertices))
+}
+
+/// One aggregated metric: `{"id", "min", "max", "avg", "sum", "skew"}` (absent ones are `None`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Aggregate {
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub avg: Option<f64>,
+    pub sum: Option<f64>,
+    pub skew: Option<f64>,
+}
+
+/// `/jobs/:id/vertices/:vid/subtasks/metrics?get=…&agg=…` by metric id.
+pub fn read_aggregates(v: &Value) -> HashMap<String, Aggregate> {
+    let mut out = HashMap::new();
+    for m in v.as_array().into_iter().flatten() {
+        let f = |k: &str| m.get(k).and_then(number);
+        out.insert(
+            text(m, "id"),
+            Aggregate {
+                min: f("min"),
+                max: f("max"),
+                avg: f("avg"),
+                sum: f("sum"),
+                skew: f("skew"),
+            },
+        );
+    }
+    out
+}
+
+/// `…/subtasks/:n/metrics?get=…` (`[{"id","value"}]`, values are strings) by metric id; values
+/// that are not finite numbers are left out.
+pub fn read_values(v: &Value) -> HashMap<String, f64> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| Some((text(m, "id"), m.get("value").and_then(number)?)))
+        .collect()
+}
+
+/// Puts a vertex's aggregates into its view.
+pub fn apply_aggregates(v: &mut VertexView, agg: &HashMap<String, Aggregate>) {
+    let get = |id: &str| agg.get(id).copied().unwrap_or_default();
+    v.data_skew = get(RECORDS_IN).skew;
+    v.records_in = get(RECORDS_IN).sum;
+    v.records_out = get(RECORDS_OUT).sum;
+    v.busy_max = get(BUSY).max;
+    v.backpressured_max = get(BACKPRESSURED).max;
+}
+
+/// A subtask's view from its metric values.
+pub fn subtask_view(index: usize, values: &HashMap<String, f64>) -> SubtaskView {
+    let get = |id: &str| values.get(id).copied();
+    SubtaskView {
+        index,
+        busy: get(BUSY),
+        backpressured: get(BACKPRESSURED),
+        idle: get(IDLE),
+        cpu: get(CPU),
+        records_in: get(RECORDS_IN),
+        records_out: get(RECORDS_OUT),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fetch
+// ---------------------------------------------------------------------------------------------
+
+/// Reads one frame's data from the REST API: the job overview, the job, and per vertex the
+/// aggregated and per-subtask metrics.
+pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
+    let get = |path: &str| ep.get_json(path, REQUEST_TIMEOUT);
+    let base = ep.base_url();
+    let overview = get("/jobs/overview")?;
+    let jid = pick_job(&overview, job, &base)?;
+    let (summary, mut vertices) = read_job(&get(&format!("/jobs/{jid}"))?)?;
+    for v in &mut vertices {
+        let vpath = format!("/jobs/{jid}/vertices/{}", v.id);
+        let agg = get(&format!(
+            "{vpath}/subtasks/metrics?get={VERTEX_METRICS}&agg={AGGREGATIONS}"
+        ))?;
+        apply_aggregates(v, &read_aggregates(&agg));
+        for n in 0..v.parallelism {
+            let values = get(&format!(
+                "{vpath}/subtasks/{n}/metrics?get={SUBTASK_METRICS}"
+            ))?;
+            v.subtasks.push(subtask_view(n, &read_values(&values)));
+        }
+    }
+    Ok(Model {
+        url: base,
+        job: summary,
+        vertices,
+        footer: None,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Render (pure)
+// ---------------------------------------------------------------------------------------------
+
+const FULL: char = '█';
+const EMPTY: char = '░';
+const UNKNOWN: char = '·';
+
+/// `min(round(ms / 10), 100)`: a time per second as the web UI's percentage (spec §9).
+fn percent(ms_per_s: f64) -> u32 {
+    (ms_per_s / 10.0).round().clamp(0.0, 100.0) as u32
+}
+
+fn pct_text(v: Option<f64>) -> String {
+    v.map_or_else(|| "n/a".to_string(), |ms| format!("{}%", percent(ms)))
+}
+
+/// A bar of `cells` for a time per second; `·` when unknown.
+fn bar(v: Option<f64>, cells: usize) -> String {
+    match v {
+        None => UNKNOWN.to_string().repeat(cells),
+        Some(ms) => {
+            let filled = ((ms / 1000.0).clamp(0.0, 1.0) * cells as f64).round() as usize;
+            let mut s = FULL.to_string().repeat(filled);
+            s.push_str(&EMPTY.to_string().repeat(cells - filled));
+            s
+        }
+    }
+}
+
+/// 950, 12.3k, 1.23M, 4.56G (per second values).
+fn rate(v: Option<f64>) -> String {
+    match v {
+        None => "n/a".to_string(),
+        Some(x) if x >= 1e9 => format!("{:.2}G/s", x / 1e9),
+        Some(x) if x >= 1e6 => format!("{:.2}M/s", x / 1e6),
+        Some(x) if x >= 1e3 => format!("{:.1}k/s", x / 1e3),
+        Some(x) => format!("{x:.0}/s"),
+    }
+}
+
+/// 27s, 4m07s, 2h03m, 3d04h.
+fn duration(ms: Option<f64>) -> String {
+    let Some(ms) = ms else {
+        return "n/a".to_string();
+    };
+    let s = (ms / 1000.0).floor() as u64;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m{:02}s", s / 60, s % 60),
+        3600..=86_399 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{:02}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+fn width_of(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Cuts a line to `width` characters, marking the cut with `…`.
+fn fit(s: &str, width: usize) -> String {
+    if width_of(s) <= width {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// Word-wraps `s` into lines of at most `width` characters (words longer than that are cut).
+fn wrap(s: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for word in s.split_whitespace() {
+        if !current.is_empty() && width_of(&current) + 1 + width_of(word) > width {
+            lines.push(std::mem::take(&mut current));
+        }
+        if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(word);
+        while width_of(&current) > width {
+            lines.push(current.chars().take(width).collect());
+            current = current.chars().skip(width).collect();
+        }
+    }
+    if !current.is_empty() {
+        lines.push(current);
+    }
+    lines
+}
+
+/// Renders a frame: a header (job name, id, state, duration), then per vertex its name, a summary
+/// line (parallelism, backpressure level, busy max, data skew, records/s) and one line per
+/// subtask with labelled busy / backpressured / idle (and CPU, when the server reports it) bars
+/// and percentages, so nothing depends on colour. Lines are at most `width` characters, with
+/// `width` taken between 40 and 100.
+pub fn render(m: &Model, width: usize) -> String {
+    let width = width.clamp(40, MAX_WIDTH);
+    let mut lines: Vec<String> = Vec::new();
+    let job = &m.job;
+    lines.push(format!(
+        "{}  {}  {}  duration {}",
+        if job.name.is_empty() {
+            "(unnamed job)"
+        } else {
+            &job.name
+        },
+        job.id,
+        if job.state.is_empty() {
+            "?"
+        } else {
+            &job.state
+        },
+        duration(job.duration_ms)
+    ));
+    lines.push(format!(
+        "{}  ·  time per second: busy, bp = backpressured (output full), idle (no input)",
+        m.url
+    ));
+    let show_cpu = m
+        .vertices
+        .iter()
+        .flat_map(|v| &v.subtasks)
+        .any(|s| s.cpu.is_some());
+    // Fixed part of a subtask line, without the label and the bars (which share the rest):
+    // "busy " + " 100%" | "  bp " + " 100%" | "  idle " + " 100%" | ["  cpu " + " 100%"]
+    // | "  in " + 8 | "  out " + 8
+    let bars = if show_cpu { 4 } else { 3 };
+    let fixed = 10 + 10 + 12 + if show_cpu { 11 } else { 0 } + 13 + 14;
+    for v in &m.vertices {
+        lines.push(String::new());
+        lines.push(fit(&v.name, width));
+        let bp = match (v.backpressure_level(), v.max_backpressured()) {
+            (Some(level), Some(ms)) => format!("{} (max {}%)", level.as_str(), percent(ms)),
+            _ => "n/a".to_string(),
+        };
+        let skew = v
+            .data_skew
+            .map_or_else(|| "n/a".to_string(), |s| format!("{}%", s.round()));
+        lines.push(fit(
+            &format!(
+                "  parallelism {}  backpressure {}  busy max {}  data skew {}  in {}  out {}",
+                v.parallelism,
+                bp,
+                pct_text(v.max_busy()),
+                skew,
+                rate(v.records_in),
+                rate(v.records_out)
+            ),
+            width,
+        ));
+        let p = v.parallelism.max(v.subtasks.len());
+        let label_width = 2 + width_of(&format!("({p}/{p})")) + 1;
+        let cells = (width.saturating_sub(fixed + label_width) / bars).clamp(3, 10);
+        for s in &v.subtasks {
+            let label = format!("({}/{p})", s.index + 1);
+            let mut line = format!("  {label:>w$} ", w = label_width - 3);
+            let mut seg = |name: &str, value: Option<f64>, first: bool| {
+                if !first {
+                    line.push_str("  ");
+                }
+                line.push_str(&format!(
+                    "{name} {} {:>4}",
+                    bar(value, cells),
+                    pct_text(value)
+                ));
+            };
+            seg("busy", s.busy, true);
+            seg("bp", s.backpressured, false);
+            seg("idle", s.idle, false);
+            if show_cpu {
+                seg("cpu", s.cpu, false);
+            }
+            line.push_str(&format!(
+                "  in {:>8}  out {:>8}",
+                rate(s.records_in),
+                rate(s.records_out)
+            ));
+            lines.push(fit(line.trim_end(), width));
+        }
+        if v.subtasks.is_empty() {
+            lines.push("  (no subtasks reported)".to_string());
+        }
+    }
+    if let Some(f) = &m.footer {
+        lines.push(String::new());
+        lines.extend(wrap(f, width).into_iter().take(4));
+    }
+    let mut out = String::new();
+    for l in lines {
+        out.push_str(&fit(&l, width));
+        out.push('\n');
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command
+// ---------------------------------------------------------------------------------------------
+
+/// Frame width: `$COLUMNS` when set (at most 100), else 100.
+fn frame_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .map_or(MAX_WIDTH, |c| c.min(MAX_WIDTH))
+}
+
+/// Redraws in place: cursor home, each line cleared to its end, the rest of the screen cleared
+/// (the whole screen is cleared once, first), so frames do not flicker.
+fn draw(frame: &str, first: bool) -> std::io::Result<()> {
+    let mut out = String::with_capacity(frame.len() + 256);
+    if first {
+        out.push_str("\x1b[2J");
+    }
+    out.push_str("\x1b[H");
+    for line in frame.lines() {
+        out.push_str(line);
+        out.push_str("\x1b[K\n");
+    }
+    out.push_str("\x1b[J");
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(out.as_bytes())?;
+    stdout.flush()
+}
+
+pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
+    let ep = Endpoint::parse(&args.url).map_err(anyhow::Error::msg)?;
+    if !(args.interval.is_finite() && args.interval >= 0.05) {
+        anyhow::bail!("--interval must be at least 0.05 seconds");
+    }
+    let interval = Duration::from_secs_f64(args.interval);
+    let width = frame_width();
+    let job = args.job.as_deref();
+    if args.once {
+        let frame = render(&fetch(&ep, job)?, width);
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(frame.as_bytes())?;
+        stdout.flush()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let hint = format!("refresh every {}s  ·  Ctrl-C to quit", args.interval);
+    let mut last: Option<Model> = None;
+    let mut first = true;
+    loop {
+        let started = Instant::now();
+        let model = match fetch(&ep, job) {
+            Ok(mut m) => {
+                m.footer = Some(hint.clone());
+                last = Some(m.clone());
+                m
+            }
+            // The first frame must work: otherwise the server or job is not there.
+            Err(e) => match &last {
+                None => return Err(e),
+                Some(prev) => Model {
+                    footer: Some(format!("refresh failed, retrying: {e:#}")),
+                    ..prev.clone()
+                },
+            },
+        };
+        draw(&render(&model, width), first)?;
+        first = false;
+        std::thread::sleep(interval.saturating_sub(started.elapsed()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURES: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/flink/flink-rest/skew/"
+    );
+
+    fn fixture(name: &str) -> Value {
+        let text = std::fs::read_to_string(format!("{FIXTURES}{name}")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// The model `fetch` builds from the captured Flink answers.
+    fn flink_model() -> Model {
+        let (job, mut vertices) = read_job(&fixture("job.json")).unwrap();
+        let slugs = [
+            "v0-source-generator-map",
+            "v1-sum-per-key-counting-sink-writer",
+        ];
+        for (v, slug) in vertices.iter_mut().zip(slugs) {
+            let agg = fixture(&format!("{slug}-subtasks-metrics-aggregated.json"));
+            apply_aggregates(v, &read_aggregates(&agg));
+            for n in 0..v.parallelism {
+                let values = fixture(&format!("{slug}-subtask{n}-metrics.json"));
+                v.subtasks.push(subtask_view(n, &read_values(&values)));
+            }
+        }
+        Model {
+            url: "http://127.0.0.1:8081".into(),
+            job,
+            vertices,
+            footer: None,
+        }
+    }
+
+    #[test]
+    fn reads_flinks_answers() {
+        let m = flink_model();
+        assert_eq!(m.job.id, "3ae16f48a563821c4f57820703ba6b0f");
+        assert_eq!(m.job.name, "RestScenario-skew");
+        assert_eq!(m.job.state, "RUNNING");
+        assert_eq!(m.job.duration_ms, Some(27767.0));
+        let [src, sink] = &m.vertices[..] else {
+            panic!("two vertices")
+        };
+        assert_eq!(
+            (src.name.as_str(), src.parallelism),
+            ("Source: generator -> map", 2)
+        );
+        assert_eq!(sink.id, "90bea66de1c231edf33913ecd54406c1");
+        // Aggregates: the three time metrics only, numbers not strings.
+        assert_eq!(sink.busy_max, Some(999.0));
+        assert_eq!(src.backpressured_max, Some(800.0));
+        assert_eq!(
+            (sink.data_skew, sink.records_in, sink.records_out),
+            (None, None, None)
+        );
+        // Per-subtask values are strings in Flink.
+        let hot = &sink.subtasks[1];
+        assert_eq!(hot.busy, Some(999.0));
+        assert_eq!(hot.idle, Some(1.0));
+        assert_eq!(hot.records_in, Some(204619.5));
+        assert_eq!(hot.cpu, None);
+        assert_eq!(src.backpressure_level(), Some(BackpressureLevel::High));
+        assert_eq!(sink.backpressure_level(), Some(BackpressureLevel::Ok));
+    }
+
+    #[test]
+    fn numbers_from_flink_values() {
+        let n = |s: &str| number(&serde_json::from_str(s).unwrap());
+        assert_eq!(n(r#""999.0""#), Some(999.0));
+        assert_eq!(n(r#"" 12 ""#), Some(12.0));
+        assert_eq!(n("69.46"), Some(69.46));
+        assert_eq!(n(r#""NaN""#), None);
+        assert_eq!(n(r#""Infinity""#), None);
+        assert_eq!(n(r#""false""#), None);
+        assert_eq!(n("null"), None);
+        let values = read_values(
+            &serde_json::from_str(
+                r#"[{"id":"busyTimeMsPerSecond","value":"NaN"},{"id":"idleTimeMsPerSecond","value":"5"}]"#,
+            )
+            .unwrap(),
+        );
+        let s = subtask_view(0, &values);
+        assert_eq!((s.busy, s.idle), (None, Some(5.0)));
+    }
+
+    #[test]
+    fn picks_the_job() {
+        let ov: Value = serde_json::from_str(
+            r#"{"jobs":[
+                {"jid":"a","name":"old","state":"FINISHED","start-time":100},
+                {"jid":"b","name":"new","state":"CANCELED","start-time":300},
+                {"jid":"c","name":"mid","state":"FAILED","start-time":200}]}"#,
+        )
+        .unwrap();
+        let url = "http://h:1";
+        assert_eq!(pick_job(&ov, None, url).unwrap(), "b", "most recent");
+        assert_eq!(pick_job(&ov, Some("A"), url).unwrap(), "a");
+        let err = pick_job(&ov, Some("zz"), url).unwrap_err().to_string();
+        assert!(
+            err.starts_with("unknown job zz on http://h:1; its jobs: a (old, FINISHED)"),
+            "{err}"
+        );
+        let mut running = ov.clone();
+        running["jobs"][2]["state"] = "RUNNING".into();
+        assert_eq!(pick_job(&running, None, url).unwrap(), "c", "first RUNNING");
+        let empty: Value = serde_json::from_str(r#"{"jobs":[]}"#).unwrap();
+        assert_eq!(
+            pick_job(&empty, None, url).unwrap_err().to_string(),
+            "no jobs on http://h:1"
+        );
+        assert!(pick_job(&empty, Some("x"), url)
+            .unwrap_err()
+            .to_string()
+            .contains("it has no jobs"));
+        assert!(pick_job(&Value::Null, None, url).is_err());
+    }
+
+    #[test]
+    fn backpressure_levels_follow_flinks_thresholds() {
+        use BackpressureLevel::*;
+        for (ratio, level) in [
+            (0.0, Ok),
+            (0.10, Ok),
+            (0.1001, Low),
+            (0.5, Low),
+            (0.501, High),
+            (1.0, High),
+        ] {
+            assert_eq!(BackpressureLevel::of_ratio(ratio), level, "{ratio}");
+        }
+        // The vertex level comes from the max subtask; a subtask without the metric counts as 0.
+        let v = VertexView {
+            subtasks: vec![
+                SubtaskView {
+                    backpressured: Some(40.0),
+                    ..Default::default()
+                },
+                SubtaskView {
+                    backpressured: None,
+                    ..Default::default()
+                },
+                SubtaskView {
+                    backpressured: Some(300.0),
+                    ..Default::default()
+                },
+            ],
+            backpressured_max: Some(900.0),
+            ..Default::default()
+        };
+        assert_eq!(v.backpressure_level(), Some(Low));
+        // No subtask reported it: the aggregate max; nothing at all: unknown.
+        let v = VertexView {
+            backpressured_max: Some(900.0),
+            ..Default::default()
+        };
+        assert_eq!(v.backpressure_level(), Some(High));
+        assert_eq!(VertexView::default().backpressure_level(), None);
+    }
+
+    #[test]
+    fn renders_the_flink_frame() {
+        let frame = render(&flink_model(), 100);
+        let expected = "\
+RestScenario-skew  3ae16f48a563821c4f57820703ba6b0f  RUNNING  duration 27s
+http://127.0.0.1:8081  ·  time per second: busy, bp = backpressured (output full), idle (no input)
+
+Source: generator -> map
+  parallelism 2  backpressure high (max 80%)  busy max 22%  data skew n/a  in n/a  out n/a
+  (1/2) busy ██░░░░░░░░  20%  bp ████████░░  80%  idle ░░░░░░░░░░   0%  in      0/s  out 113.9k/s
+  (2/2) busy ██░░░░░░░░  22%  bp ████████░░  79%  idle ░░░░░░░░░░   0%  in      0/s  out 113.8k/s
+
+sum-per-key -> counting-sink: Writer
+  parallelism 2  backpressure ok (max 0%)  busy max 100%  data skew n/a  in n/a  out n/a
+  (1/2) busy ██░░░░░░░░  18%  bp ░░░░░░░░░░   0%  idle ████████░░  82%  in  22.8k/s  out      0/s
+  (2/2) busy ██████████ 100%  bp ░░░░░░░░░░   0%  idle ░░░░░░░░░░   0%  in 204.6k/s  out      0/s
+";
+        assert_eq!(frame, expected);
+    }
+
+    fn sluice_like_model() -> Model {
+        let sub = |index, busy, bp, idle, cpu, rin, rout| SubtaskView {
+            index,
+            busy,
+            backpressured: bp,
+            idle,
+            cpu,
+            records_in: rin,
+            records_out: rout,
+        };
+        Model {
+            url: "http://127.0.0.1:8081".into(),
+            job: JobSummary {
+                id: "0123456789abcdef0123456789abcdef".into(),
+                name: "skew".into(),
+                state: "RUNNING".into(),
+                duration_ms: Some(3_725_000.0),
+            },
+            vertices: vec![VertexView {
+                id: "v".into(),
+                name: format!("{} -> Sink", "Map -> Filter -> Map".repeat(8)),
+                parallelism: 12,
+                data_skew: Some(69.46),
+                records_in: Some(1.5e9),
+                records_out: Some(2.5e6),
+                busy_max: Some(1000.0),
+                backpressured_max: Some(400.0),
+                subtasks: (0..12)
+                    .map(|i| {
+                        if i == 11 {
+                            sub(i, None, None, None, None, None, None)
+                        } else {
+                            let b = i as f64 * 90.0;
+                            sub(
+                                i,
+                                Some(b),
+                                Some(400.0 - b.min(400.0)),
+                                Some(600.0),
+                                Some(b * 0.9),
+                                Some(1234.0),
+                                Some(5e5),
+                            )
+                        }
+                    })
+                    .collect(),
+            }],
+            footer: Some(format!("refresh failed, retrying: {}", "word ".repeat(60))),
+        }
+    }
+
+    #[test]
+    fn cpu_column_only_when_reported_and_lines_fit() {
+        let m = sluice_like_model();
+        for width in [100, 80, 60, 40] {
+            let frame = render(&m, width);
+            for line in frame.lines() {
+                assert!(width_of(line) <= width, "{width}: {line:?}");
+            }
+        }
+        let frame = render(&m, 200);
+        assert!(
+            frame.lines().all(|l| width_of(l) <= MAX_WIDTH),
+            "never wider than 100"
+        );
+        let lines: Vec<&str> = frame.lines().collect();
+        assert_eq!(
+            lines[0],
+            "skew  0123456789abcdef0123456789abcdef  RUNNING  duration 1h02m"
+        );
+        assert!(lines[3].ends_with('…'), "long names are cut: {}", lines[3]);
+        assert_eq!(
+            lines[4],
+            "  parallelism 12  backpressure low (max 40%)  busy max 90%  data skew 69%  in 1.50G/s  out 2.50M/s"
+        );
+        // Labels are right-aligned to the widest, "( 1/12)" .. "(12/12)"; cpu shows up.
+        assert!(lines[5].starts_with("   (1/12) busy "), "{}", lines[5]);
+        assert!(lines[5].contains(" cpu "), "{}", lines[5]);
+        assert!(
+            lines[5].contains("in   1.2k/s  out 500.0k/s"),
+            "{}",
+            lines[5]
+        );
+        let unknown = lines[16];
+        assert!(unknown.starts_with("  (12/12) busy ·"), "{unknown}");
+        assert_eq!(unknown.matches("n/a").count(), 6, "{unknown}");
+        // The footer wraps over lines instead of being cut.
+        assert!(lines[18].starts_with("refresh failed, retrying: word"));
+        assert!(lines.len() > 19);
+        // Without CPU values there is no cpu column.
+        let mut no_cpu = m.clone();
+        no_cpu.vertices[0]
+            .subtasks
+            .iter_mut()
+            .for_each(|s| s.cpu = None);
+        assert!(!render(&no_cpu, 100).contains(" cpu "));
+    }
+
+    #[test]
+    fn small_formatters() {
+        assert_eq!(percent(999.0), 100);
+        assert_eq!(percent(994.9), 99);
+        assert_eq!(percent(4.9), 0);
+        assert_eq!(percent(1500.0), 100);
+        assert_eq!(bar(Some(720.0), 10), "███████░░░");
+        assert_eq!(bar(Some(0.0), 4), "░░░░");
+        assert_eq!(bar(None, 3), "···");
+        assert_eq!(rate(Some(999.4)), "999/s");
+        assert_eq!(rate(Some(1234.0)), "1.2k/s");
+        assert_eq!(rate(Some(1.2e6)), "1.20M/s");
+        assert_eq!(rate(None), "n/a");
+        assert_eq!(duration(Some(59_999.0)), "59s");
+        assert_eq!(duration(Some(247_000.0)), "4m07s");
+        assert_eq!(duration(Some(90_061_000.0)), "1d01h");
+        assert_eq!(duration(None), "n/a");
+        assert_eq!(wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(wrap("abcdefgh", 3), ["abc", "def", "gh"]);
+        assert_eq!(fit("abcdef", 4), "abc…");
+    }
+}

@@ -1,0 +1,88 @@
+//! # sluice-rest: Flink's REST monitoring API, served from inside the process
+//!
+//! [`serve`] starts an HTTP/1.1 server that answers Flink 2.3's REST paths with Flink's JSON
+//! shapes (keys, key order and value types as captured from a real Flink 2.3 in
+//! `tests/fixtures/flink/flink-rest/`) for every job in a [`JobRegistry`], plus Prometheus text
+//! metrics on `/metrics` and an OpenAPI 3.0 description on `/openapi.json`.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use sluice_graph::StreamEnv;
+//! use sluice_rest::{serve, JobRegistry};
+//!
+//! let env = StreamEnv::new();
+//! env.generate(1_000_000, |i| i).map(|i: u64| i * 2).discard();
+//! let handle = env.launch().unwrap();
+//! let registry = Arc::new(JobRegistry::new());
+//! registry.register(handle.monitor());
+//! let server = serve("127.0.0.1:8081".parse().unwrap(), registry).unwrap();
+//! println!("REST API on http://{}/jobs/overview", server.local_addr());
+//! let _ = handle.wait();
+//! server.shutdown();
+//! ```
+//!
+//! ## Endpoints
+//!
+//! `GET /`, `/config`, `/overview`, `/jobs`, `/jobs/overview`, `/jobs/:jobid` (and `PATCH` to
+//! cancel), `/jobs/:jobid/config`, `/jobs/:jobid/plan`, `/jobs/:jobid/vertices/:vertexid` and its
+//! `backpressure`, `subtasktimes`, `taskmanagers`, `metrics`, `subtasks/metrics`,
+//! `subtasks/:subtaskindex`, `subtasks/:subtaskindex/metrics`, `watermarks`, `accumulators`;
+//! `/taskmanagers`, `/metrics` (Prometheus), `/openapi.json`. The route table is in
+//! [`routes::ROUTES`]; the OpenAPI document is generated from it, so it lists every path.
+//!
+//! Metrics follow Flink's names and Java value types: `?get=` values are strings printed as
+//! Java would (`"800"` for the long timer gauges, `"200.0"` for `busyTimeMsPerSecond`), the
+//! `subtasks/metrics` aggregates are numbers, and `skew` is
+//! [`sluice_runtime::telemetry::data_skew_percent`]. Operator metrics use Flink's scope filter
+//! (`Source: generator` → `Source__generator`). Sluice-only metrics are additions, never
+//! replacements: `cpuTimeMsPerSecond`, `accumulateCpuTimeMs` and per operator
+//! `busyTimeMsPerSecond` / `accumulateBusyTimeMs`.
+//!
+//! Errors are Flink's `{"errors":["..."]}`: unknown path/job/vertex/subtask/metric → 404,
+//! malformed ids, aggregations or subtask ranges → 400, wrong method → 405 (with `Allow`),
+//! cancelling an ended job → 409.
+//!
+//! ## Where the answers differ from Flink (by choice)
+//!
+//! - One in-process "task manager": `taskmanager-id` is a UUID-shaped id stable for the process,
+//!   `endpoint` is `localhost:-1` (no data port, as Flink's local MiniCluster also reports),
+//!   JVM memory fields of `/taskmanagers` are 0, its hardware fields are real (`/proc/meminfo`).
+//! - `flink-version` is the API version reproduced (`2.3.0`); `flink-commit`/`flink-revision`
+//!   name this engine (`sluice-<version>`). Timezone is reported as UTC.
+//! - Subtasks go CREATED → RUNNING → FINISHED/CANCELED/FAILED; the states Sluice does not pass
+//!   through (SCHEDULED, DEPLOYING, INITIALIZING) have timestamp 0 and duration 0.
+//! - IO metrics of running subtasks are always complete (`*-complete: true`), read live.
+//! - `?get=` with only unknown names answers 404 naming them (Flink answers `[]`); known names
+//!   among unknown ones are answered as Flink does. A `subtasks` filter naming a subtask the
+//!   vertex does not have is a 400.
+//! - `watermarks` is `[]` (no event time yet); `accumulators` has no user accumulators;
+//!   `/jobs/:id/config` lists Sluice's settings as `user-config` strings.
+//! - Backpressure `end-timestamp` is the time of the latest metrics sample; soft backpressure
+//!   is always 0 (a blocked Sluice task waits for credit, which is Flink's hard backpressure).
+//!
+//! ## Why a hand-written server
+//!
+//! The API is small (GET and one PATCH, no bodies to read, small JSON answers, one request per
+//! connection) and must never panic or answer 5xx on hostile input. About 300 lines over
+//! `std::net` give exact control over limits (request line 8 KiB → 414, head 16 KiB → 431, body
+//! 64 KiB → 413, 5 s to send a request → 408) and add no dependencies to build — `tiny_http`
+//! would bring four crates and its own threading for no feature we need. HTTP/1.1 keep-alive is
+//! not offered (`Connection: close`), which costs nothing measurable for a monitoring API.
+
+mod api;
+mod format;
+mod http;
+mod metrics;
+mod openapi;
+mod prometheus;
+mod registry;
+pub mod routes;
+mod server;
+
+pub use http::Response;
+pub use registry::JobRegistry;
+pub use routes::dispatch;
+pub use server::{serve, RestError, RestServer, REQUEST_DEADLINE, WORKERS};
+
+pub use api::backpressure_level;
+pub use metrics::sanitize_operator_name;

@@ -1,0 +1,471 @@
+//! `/openapi.json`: an OpenAPI 3.0 document generated from the route table, so every served
+//! path is described (parameters, success body, and the 400/404/405 error bodies).
+
+use sluice_graph::Json;
+
+use crate::routes::{Endpoint, Operation, Route, ROUTES};
+
+fn ty(t: &str) -> Json {
+    Json::obj().with("type", t)
+}
+fn int() -> Json {
+    Json::obj().with("type", "integer").with("format", "int64")
+}
+fn num() -> Json {
+    Json::obj().with("type", "number").with("format", "double")
+}
+fn string() -> Json {
+    ty("string")
+}
+fn boolean() -> Json {
+    ty("boolean")
+}
+fn obj(props: Vec<(&str, Json)>) -> Json {
+    let mut p = Json::obj();
+    for (k, v) in props {
+        p = p.with(k, v);
+    }
+    Json::obj().with("type", "object").with("properties", p)
+}
+fn arr(items: Json) -> Json {
+    Json::obj().with("type", "array").with("items", items)
+}
+fn map_of(v: Json) -> Json {
+    Json::obj()
+        .with("type", "object")
+        .with("additionalProperties", v)
+}
+fn r(name: &str) -> Json {
+    Json::obj().with("$ref", format!("#/components/schemas/{name}"))
+}
+fn one_of(a: Json, b: Json) -> Json {
+    Json::obj().with("oneOf", vec![a, b])
+}
+
+fn components() -> Json {
+    let io = obj(vec![
+        ("read-bytes", int()),
+        ("read-bytes-complete", boolean()),
+        ("write-bytes", int()),
+        ("write-bytes-complete", boolean()),
+        ("read-records", int()),
+        ("read-records-complete", boolean()),
+        ("write-records", int()),
+        ("write-records-complete", boolean()),
+        ("accumulated-backpressured-time", int()),
+        ("accumulated-idle-time", int()),
+        ("accumulated-busy-time", num()),
+    ]);
+    let stats = obj(["p25", "min", "avg", "median", "max", "sum", "p95", "p75"]
+        .into_iter()
+        .map(|k| (k, int()))
+        .collect());
+    let subtask = obj(vec![
+        ("subtask", int()),
+        ("status", string()),
+        ("attempt", int()),
+        ("endpoint", string()),
+        ("start-time", int()),
+        ("end-time", int()),
+        ("duration", int()),
+        ("metrics", r("IOMetrics")),
+        ("taskmanager-id", string()),
+        ("status-duration", map_of(int())),
+        ("start_time", int()),
+    ]);
+    let plan = obj(vec![
+        ("jid", string()),
+        ("name", string()),
+        ("type", string()),
+        (
+            "nodes",
+            arr(obj(vec![
+                ("id", string()),
+                ("operator", string()),
+                ("parallelism", int()),
+                ("operator_strategy", string()),
+                ("description", string()),
+                ("optimizer_properties", ty("object")),
+                (
+                    "inputs",
+                    arr(obj(vec![
+                        ("id", string()),
+                        ("num", int()),
+                        ("exchange", string()),
+                        ("ship_strategy", string()),
+                    ])),
+                ),
+            ])),
+        ),
+    ]);
+    Json::obj()
+        .with("Error", obj(vec![("errors", arr(string()))]))
+        .with("IOMetrics", io)
+        .with("StatsSummary", stats)
+        .with(
+            "Aggregated",
+            obj(vec![
+                ("metrics", map_of(r("StatsSummary"))),
+                ("status-duration", map_of(r("StatsSummary"))),
+            ]),
+        )
+        .with("Subtask", subtask)
+        .with("Plan", plan)
+        .with("MetricId", obj(vec![("id", string())]))
+        .with(
+            "MetricValue",
+            obj(vec![("id", string()), ("value", string())]),
+        )
+        .with(
+            "AggregatedMetric",
+            obj(vec![
+                ("id", string()),
+                ("min", num()),
+                ("max", num()),
+                ("avg", num()),
+                ("sum", num()),
+                ("skew", num()),
+            ]),
+        )
+}
+
+fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
+    const JSON: &str = "application/json";
+    let s = match (e, method) {
+        (Endpoint::Index, _) => return ("text/html", string()),
+        (Endpoint::Prometheus, _) => return ("text/plain", string()),
+        (Endpoint::OpenApi, _) => ty("object"),
+        (Endpoint::Config, _) => obj(vec![
+            ("refresh-interval", int()),
+            ("timezone-name", string()),
+            ("timezone-offset", int()),
+            ("flink-version", string()),
+            ("flink-revision", string()),
+            ("features", map_of(boolean())),
+        ]),
+        (Endpoint::Overview, _) => obj(vec![
+            ("taskmanagers", int()),
+            ("slots-total", int()),
+            ("slots-available", int()),
+            ("jobs-running", int()),
+            ("jobs-finished", int()),
+            ("jobs-cancelled", int()),
+            ("jobs-failed", int()),
+            ("flink-version", string()),
+            ("flink-commit", string()),
+        ]),
+        (Endpoint::Jobs, _) => obj(vec![(
+            "jobs",
+            arr(obj(vec![("id", string()), ("status", string())])),
+        )]),
+        (Endpoint::JobsOverview, _) => obj(vec![(
+            "jobs",
+            arr(obj(vec![
+                ("jid", string()),
+                ("name", string()),
+                ("jobType", string()),
+                ("schedulerType", string()),
+                ("start-time", int()),
+                ("end-time", int()),
+                ("duration", int()),
+                ("state", string()),
+                ("last-modification", int()),
+                ("tasks", map_of(int())),
+                ("pending-operators", int()),
+            ])),
+        )]),
+        (Endpoint::Job, "PATCH") => ty("object"),
+        (Endpoint::Job, _) => obj(vec![
+            ("jid", string()),
+            ("application-id", string()),
+            ("name", string()),
+            ("isStoppable", boolean()),
+            ("state", string()),
+            ("job-type", string()),
+            ("schedulerType", string()),
+            ("start-time", int()),
+            ("end-time", int()),
+            ("duration", int()),
+            ("maxParallelism", int()),
+            ("now", int()),
+            ("timestamps", map_of(int())),
+            (
+                "vertices",
+                arr(obj(vec![
+                    ("id", string()),
+                    ("slotSharingGroupId", string()),
+                    ("name", string()),
+                    ("maxParallelism", int()),
+                    ("parallelism", int()),
+                    ("status", string()),
+                    ("start-time", int()),
+                    ("end-time", int()),
+                    ("duration", int()),
+                    ("tasks", map_of(int())),
+                    ("metrics", r("IOMetrics")),
+                ])),
+            ),
+            ("status-counts", map_of(int())),
+            ("plan", r("Plan")),
+            ("pending-operators", int()),
+        ]),
+        (Endpoint::JobConfig, _) => obj(vec![
+            ("jid", string()),
+            ("name", string()),
+            (
+                "execution-config",
+                obj(vec![
+                    ("restart-strategy", string()),
+                    ("job-parallelism", int()),
+                    ("object-reuse-mode", boolean()),
+                    ("user-config", map_of(string())),
+                ]),
+            ),
+        ]),
+        (Endpoint::JobPlan, _) => obj(vec![("plan", r("Plan"))]),
+        (Endpoint::Vertex, _) => obj(vec![
+            ("id", string()),
+            ("name", string()),
+            ("parallelism", int()),
+            ("maxParallelism", int()),
+            ("now", int()),
+            ("subtasks", arr(r("Subtask"))),
+            ("aggregated", r("Aggregated")),
+        ]),
+        (Endpoint::Backpressure, _) => obj(vec![
+            ("status", string()),
+            ("backpressureLevel", string()),
+            ("end-timestamp", int()),
+            (
+                "subtasks",
+                arr(obj(vec![
+                    ("subtask", int()),
+                    ("backpressureLevel", string()),
+                    ("ratio", num()),
+                    ("idleRatio", num()),
+                    ("busyRatio", num()),
+                    ("backpressure-level", string()),
+                ])),
+            ),
+            ("backpressure-level", string()),
+        ]),
+        (Endpoint::SubtaskTimes, _) => obj(vec![
+            ("id", string()),
+            ("name", string()),
+            ("now", int()),
+            (
+                "subtasks",
+                arr(obj(vec![
+                    ("subtask", int()),
+                    ("endpoint", string()),
+                    ("duration", int()),
+                    ("timestamps", map_of(int())),
+                ])),
+            ),
+        ]),
+        (Endpoint::VertexTaskManagers, _) => obj(vec![
+            ("id", string()),
+            ("name", string()),
+            ("now", int()),
+            (
+                "taskmanagers",
+                arr(obj(vec![
+                    ("endpoint", string()),
+                    ("status", string()),
+                    ("start-time", int()),
+                    ("end-time", int()),
+                    ("duration", int()),
+                    ("metrics", r("IOMetrics")),
+                    ("status-counts", map_of(int())),
+                    ("taskmanager-id", string()),
+                    ("aggregated", r("Aggregated")),
+                ])),
+            ),
+        ]),
+        (Endpoint::VertexMetrics | Endpoint::SubtaskMetrics, _) => {
+            one_of(arr(r("MetricId")), arr(r("MetricValue")))
+        }
+        (Endpoint::SubtasksMetrics, _) => one_of(arr(r("MetricId")), arr(r("AggregatedMetric"))),
+        (Endpoint::Subtask, _) => r("Subtask"),
+        (Endpoint::Watermarks, _) => arr(r("MetricValue")),
+        (Endpoint::Accumulators, _) => obj(vec![
+            ("id", string()),
+            ("user-accumulators", arr(ty("object"))),
+        ]),
+        (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
+    };
+    (JSON, s)
+}
+
+fn error_response(description: &str) -> Json {
+    Json::obj().with("description", description).with(
+        "content",
+        Json::obj().with("application/json", Json::obj().with("schema", r("Error"))),
+    )
+}
+
+fn path_param(name: &str) -> Json {
+    let (description, schema) = match name {
+        "jobid" => (
+            "Job id: 32 hexadecimal digits.",
+            string().with("pattern", "^[0-9a-fA-F]{32}$"),
+        ),
+        "vertexid" => (
+            "Job vertex id: 32 hexadecimal digits.",
+            string().with("pattern", "^[0-9a-fA-F]{32}$"),
+        ),
+        _ => (
+            "Subtask index (0-based).",
+            Json::obj().with("type", "integer").with("minimum", 0i64),
+        ),
+    };
+    Json::obj()
+        .with("name", name)
+        .with("in", "path")
+        .with("required", true)
+        .with("description", description)
+        .with("schema", schema)
+}
+
+fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
+    let mut params: Vec<Json> = path_params.iter().map(|p| path_param(p)).collect();
+    for q in op.query {
+        params.push(
+            Json::obj()
+                .with("name", q.name)
+                .with("in", "query")
+                .with("required", false)
+                .with("description", q.description)
+                .with("schema", string()),
+        );
+    }
+    let (status, what) = if op.method == "PATCH" {
+        ("202", "Cancellation accepted")
+    } else {
+        ("200", "Success")
+    };
+    let (ctype, schema) = ok_schema(route.endpoint, op.method);
+    let mut responses = Json::obj().with(
+        status,
+        Json::obj().with("description", what).with(
+            "content",
+            Json::obj().with(ctype, Json::obj().with("schema", schema)),
+        ),
+    );
+    let has_params = !path_params.is_empty() || !op.query.is_empty();
+    if has_params {
+        responses = responses.with(
+            "400",
+            error_response("Malformed id, subtask index, aggregation or subtask range"),
+        );
+    }
+    if !path_params.is_empty() || op.query.iter().any(|q| q.name == "get") {
+        responses = responses.with(
+            "404",
+            error_response("Unknown job, vertex, subtask or metric"),
+        );
+    }
+    if op.method == "PATCH" {
+        responses = responses.with("409", error_response("The job has already ended"));
+    }
+    responses = responses.with("405", error_response("Method not allowed on this path"));
+    let id = format!(
+        "{}{}",
+        op.method.to_ascii_lowercase(),
+        route
+            .path
+            .split(['/', '.', '-'])
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let s = s.trim_start_matches(':');
+                let mut c = s.chars();
+                c.next()
+                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                    .unwrap_or_default()
+            })
+            .collect::<String>()
+    );
+    let id = if id == op.method.to_ascii_lowercase() {
+        format!("{id}Index")
+    } else {
+        id
+    };
+    Json::obj()
+        .with("operationId", id)
+        .with("summary", op.summary)
+        .with("parameters", params)
+        .with("responses", responses)
+}
+
+/// `/jobs/:jobid` → `/jobs/{jobid}`.
+pub fn openapi_path(flink_path: &str) -> String {
+    flink_path
+        .split('/')
+        .map(|s| match s.strip_prefix(':') {
+            Some(p) => format!("{{{p}}}"),
+            None => s.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+pub fn document() -> Json {
+    let mut paths = Json::obj();
+    for route in ROUTES {
+        let params: Vec<&str> = route
+            .path
+            .split('/')
+            .filter_map(|s| s.strip_prefix(':'))
+            .collect();
+        let mut item = Json::obj();
+        for op in route.operations {
+            item = item.with(
+                &op.method.to_ascii_lowercase(),
+                operation(route, op, &params),
+            );
+        }
+        paths = paths.with(&openapi_path(route.path), item);
+    }
+    Json::obj()
+        .with("openapi", "3.0.3")
+        .with(
+            "info",
+            Json::obj()
+                .with("title", "Sluice REST API")
+                .with(
+                    "description",
+                    "Flink 2.3-compatible monitoring API of a Sluice process: jobs, vertices, backpressure, metrics; plus Prometheus metrics. Errors are {\"errors\":[\"...\"]}.",
+                )
+                .with("version", env!("CARGO_PKG_VERSION")),
+        )
+        .with("paths", paths)
+        .with("components", Json::obj().with("schemas", components()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_is_documented() {
+        let doc = document();
+        let Some(Json::Obj(paths)) = doc.get("paths") else {
+            panic!("paths missing")
+        };
+        assert_eq!(paths.len(), ROUTES.len());
+        assert!(paths
+            .iter()
+            .any(|(k, _)| k == "/jobs/{jobid}/vertices/{vertexid}"));
+        let mut ids: Vec<String> = Vec::new();
+        for (_, item) in paths {
+            let Json::Obj(ops) = item else { panic!() };
+            for (_, op) in ops {
+                let Some(Json::Str(id)) = op.get("operationId") else {
+                    panic!()
+                };
+                assert!(!ids.contains(id), "duplicate operationId {id}");
+                ids.push(id.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! The jobs a server answers for.
+
+use std::sync::{Arc, RwLock};
+
+use sluice_graph::JobMonitor;
+use sluice_types::JobId;
+
+/// The running and finished jobs of this process, in registration order. Finished jobs stay
+/// (with their final metrics) so `/jobs/overview` can list them, as Flink's history does.
+#[derive(Default)]
+pub struct JobRegistry {
+    jobs: RwLock<Vec<Arc<JobMonitor>>>,
+}
+
+impl std::fmt::Debug for JobRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<String> = self.jobs().iter().map(|m| m.job_id.to_string()).collect();
+        f.debug_struct("JobRegistry").field("jobs", &ids).finish()
+    }
+}
+
+impl JobRegistry {
+    pub fn new() -> JobRegistry {
+        JobRegistry::default()
+    }
+
+    /// Adds a job (a second registration of the same job id is ignored).
+    pub fn register(&self, monitor: Arc<JobMonitor>) {
+        let mut jobs = self.jobs.write().unwrap_or_else(|p| p.into_inner());
+        if !jobs.iter().any(|m| m.job_id == monitor.job_id) {
+            jobs.push(monitor);
+        }
+    }
+
+    /// Every registered job, oldest first.
+    pub fn jobs(&self) -> Vec<Arc<JobMonitor>> {
+        self.jobs.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn get(&self, id: JobId) -> Option<Arc<JobMonitor>> {
+        self.jobs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|m| m.job_id == id)
+            .cloned()
+    }
+}

@@ -1,0 +1,282 @@
+//! The route table (one source for dispatch and for the OpenAPI document) and the dispatcher.
+
+use crate::api::{self, ApiError, ApiResult, Ctx};
+use crate::http::{Response, HTML, PROMETHEUS};
+use crate::registry::JobRegistry;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    Index,
+    Config,
+    Overview,
+    Jobs,
+    JobsOverview,
+    Job,
+    JobConfig,
+    JobPlan,
+    Vertex,
+    Backpressure,
+    SubtaskTimes,
+    VertexTaskManagers,
+    VertexMetrics,
+    SubtasksMetrics,
+    Subtask,
+    SubtaskMetrics,
+    Watermarks,
+    Accumulators,
+    TaskManagers,
+    Prometheus,
+    OpenApi,
+}
+
+/// A query parameter an endpoint reads.
+#[derive(Clone, Copy, Debug)]
+pub struct QueryParam {
+    pub name: &'static str,
+    pub description: &'static str,
+}
+
+pub const GET_PARAM: QueryParam = QueryParam {
+    name: "get",
+    description:
+        "Comma-separated metric names; without it the endpoint lists the available metrics.",
+};
+pub const AGG_PARAM: QueryParam = QueryParam {
+    name: "agg",
+    description: "Comma-separated aggregations: min, max, avg, sum, skew (default: all).",
+};
+pub const SUBTASKS_PARAM: QueryParam = QueryParam {
+    name: "subtasks",
+    description: "Comma-separated subtask indices and ranges, e.g. 0,2-4 (default: all).",
+};
+pub const MODE_PARAM: QueryParam = QueryParam {
+    name: "mode",
+    description: "Termination mode; only 'cancel' (the default) is supported.",
+};
+
+/// One method on one path.
+#[derive(Clone, Copy, Debug)]
+pub struct Operation {
+    pub method: &'static str,
+    pub summary: &'static str,
+    pub query: &'static [QueryParam],
+}
+
+/// A served path in Flink's notation (`/jobs/:jobid`).
+#[derive(Clone, Copy, Debug)]
+pub struct Route {
+    pub path: &'static str,
+    pub endpoint: Endpoint,
+    pub operations: &'static [Operation],
+}
+
+const fn get(summary: &'static str) -> Operation {
+    Operation {
+        method: "GET",
+        summary,
+        query: &[],
+    }
+}
+
+/// Literal routes come before parameterised ones that could match the same path.
+#[rustfmt::skip]
+pub static ROUTES: &[Route] = &[
+    Route { path: "/", endpoint: Endpoint::Index,
+        operations: &[get("Placeholder page (the dashboard comes later).")] },
+    Route { path: "/config", endpoint: Endpoint::Config,
+        operations: &[get("Web UI configuration: refresh interval, versions, features.")] },
+    Route { path: "/overview", endpoint: Endpoint::Overview,
+        operations: &[get("Cluster overview: task managers, slots, job counts by state.")] },
+    Route { path: "/jobs", endpoint: Endpoint::Jobs,
+        operations: &[get("Ids and states of all jobs.")] },
+    Route { path: "/jobs/overview", endpoint: Endpoint::JobsOverview,
+        operations: &[get("One summary per job: times, state, task counts.")] },
+    Route { path: "/jobs/:jobid", endpoint: Endpoint::Job,
+        operations: &[
+            get("Job details: state, timestamps, vertices with IO metrics, plan."),
+            Operation { method: "PATCH", summary: "Cancels the job (202 with an empty object).", query: &[MODE_PARAM] },
+        ] },
+    Route { path: "/jobs/:jobid/config", endpoint: Endpoint::JobConfig,
+        operations: &[get("The job's execution configuration.")] },
+    Route { path: "/jobs/:jobid/plan", endpoint: Endpoint::JobPlan,
+        operations: &[get("The job graph (chained vertices) as Flink's JSON plan.")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid", endpoint: Endpoint::Vertex,
+        operations: &[get("Vertex details: every subtask with its IO metrics, plus aggregates.")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/backpressure", endpoint: Endpoint::Backpressure,
+        operations: &[get("Backpressure level and busy/idle/backpressured ratios per subtask.")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/subtasktimes", endpoint: Endpoint::SubtaskTimes,
+        operations: &[get("State transition timestamps per subtask.")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/taskmanagers", endpoint: Endpoint::VertexTaskManagers,
+        operations: &[get("The vertex's subtasks grouped by task manager (one, in-process).")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/metrics", endpoint: Endpoint::VertexMetrics,
+        operations: &[Operation { method: "GET", query: &[GET_PARAM],
+            summary: "Metric ids '<subtask>.<name>' of the vertex, or their values (strings) with ?get=." }] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/subtasks/metrics", endpoint: Endpoint::SubtasksMetrics,
+        operations: &[Operation { method: "GET", query: &[GET_PARAM, AGG_PARAM, SUBTASKS_PARAM],
+            summary: "Subtask metric names, or with ?get= their min/max/avg/sum/skew over subtasks (numbers)." }] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex", endpoint: Endpoint::Subtask,
+        operations: &[get("One subtask: state, times, IO metrics.")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics", endpoint: Endpoint::SubtaskMetrics,
+        operations: &[Operation { method: "GET", query: &[GET_PARAM],
+            summary: "Metric names of one subtask, or their values (strings) with ?get=." }] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/watermarks", endpoint: Endpoint::Watermarks,
+        operations: &[get("Input watermarks per subtask (none yet: Sluice has no event time).")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/accumulators", endpoint: Endpoint::Accumulators,
+        operations: &[get("User accumulators of the vertex (none).")] },
+    Route { path: "/taskmanagers", endpoint: Endpoint::TaskManagers,
+        operations: &[get("The task managers: one, this process.")] },
+    Route { path: "/metrics", endpoint: Endpoint::Prometheus,
+        operations: &[get("All task and operator metrics in Prometheus text format 0.0.4.")] },
+    Route { path: "/openapi.json", endpoint: Endpoint::OpenApi,
+        operations: &[get("This API as an OpenAPI 3.0 document.")] },
+];
+
+/// Finds the route of a path and its parameters (in path order).
+pub fn match_route<'a>(segments: &'a [String]) -> Option<(&'static Route, Vec<&'a str>)> {
+    'routes: for r in ROUTES {
+        let pattern: Vec<&str> = r.path.split('/').filter(|s| !s.is_empty()).collect();
+        if pattern.len() != segments.len() {
+            continue;
+        }
+        let mut params = Vec::new();
+        for (p, s) in pattern.iter().zip(segments) {
+            if p.starts_with(':') {
+                params.push(s.as_str());
+            } else if p != s {
+                continue 'routes;
+            }
+        }
+        return Some((r, params));
+    }
+    None
+}
+
+const INDEX_HTML: &str = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Sluice</title></head>\n<body><h1>Sluice</h1>\n<p>Flink-compatible REST API. Try <a href=\"/jobs/overview\">/jobs/overview</a>, \
+<a href=\"/overview\">/overview</a>, <a href=\"/metrics\">/metrics</a> (Prometheus) or \
+<a href=\"/openapi.json\">/openapi.json</a>.</p>\n</body></html>\n";
+
+/// Answers one request. `method` is upper case as sent; `HEAD` is answered like `GET` (the
+/// caller drops the body).
+pub fn dispatch(
+    registry: &JobRegistry,
+    method: &str,
+    segments: &[String],
+    query: &[(String, String)],
+) -> Response {
+    let Some((route, params)) = match_route(segments) else {
+        let path = format!("/{}", segments.join("/"));
+        return Response::error(404, &format!("Not found: {}", crate::http::shorten(&path)));
+    };
+    let effective = if method == "HEAD" { "GET" } else { method };
+    if !route.operations.iter().any(|o| o.method == effective) {
+        let mut allowed: Vec<&str> = route.operations.iter().map(|o| o.method).collect();
+        if allowed.contains(&"GET") {
+            allowed.push("HEAD");
+        }
+        let mut r = Response::error(
+            405,
+            &format!(
+                "Method {} not allowed on {} (allowed: {}).",
+                crate::http::shorten(method),
+                route.path,
+                allowed.join(", ")
+            ),
+        );
+        r.headers.push(("Allow", allowed.join(", ")));
+        return r;
+    }
+    let ctx = Ctx {
+        registry,
+        query,
+        now: api::now_ms(),
+    };
+    let p = |i: usize| params.get(i).copied().unwrap_or("");
+    let result: ApiResult = match (route.endpoint, effective) {
+        (Endpoint::Index, _) => Ok(Response {
+            status: 200,
+            content_type: HTML,
+            body: INDEX_HTML.as_bytes().to_vec(),
+            headers: Vec::new(),
+        }),
+        (Endpoint::Config, _) => api::config(),
+        (Endpoint::Overview, _) => api::overview(&ctx),
+        (Endpoint::Jobs, _) => api::jobs(&ctx),
+        (Endpoint::JobsOverview, _) => api::jobs_overview(&ctx),
+        (Endpoint::Job, "PATCH") => api::cancel_job(&ctx, p(0)),
+        (Endpoint::Job, _) => api::job(&ctx, p(0)),
+        (Endpoint::JobConfig, _) => api::job_config(&ctx, p(0)),
+        (Endpoint::JobPlan, _) => api::job_plan(&ctx, p(0)),
+        (Endpoint::Vertex, _) => api::vertex(&ctx, p(0), p(1)),
+        (Endpoint::Backpressure, _) => api::backpressure(&ctx, p(0), p(1)),
+        (Endpoint::SubtaskTimes, _) => api::subtask_times_ep(&ctx, p(0), p(1)),
+        (Endpoint::VertexTaskManagers, _) => api::vertex_taskmanagers(&ctx, p(0), p(1)),
+        (Endpoint::VertexMetrics, _) => api::vertex_metrics(&ctx, p(0), p(1)),
+        (Endpoint::SubtasksMetrics, _) => api::subtasks_metrics(&ctx, p(0), p(1)),
+        (Endpoint::Subtask, _) => api::subtask(&ctx, p(0), p(1), p(2)),
+        (Endpoint::SubtaskMetrics, _) => api::subtask_metrics(&ctx, p(0), p(1), p(2)),
+        (Endpoint::Watermarks, _) => api::watermarks(&ctx, p(0), p(1)),
+        (Endpoint::Accumulators, _) => api::accumulators(&ctx, p(0), p(1)),
+        (Endpoint::TaskManagers, _) => api::taskmanagers(&ctx),
+        (Endpoint::Prometheus, _) => Ok(Response {
+            status: 200,
+            content_type: PROMETHEUS,
+            body: crate::prometheus::render(registry).into_bytes(),
+            headers: Vec::new(),
+        }),
+        (Endpoint::OpenApi, _) => Ok(Response::json(200, crate::openapi::document().to_compact())),
+    };
+    result.unwrap_or_else(ApiError::into_response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segs(p: &str) -> Vec<String> {
+        p.split('/')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn literal_routes_win_over_parameters() {
+        let s = segs("/jobs/overview");
+        assert_eq!(match_route(&s).unwrap().0.endpoint, Endpoint::JobsOverview);
+        let s = segs("/jobs/abc");
+        let (r, p) = match_route(&s).unwrap();
+        assert_eq!((r.endpoint, p), (Endpoint::Job, vec!["abc"]));
+        let s = segs("/jobs/a/vertices/b/subtasks/metrics");
+        assert_eq!(
+            match_route(&s).unwrap().0.endpoint,
+            Endpoint::SubtasksMetrics
+        );
+        let s = segs("/jobs/a/vertices/b/subtasks/3");
+        assert_eq!(match_route(&s).unwrap().0.endpoint, Endpoint::Subtask);
+        assert!(match_route(&segs("/jobs/a/nope")).is_none());
+        assert_eq!(match_route(&segs("/")).unwrap().0.endpoint, Endpoint::Index);
+    }
+
+    #[test]
+    fn errors_are_4xx_with_flinks_body() {
+        let reg = JobRegistry::new();
+        let r = dispatch(&reg, "GET", &segs("/nope"), &[]);
+        assert_eq!(r.status, 404);
+        assert_eq!(r.body, br#"{"errors":["Not found: /nope"]}"#);
+        let r = dispatch(&reg, "GET", &segs("/jobs/xyz"), &[]);
+        assert_eq!(r.status, 400);
+        let r = dispatch(
+            &reg,
+            "GET",
+            &segs("/jobs/0123456789abcdef0123456789abcdef"),
+            &[],
+        );
+        assert_eq!(r.status, 404);
+        let r = dispatch(&reg, "DELETE", &segs("/jobs/overview"), &[]);
+        assert_eq!(r.status, 405);
+        assert_eq!(r.headers, vec![("Allow", "GET, HEAD".to_string())]);
+        let r = dispatch(&reg, "POST", &segs("/jobs/x"), &[]);
+        assert_eq!(r.status, 405);
+        assert_eq!(dispatch(&reg, "HEAD", &segs("/overview"), &[]).status, 200);
+    }
+}
