@@ -145,6 +145,12 @@ pub struct SkewArgs {
     /// Put rebalance() between the source and the map.
     #[arg(long)]
     pub rebalance_before_map: bool,
+    /// Aggregate in two phases (salt → pre-aggregate on (key, salt) → combine on key): the hot-key fix.
+    #[arg(long)]
+    pub two_phase: bool,
+    /// Salt buckets of the two-phase aggregation.
+    #[arg(long, default_value_t = 16, requires = "two_phase")]
+    pub buckets: u32,
     /// Write the final sum per key as CSV `key,sum`, sorted by key.
     #[arg(long)]
     pub output: Option<PathBuf>,

@@ -76,6 +76,7 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 map_parallelism: a.map_parallelism,
                 sum_parallelism: a.sum_parallelism,
                 rebalance_before_map: a.rebalance_before_map,
+                two_phase: a.two_phase.then_some(a.buckets),
             };
             let j = skew::build(&env, &cfg)?;
             Ok((env, BuiltJob::Skew(j, a.output.clone()), a.records))

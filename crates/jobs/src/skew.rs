@@ -23,6 +23,8 @@ pub struct SkewConfig {
     pub sum_parallelism: Option<usize>,
     /// Put `rebalance()` between the source and the map.
     pub rebalance_before_map: bool,
+    /// Aggregate in two phases with this many salt buckets (the hot-key fix).
+    pub two_phase: Option<u32>,
 }
 
 impl Default for SkewConfig {
@@ -37,6 +39,7 @@ impl Default for SkewConfig {
             map_parallelism: None,
             sum_parallelism: None,
             rebalance_before_map: false,
+            two_phase: None,
         }
     }
 }
@@ -49,6 +52,9 @@ impl SkewConfig {
                 "--hot-key-share must be between 0 and 1, got {}",
                 self.hot_key_share
             ));
+        }
+        if self.two_phase == Some(0) {
+            return Err("--buckets must be at least 1".into());
         }
         if self.keys == 0 {
             return Err("--keys must be at least 1".into());
@@ -156,10 +162,13 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
     if let Some(p) = cfg.map_parallelism {
         mapped = mapped.set_parallelism(p);
     }
-    let mut summed = mapped
-        .key_by(|r: &(i64, i64)| r.0)
-        .sum(|r: &mut (i64, i64)| &mut r.1)
-        .name("sum-per-key");
+    let keyed = mapped.key_by(|r: &(i64, i64)| r.0);
+    let mut summed = match cfg.two_phase {
+        None => keyed.sum(|r: &mut (i64, i64)| &mut r.1).name("sum-per-key"),
+        Some(buckets) => keyed
+            .two_phase_sum(buckets, |r: &mut (i64, i64)| &mut r.1)
+            .name("sum-per-key (combine)"),
+    };
     if let Some(p) = cfg.sum_parallelism {
         summed = summed.set_parallelism(p);
     }

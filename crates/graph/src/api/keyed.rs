@@ -9,6 +9,8 @@ use crate::DataStream;
 /// one subtask and keep state per key.
 pub struct KeyedStream<K, T> {
     pub(crate) stream: DataStream<T>,
+    /// The stream before `key_by` (two-phase aggregation salts it before re-keying).
+    pub(crate) unkeyed: DataStream<T>,
     pub(crate) key: Arc<dyn Fn(&T) -> K + Send + Sync>,
 }
 
@@ -16,6 +18,7 @@ impl<K, T> Clone for KeyedStream<K, T> {
     fn clone(&self) -> Self {
         KeyedStream {
             stream: self.stream.clone(),
+            unkeyed: self.unkeyed.clone(),
             key: self.key.clone(),
         }
     }

@@ -4,8 +4,10 @@ mod env;
 mod keyed;
 mod sink;
 mod stream;
+mod two_phase;
 
 pub use env::StreamEnv;
 pub use keyed::{KeyedStream, Numeric};
 pub use sink::Sink;
 pub use stream::DataStream;
+pub use two_phase::DEFAULT_EMIT_EVERY;

@@ -229,6 +229,10 @@ impl<T: Data> DataStream<T> {
                 .collect(),
             _t: PhantomData,
         };
-        KeyedStream { stream, key }
+        KeyedStream {
+            stream,
+            unkeyed: self.clone(),
+            key,
+        }
     }
 }

@@ -3,6 +3,8 @@
 
 mod basic;
 mod keyed_reduce;
+mod two_phase;
 
 pub use basic::{FilterOp, FlatMapOp, MapOp};
 pub use keyed_reduce::KeyedReduceOp;
+pub use two_phase::{CombineOp, PreAggregateOp, SaltOp};

@@ -1,0 +1,76 @@
+//! Salted two-phase aggregation: the fix for a hot key that more parallelism cannot spread.
+
+use sluice_runtime::operators::{CombineOp, PreAggregateOp, SaltOp};
+use sluice_types::Data;
+
+use crate::partition::JavaHash;
+use crate::{DataStream, KeyedStream, Numeric};
+
+/// Records a `(key, salt)` partial absorbs before it is sent to the combiner.
+pub const DEFAULT_EMIT_EVERY: u32 = 1024;
+
+impl<K, T> KeyedStream<K, T>
+where
+    K: JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+    T: Data,
+{
+    /// A rolling `reduce` in two phases: `salt` (round robin over `buckets`) → `pre-aggregate`
+    /// keyed by `(key, salt)` → `combine` keyed by the key. One hot key is spread over `buckets`
+    /// subtasks of the pre-aggregation; the combiner receives one partial per
+    /// [`DEFAULT_EMIT_EVERY`] records of a `(key, salt)` (and the rest at end of input).
+    ///
+    /// The last value emitted per key equals the one-phase `reduce`'s when `reduce` is
+    /// associative and commutative (sum, min, max, count). Intermediate updates differ: the
+    /// combiner emits per partial, not per record.
+    pub fn two_phase<R>(&self, buckets: u32, reduce: R) -> DataStream<T>
+    where
+        R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+    {
+        self.two_phase_with(buckets, DEFAULT_EMIT_EVERY, reduce)
+    }
+
+    /// [`two_phase`](Self::two_phase) with an explicit partial-emission period.
+    pub fn two_phase_with<R>(&self, buckets: u32, emit_every: u32, reduce: R) -> DataStream<T>
+    where
+        R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+    {
+        let buckets = buckets.max(1);
+        let key = self.key.clone();
+        // Salt before the keyBy: the salt operator chains with whatever precedes the keyBy.
+        let salted = self
+            .unkeyed
+            .transform("salt", move |_| SaltOp::new(buckets));
+        let k1 = key.clone();
+        let r1 = reduce.clone();
+        let pre = salted
+            .key_by(move |r: &(u32, T)| (k1(&r.1), r.0))
+            .as_stream()
+            .transform("pre-aggregate (salted)", move |_| {
+                let k = key.clone();
+                PreAggregateOp::new(move |t: &T| k(t), r1.clone(), emit_every)
+            });
+        let k2 = self.key.clone();
+        let k3 = self.key.clone();
+        pre.key_by(move |r: &(u32, T)| k2(&r.1))
+            .as_stream()
+            .transform("combine", move |_| {
+                let k = k3.clone();
+                CombineOp::new(move |t: &T| k(t), reduce.clone(), buckets)
+            })
+    }
+
+    /// Two-phase rolling sum of a field (see [`two_phase`](Self::two_phase)).
+    pub fn two_phase_sum<N, F>(&self, buckets: u32, field: F) -> DataStream<T>
+    where
+        N: Numeric,
+        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    {
+        self.two_phase(buckets, move |mut acc, mut r| {
+            let v = *field(&mut r);
+            let slot = field(&mut acc);
+            *slot = slot.add(v);
+            acc
+        })
+    }
+}
+
