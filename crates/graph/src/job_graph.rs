@@ -32,7 +32,7 @@ pub struct JobVertex {
     pub parallelism: usize,
     pub max_parallelism: u32,
     pub head: NodeId,
-    /// The chain's nodes, head first, in node-id order.
+    /// The chain's nodes, head first; every node before its chained successors.
     pub nodes: Vec<NodeId>,
 }
 
@@ -105,7 +105,7 @@ pub fn resolve(
     cfg: &EnvConfig,
 ) -> Result<BTreeMap<NodeId, ResolvedNode>, GraphError> {
     let mut out: BTreeMap<NodeId, ResolvedNode> = BTreeMap::new();
-    for n in nodes {
+    for n in topological(nodes)? {
         let parallelism = n
             .parallelism
             .unwrap_or(if n.non_parallel { 1 } else { cfg.parallelism });
@@ -164,6 +164,40 @@ pub fn resolve(
         );
     }
     Ok(out)
+}
+
+/// Nodes ordered so that every node comes after its inputs. Usually that is id order; a rewrite
+/// (the plan fixer's two-phase form) can add upstream nodes with higher ids.
+fn topological(nodes: &[StreamNode]) -> Result<Vec<&StreamNode>, GraphError> {
+    let mut done: std::collections::BTreeSet<NodeId> = std::collections::BTreeSet::new();
+    let mut order = Vec::with_capacity(nodes.len());
+    let mut pending: Vec<&StreamNode> = nodes.iter().collect();
+    pending.sort_by_key(|n| n.id);
+    while !pending.is_empty() {
+        let before = pending.len();
+        pending.retain(|n| {
+            if n.inputs.iter().all(|e| done.contains(&e.from)) {
+                done.insert(n.id);
+                order.push(*n);
+                false
+            } else {
+                true
+            }
+        });
+        if pending.len() == before {
+            let n = pending[0];
+            return Err(GraphError::InvalidJob(format!(
+                "operator '{}' reads node {} which does not exist (or the graph has a cycle)",
+                n.name,
+                n.inputs
+                    .iter()
+                    .find(|e| !done.contains(&e.from))
+                    .map(|e| e.from)
+                    .unwrap_or(0)
+            )));
+        }
+    }
+    Ok(order)
 }
 
 /// Spec §2: may the edge `up -> down` be chained?
@@ -225,7 +259,8 @@ pub fn build(name: &str, nodes: &[StreamNode], cfg: &EnvConfig) -> Result<JobGra
                 stack.extend(s.iter().rev());
             }
         }
-        members.sort_unstable();
+        // `members` is in depth-first pre-order: every operator comes before its chained
+        // successors, whatever their ids (a plan rewrite can give upstream nodes higher ids).
         let index = vertices.len();
         for &m in &members {
             vertex_of.insert(m, index);

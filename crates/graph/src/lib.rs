@@ -42,6 +42,7 @@ pub mod api;
 pub mod config;
 pub mod deploy;
 pub mod error;
+pub mod fixer;
 pub mod job_graph;
 pub mod json;
 pub mod partition;

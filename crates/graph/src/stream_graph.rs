@@ -85,7 +85,13 @@ pub struct StreamNode {
     pub(crate) body: NodeBody,
     pub(crate) in_type: Option<Arc<dyn TypeOps>>,
     pub(crate) out_type: Option<Arc<dyn TypeOps>>,
+    /// For keyed rolling aggregations: rebuilds this node as salt → pre-aggregate → combine and
+    /// returns the combine node (used by the plan fixer).
+    pub(crate) two_phase: Option<TwoPhaseRewrite>,
 }
+
+/// See [`StreamNode::two_phase`].
+pub(crate) type TwoPhaseRewrite = Arc<dyn Fn(&crate::StreamEnv, u32) -> NodeId>;
 
 impl std::fmt::Debug for StreamNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -111,6 +111,19 @@ impl StreamEnv {
         self.inner.borrow_mut().nodes.push(node);
     }
 
+    /// Points every consumer of node `old` at node `new` and removes `old` (a plan rewrite).
+    pub(crate) fn replace_node(&self, old: NodeId, new: NodeId) {
+        let mut i = self.inner.borrow_mut();
+        for n in i.nodes.iter_mut() {
+            for e in n.inputs.iter_mut() {
+                if e.from == old {
+                    e.from = new;
+                }
+            }
+        }
+        i.nodes.retain(|n| n.id != old);
+    }
+
     pub(crate) fn record_error(&self, e: String) {
         self.inner.borrow_mut().errors.push(e);
     }
@@ -158,6 +171,7 @@ impl StreamEnv {
             })),
             in_type: None,
             out_type: Some(type_ops::<T>()),
+            two_phase: None,
         });
         DataStream::of_node(self.clone(), id)
     }

@@ -52,7 +52,7 @@ impl Numeric for f64 {
 
 impl<K, T> KeyedStream<K, T>
 where
-    K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+    K: crate::partition::JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
     T: Data,
 {
     /// The stream as partitioned by key (for custom keyed operators via `transform`).
@@ -70,10 +70,34 @@ where
         R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
         let key = self.key.clone();
-        self.stream.transform(name, move |_| {
+        let r2 = reduce.clone();
+        let out = self.stream.transform(name, move |_| {
             let key = key.clone();
             KeyedReduceOp::new(move |r: &T| key(r), reduce.clone())
-        })
+        });
+        // Remember how to rebuild this aggregation in two phases (for the plan fixer). Captures
+        // the input edges, not the environment, so no reference cycle is created.
+        let inputs = self.unkeyed.inputs.clone();
+        let key = self.key.clone();
+        let rewrite: crate::stream_graph::TwoPhaseRewrite =
+            std::sync::Arc::new(move |env: &crate::StreamEnv, buckets: u32| {
+                let unkeyed = DataStream::<T> {
+                    env: env.clone(),
+                    node: None,
+                    inputs: inputs.clone(),
+                    _t: std::marker::PhantomData,
+                };
+                let k = key.clone();
+                unkeyed
+                    .key_by(move |t: &T| k(t))
+                    .two_phase(buckets, r2.clone())
+                    .node_id()
+                    .expect("two_phase ends in an operator")
+            });
+        if let Some(id) = out.node_id() {
+            out.env.with_node(id, |n| n.two_phase = Some(rewrite));
+        }
+        out
     }
 
     /// Rolling reduce: per key, `reduce(current, record)` is stored and emitted for every record

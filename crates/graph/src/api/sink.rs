@@ -73,6 +73,7 @@ impl<T: Data> DataStream<T> {
             })),
             in_type: Some(type_ops::<T>()),
             out_type: None,
+            two_phase: None,
         });
         Sink {
             env: self.env.clone(),

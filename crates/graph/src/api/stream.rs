@@ -115,6 +115,7 @@ impl<T: Data> DataStream<T> {
             })),
             in_type: Some(type_ops::<T>()),
             out_type: Some(type_ops::<U>()),
+            two_phase: None,
         });
         DataStream::of_node(self.env.clone(), id)
     }

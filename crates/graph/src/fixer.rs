@@ -1,0 +1,299 @@
+//! The plan fixer: named changes to a job's stream graph that remove a bottleneck without
+//! changing the job's results, and a readable diff of what changed.
+//!
+//! Two remedies (the seeds' method):
+//! - [`Fix::Parallelism`]: raise an operator's parallelism and feed it through a redistributing
+//!   edge (REBALANCE / RESCALE, or HASH for a keyed operator) instead of FORWARD;
+//! - [`Fix::TwoPhase`]: rebuild a hot-key keyed aggregation as salt → pre-aggregate on
+//!   `(key, salt)` → combine on the key.
+//!
+//! A change that could alter results is refused with the reason: rebalancing in front of a keyed
+//! operator would split a key's state over subtasks; HASH needs a key the job does not define;
+//! a two-phase rewrite needs an aggregation that was built with `sum`/`min`/`max`/`reduce`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use sluice_types::{NodeId, ShipStrategy};
+
+use crate::job_graph::{resolve, ResolvedNode};
+use crate::{GraphError, StreamEnv};
+
+/// A named plan change.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fix {
+    /// Set `operator`'s parallelism and ship its input with `ship`.
+    Parallelism {
+        operator: String,
+        parallelism: usize,
+        ship: ShipStrategy,
+    },
+    /// Turn the keyed aggregation `operator` into its two-phase salted form.
+    TwoPhase { operator: String, buckets: u32 },
+}
+
+/// Why a fix was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum FixError {
+    #[error("no operator named '{0}' (operators: {1})")]
+    UnknownOperator(String, String),
+    #[error("'{0}' names several operators ({1}); use the node id")]
+    Ambiguous(String, String),
+    #[error("refused: {0}")]
+    WouldChangeResults(String),
+    #[error("refused: {0}")]
+    Invalid(String),
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+}
+
+/// One node's change in a [`PlanDiff`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeChange {
+    Added {
+        id: NodeId,
+        name: String,
+        parallelism: usize,
+        inputs: Vec<(NodeId, ShipStrategy)>,
+    },
+    Removed {
+        id: NodeId,
+        name: String,
+    },
+    Changed {
+        id: NodeId,
+        name: String,
+        parallelism: (usize, usize),
+        /// Per input: upstream id and strategy before → after (upstream ids may change too).
+        inputs: (Vec<(NodeId, ShipStrategy)>, Vec<(NodeId, ShipStrategy)>),
+    },
+}
+
+/// Parallelism and ship-strategy changes per node, between two stream graphs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PlanDiff {
+    pub changes: Vec<NodeChange>,
+}
+
+impl PlanDiff {
+    pub fn between(
+        before: &BTreeMap<NodeId, ResolvedNode>,
+        after: &BTreeMap<NodeId, ResolvedNode>,
+    ) -> PlanDiff {
+        let mut changes = Vec::new();
+        for (id, b) in before {
+            match after.get(id) {
+                None => changes.push(NodeChange::Removed {
+                    id: *id,
+                    name: b.name.clone(),
+                }),
+                Some(a) if a.parallelism != b.parallelism || a.inputs != b.inputs => {
+                    changes.push(NodeChange::Changed {
+                        id: *id,
+                        name: a.name.clone(),
+                        parallelism: (b.parallelism, a.parallelism),
+                        inputs: (b.inputs.clone(), a.inputs.clone()),
+                    })
+                }
+                Some(_) => {}
+            }
+        }
+        for (id, a) in after {
+            if !before.contains_key(id) {
+                changes.push(NodeChange::Added {
+                    id: *id,
+                    name: a.name.clone(),
+                    parallelism: a.parallelism,
+                    inputs: a.inputs.clone(),
+                });
+            }
+        }
+        PlanDiff { changes }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.changes.is_empty()
+    }
+}
+
+fn inputs_text(inputs: &[(NodeId, ShipStrategy)]) -> String {
+    inputs
+        .iter()
+        .map(|(id, s)| format!("{s} from {id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl fmt::Display for PlanDiff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.changes.is_empty() {
+            return writeln!(f, "  (no change)");
+        }
+        for c in &self.changes {
+            match c {
+                NodeChange::Added {
+                    id,
+                    name,
+                    parallelism,
+                    inputs,
+                } => writeln!(
+                    f,
+                    "+ [{id}] {name}  parallelism {parallelism}  input: {}",
+                    inputs_text(inputs)
+                )?,
+                NodeChange::Removed { id, name } => writeln!(f, "- [{id}] {name}")?,
+                NodeChange::Changed {
+                    id,
+                    name,
+                    parallelism,
+                    inputs,
+                } => {
+                    write!(f, "~ [{id}] {name}")?;
+                    if parallelism.0 != parallelism.1 {
+                        write!(f, "  parallelism {} -> {}", parallelism.0, parallelism.1)?;
+                    }
+                    if inputs.0 != inputs.1 {
+                        write!(
+                            f,
+                            "  input: {} -> {}",
+                            inputs_text(&inputs.0),
+                            inputs_text(&inputs.1)
+                        )?;
+                    }
+                    writeln!(f)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Finds a node by id (`"4"`), exact name, or unique name prefix.
+fn find(env: &StreamEnv, operator: &str) -> Result<NodeId, FixError> {
+    let nodes = env.stream_nodes();
+    if let Ok(id) = operator.parse::<NodeId>() {
+        if nodes.iter().any(|n| n.id == id) {
+            return Ok(id);
+        }
+    }
+    let exact: Vec<_> = nodes.iter().filter(|n| n.name == operator).collect();
+    let matches = if exact.is_empty() {
+        nodes
+            .iter()
+            .filter(|n| n.name.starts_with(operator))
+            .collect()
+    } else {
+        exact
+    };
+    match matches.as_slice() {
+        [one] => Ok(one.id),
+        [] => Err(FixError::UnknownOperator(
+            operator.to_string(),
+            nodes
+                .iter()
+                .map(|n| format!("[{}] {}", n.id, n.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )),
+        many => Err(FixError::Ambiguous(
+            operator.to_string(),
+            many.iter()
+                .map(|n| format!("[{}] {}", n.id, n.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        )),
+    }
+}
+
+/// Applies `fix` to the environment's stream graph and returns what changed. On a refusal the
+/// graph is left unchanged.
+pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
+    let cfg = env.config();
+    let before = resolve(&env.stream_nodes(), &cfg)?;
+    match fix {
+        Fix::Parallelism {
+            operator,
+            parallelism,
+            ship,
+        } => {
+            let id = find(env, operator)?;
+            let node = &before[&id];
+            if *parallelism == 0 {
+                return Err(FixError::Invalid("parallelism must be at least 1".into()));
+            }
+            if node.inputs.is_empty() {
+                return Err(FixError::Invalid(format!(
+                    "'{}' is a source: it has no input edge to redistribute; set its parallelism in the job instead",
+                    node.name
+                )));
+            }
+            let keyed = node.inputs.iter().any(|(_, s)| *s == ShipStrategy::Hash);
+            match ship {
+                ShipStrategy::Rebalance | ShipStrategy::Rescale | ShipStrategy::Shuffle if keyed => {
+                    return Err(FixError::WouldChangeResults(format!(
+                        "'{}' is keyed (its input is HASH): every record of a key must reach the subtask holding that key's state; {} would split keys across subtasks. Raise its parallelism with HASH kept, or use the two-phase form for a hot key",
+                        node.name, ship
+                    )))
+                }
+                ShipStrategy::Hash if !keyed => {
+                    return Err(FixError::WouldChangeResults(format!(
+                        "HASH needs a key, and '{}' is not keyed; add key_by in the job or choose REBALANCE/RESCALE",
+                        node.name
+                    )))
+                }
+                ShipStrategy::Rebalance
+                | ShipStrategy::Rescale
+                | ShipStrategy::Shuffle
+                | ShipStrategy::Hash => {}
+                other => {
+                    return Err(FixError::Invalid(format!(
+                        "{other} does not redistribute records evenly; choose REBALANCE, RESCALE or HASH"
+                    )))
+                }
+            }
+            env.with_node(id, |n| {
+                n.parallelism = Some(*parallelism);
+                for e in &mut n.inputs {
+                    e.strategy = Some(*ship);
+                }
+            });
+            // Operators fed by FORWARD from the changed one move with it: turning those edges into
+            // REBALANCE would interleave one key's updates across subtasks and change what a
+            // downstream "latest value per key" sees.
+            let mut frontier = vec![id];
+            while let Some(up) = frontier.pop() {
+                for n in before.values() {
+                    if n.inputs.iter().any(|(from, s)| *from == up && *s == ShipStrategy::Forward)
+                        && n.inputs.len() == 1
+                    {
+                        env.with_node(n.id, |m| m.parallelism = Some(*parallelism));
+                        frontier.push(n.id);
+                    }
+                }
+            }
+        }
+        Fix::TwoPhase { operator, buckets } => {
+            let id = find(env, operator)?;
+            if *buckets == 0 {
+                return Err(FixError::Invalid("buckets must be at least 1".into()));
+            }
+            let rewrite = env.stream_nodes().into_iter().find(|n| n.id == id).and_then(|n| n.two_phase);
+            let Some(rewrite) = rewrite else {
+                return Err(FixError::Invalid(format!(
+                    "'{}' is not a keyed aggregation built with sum/min/max/reduce, so it has no two-phase form",
+                    before[&id].name
+                )));
+            };
+            let old_name = before[&id].name.clone();
+            let parallelism = env.stream_nodes().into_iter().find(|n| n.id == id).and_then(|n| n.parallelism);
+            let combine = rewrite(env, *buckets);
+            env.with_node(combine, |n| {
+                n.name = format!("{old_name} (combine)");
+                n.parallelism = parallelism;
+            });
+            env.replace_node(id, combine);
+        }
+    }
+    let after = resolve(&env.stream_nodes(), &cfg)?;
+    Ok(PlanDiff::between(&before, &after))
+}
