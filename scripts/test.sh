@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: every Rust test, then the REST API fuzzed from its own OpenAPI document.
+# The whole test suite: installs the test oracles (DuckDB, pinned) into target/, runs every Rust
+# test, then fuzzes the REST API from its own OpenAPI document.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+ORACLE=target/venv-oracle
+if ! "$ORACLE/bin/python" -c "import duckdb" 2>/dev/null; then
+  python3 -m venv "$ORACLE"
+  "$ORACLE/bin/pip" install -q "duckdb==2.0.1"
+fi
+export SLUICE_PYTHON="$PWD/$ORACLE/bin/python"
+
 cargo test --workspace
 scripts/fuzz-rest.sh
