@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes the REST API of a running Sluice job from /openapi.json with schemathesis: every
 # generated request must get an answer that is not a server error (5xx) and matches the schema.
-# Installs schemathesis (pinned) into target/venv-schemathesis on first use.
+# Installs schemathesis (pinned) into target/venv-schemathesis on first use. The job runs with
+# --keep-rest so that a fuzzed PATCH (cancel) does not take the server down with the job.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +16,7 @@ cargo build -q -p sluice-cli
 PORT="${SLUICE_FUZZ_PORT:-18081}"
 LOG=target/fuzz-rest-job.log
 target/debug/sluice run skew --records 100000000000 --rest-port "$PORT" \
-  --metrics-interval 0.5 --metrics-window 2.5 --no-progress >"$LOG" 2>&1 &
+  --metrics-interval 0.5 --metrics-window 2.5 --keep-rest --no-progress >"$LOG" 2>&1 &
 JOB=$!
 trap 'kill "$JOB" 2>/dev/null || true; wait "$JOB" 2>/dev/null || true' EXIT
 

@@ -22,6 +22,8 @@ pub enum Command {
     Run(RunArgs),
     /// Print the plan of a built-in job, for the same flags `run` takes.
     Plan(PlanArgs),
+    /// Apply a plan fix to a built-in job and show the plan diff (optionally verify the results).
+    Fix(FixArgs),
     /// Where Flink places keys: CSV `key,key_group,subtask` (keys from arguments or stdin lines).
     KeyGroup(KeyGroupArgs),
     /// Benchmark the reference jobs (each in a fresh process) and print records/s, CPU and memory.
@@ -192,4 +194,25 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(short = 'p', long, default_value_t = 2)]
     pub parallelism: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct FixArgs {
+    #[command(subcommand)]
+    pub job: JobCmd,
+    /// Raise an operator's parallelism: `OPERATOR=N` (operator by name, name prefix or node id).
+    #[arg(long, global = true, value_name = "OPERATOR=N")]
+    pub set_parallelism: Option<String>,
+    /// Ship strategy into that operator: rebalance, rescale or hash (a keyed operator keeps hash).
+    #[arg(long, global = true, default_value = "rebalance")]
+    pub ship: String,
+    /// Rewrite a keyed aggregation in two phases: `OPERATOR[=BUCKETS]` (default 16 buckets).
+    #[arg(long, global = true, value_name = "OPERATOR[=BUCKETS]")]
+    pub two_phase_at: Option<String>,
+    /// Run the original and the fixed job and check their results are identical (bounded jobs).
+    #[arg(long, global = true)]
+    pub verify: bool,
+    /// Plan format for the fixed job.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub format: PlanFormatArg,
 }

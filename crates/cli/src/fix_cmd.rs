@@ -13,7 +13,9 @@ use crate::run::{build_job, BuiltJob};
 fn parse_fix(a: &FixArgs) -> anyhow::Result<Fix> {
     match (&a.set_parallelism, &a.two_phase_at) {
         (Some(_), Some(_)) => bail!("give one change: --set-parallelism or --two-phase-at"),
-        (None, None) => bail!("no change given: use --set-parallelism OP=N or --two-phase-at OP[=BUCKETS]"),
+        (None, None) => {
+            bail!("no change given: use --set-parallelism OP=N or --two-phase-at OP[=BUCKETS]")
+        }
         (Some(sp), None) => {
             let (op, n) = sp
                 .rsplit_once('=')
@@ -54,7 +56,9 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
     let g = env.job_graph()?;
     let plan = match a.format {
         PlanFormatArg::Json => env.execution_plan()?,
-        PlanFormatArg::JobGraph => job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_compact(),
+        PlanFormatArg::JobGraph => {
+            job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_compact()
+        }
         PlanFormatArg::Text => job_graph_text(&g),
         PlanFormatArg::Dot => job_graph_dot(&g),
     };
@@ -65,7 +69,9 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
                 env.execute()?;
                 j.final_sums()
             }
-            BuiltJob::Passthrough(_) => bail!("--verify compares keyed results; passthrough has none"),
+            BuiltJob::Passthrough(_) => {
+                bail!("--verify compares keyed results; passthrough has none")
+            }
         };
         let (env0, job0, _) = build_job(&a.job)?;
         env0.execute()?;
@@ -74,13 +80,18 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
             BuiltJob::Passthrough(_) => unreachable!("same job kind"),
         };
         if original == fixed {
-            println!("verified: the fixed job's final sums equal the original's ({} keys)", fixed.len());
+            println!(
+                "verified: the fixed job's final sums equal the original's ({} keys)",
+                fixed.len()
+            );
         } else {
             let differing = original
                 .iter()
                 .filter(|(k, v)| fixed.get(k) != Some(v))
                 .count();
-            eprintln!("error: the fixed job's results differ from the original's on {differing} keys");
+            eprintln!(
+                "error: the fixed job's results differ from the original's on {differing} keys"
+            );
             return Ok(ExitCode::FAILURE);
         }
     }

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod fix_cmd;
 mod http_client;
 mod key_group;
 mod plan_cmd;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(r) => run::run(r),
         Command::Plan(p) => plan_cmd::plan(p),
+        Command::Fix(f) => fix_cmd::fix(f),
         Command::KeyGroup(k) => key_group::key_group(k),
         Command::Bench(b) => bench::bench(b),
         Command::Top(t) => top::top(t),

@@ -136,7 +136,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let outcome = handle.wait();
     progress.finish();
-    let exec = outcome?;
+    let exec = match outcome {
+        Ok(exec) => exec,
+        Err(e) => {
+            if let (Some((server, _)), true) = (&rest, args.keep_rest) {
+                // Keep serving so the failed or cancelled job's final state can be inspected.
+                eprintln!("error: {e}");
+                eprintln!(
+                    "job ended; REST API still serving at http://{}/ — Ctrl-C to stop",
+                    server.local_addr()
+                );
+                loop {
+                    std::thread::park();
+                }
+            }
+            return Err(e.into());
+        }
+    };
     let wall = t0.elapsed();
     let cpu_ns = match (cpu0, procstat::cpu_time_ns()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),

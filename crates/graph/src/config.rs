@@ -27,6 +27,9 @@ pub struct EnvConfig {
     pub metrics: sluice_runtime::telemetry::MetricsConfig,
     /// Sample the time spent in each chained operator (one record in 256 is timed).
     pub operator_timing: bool,
+    /// Where keyed state lives (`state.backend.type`): in memory (default) or in an embedded LSM
+    /// store. Read when a stateful keyed operator is added to the job.
+    pub state_backend: sluice_runtime::state::StateBackendKind,
 }
 
 impl Default for EnvConfig {
@@ -44,6 +47,7 @@ impl Default for EnvConfig {
             chaining: true,
             metrics: sluice_runtime::telemetry::MetricsConfig::default(),
             operator_timing: true,
+            state_backend: sluice_runtime::state::StateBackendKind::Memory,
         }
     }
 }

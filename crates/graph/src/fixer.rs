@@ -47,6 +47,9 @@ pub enum FixError {
     Graph(#[from] GraphError),
 }
 
+/// A node's inputs: upstream node and ship strategy, in input order.
+pub type Inputs = Vec<(NodeId, ShipStrategy)>;
+
 /// One node's change in a [`PlanDiff`].
 #[derive(Clone, Debug, PartialEq)]
 pub enum NodeChange {
@@ -54,7 +57,7 @@ pub enum NodeChange {
         id: NodeId,
         name: String,
         parallelism: usize,
-        inputs: Vec<(NodeId, ShipStrategy)>,
+        inputs: Inputs,
     },
     Removed {
         id: NodeId,
@@ -65,7 +68,7 @@ pub enum NodeChange {
         name: String,
         parallelism: (usize, usize),
         /// Per input: upstream id and strategy before → after (upstream ids may change too).
-        inputs: (Vec<(NodeId, ShipStrategy)>, Vec<(NodeId, ShipStrategy)>),
+        inputs: (Inputs, Inputs),
     },
 }
 
@@ -263,7 +266,9 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
             let mut frontier = vec![id];
             while let Some(up) = frontier.pop() {
                 for n in before.values() {
-                    if n.inputs.iter().any(|(from, s)| *from == up && *s == ShipStrategy::Forward)
+                    if n.inputs
+                        .iter()
+                        .any(|(from, s)| *from == up && *s == ShipStrategy::Forward)
                         && n.inputs.len() == 1
                     {
                         env.with_node(n.id, |m| m.parallelism = Some(*parallelism));
@@ -277,7 +282,11 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
             if *buckets == 0 {
                 return Err(FixError::Invalid("buckets must be at least 1".into()));
             }
-            let rewrite = env.stream_nodes().into_iter().find(|n| n.id == id).and_then(|n| n.two_phase);
+            let rewrite = env
+                .stream_nodes()
+                .into_iter()
+                .find(|n| n.id == id)
+                .and_then(|n| n.two_phase);
             let Some(rewrite) = rewrite else {
                 return Err(FixError::Invalid(format!(
                     "'{}' is not a keyed aggregation built with sum/min/max/reduce, so it has no two-phase form",
@@ -285,7 +294,11 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
                 )));
             };
             let old_name = before[&id].name.clone();
-            let parallelism = env.stream_nodes().into_iter().find(|n| n.id == id).and_then(|n| n.parallelism);
+            let parallelism = env
+                .stream_nodes()
+                .into_iter()
+                .find(|n| n.id == id)
+                .and_then(|n| n.parallelism);
             let combine = rewrite(env, *buckets);
             env.with_node(combine, |n| {
                 n.name = format!("{old_name} (combine)");

@@ -51,6 +51,10 @@ pub mod selectors;
 pub mod stream_graph;
 mod typeops;
 
+pub use api::{
+    AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
+    TimerServiceRef,
+};
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
 pub use config::EnvConfig;
 pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};

@@ -738,7 +738,7 @@ pub fn job_config(ctx: &Ctx, jid: &str) -> ApiResult {
 pub fn cancel_job(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     match ctx.param("mode") {
-        None | Some("cancel") => {}
+        None | Some("") | Some("cancel") => {}
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "Bad request: unsupported termination mode '{}' (only 'cancel').",
@@ -1123,12 +1123,20 @@ pub fn parse_subtask_filter(
             shorten(part)
         ))
     };
-    let num = |s: &str, part: &str| -> Result<usize, ApiError> {
+    let missing = |part: &str| {
+        ApiError::not_found(format!(
+            "Subtasks '{}' not found: the vertex has subtasks 0 to {}.",
+            shorten(part),
+            parallelism.saturating_sub(1)
+        ))
+    };
+    // Syntax first (400), then existence (404).
+    let num = |s: &str, part: &str| -> Result<Option<usize>, ApiError> {
         let s = s.trim();
         if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad(part, "expected an index or a range like 2-4"));
         }
-        s.parse::<usize>().map_err(|_| bad(part, "index too large"))
+        Ok(s.parse::<usize>().ok())
     };
     for part in raw {
         let (a, b) = match part.split_once('-') {
@@ -1138,17 +1146,14 @@ pub fn parse_subtask_filter(
                 (n, n)
             }
         };
+        let (Some(a), Some(b)) = (a, b) else {
+            return Err(missing(part));
+        };
+        if a.max(b) >= parallelism {
+            return Err(missing(part));
+        }
         if a > b {
             return Err(bad(part, "the range is empty (start after end)"));
-        }
-        if b >= parallelism {
-            return Err(bad(
-                part,
-                &format!(
-                    "the vertex has subtasks 0 to {}",
-                    parallelism.saturating_sub(1)
-                ),
-            ));
         }
         set.extend(a..=b);
     }
@@ -1224,17 +1229,13 @@ mod tests {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let set = parse_subtask_filter(&v(&["0", "2-4"]), 5).unwrap();
         assert_eq!(set.into_iter().collect::<Vec<_>>(), vec![0, 2, 3, 4]);
-        for bad in [
-            &["x"][..],
-            &["4-2"],
-            &["-1"],
-            &["1-"],
-            &["5"],
-            &["0-9"],
-            &["99999999999999999999999"],
-        ] {
+        for bad in [&["x"][..], &["4-2"], &["-1"], &["1-"], &["1-2-3"], &["a-1"]] {
             let e = parse_subtask_filter(&v(bad), 5).unwrap_err();
             assert_eq!(e.status, 400, "{bad:?}");
+        }
+        for missing in [&["5"][..], &["0-9"], &["99999999999999999999999"]] {
+            let e = parse_subtask_filter(&v(missing), 5).unwrap_err();
+            assert_eq!(e.status, 404, "{missing:?}");
         }
     }
 }

@@ -10,6 +10,9 @@ pub const MAX_HEAD: usize = 16 * 1024;
 /// Largest request body accepted (bodies are read and ignored); larger → 413.
 pub const MAX_BODY: usize = 64 * 1024;
 
+/// Decoded query parameters in order.
+pub type Query = Vec<(String, String)>;
+
 /// A parsed request head.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestHead {
@@ -17,7 +20,7 @@ pub struct RequestHead {
     /// Percent-decoded path segments, empty segments dropped (`//a/` = `/a`).
     pub segments: Vec<String>,
     /// Percent-decoded query parameters in order (`+` is a space).
-    pub query: Vec<(String, String)>,
+    pub query: Query,
     /// `Content-Length`, 0 when absent.
     pub content_length: usize,
 }
@@ -208,7 +211,7 @@ pub fn parse_head(head: &[u8]) -> Result<RequestHead, BadRequest> {
 }
 
 /// Splits a request target into decoded path segments and query parameters.
-pub fn parse_target(target: &str) -> Result<(Vec<String>, Vec<(String, String)>), BadRequest> {
+pub fn parse_target(target: &str) -> Result<(Vec<String>, Query), BadRequest> {
     // absolute-form (`http://host:port/path`) is allowed by HTTP/1.1.
     let target = if let Some(rest) = target
         .strip_prefix("http://")

@@ -54,19 +54,25 @@
 //! - IO metrics of running subtasks are always complete (`*-complete: true`), read live.
 //! - `?get=` with only unknown names answers 404 naming them (Flink answers `[]`); known names
 //!   among unknown ones are answered as Flink does. A `subtasks` filter naming a subtask the
-//!   vertex does not have is a 400.
+//!   vertex does not have is a 404, a malformed or reversed range a 400 (Flink skips both).
 //! - `watermarks` is `[]` (no event time yet); `accumulators` has no user accumulators;
 //!   `/jobs/:id/config` lists Sluice's settings as `user-config` strings.
 //! - Backpressure `end-timestamp` is the time of the latest metrics sample; soft backpressure
-//!   is always 0 (a blocked Sluice task waits for credit, which is Flink's hard backpressure).
+//!   (and `maxSoftBackPressureTimeMs`) is always 0: a blocked Sluice task waits for credit,
+//!   which is Flink's hard backpressure.
+//! - The timer gauges (`idle`/`backPressured`/`soft`/`hardBackPressuredTimeMsPerSecond`) are
+//!   Flink longs, so they are the floor of the sampled ms/s, and `busyTimeMsPerSecond` is
+//!   derived from them as Flink does (`1000 − min(idle + backPressured, 1000)`); the ratios of
+//!   the backpressure endpoint use the same values.
+//! - `/jobs/overview` lists the newest job first; finished jobs stay listed.
 //!
 //! ## Why a hand-written server
 //!
 //! The API is small (GET and one PATCH, no bodies to read, small JSON answers, one request per
-//! connection) and must never panic or answer 5xx on hostile input. About 300 lines over
+//! connection) and must never panic or answer 5xx on hostile input. About 400 lines over
 //! `std::net` give exact control over limits (request line 8 KiB → 414, head 16 KiB → 431, body
 //! 64 KiB → 413, 5 s to send a request → 408) and add no dependencies to build — `tiny_http`
-//! would bring four crates and its own threading for no feature we need. HTTP/1.1 keep-alive is
+//! would bring several crates and its own threading for no feature we need. HTTP/1.1 keep-alive is
 //! not offered (`Connection: close`), which costs nothing measurable for a monitoring API.
 
 mod api;

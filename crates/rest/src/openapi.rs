@@ -3,7 +3,7 @@
 
 use sluice_graph::Json;
 
-use crate::routes::{Endpoint, Operation, Route, ROUTES};
+use crate::routes::{Endpoint, Operation, QuerySchema, Route, ROUTES};
 
 fn ty(t: &str) -> Json {
     Json::obj().with("type", t)
@@ -38,8 +38,15 @@ fn map_of(v: Json) -> Json {
 fn r(name: &str) -> Json {
     Json::obj().with("$ref", format!("#/components/schemas/{name}"))
 }
-fn one_of(a: Json, b: Json) -> Json {
-    Json::obj().with("oneOf", vec![a, b])
+fn any_of(a: Json, b: Json) -> Json {
+    Json::obj().with("anyOf", vec![a, b])
+}
+/// An object with exactly these properties, all required.
+fn exact(props: Vec<(&str, Json)>) -> Json {
+    let names: Vec<Json> = props.iter().map(|(k, _)| Json::from(*k)).collect();
+    obj(props)
+        .with("required", names)
+        .with("additionalProperties", false)
 }
 
 fn components() -> Json {
@@ -111,10 +118,10 @@ fn components() -> Json {
         )
         .with("Subtask", subtask)
         .with("Plan", plan)
-        .with("MetricId", obj(vec![("id", string())]))
+        .with("MetricId", exact(vec![("id", string())]))
         .with(
             "MetricValue",
-            obj(vec![("id", string()), ("value", string())]),
+            exact(vec![("id", string()), ("value", string())]),
         )
         .with(
             "AggregatedMetric",
@@ -125,7 +132,9 @@ fn components() -> Json {
                 ("avg", num()),
                 ("sum", num()),
                 ("skew", num()),
-            ]),
+            ])
+            .with("required", vec![Json::from("id")])
+            .with("additionalProperties", false),
         )
 }
 
@@ -283,9 +292,9 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
             ),
         ]),
         (Endpoint::VertexMetrics | Endpoint::SubtaskMetrics, _) => {
-            one_of(arr(r("MetricId")), arr(r("MetricValue")))
+            any_of(arr(r("MetricId")), arr(r("MetricValue")))
         }
-        (Endpoint::SubtasksMetrics, _) => one_of(arr(r("MetricId")), arr(r("AggregatedMetric"))),
+        (Endpoint::SubtasksMetrics, _) => any_of(arr(r("MetricId")), arr(r("AggregatedMetric"))),
         (Endpoint::Subtask, _) => r("Subtask"),
         (Endpoint::Watermarks, _) => arr(r("MetricValue")),
         (Endpoint::Accumulators, _) => obj(vec![
@@ -327,6 +336,65 @@ fn path_param(name: &str) -> Json {
         .with("schema", schema)
 }
 
+fn query_schema(q: QuerySchema) -> Json {
+    let strings = |vs: &[&str]| Json::Arr(vs.iter().map(|v| Json::from(*v)).collect());
+    match q {
+        QuerySchema::List => arr(string()),
+        QuerySchema::EnumList(vs) => arr(string().with("enum", strings(vs))),
+        QuerySchema::Enum(vs) => string().with("enum", strings(vs)),
+        QuerySchema::Pattern(p) => string().with("pattern", p),
+    }
+}
+
+/// `GET /jobs/:jobid/vertices/:vertexid` → `getJobsJobidVerticesVertexid`; `GET /` → `getIndex`.
+fn operation_id(route: &Route, op: &Operation) -> String {
+    let method = op.method.to_ascii_lowercase();
+    let rest: String = route
+        .path
+        .split(['/', '.', '-'])
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            let s = s.trim_start_matches(':');
+            let mut c = s.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect();
+    if rest.is_empty() {
+        format!("{method}Index")
+    } else {
+        format!("{method}{rest}")
+    }
+}
+
+/// Links from a job's details to every vertex-level operation (its first vertex, subtask 0),
+/// so clients and fuzzers can follow real ids.
+fn vertex_links() -> Json {
+    let mut links = Json::obj();
+    for r in ROUTES
+        .iter()
+        .filter(|r| r.path.starts_with("/jobs/:jobid/vertices/:vertexid"))
+    {
+        for op in r.operations.iter().filter(|o| o.method == "GET") {
+            let mut params = Json::obj()
+                .with("jobid", "$response.body#/jid")
+                .with("vertexid", "$response.body#/vertices/0/id");
+            if r.path.contains(":subtaskindex") {
+                params = params.with("subtaskindex", 0i64);
+            }
+            let id = operation_id(r, op);
+            links = links.with(
+                &id.clone(),
+                Json::obj()
+                    .with("operationId", id)
+                    .with("parameters", params),
+            );
+        }
+    }
+    links
+}
+
 fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
     let mut params: Vec<Json> = path_params.iter().map(|p| path_param(p)).collect();
     for q in op.query {
@@ -336,7 +404,9 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
                 .with("in", "query")
                 .with("required", false)
                 .with("description", q.description)
-                .with("schema", string()),
+                .with("schema", query_schema(q.schema))
+                .with("style", "form")
+                .with("explode", false),
         );
     }
     let (status, what) = if op.method == "PATCH" {
@@ -345,13 +415,14 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         ("200", "Success")
     };
     let (ctype, schema) = ok_schema(route.endpoint, op.method);
-    let mut responses = Json::obj().with(
-        status,
-        Json::obj().with("description", what).with(
-            "content",
-            Json::obj().with(ctype, Json::obj().with("schema", schema)),
-        ),
+    let mut ok = Json::obj().with("description", what).with(
+        "content",
+        Json::obj().with(ctype, Json::obj().with("schema", schema)),
     );
+    if route.endpoint == Endpoint::Job && op.method == "GET" {
+        ok = ok.with("links", vertex_links());
+    }
+    let mut responses = Json::obj().with(status, ok);
     let has_params = !path_params.is_empty() || !op.query.is_empty();
     if has_params {
         responses = responses.with(
@@ -369,27 +440,7 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         responses = responses.with("409", error_response("The job has already ended"));
     }
     responses = responses.with("405", error_response("Method not allowed on this path"));
-    let id = format!(
-        "{}{}",
-        op.method.to_ascii_lowercase(),
-        route
-            .path
-            .split(['/', '.', '-'])
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                let s = s.trim_start_matches(':');
-                let mut c = s.chars();
-                c.next()
-                    .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-                    .unwrap_or_default()
-            })
-            .collect::<String>()
-    );
-    let id = if id == op.method.to_ascii_lowercase() {
-        format!("{id}Index")
-    } else {
-        id
-    };
+    let id = operation_id(route, op);
     Json::obj()
         .with("operationId", id)
         .with("summary", op.summary)

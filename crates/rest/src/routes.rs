@@ -34,24 +34,42 @@ pub enum Endpoint {
 pub struct QueryParam {
     pub name: &'static str,
     pub description: &'static str,
+    pub schema: QuerySchema,
+}
+
+/// What a query parameter's value looks like (for the OpenAPI document).
+#[derive(Clone, Copy, Debug)]
+pub enum QuerySchema {
+    /// Comma-separated strings.
+    List,
+    /// Comma-separated values out of a set.
+    EnumList(&'static [&'static str]),
+    /// One value out of a set.
+    Enum(&'static [&'static str]),
+    /// A string matching a regular expression.
+    Pattern(&'static str),
 }
 
 pub const GET_PARAM: QueryParam = QueryParam {
     name: "get",
     description:
         "Comma-separated metric names; without it the endpoint lists the available metrics.",
+    schema: QuerySchema::List,
 };
 pub const AGG_PARAM: QueryParam = QueryParam {
     name: "agg",
     description: "Comma-separated aggregations: min, max, avg, sum, skew (default: all).",
+    schema: QuerySchema::EnumList(&api::AGGREGATIONS),
 };
 pub const SUBTASKS_PARAM: QueryParam = QueryParam {
     name: "subtasks",
-    description: "Comma-separated subtask indices and ranges, e.g. 0,2-4 (default: all).",
+    description: "Comma-separated subtask indices and ranges, e.g. 0,2-4 (default: all). A range must not be reversed (400); a subtask the vertex does not have is 404.",
+    schema: QuerySchema::Pattern(r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$"),
 };
 pub const MODE_PARAM: QueryParam = QueryParam {
     name: "mode",
     description: "Termination mode; only 'cancel' (the default) is supported.",
+    schema: QuerySchema::Enum(&["cancel"]),
 };
 
 /// One method on one path.
@@ -132,7 +150,7 @@ pub static ROUTES: &[Route] = &[
 ];
 
 /// Finds the route of a path and its parameters (in path order).
-pub fn match_route<'a>(segments: &'a [String]) -> Option<(&'static Route, Vec<&'a str>)> {
+pub fn match_route(segments: &[String]) -> Option<(&'static Route, Vec<&str>)> {
     'routes: for r in ROUTES {
         let pattern: Vec<&str> = r.path.split('/').filter(|s| !s.is_empty()).collect();
         if pattern.len() != segments.len() {

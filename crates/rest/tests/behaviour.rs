@@ -46,7 +46,11 @@ fn hot_key_env() -> StreamEnv {
 }
 
 fn assert_error(r: &common::Reply, status: u16, mentions: &str) {
-    assert_eq!(r.status, status, "expected {status}, got {}: {}", r.status, r.body);
+    assert_eq!(
+        r.status, status,
+        "expected {status}, got {}: {}",
+        r.status, r.body
+    );
     let j = r.json();
     let errors = j["errors"]
         .as_array()
@@ -104,7 +108,10 @@ fn upstream_of_a_slow_operator_is_high_and_metric_values_are_strings() {
         .collect();
     assert_eq!(by.len(), 5, "{vals}");
     let busy: f64 = by["0.busyTimeMsPerSecond"].parse().unwrap();
-    assert!(by["0.busyTimeMsPerSecond"].contains('.'), "a double: {by:?}");
+    assert!(
+        by["0.busyTimeMsPerSecond"].contains('.'),
+        "a double: {by:?}"
+    );
     assert!(busy > 500.0, "{by:?}");
     by["0.idleTimeMsPerSecond"].parse::<i64>().expect("a long");
     by["0.numRecordsIn"].parse::<u64>().expect("a long");
@@ -164,8 +171,14 @@ fn aggregated_subtask_metrics_are_numbers_and_skew_follows_the_formula() {
     let expected = (mad / mean * 100.0).min(100.0);
     let records = &agg[0];
     assert_eq!(records["id"], "numRecordsIn");
-    assert!((records["skew"].as_f64().unwrap() - expected).abs() < 1e-9, "{records} vs {expected}");
-    assert!(expected > 50.0, "90% of the records go to one subtask: skew {expected}");
+    assert!(
+        (records["skew"].as_f64().unwrap() - expected).abs() < 1e-9,
+        "{records} vs {expected}"
+    );
+    assert!(
+        expected > 50.0,
+        "90% of the records go to one subtask: skew {expected}"
+    );
     assert_eq!(records["sum"].as_f64().unwrap(), 200_000.0);
     assert_eq!(
         records["max"].as_f64().unwrap(),
@@ -191,13 +204,19 @@ fn aggregated_subtask_metrics_are_numbers_and_skew_follows_the_formula() {
     for q in [
         "get=numRecordsIn&agg=median",
         "get=numRecordsIn&subtasks=1-0",
-        "get=numRecordsIn&subtasks=2",
         "get=numRecordsIn&subtasks=a",
         "get=numRecordsIn&subtasks=0-",
     ] {
         let r = get(s.addr, &format!("{base}/subtasks/metrics?{q}"));
         assert_error(&r, 400, "Bad request");
     }
+
+    // A subtask the vertex does not have is not found.
+    let r = get(
+        s.addr,
+        &format!("{base}/subtasks/metrics?get=numRecordsIn&subtasks=0,2"),
+    );
+    assert_error(&r, 404, "subtasks 0 to 1");
 
     // Cancelling a finished job is a conflict.
     let r = request(s.addr, "PATCH", &format!("/jobs/{jid}"));
@@ -217,26 +236,65 @@ fn unknown_things_are_404_malformed_ones_400_wrong_methods_405() {
         ("/jobs/x/y/z".to_string(), "/jobs/x/y/z".to_string()),
         (format!("/jobs/{missing}"), missing.to_string()),
         (format!("/jobs/{missing}/plan"), missing.to_string()),
-        (format!("/jobs/{jid}/vertices/{missing}"), missing.to_string()),
-        (format!("/jobs/{jid}/vertices/{missing}/backpressure"), missing.to_string()),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/7"), "7".to_string()),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/7/metrics"), "7".to_string()),
-        (format!("/jobs/{jid}/vertices/{v}/metrics?get=0.nope"), "0.nope".to_string()),
-        (format!("/jobs/{jid}/vertices/{v}/metrics?get=9.numRecordsIn"), "9.numRecordsIn".to_string()),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/metrics?get=nope"), "nope".to_string()),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/0/metrics?get=nope,alsonope"), "alsonope".to_string()),
+        (
+            format!("/jobs/{jid}/vertices/{missing}"),
+            missing.to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{missing}/backpressure"),
+            missing.to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/7"),
+            "7".to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/7/metrics"),
+            "7".to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/metrics?get=0.nope"),
+            "0.nope".to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/metrics?get=9.numRecordsIn"),
+            "9.numRecordsIn".to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/metrics?get=nope"),
+            "nope".to_string(),
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/0/metrics?get=nope,alsonope"),
+            "alsonope".to_string(),
+        ),
     ] {
         assert_error(&get(s.addr, &path), 404, &mentions);
     }
 
     for (path, mentions) in [
         ("/jobs/xyz".to_string(), "xyz"),
-        ("/jobs/0123456789ABCDEF0123456789abcdeg".to_string(), "job id"),
+        (
+            "/jobs/0123456789ABCDEF0123456789abcdeg".to_string(),
+            "job id",
+        ),
         (format!("/jobs/{jid}/vertices/short"), "vertex id"),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/abc"), "subtask index"),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/-1/metrics"), "subtask index"),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/metrics?get=numRecordsIn&agg=p99"), "p99"),
-        (format!("/jobs/{jid}/vertices/{v}/subtasks/metrics?subtasks=x-y"), "x-y"),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/abc"),
+            "subtask index",
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/-1/metrics"),
+            "subtask index",
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/metrics?get=numRecordsIn&agg=p99"),
+            "p99",
+        ),
+        (
+            format!("/jobs/{jid}/vertices/{v}/subtasks/metrics?subtasks=x-y"),
+            "x-y",
+        ),
         ("/jobs/%ff".to_string(), "UTF-8"),
     ] {
         assert_error(&get(s.addr, &path), 400, mentions);
@@ -251,14 +309,23 @@ fn unknown_things_are_404_malformed_ones_400_wrong_methods_405() {
     ] {
         let r = request(s.addr, method, &path);
         assert_error(&r, 405, method);
-        assert!(r.header("Allow").is_some_and(|a| a.contains("GET")), "{r:?}");
+        assert!(
+            r.header("Allow").is_some_and(|a| a.contains("GET")),
+            "{r:?}"
+        );
     }
 
     // HEAD: the headers of GET, no body.
     let r = request(s.addr, "HEAD", "/overview");
     assert_eq!(r.status, 200);
     assert!(r.body.is_empty());
-    assert!(r.header("Content-Length").unwrap().parse::<usize>().unwrap() > 10);
+    assert!(
+        r.header("Content-Length")
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+            > 10
+    );
 }
 
 #[test]
@@ -267,7 +334,10 @@ fn patch_cancels_the_job_and_the_overview_shows_it() {
     let s = Served::start(&env);
     s.wait_for_metrics();
     let jid = s.jid.clone();
-    assert_eq!(get_json(s.addr, "/jobs/overview")["jobs"][0]["state"], "RUNNING");
+    assert_eq!(
+        get_json(s.addr, "/jobs/overview")["jobs"][0]["state"],
+        "RUNNING"
+    );
     let r = request(s.addr, "PATCH", &format!("/jobs/{jid}"));
     assert_eq!(r.status, 202, "{}", r.body);
     assert_eq!(r.body, "{}");
@@ -286,15 +356,19 @@ fn patch_cancels_the_job_and_the_overview_shows_it() {
     assert_error(&again, 409, "CANCELED");
 }
 
+/// Samples by family name: (labels, value).
+type Families = BTreeMap<String, Vec<(BTreeMap<String, String>, f64)>>;
+
 /// Checks the text exposition format line by line; returns samples by family name.
-fn parse_prometheus(text: &str) -> BTreeMap<String, Vec<(BTreeMap<String, String>, f64)>> {
-    let mut families: BTreeMap<String, Vec<(BTreeMap<String, String>, f64)>> = BTreeMap::new();
+fn parse_prometheus(text: &str) -> Families {
+    let mut families: Families = BTreeMap::new();
     let mut help: Vec<String> = Vec::new();
     let mut types: BTreeMap<String, String> = BTreeMap::new();
     let valid_name = |n: &str| {
         !n.is_empty()
             && !n.starts_with(|c: char| c.is_ascii_digit())
-            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
     };
     for line in text.lines() {
         if line.is_empty() {
@@ -309,7 +383,10 @@ fn parse_prometheus(text: &str) -> BTreeMap<String, Vec<(BTreeMap<String, String
         if let Some(rest) = line.strip_prefix("# TYPE ") {
             let (name, t) = rest.split_once(' ').expect("TYPE name type");
             assert!(["counter", "gauge"].contains(&t), "{line}");
-            assert!(help.last().is_some_and(|h| h == name), "HELP before TYPE: {line}");
+            assert!(
+                help.last().is_some_and(|h| h == name),
+                "HELP before TYPE: {line}"
+            );
             types.insert(name.to_string(), t.to_string());
             continue;
         }
@@ -352,7 +429,10 @@ fn parse_prometheus(text: &str) -> BTreeMap<String, Vec<(BTreeMap<String, String
             rest = &after[end + 1..];
             rest = rest.strip_prefix(',').unwrap_or(rest);
         }
-        families.entry(name.to_string()).or_default().push((map, value));
+        families
+            .entry(name.to_string())
+            .or_default()
+            .push((map, value));
     }
     families
 }
@@ -364,13 +444,19 @@ fn prometheus_text_parses_and_labels_every_sample() {
     s.wait_for_metrics();
     let r = get(s.addr, "/metrics");
     assert_eq!(r.status, 200);
-    assert!(r.header("Content-Type").unwrap().starts_with("text/plain; version=0.0.4"));
+    assert!(r
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("text/plain; version=0.0.4"));
     let fam = parse_prometheus(&r.body);
     let busy = &fam["sluice_task_busy_time_ms_per_second"];
     assert_eq!(busy.len(), s.vertices.len(), "one subtask per vertex");
     for (labels, v) in busy {
         let keys: Vec<&str> = labels.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["job_id", "job_name", "subtask", "vertex_id", "vertex_name"]);
+        assert_eq!(
+            keys,
+            ["job_id", "job_name", "subtask", "vertex_id", "vertex_name"]
+        );
         assert_eq!(labels["job_id"], s.jid);
         assert!((0.0..=1000.0).contains(v));
     }
@@ -381,11 +467,14 @@ fn prometheus_text_parses_and_labels_every_sample() {
     let ops = &fam["sluice_operator_num_records_in_total"];
     assert!(ops
         .iter()
-        .any(|(l, _)| l["operator"] == "Source: fast-source" && l["vertex_name"] == "Source: fast-source"));
+        .any(|(l, _)| l["operator"] == "Source: fast-source"
+            && l["vertex_name"] == "Source: fast-source"));
     assert!(ops.iter().any(|(l, _)| l["operator"] == "slow"));
     let skew = &fam["sluice_vertex_data_skew_percent"];
     assert_eq!(skew.len(), s.vertices.len(), "one per vertex");
-    assert!(skew.iter().all(|(l, v)| l.contains_key("vertex_id") && (0.0..=100.0).contains(v)));
+    assert!(skew
+        .iter()
+        .all(|(l, v)| l.contains_key("vertex_id") && (0.0..=100.0).contains(v)));
     assert_eq!(fam["sluice_job_info"][0].0["state"], "RUNNING");
 }
 
@@ -423,14 +512,22 @@ fn openapi_document_describes_every_served_path() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
     assert!(doc["info"]["title"].is_string());
     let paths = doc["paths"].as_object().unwrap();
-    assert_eq!(paths.len(), SERVED.len(), "{:?}", paths.keys().collect::<Vec<_>>());
+    assert_eq!(
+        paths.len(),
+        SERVED.len(),
+        "{:?}",
+        paths.keys().collect::<Vec<_>>()
+    );
     let (jid, v) = (s.jid.clone(), s.vertices[0].clone());
     for p in SERVED {
         let item = paths
             .get(*p)
             .unwrap_or_else(|| panic!("{p} is not in the OpenAPI document"));
         let get_op = &item["get"];
-        assert!(get_op["responses"]["200"]["content"].is_object(), "{p}: {item}");
+        assert!(
+            get_op["responses"]["200"]["content"].is_object(),
+            "{p}: {item}"
+        );
         assert!(item["get"]["responses"]["405"].is_object(), "{p}");
         let params: Vec<&str> = p
             .split('/')
@@ -491,12 +588,18 @@ fn backpressure_is_deprecated_before_the_first_sample_and_drop_stops_the_server(
     let server = serve("127.0.0.1:0".parse().unwrap(), registry).unwrap();
     let addr = server.local_addr();
     let v = m.graph.vertices[0].id;
-    let b = get_json(addr, &format!("/jobs/{}/vertices/{v}/backpressure", m.job_id));
+    let b = get_json(
+        addr,
+        &format!("/jobs/{}/vertices/{v}/backpressure", m.job_id),
+    );
     assert_eq!(b, serde_json::json!({"status": "deprecated"}));
     assert_eq!(get_json(addr, "/jobs")["jobs"].as_array().unwrap().len(), 1);
     let index = get(addr, "/");
     assert_eq!(index.status, 200);
-    assert!(index.header("Content-Type").unwrap().starts_with("text/html"));
+    assert!(index
+        .header("Content-Type")
+        .unwrap()
+        .starts_with("text/html"));
     drop(server);
     assert!(
         std::net::TcpStream::connect(addr).is_err(),

@@ -2,12 +2,17 @@
 
 mod env;
 mod keyed;
+mod keyed_state_api;
 mod sink;
 mod stream;
 mod two_phase;
 
 pub use env::StreamEnv;
 pub use keyed::{KeyedStream, Numeric};
+pub use keyed_state_api::{
+    AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
+    TimerServiceRef,
+};
 pub use sink::Sink;
 pub use stream::DataStream;
 pub use two_phase::DEFAULT_EMIT_EVERY;
