@@ -116,12 +116,10 @@ where
         N: Numeric,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
-        self.rolling("Keyed Aggregation", move |mut acc, mut r| {
-            let v = *field(&mut r);
-            let slot = field(&mut acc);
-            *slot = slot.add(v);
-            acc
-        })
+        self.rolling(
+            "Keyed Aggregation",
+            field_fold(field, |a: N, b: N| a.add(b)),
+        )
     }
 
     /// Rolling minimum of a field (other fields from the key's first record, as Flink's `min`).
@@ -130,14 +128,10 @@ where
         N: Numeric,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
-        self.rolling("Keyed Aggregation", move |mut acc, mut r| {
-            let v = *field(&mut r);
-            let slot = field(&mut acc);
-            if v < *slot {
-                *slot = v;
-            }
-            acc
-        })
+        self.rolling(
+            "Keyed Aggregation",
+            field_fold(field, |a: N, b: N| if b < a { b } else { a }),
+        )
     }
 
     /// Rolling maximum of a field (other fields from the key's first record, as Flink's `max`).
@@ -146,13 +140,28 @@ where
         N: Numeric,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
-        self.rolling("Keyed Aggregation", move |mut acc, mut r| {
-            let v = *field(&mut r);
-            let slot = field(&mut acc);
-            if v > *slot {
-                *slot = v;
-            }
-            acc
-        })
+        self.rolling(
+            "Keyed Aggregation",
+            field_fold(field, |a: N, b: N| if b > a { b } else { a }),
+        )
+    }
+}
+
+/// A reduce that combines one field of two records with `op` and keeps the accumulator's other
+/// fields (Flink's positional `sum`/`min`/`max` semantics).
+pub(crate) fn field_fold<T, N, F, O>(
+    field: F,
+    op: O,
+) -> impl Fn(T, T) -> T + Clone + Send + Sync + 'static
+where
+    N: Numeric,
+    F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+    O: Fn(N, N) -> N + Copy + Send + Sync + 'static,
+{
+    move |mut acc: T, mut r: T| {
+        let v = *field(&mut r);
+        let slot = field(&mut acc);
+        *slot = op(*slot, v);
+        acc
     }
 }

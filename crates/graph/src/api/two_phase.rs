@@ -65,11 +65,9 @@ where
         N: Numeric,
         F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
-        self.two_phase(buckets, move |mut acc, mut r| {
-            let v = *field(&mut r);
-            let slot = field(&mut acc);
-            *slot = slot.add(v);
-            acc
-        })
+        self.two_phase(
+            buckets,
+            super::keyed::field_fold(field, |a: N, b: N| a.add(b)),
+        )
     }
 }
