@@ -53,7 +53,10 @@ fn raising_the_map_behind_rebalance_changes_parallelism_and_ship_strategy_only()
     }
     let text = diff.to_string();
     assert!(text.contains("parallelism 2 -> 4"), "{text}");
-    assert!(text.contains("FORWARD from 1 -> REBALANCE from 1"), "{text}");
+    assert!(
+        text.contains("FORWARD from 1 -> REBALANCE from 1"),
+        "{text}"
+    );
     env.execute().unwrap();
     assert_eq!(job.final_sums(), original_sums(50_000));
 }
@@ -73,7 +76,11 @@ fn rebalancing_into_a_keyed_operator_is_refused_with_a_reason() {
     .unwrap_err();
     assert!(matches!(err, FixError::WouldChangeResults(_)), "{err}");
     assert!(err.to_string().contains("keyed"), "{err}");
-    assert_eq!(env.execution_plan().unwrap(), before, "a refused fix changes nothing");
+    assert_eq!(
+        env.execution_plan().unwrap(),
+        before,
+        "a refused fix changes nothing"
+    );
     // HASH into a non-keyed operator: no key to hash.
     let err = apply(
         &env,
@@ -102,7 +109,10 @@ fn rebalancing_into_a_keyed_operator_is_refused_with_a_reason() {
         },
     )
     .unwrap_err();
-    assert!(err.to_string().contains("no operator named 'nope'"), "{err}");
+    assert!(
+        err.to_string().contains("no operator named 'nope'"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -139,7 +149,11 @@ fn the_two_phase_rewrite_keeps_the_answer_and_shows_in_the_diff() {
     assert!(text.contains("pre-aggregate (salted)"), "{text}");
     assert!(text.contains("sum-per-key (combine)"), "{text}");
     let g = env.job_graph().unwrap();
-    assert!(g.vertices.iter().any(|v| v.name.contains("salt")), "{:?}", g.vertices);
+    assert!(
+        g.vertices.iter().any(|v| v.name.contains("salt")),
+        "{:?}",
+        g.vertices
+    );
     env.execute().unwrap();
     assert_eq!(job.final_sums(), original_sums(100_000));
 }

@@ -1007,6 +1007,31 @@ pub fn accumulators(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         .with("user-accumulators", Json::Arr(Vec::new())))
 }
 
+/// Sluice extension: `{"id", "records", "hot-keys": [{key, count, error, share-of-vertex, subtask,
+/// share-of-subtask}]}`, hottest first.
+pub fn hot_keys(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
+    let m = ctx.job(jid)?;
+    let vi = vertex_index(&m, vid)?;
+    let keys = sluice_runtime::hotkeys::vertex_hot_keys(m.subtasks[vi].iter());
+    let records: u64 = m.subtasks[vi].iter().map(|t| t.records_in()).sum();
+    let list = keys
+        .iter()
+        .map(|k| {
+            Json::obj()
+                .with("key", k.key.as_str())
+                .with("count", Json::Int(k.count.min(i64::MAX as u64) as i64))
+                .with("error", Json::Int(k.error.min(i64::MAX as u64) as i64))
+                .with("share-of-vertex", k.share_of_vertex)
+                .with("subtask", k.subtask)
+                .with("share-of-subtask", k.share_of_subtask)
+        })
+        .collect::<Vec<_>>();
+    ok(Json::obj()
+        .with("id", m.graph.vertices[vi].id.to_string())
+        .with("records", Json::Int(records.min(i64::MAX as u64) as i64))
+        .with("hot-keys", list))
+}
+
 pub fn watermarks(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     vertex_index(&m, vid)?;

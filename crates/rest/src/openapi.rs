@@ -301,6 +301,21 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
             ("id", string()),
             ("user-accumulators", arr(ty("object"))),
         ]),
+        (Endpoint::HotKeys, _) => obj(vec![
+            ("id", string()),
+            ("records", ty("integer")),
+            (
+                "hot-keys",
+                arr(obj(vec![
+                    ("key", string()),
+                    ("count", ty("integer")),
+                    ("error", ty("integer")),
+                    ("share-of-vertex", num()),
+                    ("subtask", ty("integer")),
+                    ("share-of-subtask", num()),
+                ])),
+            ),
+        ]),
         (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
     };
     (JSON, s)

@@ -136,6 +136,7 @@ where
     }
 
     fn flush(&mut self) -> Result<(), OperatorError> {
+        self.op.tick(&mut *self.out)?;
         self.out.flush()
     }
 }

@@ -123,6 +123,8 @@ pub struct VertexResult {
     pub subtask_records_out: Vec<u64>,
     pub idle: Duration,
     pub backpressured: Duration,
+    /// The hottest keys of a keyed vertex (Space-Saving sketch per subtask), hottest first.
+    pub hot_keys: Vec<crate::hotkeys::VertexHotKey>,
 }
 
 /// The outcome of a job that finished.
@@ -198,6 +200,8 @@ pub fn run_job(
             .name(name.clone())
             .spawn(move || {
                 let m = ctx.metrics.clone();
+                // Operators find their subtask's counters (hot keys, state access time) here.
+                let _task = crate::hotkeys::enter_task(m.clone());
                 m.thread_id.store(
                     crate::telemetry::current_thread_id().unwrap_or(0),
                     Ordering::Relaxed,
@@ -272,6 +276,7 @@ pub fn run_job(
                 backpressured: Duration::from_nanos(
                     subtasks.iter().map(|(_, m)| m.backpressured_ns()).sum(),
                 ),
+                hot_keys: crate::hotkeys::vertex_hot_keys(subtasks.iter().map(|(_, m)| m)),
             }
         })
         .collect();

@@ -39,11 +39,13 @@ pub mod chain;
 pub mod control;
 pub mod executor;
 pub mod fasthash;
+pub mod hotkeys;
 pub mod input;
 pub mod metrics;
 pub mod operators;
 pub mod sinks;
 pub mod sources;
+pub mod state;
 pub mod telemetry;
 pub mod writer;
 

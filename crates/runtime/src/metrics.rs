@@ -103,6 +103,12 @@ pub struct TaskMetrics {
     /// Monotonic start ([`sluice_channel::mono_ns`]), for busy time = elapsed − idle − backpressured.
     pub started_mono_ns: AtomicU64,
     pub ended_mono_ns: AtomicU64,
+    /// Time spent inside keyed-state calls (ns, estimated: the memory backend samples; see
+    /// [`crate::state`]), for the doctor and `stateAccessTimeMsPerSecond`.
+    pub state_access_ns: AtomicU64,
+    /// The latest hot-key snapshot of the subtask's keyed operator, published every ~100 ms and
+    /// at end of input (never per record); `None` for non-keyed subtasks. See [`crate::hotkeys`].
+    pub hot_keys: Mutex<Option<crate::hotkeys::HotKeysSnapshot>>,
     state: AtomicU8,
 }
 

@@ -40,4 +40,12 @@ pub trait Operator<In, Out>: Send {
     fn finish(&mut self, _out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
         Ok(())
     }
+
+    /// Called on the task's thread whenever the buffer timeout elapses: after a buffer when the
+    /// flush clock has ticked, and while the task waits idle for input. Time-driven operators
+    /// (processing-time timers) emit here; the chain then flushes partial buffers. Not called
+    /// with a buffer timeout of zero (the task then never wakes without input).
+    fn tick(&mut self, _out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
+        Ok(())
+    }
 }

@@ -74,6 +74,7 @@ where
         let out = self.stream.transform(name, move |_| {
             let key = key.clone();
             KeyedReduceOp::new(move |r: &T| key(r), reduce.clone())
+                .with_hot_keys(sluice_runtime::hotkeys::display_key::<K>)
         });
         // Remember how to rebuild this aggregation in two phases (for the plan fixer). Captures
         // the input edges, not the environment, so no reference cycle is created.

@@ -1,10 +1,17 @@
 //! Built-in one-input operators. Each is a thin struct over a user closure; the closure type is a
 //! generic parameter so the call is inlined into the operator's `process`.
 
+mod aggregate;
 mod basic;
+mod keyed_process;
 mod keyed_reduce;
 mod two_phase;
 
+pub use aggregate::{AggregateEmit, AggregateOp, ReduceFinalOp};
 pub use basic::{FilterOp, FlatMapOp, MapOp};
+pub use keyed_process::{
+    system_time_ms, KeyedProcessFunction, KeyedProcessOp, OnTimerContext, ProcessContext,
+    ProcessingClock, TimerServiceRef,
+};
 pub use keyed_reduce::KeyedReduceOp;
 pub use two_phase::{CombineOp, PreAggregateOp, SaltOp};

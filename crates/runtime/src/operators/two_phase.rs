@@ -98,7 +98,9 @@ where
             }
             None => {
                 let key = (self.key_of)(&r);
-                self.state.entry((key, salt)).or_insert(Partial { acc: r, unsent: 1 })
+                self.state
+                    .entry((key, salt))
+                    .or_insert(Partial { acc: r, unsent: 1 })
             }
         };
         if p.unsent >= self.emit_every {
@@ -145,7 +147,11 @@ where
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
-    fn process(&mut self, (salt, partial): (u32, T), out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn process(
+        &mut self,
+        (salt, partial): (u32, T),
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
         let key = (self.key_of)(&partial);
         let buckets = self.buckets;
         let slots = self.state.entry(key).or_insert_with(|| vec![None; buckets]);
@@ -187,7 +193,10 @@ mod tests {
             pre.process(r, &mut partials).unwrap();
         }
         pre.finish(&mut partials).unwrap();
-        assert!(partials.records.len() < 100, "the pre-aggregation thins the stream");
+        assert!(
+            partials.records.len() < 100,
+            "the pre-aggregation thins the stream"
+        );
         let mut out = VecCollector::default();
         for r in partials.records {
             comb.process(r, &mut out).unwrap();
