@@ -35,6 +35,8 @@ fn run_skew_writes_flinks_final_sums() {
         "100000",
         "-p",
         "2",
+        "--rest-port",
+        "0",
         "--output",
         out.to_str().unwrap(),
     ]);
@@ -177,6 +179,7 @@ fn stats_json_reports_the_run() {
         "--records",
         "100000",
         "--rebalance",
+        "--no-rest",
         "--stats-json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
