@@ -498,6 +498,7 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/vertices/{vertexid}/subtasks/{subtaskindex}/metrics",
     "/jobs/{jobid}/vertices/{vertexid}/watermarks",
     "/jobs/{jobid}/vertices/{vertexid}/accumulators",
+    "/jobs/{jobid}/vertices/{vertexid}/hot-keys",
     "/taskmanagers",
     "/metrics",
     "/openapi.json",
@@ -607,4 +608,24 @@ fn backpressure_is_deprecated_before_the_first_sample_and_drop_stops_the_server(
     );
     handle.cancel();
     let _ = handle.wait();
+}
+
+#[test]
+fn hot_keys_name_the_hot_key_with_its_share() {
+    // 90% of the records carry key 0 (i % 10 != 0).
+    let mut s = Served::start(&hot_key_env());
+    s.wait_for_end();
+    let v = s.vertex("per-key");
+    let body = get_json(s.addr, &format!("/jobs/{}/vertices/{v}/hot-keys", s.jid));
+    assert_eq!(body["records"], 200_000);
+    let top = &body["hot-keys"][0];
+    assert_eq!(top["key"], "0", "{body}");
+    let share = top["share-of-vertex"].as_f64().unwrap();
+    assert!((share - 0.9).abs() < 0.02, "share {share}: {body}");
+    let hot = sluice_graph::partition::assign_key_to_subtask(&0i64, 128, 2) as u64;
+    assert_eq!(top["subtask"], hot);
+    // A non-keyed vertex has none.
+    let src = s.vertex("Source");
+    let body = get_json(s.addr, &format!("/jobs/{}/vertices/{src}/hot-keys", s.jid));
+    assert_eq!(body["hot-keys"].as_array().unwrap().len(), 0, "{body}");
 }
