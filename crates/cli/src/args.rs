@@ -153,6 +153,9 @@ pub struct SkewArgs {
     /// Salt buckets of the two-phase aggregation.
     #[arg(long, default_value_t = 16, requires = "two_phase")]
     pub buckets: u32,
+    /// With --two-phase: salt only keys a heavy-hitter sketch reports hot (≥ 5% of records).
+    #[arg(long, requires = "two_phase")]
+    pub adaptive: bool,
     /// Write the final sum per key as CSV `key,sum`, sorted by key.
     #[arg(long)]
     pub output: Option<PathBuf>,

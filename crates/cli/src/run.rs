@@ -77,6 +77,7 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 sum_parallelism: a.sum_parallelism,
                 rebalance_before_map: a.rebalance_before_map,
                 two_phase: a.two_phase.then_some(a.buckets),
+                adaptive: a.adaptive,
             };
             let j = skew::build(&env, &cfg)?;
             Ok((env, BuiltJob::Skew(j, a.output.clone()), a.records))

@@ -25,6 +25,8 @@ pub struct SkewConfig {
     pub rebalance_before_map: bool,
     /// Aggregate in two phases with this many salt buckets (the hot-key fix).
     pub two_phase: Option<u32>,
+    /// With `two_phase`: salt only the keys the salter's sketch reports hot.
+    pub adaptive: bool,
 }
 
 impl Default for SkewConfig {
@@ -40,6 +42,7 @@ impl Default for SkewConfig {
             sum_parallelism: None,
             rebalance_before_map: false,
             two_phase: None,
+            adaptive: false,
         }
     }
 }
@@ -165,6 +168,11 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
     let keyed = mapped.key_by(|r: &(i64, i64)| r.0);
     let mut summed = match cfg.two_phase {
         None => keyed.sum(|r: &mut (i64, i64)| &mut r.1).name("sum-per-key"),
+        Some(buckets) if cfg.adaptive => keyed
+            .two_phase_adaptive(buckets, 0.05, |a: (i64, i64), b: (i64, i64)| {
+                (a.0, a.1.wrapping_add(b.1))
+            })
+            .name("sum-per-key (combine)"),
         Some(buckets) => keyed
             .two_phase_sum(buckets, |r: &mut (i64, i64)| &mut r.1)
             .name("sum-per-key (combine)"),

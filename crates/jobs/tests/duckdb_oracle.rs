@@ -68,7 +68,7 @@ fn sluice_sums(cfg: &SkewConfig) -> BTreeMap<i64, i64> {
 }
 
 #[test]
-fn skew_fixed_and_two_phase_agree_with_duckdb() {
+fn skew_fixed_two_phase_and_adaptive_agree_with_duckdb() {
     let dir = std::env::temp_dir().join(format!("sluice-oracle-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for share in [0.0, 0.8, 1.0] {
@@ -101,6 +101,14 @@ fn skew_fixed_and_two_phase_agree_with_duckdb() {
                     "two-phase",
                     SkewConfig {
                         two_phase: Some(8),
+                        ..cfg.clone()
+                    },
+                ),
+                (
+                    "two-phase, adaptive",
+                    SkewConfig {
+                        two_phase: Some(8),
+                        adaptive: true,
                         ..cfg.clone()
                     },
                 ),

@@ -65,6 +65,18 @@ fn two_phase_spreads_the_hot_key() {
             two_phase: Some(16),
             ..base
         });
+        let (_, adaptive) = run(&SkewConfig {
+            two_phase: Some(16),
+            adaptive: true,
+            records: 200_000,
+            parallelism: p,
+            ..SkewConfig::default()
+        });
+        let adaptive_share = max_share(&adaptive, "pre-aggregate (salted)");
+        assert!(
+            adaptive_share < 1.35 / p as f64,
+            "p={p}: adaptive two-phase hot subtask share {adaptive_share}"
+        );
         let before = max_share(&one, "sum-per-key");
         let after = max_share(&two, "pre-aggregate (salted)");
         assert!(before > 0.8, "p={p}: one-phase hot subtask share {before}");

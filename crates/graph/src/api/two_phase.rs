@@ -1,6 +1,6 @@
 //! Salted two-phase aggregation: the fix for a hot key that more parallelism cannot spread.
 
-use sluice_runtime::operators::{CombineOp, PreAggregateOp, SaltOp};
+use sluice_runtime::operators::{AdaptiveSaltOp, CombineOp, PreAggregateOp, SaltOp};
 use sluice_types::Data;
 
 use crate::partition::JavaHash;
@@ -35,11 +35,40 @@ where
         R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
         let buckets = buckets.max(1);
-        let key = self.key.clone();
         // Salt before the keyBy: the salt operator chains with whatever precedes the keyBy.
         let salted = self
             .unkeyed
             .transform("salt", move |_| SaltOp::new(buckets));
+        self.pre_aggregate_and_combine(salted, buckets, emit_every, reduce)
+    }
+
+    /// The adaptive variant: only keys that the salting subtask's heavy-hitter sketch reports
+    /// hot (at least `hot_share` of its records) are salted; other keys keep one partial. Same
+    /// final results as [`two_phase`](Self::two_phase).
+    pub fn two_phase_adaptive<R>(&self, buckets: u32, hot_share: f64, reduce: R) -> DataStream<T>
+    where
+        R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+    {
+        let buckets = buckets.max(1);
+        let key = self.key.clone();
+        let salted = self.unkeyed.transform("salt (adaptive)", move |_| {
+            let k = key.clone();
+            AdaptiveSaltOp::new(move |t: &T| k(t), buckets, hot_share)
+        });
+        self.pre_aggregate_and_combine(salted, buckets, DEFAULT_EMIT_EVERY, reduce)
+    }
+
+    fn pre_aggregate_and_combine<R>(
+        &self,
+        salted: DataStream<(u32, T)>,
+        buckets: u32,
+        emit_every: u32,
+        reduce: R,
+    ) -> DataStream<T>
+    where
+        R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
+    {
+        let key = self.key.clone();
         let k1 = key.clone();
         let r1 = reduce.clone();
         let pre = salted

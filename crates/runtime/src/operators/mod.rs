@@ -14,4 +14,4 @@ pub use keyed_process::{
     ProcessingClock, TimerServiceRef,
 };
 pub use keyed_reduce::KeyedReduceOp;
-pub use two_phase::{CombineOp, PreAggregateOp, SaltOp};
+pub use two_phase::{AdaptiveSaltOp, CombineOp, PreAggregateOp, SaltOp, ADAPTIVE_REFRESH};

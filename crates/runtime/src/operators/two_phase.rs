@@ -211,3 +211,115 @@ mod tests {
         assert_eq!(last[&1], odd);
     }
 }
+
+/// Adaptive salting: only keys that this subtask's heavy-hitter sketch reports hot (at least
+/// `threshold` of the records it has seen) are spread over `buckets` salts; every other key keeps
+/// salt 0, so cold keys are pre-aggregated in one partial as before. The hot set is refreshed every
+/// [`ADAPTIVE_REFRESH`] records. Any salting keeps the final results (the combiner merges all salts),
+/// so the decision can change at any time.
+pub struct AdaptiveSaltOp<K, KS> {
+    key_of: KS,
+    buckets: u32,
+    next: u32,
+    threshold: f64,
+    sketch: crate::hotkeys::SampledSketch<K>,
+    hot: std::collections::HashSet<K, crate::fasthash::FastBuildHasher>,
+    until_refresh: u32,
+}
+
+/// Records between refreshes of the adaptive salter's hot set.
+pub const ADAPTIVE_REFRESH: u32 = 1024;
+
+impl<K: Hash + Eq + Clone, KS> AdaptiveSaltOp<K, KS> {
+    pub fn new(key_of: KS, buckets: u32, threshold: f64) -> Self {
+        AdaptiveSaltOp {
+            key_of,
+            buckets: buckets.max(1),
+            next: 0,
+            threshold,
+            sketch: crate::hotkeys::SampledSketch::new(64, 8, 0x5a17),
+            hot: Default::default(),
+            until_refresh: ADAPTIVE_REFRESH,
+        }
+    }
+
+    /// Keys currently salted.
+    pub fn hot_keys(&self) -> usize {
+        self.hot.len()
+    }
+
+    fn refresh(&mut self) {
+        let total = self.sketch.sketch().total() as f64;
+        self.hot = self
+            .sketch
+            .sketch()
+            .top(64)
+            .into_iter()
+            .filter(|h| h.count as f64 >= self.threshold * total)
+            .map(|h| h.key)
+            .collect();
+    }
+}
+
+impl<K, T, KS> Operator<T, (u32, T)> for AdaptiveSaltOp<K, KS>
+where
+    K: Hash + Eq + Clone + Send,
+    T: Send,
+    KS: Fn(&T) -> K + Send,
+{
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.next = ctx.subtask_index as u32 % self.buckets;
+        Ok(())
+    }
+
+    #[inline]
+    fn process(&mut self, r: T, out: &mut dyn Collector<(u32, T)>) -> Result<(), OperatorError> {
+        let key = (self.key_of)(&r);
+        self.sketch.offer(&key);
+        self.until_refresh -= 1;
+        if self.until_refresh == 0 {
+            self.until_refresh = ADAPTIVE_REFRESH;
+            self.refresh();
+        }
+        let salt = if !self.hot.is_empty() && self.hot.contains(&key) {
+            let s = self.next;
+            self.next += 1;
+            if self.next == self.buckets {
+                self.next = 0;
+            }
+            s
+        } else {
+            0
+        };
+        out.collect((salt, r))
+    }
+}
+
+#[cfg(test)]
+mod adaptive_tests {
+    use super::*;
+    use sluice_types::VecCollector;
+
+    #[test]
+    fn only_hot_keys_are_salted() {
+        let mut op = AdaptiveSaltOp::new(|r: &u32| *r, 4, 0.1);
+        let mut out = VecCollector::default();
+        // Key 0 is 80% of the stream, keys 1..=100 share the rest.
+        for i in 0..20_000u32 {
+            let k = if i % 5 != 0 { 0 } else { 1 + i % 100 };
+            op.process(k, &mut out).unwrap();
+        }
+        assert_eq!(op.hot_keys(), 1);
+        let late = &out.records[10_000..];
+        let salts_of_hot: std::collections::BTreeSet<u32> = late
+            .iter()
+            .filter(|(_, k)| *k == 0)
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(salts_of_hot.len(), 4, "the hot key uses every bucket");
+        assert!(
+            late.iter().filter(|(_, k)| *k != 0).all(|(s, _)| *s == 0),
+            "cold keys stay unsalted"
+        );
+    }
+}
