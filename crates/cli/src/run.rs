@@ -179,11 +179,40 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             startup.map(|s| format!("{:.3}", s.as_secs_f64() * 1000.0)).unwrap_or("null".into()),
         );
     } else {
-        for v in &exec.result.vertices {
+        let metrics = monitor.vertex_metrics();
+        for (i, v) in exec.result.vertices.iter().enumerate() {
+            // Share of each subtask's life spent busy (neither idle nor backpressured).
+            let busy: Vec<String> = metrics
+                .get(i)
+                .map(|m| {
+                    m.subtasks
+                        .iter()
+                        .map(|s| {
+                            let life = (s.accumulated_busy_ms
+                                + s.accumulated_idle_ms
+                                + s.accumulated_backpressured_ms)
+                                .max(1.0);
+                            format!("{:.0}%", 100.0 * s.accumulated_busy_ms / life)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
             eprintln!(
-                "  {:<50} p={:<3} records in {:>12}  out {:>12}",
-                v.name, v.parallelism, v.records_in, v.records_out
+                "  {:<50} p={:<3} records in {:>12}  out {:>12}  busy {}",
+                v.name,
+                v.parallelism,
+                v.records_in,
+                v.records_out,
+                busy.join(" ")
             );
+            if let Some(h) = v.hot_keys.first() {
+                eprintln!(
+                    "      hottest key {} = {:.1}% of the vertex's records (subtask {})",
+                    h.key,
+                    100.0 * h.share_of_vertex,
+                    h.subtask + 1
+                );
+            }
         }
         if exec.result.dead_letters > 0 {
             eprintln!("  dead letters: {}", exec.result.dead_letters);
