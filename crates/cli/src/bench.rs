@@ -63,6 +63,17 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
             ],
         },
         Case {
+            name: "skew --two-phase",
+            args: vec![
+                "skew".into(),
+                "--two-phase".into(),
+                "--records".into(),
+                a.skew_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
+        },
+        Case {
             name: "skew, no operator timing",
             args: vec![
                 "skew".into(),
