@@ -30,6 +30,8 @@ pub enum Command {
     Bench(BenchArgs),
     /// Live per-subtask busy / backpressure / idle of a running job, from its Flink-compatible REST API.
     Top(crate::top::TopArgs),
+    /// Find a running job's bottleneck, name the cause and propose a fix (Sluice or Flink REST API).
+    Doctor(crate::doctor_cmd::DoctorArgs),
 }
 
 #[derive(Args, Debug)]

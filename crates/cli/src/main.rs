@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod doctor_cmd;
 mod fix_cmd;
 mod http_client;
 mod key_group;
@@ -26,6 +27,7 @@ fn main() -> ExitCode {
         Command::KeyGroup(k) => key_group::key_group(k),
         Command::Bench(b) => bench::bench(b),
         Command::Top(t) => top::top(t),
+        Command::Doctor(d) => doctor_cmd::doctor(d),
     };
     match outcome {
         Ok(code) => code,

@@ -1,0 +1,121 @@
+//! `sluice doctor --json` against a live `sluice run` (the embedded REST API): a hot key, and an
+//! expensive map without skew.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+struct Job(Child);
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts an effectively unbounded skew job with fast metrics and `extra` flags; returns it and
+/// its REST URL.
+fn start_job(extra: &[&str]) -> (Job, String) {
+    let mut args = vec![
+        "run",
+        "skew",
+        "--records",
+        "100000000000",
+        "--rest-port",
+        "0",
+        "--metrics-interval",
+        "0.2",
+        "--metrics-window",
+        "1",
+        "--no-progress",
+    ];
+    args.extend_from_slice(extra);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sluice runs");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("REST API: ") {
+                let url = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_string();
+                let _ = tx.send(url);
+            }
+        }
+    });
+    let job = Job(child);
+    let url = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the job announces its REST URL");
+    (job, url)
+}
+
+fn doctor(url: &str) -> serde_json::Value {
+    // Let the metric window fill first.
+    std::thread::sleep(Duration::from_millis(1200));
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["doctor", "--url", url, "--window", "2", "--json"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
+#[test]
+fn doctor_finds_the_hot_key_live() {
+    let (job, url) = start_job(&[]);
+    let d = doctor(&url);
+    drop(job);
+    assert_eq!(d["cause"], "key-skew", "{d:#}");
+    let b = &d["bottleneck"];
+    assert!(
+        b["vertex-name"]
+            .as_str()
+            .unwrap()
+            .starts_with("sum-per-key"),
+        "{d:#}"
+    );
+    assert_eq!(b["operator"], "sum-per-key", "{d:#}");
+    assert_eq!(b["subtasks"].as_array().unwrap().len(), 1, "{d:#}");
+    assert_eq!(d["hot-keys"][0]["key"], "0", "{d:#}");
+    assert!(d["hot-keys"][0]["share"].as_f64().unwrap() > 0.7, "{d:#}");
+    assert_eq!(d["fix"]["plan-change"]["kind"], "two-phase", "{d:#}");
+    assert_eq!(d["fix"]["plan-change"]["operator"], "sum-per-key", "{d:#}");
+    assert!(
+        d["undetermined"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|u| !u.as_str().unwrap().starts_with("CPU")),
+        "Sluice reports CPU time: {d:#}"
+    );
+}
+
+#[test]
+fn doctor_names_the_expensive_map_live() {
+    let (job, url) = start_job(&["--hot-key-share", "0", "--map-work", "2000"]);
+    let d = doctor(&url);
+    drop(job);
+    assert_eq!(d["cause"], "under-provisioned", "{d:#}");
+    assert_eq!(d["bottleneck"]["vertex-name"], "Source: generator -> map");
+    assert_eq!(d["bottleneck"]["operator"], "map", "{d:#}");
+    let change = &d["fix"]["plan-change"];
+    assert_eq!(change["kind"], "parallelism", "{d:#}");
+    assert_eq!(change["operator"], "map");
+    assert_eq!(change["ship"], "REBALANCE");
+    assert!(change["parallelism"].as_u64().unwrap() > 2, "{d:#}");
+}

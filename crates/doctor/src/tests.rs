@@ -1,0 +1,374 @@
+//! Every cause on a synthetic job.
+
+use super::*;
+
+fn sub(busy: f64, bp: f64, idle: f64, rin: f64) -> SubtaskSample {
+    SubtaskSample {
+        busy: Some(busy),
+        backpressured: Some(bp),
+        idle: Some(idle),
+        records_in: Some(rin),
+        records_out: Some(rin),
+        ..Default::default()
+    }
+}
+
+fn with_cpu(mut s: SubtaskSample, cpu: f64) -> SubtaskSample {
+    s.cpu = Some(cpu);
+    s
+}
+
+fn with_ops(mut s: SubtaskSample, ops: &[(&str, f64)]) -> SubtaskSample {
+    s.operator_busy = ops.iter().map(|(n, ms)| (n.to_string(), *ms)).collect();
+    s
+}
+
+/// source chain → keyed chain (HASH) → sink (FORWARD... a third vertex via REBALANCE).
+fn job(src: Vec<SubtaskSample>, keyed: Vec<SubtaskSample>, sink: Vec<SubtaskSample>) -> JobView {
+    let vertex =
+        |name: &str, ops: &[&str], inputs: Vec<usize>, ship: &[&str], subs: Vec<SubtaskSample>| {
+            VertexView {
+                id: name.to_string(),
+                name: name.to_string(),
+                parallelism: subs.len(),
+                inputs,
+                ship_strategies: ship.iter().map(|s| s.to_string()).collect(),
+                is_source: false,
+                is_sink: false,
+                operators: ops.iter().map(|s| s.to_string()).collect(),
+                subtasks: subs,
+                hot_keys: None,
+            }
+        };
+    let mut v = vec![
+        vertex(
+            "Source: gen -> map",
+            &["Source: gen", "map"],
+            vec![],
+            &[],
+            src,
+        ),
+        vertex("agg", &["agg"], vec![0], &["HASH"], keyed),
+        vertex("Sink: out", &["Sink: out"], vec![1], &["REBALANCE"], sink),
+    ];
+    v[0].is_source = true;
+    v[2].is_sink = true;
+    JobView {
+        vertices: v,
+        available_cores: None,
+    }
+}
+
+fn idle2() -> Vec<SubtaskSample> {
+    vec![sub(50.0, 0.0, 950.0, 1000.0), sub(50.0, 0.0, 950.0, 1000.0)]
+}
+
+fn bp2() -> Vec<SubtaskSample> {
+    vec![sub(200.0, 800.0, 0.0, 0.0), sub(200.0, 800.0, 0.0, 0.0)]
+}
+
+#[test]
+fn key_skew_names_hot_keys_and_proposes_two_phase() {
+    let mut j = job(
+        bp2(),
+        vec![
+            sub(1000.0, 0.0, 0.0, 90_000.0),
+            sub(150.0, 0.0, 850.0, 10_000.0),
+        ],
+        idle2(),
+    );
+    j.vertices[1].hot_keys = Some(vec![
+        HotKey {
+            key: "0".into(),
+            share: 0.8,
+        },
+        HotKey {
+            key: "7".into(),
+            share: 0.01,
+        },
+    ]);
+    let d = diagnose(&j);
+    let b = d.bottleneck.clone().unwrap();
+    assert_eq!(
+        (b.vertex, b.subtasks, b.operator.as_deref()),
+        (1, vec![0], Some("agg"))
+    );
+    assert_eq!(
+        d.cause,
+        Cause::KeySkew {
+            hot_keys: vec![HotKey {
+                key: "0".into(),
+                share: 0.8
+            }]
+        }
+    );
+    assert_eq!(
+        d.fix.as_ref().unwrap().plan_change,
+        Some(PlanChange::TwoPhase {
+            operator: "agg".into(),
+            buckets: 16
+        })
+    );
+    assert!(
+        d.evidence.iter().any(|e| e.contains("will not help")),
+        "{:?}",
+        d.evidence
+    );
+    assert!(d.evidence.iter().any(|e| e.contains("key `0` carries 80%")));
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.starts_with("`Source: gen -> map` is backpressured")));
+    assert!(d.confidence > 0.85, "{}", d.confidence);
+    assert!(d.expected_effect.contains("1.8x"), "{}", d.expected_effect);
+}
+
+#[test]
+fn key_skew_without_hot_keys_says_so() {
+    let j = job(
+        bp2(),
+        vec![
+            sub(990.0, 0.0, 10.0, 90_000.0),
+            sub(150.0, 0.0, 850.0, 10_000.0),
+        ],
+        idle2(),
+    );
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::KeySkew { hot_keys: vec![] });
+    assert!(d
+        .undetermined
+        .iter()
+        .any(|u| u.starts_with("hot keys: not reported")));
+    assert!(d
+        .undetermined
+        .iter()
+        .any(|u| u.starts_with("CPU time: could not be determined")));
+}
+
+#[test]
+fn uneven_load_behind_a_non_keyed_edge() {
+    let mut j = job(
+        bp2(),
+        vec![
+            sub(1000.0, 0.0, 0.0, 90_000.0),
+            sub(100.0, 0.0, 900.0, 10_000.0),
+        ],
+        idle2(),
+    );
+    j.vertices[1].ship_strategies = vec!["FORWARD".into()];
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::UnevenLoad);
+    assert_eq!(
+        d.fix.unwrap().plan_change,
+        Some(PlanChange::Parallelism {
+            operator: "agg".into(),
+            parallelism: 2,
+            ship: "REBALANCE".into()
+        })
+    );
+}
+
+#[test]
+fn under_provisioned_keyed_operator_keeps_hash() {
+    let busy = |b| with_cpu(sub(b, 0.0, 1000.0 - b, 50_000.0), b * 0.95);
+    let j = job(bp2(), vec![busy(980.0), busy(960.0)], idle2());
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::UnderProvisioned);
+    assert_eq!(d.bottleneck.as_ref().unwrap().subtasks, vec![0, 1]);
+    // ceil(2 × 0.97 / 0.7) = 3
+    assert_eq!(
+        d.fix.as_ref().unwrap().plan_change,
+        Some(PlanChange::Parallelism {
+            operator: "agg".into(),
+            parallelism: 3,
+            ship: "HASH".into()
+        })
+    );
+    assert!(d
+        .fix
+        .unwrap()
+        .change
+        .contains("raise `agg` to parallelism 3 behind HASH"));
+    assert!(
+        d.expected_effect.starts_with("at least"),
+        "{}",
+        d.expected_effect
+    );
+}
+
+#[test]
+fn parallelism_is_capped_by_cores() {
+    let busy = |b| with_cpu(sub(b, 0.0, 1000.0 - b, 50_000.0), b);
+    let mut j = job(bp2(), vec![busy(1000.0); 4], idle2());
+    j.available_cores = Some(5);
+    let d = diagnose(&j);
+    let Some(PlanChange::Parallelism { parallelism, .. }) = d.fix.unwrap().plan_change else {
+        panic!()
+    };
+    assert_eq!(parallelism, 5, "ceil(4/0.7)=6 capped at 5");
+    j.available_cores = Some(4);
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::UnderProvisioned);
+    assert_eq!(
+        d.fix.unwrap().plan_change,
+        None,
+        "no cores: make it cheaper"
+    );
+}
+
+#[test]
+fn expensive_map_in_a_source_chain_is_named() {
+    let s = |_| {
+        with_ops(
+            with_cpu(sub(1000.0, 0.0, 0.0, 0.0), 990.0),
+            &[("Source: gen", 40.0), ("map", 900.0)],
+        )
+    };
+    let j = job(vec![s(0), s(1)], idle2(), idle2());
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::UnderProvisioned);
+    let b = d.bottleneck.as_ref().unwrap();
+    assert_eq!((b.vertex, b.operator.as_deref()), (0, Some("map")));
+    assert_eq!(
+        d.fix.unwrap().plan_change,
+        Some(PlanChange::Parallelism {
+            operator: "map".into(),
+            parallelism: 3,
+            ship: "REBALANCE".into()
+        })
+    );
+    assert!(
+        d.evidence.iter().any(|e| e.contains("`map` takes 96%")),
+        "{:?}",
+        d.evidence
+    );
+}
+
+#[test]
+fn source_ceiling_when_the_source_operator_is_busy() {
+    let s = |_| {
+        with_ops(
+            with_cpu(sub(1000.0, 0.0, 0.0, 0.0), 990.0),
+            &[("Source: gen", 900.0), ("map", 40.0)],
+        )
+    };
+    let j = job(vec![s(0), s(1)], idle2(), idle2());
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::SourceCeiling);
+    assert_eq!(
+        d.bottleneck.unwrap().operator.as_deref(),
+        Some("Source: gen")
+    );
+    // Without per-operator time: still a source ceiling, less sure.
+    let j = job(vec![sub(1000.0, 0.0, 0.0, 0.0); 2], idle2(), idle2());
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::SourceCeiling);
+    assert!(d.confidence <= 0.5);
+}
+
+#[test]
+fn sink_limit() {
+    let s = |_| with_cpu(sub(900.0, 0.0, 100.0, 1000.0), 800.0);
+    let j = job(bp2(), bp2(), vec![s(0), s(1)]);
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::SinkLimit);
+    assert_eq!(d.bottleneck.unwrap().vertex, 2);
+    assert!(d.fix.unwrap().description.contains("batch"));
+}
+
+#[test]
+fn blocking_calls_from_low_cpu() {
+    let s = |_| with_cpu(sub(950.0, 0.0, 50.0, 100.0), 50.0);
+    let j = job(bp2(), vec![s(0), s(1)], idle2());
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::BlockingCalls);
+    assert_eq!(
+        d.fix.unwrap().plan_change,
+        Some(PlanChange::AsyncIo {
+            operator: "agg".into(),
+            capacity: 19
+        })
+    );
+    assert!(!d.undetermined.iter().any(|u| u.starts_with("CPU")));
+}
+
+#[test]
+fn state_access_dominates() {
+    let s = |_| {
+        let mut x = with_cpu(sub(900.0, 0.0, 100.0, 100.0), 880.0);
+        x.state_access = Some(600.0);
+        x
+    };
+    let j = job(bp2(), vec![s(0), s(1)], idle2());
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::StateAccess);
+    assert!(d.evidence.iter().any(|e| e.contains("keyed-state calls")));
+}
+
+#[test]
+fn everything_idle_is_no_bottleneck() {
+    let d = diagnose(&job(idle2(), idle2(), idle2()));
+    assert_eq!(d.cause, Cause::NoBottleneck);
+    assert!(d.bottleneck.is_none() && d.fix.is_none());
+    assert_eq!(d.verdict(), "no bottleneck: the input is the limit");
+}
+
+#[test]
+fn periodic_stalls_over_a_window() {
+    let busy = |rate| with_cpu(sub(950.0, 0.0, 50.0, rate), 900.0);
+    let snap = |rate| vec![bp2(), vec![busy(rate), busy(rate)], idle2()];
+    let samples: Vec<Snapshot> = [50_000.0, 50_000.0, 1_000.0, 50_000.0, 50_000.0, 2_000.0]
+        .into_iter()
+        .map(snap)
+        .collect();
+    let j = job(vec![], vec![], vec![]);
+    let d = diagnose_window(&j, &samples);
+    assert_eq!(d.cause, Cause::Stalls, "{:?}", d.evidence);
+    assert!(d
+        .evidence
+        .iter()
+        .any(|e| e.starts_with("in 2 of 6 samples")));
+    // A steady rate is no stall.
+    let steady: Vec<Snapshot> = (0..6).map(|_| snap(50_000.0)).collect();
+    assert_eq!(diagnose_window(&j, &steady).cause, Cause::UnderProvisioned);
+}
+
+#[test]
+fn averages_a_window() {
+    let a = vec![vec![with_ops(sub(1000.0, 0.0, 0.0, 10.0), &[("m", 100.0)])]];
+    let mut b = vec![vec![sub(500.0, 100.0, 400.0, 30.0)]];
+    b[0][0].cpu = Some(40.0);
+    let avg = average(&[a, b]);
+    let s = &avg[0][0];
+    assert_eq!(
+        (s.busy, s.backpressured, s.records_in, s.cpu),
+        (Some(750.0), Some(50.0), Some(20.0), Some(40.0))
+    );
+    assert_eq!(s.operator_busy, vec![("m".to_string(), 100.0)]);
+}
+
+#[test]
+fn busy_is_derived_when_missing() {
+    let s = SubtaskSample {
+        idle: Some(300.0),
+        backpressured: Some(200.0),
+        ..Default::default()
+    };
+    assert_eq!(s.busy_ms(), 500.0);
+    assert_eq!(SubtaskSample::default().busy_ms(), 0.0);
+}
+
+#[test]
+fn walks_from_sources_even_when_listed_out_of_order() {
+    let mut j = job(
+        bp2(),
+        vec![sub(1000.0, 0.0, 0.0, 9.0), sub(100.0, 0.0, 900.0, 1.0)],
+        idle2(),
+    );
+    // Reverse the listing: sink, agg, source.
+    j.vertices.reverse();
+    j.vertices[0].inputs = vec![1];
+    j.vertices[1].inputs = vec![2];
+    assert_eq!(topological_order(&j), vec![2, 1, 0]);
+    assert_eq!(diagnose(&j).bottleneck.unwrap().vertex, 1);
+}
