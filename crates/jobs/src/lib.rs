@@ -2,6 +2,7 @@
 //!
 //! - [`skew`]: the skew workload of `spec/skew-workload.md`, defined to the bit so Sluice and Flink
 //!   produce the same per-key sums: generator → map (a little CPU work) → key_by → running sum.
+//! - [`scenarios`]: one job per cause the doctor names (`sluice run scenario <name>`).
 //! - [`passthrough`]: generator → map → discard, chained or through REBALANCE: the exchange's
 //!   raw speed.
 //!
@@ -20,4 +21,5 @@
 //! Invariant: jobs use only the public DataStream API, as a user would.
 
 pub mod passthrough;
+pub mod scenarios;
 pub mod skew;

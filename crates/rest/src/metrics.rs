@@ -233,6 +233,9 @@ pub static TASK_METRICS: &[TaskMetric] = &[
     TaskMetric { name: "accumulateCpuTimeMs", kind: Counter, extra: true,
         help: "Total CPU time of the task thread, ms (NaN where unavailable)",
         get: |s| Value::Double(s.snap.accumulated_cpu_ms) },
+    TaskMetric { name: "stateAccessTimeMsPerSecond", kind: Gauge, extra: true,
+        help: "Time in keyed-state calls, ms per second (sampled on the memory backend)",
+        get: |s| Value::Double(s.snap.state_access_ms_per_second) },
 ];
 
 #[rustfmt::skip]

@@ -170,7 +170,11 @@ const TASK_METRICS: &[&str] = &[
 ];
 const OPERATOR_METRICS: &[&str] = &["numRecordsIn", "numRecordsInPerSecond"];
 /// Sluice additions (documented in the crate docs).
-const TASK_EXTRAS: &[&str] = &["cpuTimeMsPerSecond", "accumulateCpuTimeMs"];
+const TASK_EXTRAS: &[&str] = &[
+    "cpuTimeMsPerSecond",
+    "accumulateCpuTimeMs",
+    "stateAccessTimeMsPerSecond",
+];
 const OPERATOR_EXTRAS: &[&str] = &["busyTimeMsPerSecond", "accumulateBusyTimeMs"];
 
 /// Whether a subtask-scope metric name (no index) is one Sluice claims to serve as Flink does.

@@ -49,6 +49,7 @@ struct Totals {
     idle_ns: u64,
     bp_ns: u64,
     cpu_ns: Option<u64>,
+    state_ns: u64,
 }
 
 struct OpState {
@@ -66,6 +67,7 @@ struct SubtaskState {
     idle: TimerWindow,
     bp: TimerWindow,
     cpu: TimerWindow,
+    state: TimerWindow,
     records_in: MeterWindow,
     records_out: MeterWindow,
     bytes_in: MeterWindow,
@@ -99,6 +101,7 @@ impl Sampler {
                         idle: TimerWindow::new(slots),
                         bp: TimerWindow::new(slots),
                         cpu: TimerWindow::new(slots),
+                        state: TimerWindow::new(slots),
                         records_in: MeterWindow::new(slots),
                         records_out: MeterWindow::new(slots),
                         bytes_in: MeterWindow::new(slots),
@@ -180,10 +183,14 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
         s.cpu
             .push(ms(c.saturating_sub(prev.unwrap_or(0))), interval_s);
     }
+    let state_ns = m.state_access_ns.load(Relaxed);
+    s.state
+        .push(ms(state_ns.saturating_sub(s.prev.state_ns)), interval_s);
     s.prev = Totals {
         idle_ns: idle,
         bp_ns: bp,
         cpu_ns: cpu.or(s.prev.cpu_ns),
+        state_ns,
     };
     s.prev_tick = at;
 
@@ -309,6 +316,7 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
             f64::NAN
         },
         accumulated_cpu_ms: s.prev.cpu_ns.map(|c| ms(c).floor()).unwrap_or(f64::NAN),
+        state_access_ms_per_second: s.state.per_second(),
         operators,
     };
     if ended > 0

@@ -1,0 +1,350 @@
+//! The doctor's scenario suite (issue 5): one small job per bottleneck cause, so `sluice run
+//! scenario <name>` shows each cause live and tests check that `sluice doctor` names it.
+//!
+//! Every scenario takes the same [`ScenarioConfig`]; by default the input is effectively unbounded
+//! (10^12 records) for live diagnosis, and a bounded count runs to the end like any job.
+//!
+//! | scenario | the job | what the doctor should say |
+//! |---|---|---|
+//! | `skew` | [`crate::skew`] with its 80 % hot key | key skew at `sum-per-key`, one subtask |
+//! | `under-provisioned` | skew without a hot key, an expensive `map` chained behind the source (FORWARD) | under-provisioned, operator `map` |
+//! | `blocking` | REBALANCE → a map that sleeps per record | blocking calls at `blocking-call` |
+//! | `state-heavy` | key_by → a `KeyedProcess` doing several map-state calls per record on the LSM backend | state access |
+//! | `slow-sink` | cheap chain → a sink that burns CPU per record, not chained | sink limit |
+//! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 1.4 s every 4 s | periodic stalls |
+//! | `source-ceiling` | a generator whose function is expensive → REBALANCE → discard | source ceiling |
+//! | `input-limited` | a source that waits for its input (counted as idle) → cheap map → discard | no bottleneck |
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sluice_graph::{
+    Collector, GraphError, KeyedProcessFunction, OperatorError, ProcessContext, StateBackendKind,
+    StreamEnv,
+};
+use sluice_runtime::sources::{split_range, SourceContext, SourceFunction, SOURCE_BATCH};
+
+use crate::skew::{self, mix, work};
+
+/// The scenarios: name and one-line description.
+pub const SCENARIOS: &[(&str, &str)] = &[
+    ("skew", "a hot key (80% of records) on one subtask of the keyed sum: key skew"),
+    (
+        "under-provisioned",
+        "an expensive map chained behind the source (FORWARD), no skew: under-provisioned",
+    ),
+    (
+        "blocking",
+        "a map that sleeps per record behind REBALANCE: blocking calls (busy, little CPU)",
+    ),
+    (
+        "state-heavy",
+        "a keyed process function doing map-state calls per record on the LSM backend: state access",
+    ),
+    ("slow-sink", "a sink that burns CPU per record, not chained: sink limit"),
+    (
+        "stalls",
+        "an expensive map that stops on every subtask at once for 1.4 s every 4 s: periodic stalls",
+    ),
+    (
+        "source-ceiling",
+        "a generator whose function is expensive, cheap downstream: source ceiling",
+    ),
+    (
+        "input-limited",
+        "a source waiting for slow input, everything else cheap: no bottleneck",
+    ),
+];
+
+/// Default record count: effectively unbounded (hours at any of the scenarios' rates).
+pub const UNBOUNDED: u64 = 1_000_000_000_000;
+
+/// Settings of a scenario job.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScenarioConfig {
+    /// One of [`SCENARIOS`].
+    pub name: String,
+    pub records: u64,
+    pub parallelism: usize,
+}
+
+impl Default for ScenarioConfig {
+    fn default() -> Self {
+        ScenarioConfig {
+            name: "skew".into(),
+            records: UNBOUNDED,
+            parallelism: 2,
+        }
+    }
+}
+
+impl ScenarioConfig {
+    pub fn new(name: &str) -> Self {
+        ScenarioConfig {
+            name: name.into(),
+            ..ScenarioConfig::default()
+        }
+    }
+
+    /// Rejects an unknown name (listing the known ones) and parallelism 0.
+    pub fn validate(&self) -> Result<(), String> {
+        if !SCENARIOS.iter().any(|(n, _)| *n == self.name) {
+            let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
+            return Err(format!(
+                "unknown scenario `{}`; known: {}",
+                self.name,
+                names.join(", ")
+            ));
+        }
+        if self.parallelism == 0 {
+            return Err("--parallelism must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// A built scenario: what its sink received, after (or during) the run.
+pub struct ScenarioJob {
+    pub name: String,
+    sunk: Arc<AtomicU64>,
+    skew: Option<skew::SkewJob>,
+}
+
+impl ScenarioJob {
+    /// Records that reached the sink (for `skew` / `under-provisioned`: keys in the final sums).
+    pub fn records_sunk(&self) -> u64 {
+        match &self.skew {
+            Some(j) => j.final_sums().len() as u64,
+            None => self.sunk.load(Relaxed),
+        }
+    }
+
+    /// The skew job inside `skew` and `under-provisioned`.
+    pub fn skew_job(&self) -> Option<&skew::SkewJob> {
+        self.skew.as_ref()
+    }
+}
+
+/// Multiply/xor-shift rounds: the CPU burn of the expensive operators (~1 µs per 1000 rounds).
+const HEAVY: u32 = 2000;
+
+/// Adds the scenario's job to `env` (job name = scenario name).
+pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, GraphError> {
+    cfg.validate().map_err(GraphError::InvalidConfig)?;
+    let n = cfg.records;
+    let sunk: Arc<AtomicU64> = Arc::default();
+    let mut skew_job = None;
+    let count = {
+        let s = sunk.clone();
+        move |_: i64| -> Result<(), OperatorError> {
+            s.fetch_add(1, Relaxed);
+            Ok(())
+        }
+    };
+    match cfg.name.as_str() {
+        "skew" | "under-provisioned" => {
+            let mut sc = skew::SkewConfig {
+                records: n,
+                parallelism: cfg.parallelism,
+                ..skew::SkewConfig::default()
+            };
+            if cfg.name == "under-provisioned" {
+                sc.hot_key_share = 0.0;
+                sc.map_work = HEAVY;
+            }
+            skew_job = Some(skew::build(env, &sc)?);
+        }
+        "blocking" => {
+            env.set_parallelism(cfg.parallelism);
+            env.generate(n, |i| mix(i) as i64)
+                .name("generator")
+                .rebalance()
+                .map(|v: i64| {
+                    std::thread::sleep(Duration::from_micros(100));
+                    v
+                })
+                .name("blocking-call")
+                .sink_fn("count", count);
+        }
+        "state-heavy" => {
+            env.set_parallelism(cfg.parallelism);
+            env.set_state_backend(StateBackendKind::lsm_in_temp_dir());
+            env.generate(n, |i| {
+                let h = mix(i);
+                ((h % 4096) as i64, (h >> 32) as i64)
+            })
+            .name("generator")
+            .key_by(|r: &(i64, i64)| r.0)
+            .process(StateHeavy)
+            .name("state-heavy")
+            .sink_fn("count", count);
+        }
+        "slow-sink" => {
+            env.set_parallelism(cfg.parallelism);
+            env.generate(n, |i| mix(i) as i64)
+                .name("generator")
+                .map(|v: i64| v & 0xFFFF)
+                .name("map")
+                .sink_fn("slow-sink", move |v: i64| {
+                    std::hint::black_box(work(v, HEAVY));
+                    count(v)
+                })
+                .disable_chaining();
+        }
+        "stalls" => {
+            env.set_parallelism(cfg.parallelism);
+            env.generate(n, |i| mix(i) as i64)
+                .name("generator")
+                .rebalance()
+                .map(|v: i64| {
+                    stall_if_due();
+                    work(v, HEAVY / 4)
+                })
+                .name("stalling-map")
+                .sink_fn("count", count);
+        }
+        "source-ceiling" => {
+            env.set_parallelism(cfg.parallelism);
+            env.generate(n, |i| work(mix(i) as i64, HEAVY))
+                .name("expensive-generator")
+                .rebalance()
+                .sink_fn("count", count);
+        }
+        "input-limited" => {
+            env.set_parallelism(cfg.parallelism);
+            env.add_source("slow-input", move |i, p| {
+                Ok(SlowInput {
+                    range: split_range(n, i, p),
+                })
+            })
+            .map(|v: i64| v & 0xFFFF)
+            .name("map")
+            .sink_fn("count", count);
+        }
+        other => unreachable!("validated scenario {other}"),
+    }
+    env.set_job_name(cfg.name.clone());
+    Ok(ScenarioJob {
+        name: cfg.name.clone(),
+        sunk,
+        skew: skew_job,
+    })
+}
+
+/// `stalls`: wall-clock periods shared by every subtask; in the first part of each, stop.
+const STALL_PERIOD_MS: u64 = 4000;
+const STALL_MS: u64 = 1400;
+
+fn stall_if_due() {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_millis() as u64;
+    let phase = now % STALL_PERIOD_MS;
+    if phase < STALL_MS {
+        std::thread::sleep(Duration::from_millis(STALL_MS - phase));
+    }
+}
+
+/// `state-heavy`: per record, reads 8 entries of the key's map state and writes one, and keeps a
+/// per-key count in value state: ten state calls per record.
+#[derive(Clone)]
+struct StateHeavy;
+
+impl KeyedProcessFunction<i64, (i64, i64), i64> for StateHeavy {
+    fn process_element(
+        &mut self,
+        (_, v): (i64, i64),
+        ctx: &mut ProcessContext<'_, i64>,
+        out: &mut dyn Collector<i64>,
+    ) -> Result<(), OperatorError> {
+        let slot = (v as u64 % 64) as u32;
+        let mut acc = v;
+        {
+            let mut m = ctx.map_state::<u32, i64>("entries");
+            for j in 0..8u32 {
+                if let Some(x) = m.get(&((slot + j * 8) % 64))? {
+                    acc = acc.wrapping_add(x);
+                }
+            }
+            m.put(slot, acc)?;
+        }
+        let mut n = ctx.value_state::<u64>("count");
+        let c = n.value()?.unwrap_or(0) + 1;
+        n.update(c)?;
+        out.collect(acc)
+    }
+}
+
+/// `input-limited`: emits its share in batches of 64 records, waiting 2 ms for each batch as if
+/// for an external system with nothing more to read yet; the wait is counted as idle time (as
+/// Flink counts a source waiting for data), so the job shows no busy vertex.
+struct SlowInput {
+    range: std::ops::Range<u64>,
+}
+
+const SLOW_BATCH: u64 = 64;
+const SLOW_WAIT: Duration = Duration::from_millis(2);
+
+impl SourceFunction<i64> for SlowInput {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<i64>,
+    ) -> Result<(), OperatorError> {
+        let mut i = self.range.start;
+        let mut since_publish = 0;
+        while i < self.range.end {
+            if ctx.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            let t = std::time::Instant::now();
+            std::thread::sleep(SLOW_WAIT);
+            ctx.metrics
+                .waits
+                .idle_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            let stop = (i + SLOW_BATCH).min(self.range.end);
+            for j in i..stop {
+                out.collect(mix(j) as i64)?;
+            }
+            since_publish += stop - i;
+            if since_publish >= SOURCE_BATCH || stop == self.range.end {
+                ctx.add_emitted(since_publish);
+                since_publish = 0;
+            }
+            i = stop;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_builds_and_runs_bounded() {
+        for (name, _) in SCENARIOS {
+            let env = StreamEnv::new();
+            let cfg = ScenarioConfig {
+                records: 200,
+                ..ScenarioConfig::new(name)
+            };
+            let job = build(&env, &cfg).unwrap();
+            env.execute().unwrap_or_else(|e| panic!("{name}: {e}"));
+            let sunk = job.records_sunk();
+            match *name {
+                "skew" | "under-provisioned" => assert!(sunk > 0, "{name}"),
+                _ => assert_eq!(sunk, 200, "{name}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_names_are_rejected_with_the_list() {
+        let e = ScenarioConfig::new("nope").validate().unwrap_err();
+        assert!(e.contains("blocking") && e.contains("nope"), "{e}");
+    }
+}
