@@ -32,6 +32,8 @@ pub enum Command {
     Top(crate::top::TopArgs),
     /// Find a running job's bottleneck, name the cause and propose a fix (Sluice or Flink REST API).
     Doctor(crate::doctor_cmd::DoctorArgs),
+    /// The doctor end to end on the skew job (~15 s): live table, verdict, fix, proof.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +81,20 @@ pub enum JobCmd {
     Passthrough(PassthroughArgs),
     /// The skew workload: generator -> map -> key_by -> running sum, with a hot key.
     Skew(SkewArgs),
+    /// A doctor scenario: one job per bottleneck cause (see `sluice_jobs::scenarios`).
+    Scenario(ScenarioArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ScenarioArgs {
+    /// skew, under-provisioned, blocking, state-heavy, slow-sink, stalls, source-ceiling,
+    /// input-limited.
+    pub name: String,
+    /// Records to generate (default: effectively unbounded, for live diagnosis).
+    #[arg(long, default_value_t = sluice_jobs::scenarios::UNBOUNDED)]
+    pub records: u64,
+    #[command(flatten)]
+    pub env: EnvArgs,
 }
 
 /// Settings every job takes (Flink's names in brackets).

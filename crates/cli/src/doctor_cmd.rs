@@ -2,21 +2,40 @@
 //! [`sluice_doctor::JobView`] and prints the doctor's diagnosis (or `--json`). Uses Flink's paths and
 //! metric names, plus Sluice's extras when the server has them (`cpuTimeMsPerSecond`,
 //! `<operator>.busyTimeMsPerSecond`, `/hot-keys`), so it works against Sluice and Apache Flink alike.
+//!
+//! The REST answers come through one interface, [`RestSource`], with two implementations: a live
+//! server ([`LiveSource`]) and a directory of saved answers ([`DirSource`], `--from-dir`, in the
+//! layout of `tests/fixtures/flink/flink-rest/skew/`). `--save DIR` wraps the live source in a
+//! [`SavingSource`] that writes every answer it reads into that layout (the last sample wins, so
+//! the directory holds one snapshot).
+//!
+//! `sluice doctor fix <job> [job flags]` runs a built-in job live, diagnoses it through its own REST
+//! server, turns the proposed plan change into a [`sluice_graph::fixer::Fix`], shows the plan diff,
+//! then runs the original and the fixed job on the same bounded input and compares their output.
 
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use serde_json::{json, Value};
 use sluice_doctor::{
     average, diagnose_window, Cause, Diagnosis, HotKey, JobView, PlanChange, Snapshot,
     SubtaskSample, VertexView,
 };
+use sluice_graph::fixer::{apply, Fix, PlanDiff};
+use sluice_types::ShipStrategy;
 
+use crate::args::{EnvArgs, JobCmd};
 use crate::http_client::{Endpoint, HttpError};
+use crate::run::{build_job, BuiltJob};
 use crate::top::{pick_job, read_job, read_values, subtask_view, SUBTASK_METRICS};
 
 /// Arguments of `sluice doctor`.
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DoctorArgs {
     /// REST API of the job: Sluice's, or an Apache Flink JobManager's (plain http only).
     #[arg(long, default_value = "http://127.0.0.1:8081")]
@@ -24,16 +43,45 @@ pub struct DoctorArgs {
     /// Job id; default: the first RUNNING job, else the most recently started one.
     #[arg(long)]
     pub job: Option<String>,
-    /// Seconds to sample over (one sample per second, averaged).
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
-    pub window: f64,
+    /// Seconds to sample over (one sample per second, averaged); default 10.
+    #[arg(long, value_name = "SECS")]
+    pub window: Option<f64>,
     /// Print the diagnosis as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Diagnose a directory of saved REST answers instead of a live server (one snapshot; the
+    /// layout of tests/fixtures/flink/flink-rest/skew/: jobs-overview.json, job.json,
+    /// vN-<name>-subtaskK-metrics.json, ...).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["url", "save", "window"])]
+    pub from_dir: Option<PathBuf>,
+    /// Also write the REST answers read into DIR, in the `--from-dir` layout (the last sample).
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
+    #[command(subcommand)]
+    pub action: Option<DoctorAction>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum DoctorAction {
+    /// Run a built-in job, diagnose it live, apply the proposed fix and prove it: plan diff, the
+    /// original and the fixed job run on the same bounded input, identical output, busy shares.
+    Fix(DoctorFixArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct DoctorFixArgs {
+    /// The job and its flags, as `sluice run` takes them (`--records` bounds the compared runs).
+    #[command(subcommand)]
+    pub job: JobCmd,
+    /// Seconds to sample the live run over before diagnosing.
+    #[arg(long, global = true, default_value_t = 2.0, value_name = "SECS")]
+    pub sample_window: f64,
 }
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const OPERATOR_BUSY: &str = "busyTimeMsPerSecond";
+/// Sluice's time in keyed-state calls, ms/s (absent on Flink).
+const STATE_ACCESS: &str = "stateAccessTimeMsPerSecond";
 
 /// Flink's metric-scope filter for operator names (as `sluice_rest::metrics` applies it).
 fn scope(name: &str) -> String {
@@ -110,14 +158,201 @@ fn sample_of(
                 ))
             })
             .collect(),
-        state_access: None,
+        state_access: values.get(STATE_ACCESS).copied().filter(|v| v.is_finite()),
     }
 }
 
-fn snapshot(ep: &Endpoint, jid: &str, vertices: &[VertexView]) -> anyhow::Result<Snapshot> {
+// ---------------------------------------------------------------------------------------------
+// Where REST answers come from
+// ---------------------------------------------------------------------------------------------
+
+/// A source of REST answers, by Flink REST path (with its query).
+pub trait RestSource {
+    /// The answer to `GET path`; `Ok(None)` when there is no such resource (404, or no file).
+    fn get(&self, path: &str) -> anyhow::Result<Option<Value>>;
+    /// Where the answers come from, for the report's header.
+    fn describe(&self) -> String;
+    /// Whether repeated reads can change (a live server), so sampling over a window makes sense.
+    fn is_live(&self) -> bool;
+}
+
+/// A live REST API over HTTP.
+pub struct LiveSource {
+    ep: Endpoint,
+}
+
+impl LiveSource {
+    pub fn new(url: &str) -> anyhow::Result<LiveSource> {
+        Ok(LiveSource {
+            ep: Endpoint::parse(url).map_err(anyhow::Error::msg)?,
+        })
+    }
+}
+
+impl RestSource for LiveSource {
+    fn get(&self, path: &str) -> anyhow::Result<Option<Value>> {
+        match self.ep.get_json(path, REQUEST_TIMEOUT) {
+            Ok(v) => Ok(Some(v)),
+            Err(HttpError::Status { status: 404, .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+    fn describe(&self) -> String {
+        self.ep.base_url()
+    }
+    fn is_live(&self) -> bool {
+        true
+    }
+}
+
+/// A vertex's file-name stem: `v<position>-<name slug>` (`v1-sum-per-key-counting-sink-writer`).
+pub fn vertex_stem(position: usize, name: &str) -> String {
+    let mut slug = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    format!("v{position}-{}", slug.trim_end_matches('-'))
+}
+
+/// Vertex id → file stem, from `/jobs/:id` (positions in its `vertices` list).
+fn stems_of(job: &Value) -> HashMap<String, String> {
+    job["vertices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            Some((
+                v["id"].as_str()?.to_string(),
+                vertex_stem(i, v["name"].as_str().unwrap_or("")),
+            ))
+        })
+        .collect()
+}
+
+/// The file holding the answer to `path` in the saved layout; `None` for paths it has no file for.
+pub fn file_for(path: &str, stems: &HashMap<String, String>) -> Option<String> {
+    let route = path.split('?').next().unwrap_or(path);
+    let seg: Vec<&str> = route.trim_matches('/').split('/').collect();
+    let stem = |vid: &str| stems.get(vid).cloned();
+    Some(match seg.as_slice() {
+        ["jobs", "overview"] => "jobs-overview.json".to_string(),
+        ["jobs", _] => "job.json".to_string(),
+        ["jobs", _, "vertices", vid] => format!("{}.json", stem(vid)?),
+        ["jobs", _, "vertices", vid, "subtasks", "metrics"] => {
+            format!("{}-subtasks-metrics-aggregated.json", stem(vid)?)
+        }
+        ["jobs", _, "vertices", vid, "subtasks", n, "metrics"] => {
+            n.parse::<usize>().ok()?;
+            format!("{}-subtask{n}-metrics.json", stem(vid)?)
+        }
+        ["jobs", _, "vertices", vid, "hot-keys"] => format!("{}-hot-keys.json", stem(vid)?),
+        _ => return None,
+    })
+}
+
+/// Saved REST answers in a directory (`--from-dir`): one snapshot.
+pub struct DirSource {
+    dir: PathBuf,
+    stems: HashMap<String, String>,
+}
+
+impl DirSource {
+    pub fn open(dir: &Path) -> anyhow::Result<DirSource> {
+        let job = read_json_file(&dir.join("job.json")).with_context(|| {
+            format!(
+                "{} is not a directory of saved REST answers (it needs job.json, \
+                 jobs-overview.json and vN-<vertex>-subtaskK-metrics.json files)",
+                dir.display()
+            )
+        })?;
+        Ok(DirSource {
+            dir: dir.to_path_buf(),
+            stems: stems_of(&job),
+        })
+    }
+}
+
+fn read_json_file(path: &Path) -> anyhow::Result<Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+}
+
+impl RestSource for DirSource {
+    fn get(&self, path: &str) -> anyhow::Result<Option<Value>> {
+        let Some(file) = file_for(path, &self.stems) else {
+            return Ok(None);
+        };
+        let full = self.dir.join(file);
+        if !full.exists() {
+            return Ok(None);
+        }
+        read_json_file(&full).map(Some)
+    }
+    fn describe(&self) -> String {
+        format!("saved answers in {}", self.dir.display())
+    }
+    fn is_live(&self) -> bool {
+        false
+    }
+}
+
+/// Reads through `inner` and writes every answer into `dir` in the `--from-dir` layout.
+pub struct SavingSource<'a> {
+    inner: &'a dyn RestSource,
+    dir: PathBuf,
+    stems: Mutex<HashMap<String, String>>,
+}
+
+impl<'a> SavingSource<'a> {
+    pub fn new(inner: &'a dyn RestSource, dir: &Path) -> anyhow::Result<SavingSource<'a>> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(SavingSource {
+            inner,
+            dir: dir.to_path_buf(),
+            stems: Mutex::default(),
+        })
+    }
+}
+
+impl RestSource for SavingSource<'_> {
+    fn get(&self, path: &str) -> anyhow::Result<Option<Value>> {
+        let answer = self.inner.get(path)?;
+        if let Some(v) = &answer {
+            let mut stems = self.stems.lock().unwrap_or_else(|p| p.into_inner());
+            if file_for(path, &HashMap::new()).as_deref() == Some("job.json") {
+                *stems = stems_of(v);
+            }
+            if let Some(file) = file_for(path, &stems) {
+                let full = self.dir.join(file);
+                std::fs::write(&full, serde_json::to_string(v)?)
+                    .with_context(|| format!("writing {}", full.display()))?;
+            }
+        }
+        Ok(answer)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn is_live(&self) -> bool {
+        self.inner.is_live()
+    }
+}
+
+fn required(src: &dyn RestSource, path: &str) -> anyhow::Result<Value> {
+    src.get(path)?
+        .with_context(|| format!("{}: no answer for {path}", src.describe()))
+}
+
+fn snapshot(src: &dyn RestSource, jid: &str, vertices: &[VertexView]) -> anyhow::Result<Snapshot> {
     let mut snap = Vec::with_capacity(vertices.len());
     for v in vertices {
-        let mut names = SUBTASK_METRICS.to_string();
+        let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS}");
         for op in &v.operators {
             names.push_str(&format!(",{}.{OPERATOR_BUSY}", scope(op)));
         }
@@ -127,7 +362,7 @@ fn snapshot(ep: &Endpoint, jid: &str, vertices: &[VertexView]) -> anyhow::Result
                 "/jobs/{jid}/vertices/{}/subtasks/{n}/metrics?get={names}",
                 v.id
             );
-            let values = read_values(&ep.get_json(&path, REQUEST_TIMEOUT)?);
+            let values = read_values(&required(src, &path)?);
             subs.push(sample_of(&values, &v.operators));
         }
         snap.push(subs);
@@ -135,32 +370,28 @@ fn snapshot(ep: &Endpoint, jid: &str, vertices: &[VertexView]) -> anyhow::Result
     Ok(snap)
 }
 
-/// `/hot-keys` (a Sluice extension): `None` when the server does not have it (Flink: 404).
-fn hot_keys(ep: &Endpoint, jid: &str, vid: &str) -> anyhow::Result<Option<Vec<HotKey>>> {
-    match ep.get_json(
-        &format!("/jobs/{jid}/vertices/{vid}/hot-keys"),
-        REQUEST_TIMEOUT,
-    ) {
-        Ok(body) => Ok(Some(
-            body["hot-keys"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|k| {
-                    let key = match &k["key"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    Some(HotKey {
-                        key,
-                        share: k["share-of-vertex"].as_f64()?,
-                    })
+/// `/hot-keys` (a Sluice extension): `None` when the source does not have it (Flink: 404).
+fn hot_keys(src: &dyn RestSource, jid: &str, vid: &str) -> anyhow::Result<Option<Vec<HotKey>>> {
+    let Some(body) = src.get(&format!("/jobs/{jid}/vertices/{vid}/hot-keys"))? else {
+        return Ok(None);
+    };
+    Ok(Some(
+        body["hot-keys"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|k| {
+                let key = match &k["key"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                Some(HotKey {
+                    key,
+                    share: k["share-of-vertex"].as_f64()?,
                 })
-                .collect(),
-        )),
-        Err(HttpError::Status { status: 404, .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+            })
+            .collect(),
+    ))
 }
 
 fn pct(ms: Option<f64>) -> String {
@@ -295,36 +526,74 @@ pub fn diagnosis_json(d: &Diagnosis) -> Value {
     })
 }
 
-pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    let ep = Endpoint::parse(&args.url).map_err(anyhow::Error::msg)?;
-    if !(args.window.is_finite() && args.window >= 0.0 && args.window <= 3600.0) {
+/// A diagnosis with what it was made from.
+pub struct Report {
+    pub job_name: String,
+    pub job_id: String,
+    pub source: String,
+    pub samples: usize,
+    pub window: f64,
+    /// The job with each subtask's samples averaged over the window.
+    pub job: JobView,
+    pub diagnosis: Diagnosis,
+}
+
+impl Report {
+    /// The text report: header, per-subtask table, verdict, evidence, fix, unknowns.
+    pub fn text(&self) -> String {
+        let over = if self.samples > 1 {
+            format!("{} samples over {}s", self.samples, self.window)
+        } else {
+            "1 sample".to_string()
+        };
+        format!(
+            "{}  {}  {}  ({over})\n\n{}\n{}",
+            self.job_name,
+            self.job_id,
+            self.source,
+            render_table(&self.job),
+            render_diagnosis(&self.diagnosis)
+        )
+    }
+}
+
+/// Samples a job through `src` (one sample per second over `window` seconds when the source is
+/// live, else one) and diagnoses it.
+pub fn sample_and_diagnose(
+    src: &dyn RestSource,
+    job: Option<&str>,
+    window: f64,
+) -> anyhow::Result<Report> {
+    if !(window.is_finite() && (0.0..=3600.0).contains(&window)) {
         anyhow::bail!("--window must be between 0 and 3600 seconds");
     }
-    let base = ep.base_url();
-    let jid = pick_job(
-        &ep.get_json("/jobs/overview", REQUEST_TIMEOUT)?,
-        args.job.as_deref(),
-        &base,
-    )?;
-    let job_json = ep.get_json(&format!("/jobs/{jid}"), REQUEST_TIMEOUT)?;
+    let window = if src.is_live() { window } else { 0.0 };
+    let jid = pick_job(&required(src, "/jobs/overview")?, job, &src.describe())?;
+    let job_json = required(src, &format!("/jobs/{jid}"))?;
     let name = job_json["name"].as_str().unwrap_or("").to_string();
     let mut vertices = read_graph(&job_json)?;
     let started = Instant::now();
-    let window = Duration::from_secs_f64(args.window);
+    let span = Duration::from_secs_f64(window);
     let mut samples = Vec::new();
     let mut k = 0u32;
     loop {
-        samples.push(snapshot(&ep, &jid, &vertices)?);
+        samples.push(snapshot(src, &jid, &vertices)?);
         k += 1;
         let next = Duration::from_secs(k as u64);
-        if next > window {
+        if next > span {
             break;
         }
         std::thread::sleep(next.saturating_sub(started.elapsed()));
     }
     let mut extra_unknown = None;
     for v in &mut vertices {
-        v.hot_keys = hot_keys(&ep, &jid, &v.id)?;
+        // Flink's aggregated view, kept for `--save` (the doctor itself reads the subtasks).
+        let _ = src.get(&format!(
+            "/jobs/{jid}/vertices/{}/subtasks/metrics?get=busyTimeMsPerSecond,\
+             backPressuredTimeMsPerSecond,idleTimeMsPerSecond",
+            v.id
+        ));
+        v.hot_keys = hot_keys(src, &jid, &v.id)?;
         if v.hot_keys.is_none() {
             extra_unknown = Some("hot keys: not reported by this server".to_string());
         }
@@ -339,23 +608,383 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             d.undetermined.push(u);
         }
     }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&diagnosis_json(&d))?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut averaged = job.clone();
+    let mut averaged = job;
     for (v, subs) in averaged.vertices.iter_mut().zip(average(&samples)) {
         v.subtasks = subs;
     }
-    println!(
-        "{name}  {jid}  {base}  ({} sample(s) over {}s)\n",
-        samples.len(),
-        args.window
-    );
-    print!("{}", render_table(&averaged));
-    println!();
-    print!("{}", render_diagnosis(&d));
+    Ok(Report {
+        job_name: name,
+        job_id: jid,
+        source: src.describe(),
+        samples: samples.len(),
+        window,
+        job: averaged,
+        diagnosis: d,
+    })
+}
+
+pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
+    if let Some(DoctorAction::Fix(f)) = args.action {
+        if args.json {
+            anyhow::bail!("`doctor fix` prints text only; drop --json");
+        }
+        return doctor_fix(&f.job, f.sample_window);
+    }
+    let window = args.window.unwrap_or(10.0);
+    let report = match (&args.from_dir, &args.save) {
+        (Some(dir), _) => sample_and_diagnose(&DirSource::open(dir)?, args.job.as_deref(), 0.0)?,
+        (None, Some(dir)) => {
+            let live = LiveSource::new(&args.url)?;
+            let saving = SavingSource::new(&live, dir)?;
+            let r = sample_and_diagnose(&saving, args.job.as_deref(), window)?;
+            eprintln!(
+                "saved the REST answers of the last sample to {}",
+                dir.display()
+            );
+            r
+        }
+        (None, None) => {
+            sample_and_diagnose(&LiveSource::new(&args.url)?, args.job.as_deref(), window)?
+        }
+    };
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&diagnosis_json(&report.diagnosis))?
+        );
+    } else {
+        print!("{}", report.text());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+// ---------------------------------------------------------------------------------------------
+// doctor fix: diagnose a built-in job live, fix its plan, prove the fix
+// ---------------------------------------------------------------------------------------------
+
+fn env_args(cmd: &mut JobCmd) -> Option<&mut EnvArgs> {
+    #[allow(unreachable_patterns)]
+    match cmd {
+        JobCmd::Skew(a) => Some(&mut a.env),
+        JobCmd::Passthrough(a) => Some(&mut a.env),
+        _ => None,
+    }
+}
+
+fn records_mut(cmd: &mut JobCmd) -> Option<&mut u64> {
+    #[allow(unreachable_patterns)]
+    match cmd {
+        JobCmd::Skew(a) => Some(&mut a.records),
+        JobCmd::Passthrough(a) => Some(&mut a.records),
+        _ => None,
+    }
+}
+
+/// A running job with its REST API up on a free port of 127.0.0.1.
+pub struct LiveJob {
+    pub url: String,
+    handle: Option<sluice_graph::JobHandle>,
+    _server: sluice_rest::RestServer,
+}
+
+impl LiveJob {
+    /// Starts `cmd` with fast metrics (0.2 s updates, 1 s window) and, when it has a record count,
+    /// effectively unbounded input (it runs until [`LiveJob::stop`]).
+    pub fn start(cmd: &JobCmd) -> anyhow::Result<LiveJob> {
+        let mut cmd = cmd.clone();
+        if let Some(env) = env_args(&mut cmd) {
+            env.metrics_interval = 0.2;
+            env.metrics_window = 1.0;
+        }
+        if let Some(r) = records_mut(&mut cmd) {
+            *r = 100_000_000_000;
+        }
+        let (env, _job, _) = build_job(&cmd)?;
+        let registry = std::sync::Arc::new(sluice_rest::JobRegistry::new());
+        let server = sluice_rest::serve(
+            std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            registry.clone(),
+        )
+        .context("starting the REST API")?;
+        let handle = env.launch()?;
+        registry.register(handle.monitor());
+        Ok(LiveJob {
+            url: format!("http://{}", server.local_addr()),
+            handle: Some(handle),
+            _server: server,
+        })
+    }
+
+    /// Cancels the job and waits for its threads.
+    pub fn stop(mut self) {
+        if let Some(h) = self.handle.take() {
+            h.cancel();
+            let _ = h.wait();
+        }
+    }
+}
+
+impl Drop for LiveJob {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.cancel();
+            let _ = h.wait();
+        }
+    }
+}
+
+/// How long the metric window needs to fill after a start with fast metrics.
+pub const WARM_UP: Duration = Duration::from_millis(1200);
+
+/// The fixer's form of the doctor's plan change.
+pub fn to_fix(change: &PlanChange) -> anyhow::Result<Fix> {
+    Ok(match change {
+        PlanChange::Parallelism {
+            operator,
+            parallelism,
+            ship,
+        } => Fix::Parallelism {
+            operator: operator.clone(),
+            parallelism: *parallelism,
+            ship: ShipStrategy::parse(ship)
+                .with_context(|| format!("unknown ship strategy '{ship}'"))?,
+        },
+        PlanChange::TwoPhase { operator, buckets } => Fix::TwoPhase {
+            operator: operator.clone(),
+            buckets: *buckets,
+        },
+        PlanChange::AsyncIo { operator, .. } => anyhow::bail!(
+            "the proposed fix (async I/O for `{operator}`) is not a change the plan fixer can \
+             apply yet"
+        ),
+    })
+}
+
+/// A job's output, for comparing the original and the fixed run.
+#[derive(Debug, PartialEq)]
+pub enum JobOutput {
+    /// The skew job's final sum per key.
+    Sums(BTreeMap<i64, i64>),
+    /// Records the sink discarded.
+    Count(u64),
+}
+
+impl JobOutput {
+    pub fn describe(&self) -> String {
+        match self {
+            JobOutput::Sums(s) => format!("{} keys' final sums", s.len()),
+            JobOutput::Count(n) => format!("{n} records at the sink"),
+        }
+    }
+}
+
+/// One subtask's share of its life spent busy, from the final metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BusyShare {
+    pub vertex: String,
+    pub subtask: usize,
+    pub parallelism: usize,
+    pub share: f64,
+}
+
+impl std::fmt::Display for BusyShare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>3.0}%  {} ({}/{})",
+            100.0 * self.share,
+            self.vertex,
+            self.subtask + 1,
+            self.parallelism
+        )
+    }
+}
+
+/// A bounded run's figures.
+pub struct BoundedRun {
+    pub output: Option<JobOutput>,
+    pub wall: Duration,
+    /// `[vertex][subtask]` busy shares (accumulated busy / lifetime).
+    pub busy: Vec<Vec<BusyShare>>,
+}
+
+impl BoundedRun {
+    /// The busiest subtask among vertices whose name contains `operator` (all when `None`).
+    pub fn busiest(&self, operator: Option<&str>) -> Option<BusyShare> {
+        self.busy
+            .iter()
+            .flatten()
+            .filter(|b| operator.is_none_or(|op| b.vertex.contains(op)))
+            .max_by(|a, b| a.share.total_cmp(&b.share))
+            .cloned()
+    }
+}
+
+fn output_of(job: &BuiltJob) -> Option<JobOutput> {
+    #[allow(unreachable_patterns)]
+    match job {
+        BuiltJob::Skew(j, _) => Some(JobOutput::Sums(j.final_sums())),
+        BuiltJob::Passthrough(p) => Some(JobOutput::Count(p.discarded.count())),
+        _ => None,
+    }
+}
+
+/// Builds `cmd` (with `fix` applied when given) and runs it to completion.
+pub fn run_bounded(cmd: &JobCmd, fix: Option<&Fix>) -> anyhow::Result<(BoundedRun, PlanDiff)> {
+    let (env, job, _) = build_job(cmd)?;
+    let diff = match fix {
+        Some(f) => apply(&env, f)?,
+        None => PlanDiff::default(),
+    };
+    let t0 = Instant::now();
+    let handle = env.launch()?;
+    let monitor = handle.monitor();
+    let exec = handle.wait()?;
+    let wall = t0.elapsed();
+    let metrics = monitor.vertex_metrics();
+    let busy = exec
+        .graph
+        .vertices
+        .iter()
+        .zip(&metrics)
+        .map(|(v, m)| {
+            m.subtasks
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    let life = (s.accumulated_busy_ms
+                        + s.accumulated_idle_ms
+                        + s.accumulated_backpressured_ms)
+                        .max(1.0);
+                    BusyShare {
+                        vertex: v.name.clone(),
+                        subtask: i,
+                        parallelism: m.subtasks.len(),
+                        share: s.accumulated_busy_ms / life,
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    Ok((
+        BoundedRun {
+            output: output_of(&job),
+            wall,
+            busy,
+        },
+        diff,
+    ))
+}
+
+/// Label column of [`FixProof::text`].
+const W: usize = 34;
+
+/// What `doctor fix` found and proved.
+pub struct FixProof {
+    pub diff: PlanDiff,
+    pub original: BoundedRun,
+    pub fixed: BoundedRun,
+    /// The operator the fix targets.
+    pub operator: String,
+}
+
+impl FixProof {
+    pub fn identical(&self) -> bool {
+        self.original.output.is_some() && self.original.output == self.fixed.output
+    }
+
+    /// The proof as text: outputs compared, wall times, busy shares before and after.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        match (&self.original.output, self.identical()) {
+            (Some(o), true) => out.push_str(&format!(
+                "output: identical ({} equal in both runs)\n",
+                o.describe()
+            )),
+            (Some(o), false) => out.push_str(&format!(
+                "output: DIFFERENT (original: {}; fixed: {})\n",
+                o.describe(),
+                self.fixed
+                    .output
+                    .as_ref()
+                    .map_or("none".to_string(), JobOutput::describe)
+            )),
+            (None, _) => out.push_str("output: this job's output cannot be compared\n"),
+        }
+        out.push_str(&format!(
+            "{:<W$}original {:>6.2} s   fixed {:>6.2} s\n",
+            "wall time",
+            self.original.wall.as_secs_f64(),
+            self.fixed.wall.as_secs_f64()
+        ));
+        let op = Some(self.operator.as_str());
+        let rows = [
+            (
+                format!("busiest `{}` subtask", self.operator),
+                self.original.busiest(op),
+                self.fixed.busiest(op),
+            ),
+            (
+                "busiest subtask of the job".to_string(),
+                self.original.busiest(None),
+                self.fixed.busiest(None),
+            ),
+        ];
+        for (label, before, after) in rows {
+            if let (Some(b), Some(a)) = (before, after) {
+                out.push_str(&format!("{label:<W$}before {b}\n{:<W$}after  {a}\n", ""));
+            }
+        }
+        out
+    }
+}
+
+/// Applies the diagnosis' plan change to `cmd` and runs the original and the fixed job.
+pub fn prove_fix(cmd: &JobCmd, d: &Diagnosis) -> anyhow::Result<FixProof> {
+    let change = d
+        .fix
+        .as_ref()
+        .and_then(|f| f.plan_change.as_ref())
+        .context("the doctor proposes no plan change for this job, so there is nothing to apply")?;
+    let fix = to_fix(change)?;
+    let operator = match &fix {
+        Fix::Parallelism { operator, .. } | Fix::TwoPhase { operator, .. } => operator.clone(),
+    };
+    let (original, _) = run_bounded(cmd, None)?;
+    let (fixed, diff) = run_bounded(cmd, Some(&fix))?;
+    Ok(FixProof {
+        diff,
+        original,
+        fixed,
+        operator,
+    })
+}
+
+/// Diagnoses `cmd` running live (its own REST API, fast metrics) over `window` seconds.
+pub fn diagnose_live(cmd: &JobCmd, window: f64) -> anyhow::Result<Report> {
+    let live = LiveJob::start(cmd)?;
+    std::thread::sleep(WARM_UP);
+    let report = sample_and_diagnose(&LiveSource::new(&live.url)?, None, window);
+    live.stop();
+    report
+}
+
+fn doctor_fix(cmd: &JobCmd, window: f64) -> anyhow::Result<ExitCode> {
+    println!("== diagnosis (the job running live, sampled over {window}s)\n");
+    let report = diagnose_live(cmd, window)?;
+    print!("{}", report.text());
+    let proof = prove_fix(cmd, &report.diagnosis)?;
+    if let Some(f) = &report.diagnosis.fix {
+        println!("\n== the fix: {}\n", f.change);
+    }
+    print!("plan diff:\n{}", proof.diff);
+    println!("\n== original vs fixed, same bounded input\n");
+    print!("{}", proof.text());
+    Ok(if proof.identical() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 #[cfg(test)]
@@ -413,6 +1042,51 @@ mod tests {
             report.starts_with("Verdict: key skew at `sum-per-key -> counting-sink: Writer`"),
             "{report}"
         );
+    }
+
+    #[test]
+    fn file_names_follow_the_capture() {
+        assert_eq!(
+            vertex_stem(1, "sum-per-key -> counting-sink: Writer"),
+            "v1-sum-per-key-counting-sink-writer"
+        );
+        assert_eq!(
+            vertex_stem(0, "Source: generator -> map"),
+            "v0-source-generator-map"
+        );
+        let stems = stems_of(&fixture("job.json"));
+        let vid = "90bea66de1c231edf33913ecd54406c1";
+        let f = |p: &str| file_for(p, &stems);
+        assert_eq!(f("/jobs/overview").as_deref(), Some("jobs-overview.json"));
+        assert_eq!(f("/jobs/abc").as_deref(), Some("job.json"));
+        assert_eq!(
+            f(&format!(
+                "/jobs/abc/vertices/{vid}/subtasks/1/metrics?get=a,b"
+            ))
+            .as_deref(),
+            Some("v1-sum-per-key-counting-sink-writer-subtask1-metrics.json")
+        );
+        assert_eq!(
+            f(&format!("/jobs/abc/vertices/{vid}/subtasks/metrics?get=a")).as_deref(),
+            Some("v1-sum-per-key-counting-sink-writer-subtasks-metrics-aggregated.json")
+        );
+        assert_eq!(f("/jobs/abc/vertices/unknown/subtasks/1/metrics"), None);
+        assert_eq!(f("/taskmanagers"), None);
+        // Every file the doctor reads from the capture exists.
+        for n in 0..2 {
+            let name = f(&format!("/jobs/abc/vertices/{vid}/subtasks/{n}/metrics")).unwrap();
+            assert!(std::path::Path::new(FIXTURES).join(name).exists());
+        }
+    }
+
+    #[test]
+    fn the_directory_source_reads_the_capture() {
+        let src = DirSource::open(std::path::Path::new(FIXTURES)).unwrap();
+        let r = sample_and_diagnose(&src, None, 10.0).unwrap();
+        assert_eq!(r.samples, 1, "a directory is one snapshot");
+        assert_eq!(r.job_name, "RestScenario-skew");
+        assert_eq!(r.diagnosis.cause.name(), "key-skew");
+        assert!(r.text().contains("(1 sample)"));
     }
 
     #[test]

@@ -72,12 +72,15 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
             BuiltJob::Passthrough(_) => {
                 bail!("--verify compares keyed results; passthrough has none")
             }
+            BuiltJob::Scenario(_) => {
+                bail!("--verify compares the skew job's results; use `fix skew` for them")
+            }
         };
         let (env0, job0, _) = build_job(&a.job)?;
         env0.execute()?;
         let original = match job0 {
             BuiltJob::Skew(j, _) => j.final_sums(),
-            BuiltJob::Passthrough(_) => unreachable!("same job kind"),
+            BuiltJob::Passthrough(_) | BuiltJob::Scenario(_) => unreachable!("same job kind"),
         };
         if original == fixed {
             println!(

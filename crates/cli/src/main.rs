@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod demo;
 mod doctor_cmd;
 mod fix_cmd;
 mod http_client;
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
         Command::Bench(b) => bench::bench(b),
         Command::Top(t) => top::top(t),
         Command::Doctor(d) => doctor_cmd::doctor(d),
+        Command::Demo(d) => demo::demo(d),
     };
     match outcome {
         Ok(code) => code,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sluice_graph::{EnvConfig, StreamEnv};
-use sluice_jobs::{passthrough, skew};
+use sluice_jobs::{passthrough, scenarios, skew};
 
 use crate::args::{EnvArgs, JobCmd, RunArgs};
 use crate::procstat;
@@ -14,6 +14,7 @@ use crate::progress::{human, Progress};
 pub enum BuiltJob {
     Passthrough(passthrough::PassthroughJob),
     Skew(skew::SkewJob, Option<std::path::PathBuf>),
+    Scenario(scenarios::ScenarioJob),
 }
 
 fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
@@ -81,6 +82,16 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
             };
             let j = skew::build(&env, &cfg)?;
             Ok((env, BuiltJob::Skew(j, a.output.clone()), a.records))
+        }
+        JobCmd::Scenario(a) => {
+            let env = env_of(&a.env)?;
+            let cfg = scenarios::ScenarioConfig {
+                name: a.name.clone(),
+                records: a.records,
+                parallelism: a.env.parallelism,
+            };
+            let j = scenarios::build(&env, &cfg)?;
+            Ok((env, BuiltJob::Scenario(j), a.records))
         }
     }
 }
@@ -233,6 +244,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 eprintln!("the sink discarded {} records", p.discarded.count())
             }
             BuiltJob::Skew(_, None) => {}
+            BuiltJob::Scenario(s) => eprintln!(
+                "scenario {}: the sink received {} records",
+                s.name,
+                s.records_sunk()
+            ),
         }
     }
     if let (Some((server, _)), true) = (&rest, args.keep_rest) {

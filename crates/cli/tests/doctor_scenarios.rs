@@ -119,8 +119,6 @@ fn blocking_is_blocking_calls() {
 }
 
 #[test]
-#[ignore = "needs `sluice doctor` to read stateAccessTimeMsPerSecond (crates/cli/src/doctor_cmd.rs, \
-            owned by another change); without it the doctor cannot see state time"]
 fn state_heavy_is_state_access() {
     let d = diagnose("state-heavy", "2");
     assert_eq!(d["cause"], "state-access", "{d:#}");
