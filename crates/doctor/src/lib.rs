@@ -602,7 +602,10 @@ fn classify(
                  subtask that owns its key group"
                     .to_string(),
             );
-            let target = if v.operators.len() > 1 && hottest.is_none() {
+            // The skew enters through the HASH input, i.e. at the chain's head (the keyed
+            // operator): that is what to split, whichever chained operator spends the most time
+            // on the hot subtask's records.
+            let target = if keyed || (v.operators.len() > 1 && hottest.is_none()) {
                 first_op.clone().unwrap_or_else(|| v.name.clone())
             } else {
                 op_or_vertex.clone()

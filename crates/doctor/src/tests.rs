@@ -372,3 +372,38 @@ fn walks_from_sources_even_when_listed_out_of_order() {
     assert_eq!(topological_order(&j), vec![2, 1, 0]);
     assert_eq!(diagnose(&j).bottleneck.unwrap().vertex, 1);
 }
+
+#[test]
+fn key_skew_targets_the_keyed_head_even_when_a_chained_sink_is_slower() {
+    // `agg -> Sink: last` chained behind HASH: the sink spends more time per record than the
+    // aggregation, but the skew enters at the keyed head, which is what two-phase rewrites.
+    let mut j = job(
+        bp2(),
+        vec![
+            with_ops(
+                sub(1000.0, 0.0, 0.0, 90_000.0),
+                &[("agg", 400.0), ("Sink: last", 600.0)],
+            ),
+            with_ops(
+                sub(150.0, 0.0, 850.0, 10_000.0),
+                &[("agg", 60.0), ("Sink: last", 90.0)],
+            ),
+        ],
+        idle2(),
+    );
+    j.vertices[1].name = "agg -> Sink: last".into();
+    j.vertices[1].operators = vec!["agg".into(), "Sink: last".into()];
+    let d = diagnose(&j);
+    assert!(matches!(d.cause, Cause::KeySkew { .. }), "{d:?}");
+    assert_eq!(
+        d.bottleneck.as_ref().unwrap().operator.as_deref(),
+        Some("agg")
+    );
+    assert_eq!(
+        d.fix.unwrap().plan_change,
+        Some(PlanChange::TwoPhase {
+            operator: "agg".into(),
+            buckets: 16
+        })
+    );
+}
