@@ -20,6 +20,9 @@
 
 use std::fmt;
 
+mod json;
+pub use json::{plan_change_json, to_json};
+
 /// A subtask is busy from this many ms/s of busy time.
 pub const BUSY_MS: f64 = 600.0;
 /// A subtask is backpressured from this many ms/s (Flink's "ok" level ends at 10 %).
@@ -474,6 +477,27 @@ fn hottest_operator(v: &VertexView, subs: &[usize]) -> Option<(String, f64)> {
     (total > 0.0).then_some((name, ms / total))
 }
 
+/// The busiest operator of a chain other than its head, with its share of the operator time.
+fn busiest_chained_operator(v: &VertexView, subs: &[usize]) -> Option<(String, f64)> {
+    let head = v.operators.first()?;
+    let mut totals: Vec<(String, f64)> = Vec::new();
+    let mut total = 0.0;
+    for &i in subs {
+        for (name, ms) in &v.subtasks[i].operator_busy {
+            total += ms;
+            if name == head {
+                continue;
+            }
+            match totals.iter_mut().find(|(n, _)| n == name) {
+                Some(t) => t.1 += ms,
+                None => totals.push((name.clone(), *ms)),
+            }
+        }
+    }
+    let (name, ms) = totals.into_iter().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (total > 0.0).then_some((name, ms / total))
+}
+
 fn classify(
     job: &JobView,
     vi: usize,
@@ -516,7 +540,18 @@ fn classify(
         .iter()
         .any(|s| s.eq_ignore_ascii_case("HASH"));
     let first_op = v.operators.first().cloned();
-    let hottest = hottest_operator(v, &hot);
+    let mut hottest = hottest_operator(v, &hot);
+    // In a source chain the source's own time is derived (the task's busy time minus what the
+    // chained operators were measured to take), so it also absorbs time the thread spent
+    // preempted on a loaded machine. A chained operator with a quarter or more of the time is the
+    // better suspect: the source is then not what limits the chain.
+    if v.is_source && v.operators.len() > 1 {
+        if hottest.as_ref().map(|(name, _)| name) == v.operators.first() {
+            if let Some(other) = busiest_chained_operator(v, &hot).filter(|(_, s)| *s >= 0.25) {
+                hottest = Some(other);
+            }
+        }
+    }
     let operator = match &hottest {
         Some((name, _)) => Some(name.clone()),
         None if v.operators.len() == 1 => first_op.clone(),

@@ -407,3 +407,25 @@ fn key_skew_targets_the_keyed_head_even_when_a_chained_sink_is_slower() {
         })
     );
 }
+
+#[test]
+fn a_chained_operator_with_a_real_share_beats_the_derived_source_time() {
+    // On a loaded machine the source's derived time absorbs preemption: 59 % "source", 41 % map.
+    let j = job(
+        vec![
+            with_ops(
+                sub(1000.0, 0.0, 0.0, 30_000.0),
+                &[("Source: gen", 590.0), ("map", 410.0)],
+            ),
+            with_ops(
+                sub(1000.0, 0.0, 0.0, 30_000.0),
+                &[("Source: gen", 580.0), ("map", 420.0)],
+            ),
+        ],
+        idle2(),
+        idle2(),
+    );
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::UnderProvisioned, "{d:?}");
+    assert_eq!(d.bottleneck.unwrap().operator.as_deref(), Some("map"));
+}

@@ -1,0 +1,56 @@
+//! The diagnosis as JSON (the CLI's `--json` output and the REST `/jobs/:jobid/doctor` answer).
+
+use serde_json::{json, Value};
+
+use crate::{Cause, Diagnosis, PlanChange};
+
+/// The plan change in machine form: `{"kind": "parallelism" | "two-phase" | "async-io", …}`.
+pub fn plan_change_json(c: &PlanChange) -> Value {
+    match c {
+        PlanChange::Parallelism {
+            operator,
+            parallelism,
+            ship,
+        } => {
+            json!({"kind": "parallelism", "operator": operator, "parallelism": parallelism, "ship": ship})
+        }
+        PlanChange::TwoPhase { operator, buckets } => {
+            json!({"kind": "two-phase", "operator": operator, "buckets": buckets})
+        }
+        PlanChange::AsyncIo { operator, capacity } => {
+            json!({"kind": "async-io", "operator": operator, "capacity": capacity})
+        }
+    }
+}
+
+/// The diagnosis as JSON: verdict, bottleneck, cause, hot keys, confidence (two decimals),
+/// evidence, fix (with its plan change), expected effect, what could not be determined.
+pub fn to_json(d: &Diagnosis) -> Value {
+    let hot_keys: Vec<Value> = match &d.cause {
+        Cause::KeySkew { hot_keys } => hot_keys
+            .iter()
+            .map(|k| json!({"key": k.key, "share": k.share}))
+            .collect(),
+        _ => Vec::new(),
+    };
+    json!({
+        "verdict": d.verdict(),
+        "bottleneck": d.bottleneck.as_ref().map(|b| json!({
+            "vertex": b.vertex,
+            "vertex-name": b.vertex_name,
+            "operator": b.operator,
+            "subtasks": b.subtasks,
+        })),
+        "cause": d.cause.name(),
+        "hot-keys": hot_keys,
+        "confidence": (d.confidence * 100.0).round() / 100.0,
+        "evidence": d.evidence,
+        "fix": d.fix.as_ref().map(|f| json!({
+            "description": f.description,
+            "change": f.change,
+            "plan-change": f.plan_change.as_ref().map(plan_change_json),
+        })),
+        "expected-effect": d.expected_effect,
+        "undetermined": d.undetermined,
+    })
+}
