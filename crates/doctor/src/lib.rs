@@ -545,11 +545,12 @@ fn classify(
     // chained operators were measured to take), so it also absorbs time the thread spent
     // preempted on a loaded machine. A chained operator with a quarter or more of the time is the
     // better suspect: the source is then not what limits the chain.
-    if v.is_source && v.operators.len() > 1 {
-        if hottest.as_ref().map(|(name, _)| name) == v.operators.first() {
-            if let Some(other) = busiest_chained_operator(v, &hot).filter(|(_, s)| *s >= 0.25) {
-                hottest = Some(other);
-            }
+    if v.is_source
+        && v.operators.len() > 1
+        && hottest.as_ref().map(|(name, _)| name) == v.operators.first()
+    {
+        if let Some(other) = busiest_chained_operator(v, &hot).filter(|(_, s)| *s >= 0.25) {
+            hottest = Some(other);
         }
     }
     let operator = match &hottest {
