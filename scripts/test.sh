@@ -13,3 +13,4 @@ export SLUICE_PYTHON="$PWD/$ORACLE/bin/python"
 
 cargo test --workspace
 scripts/fuzz-rest.sh
+scripts/e2e-dashboard.sh

@@ -20,10 +20,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde_json::{json, Value};
+use serde_json::Value;
 use sluice_doctor::{
-    average, diagnose_window, Cause, Diagnosis, HotKey, JobView, PlanChange, Snapshot,
-    SubtaskSample, VertexView,
+    average, diagnose_window, Diagnosis, HotKey, JobView, PlanChange, Snapshot, SubtaskSample,
+    VertexView,
 };
 use sluice_graph::fixer::{apply, Fix, PlanDiff};
 use sluice_types::ShipStrategy;
@@ -480,50 +480,9 @@ pub fn render_diagnosis(d: &Diagnosis) -> String {
     out
 }
 
-/// The diagnosis as JSON.
+/// The diagnosis as JSON ([`sluice_doctor::to_json`]).
 pub fn diagnosis_json(d: &Diagnosis) -> Value {
-    let hot_keys = match &d.cause {
-        Cause::KeySkew { hot_keys } => hot_keys
-            .iter()
-            .map(|k| json!({"key": k.key, "share": k.share}))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let change = |c: &PlanChange| match c {
-        PlanChange::Parallelism {
-            operator,
-            parallelism,
-            ship,
-        } => {
-            json!({"kind": "parallelism", "operator": operator, "parallelism": parallelism, "ship": ship})
-        }
-        PlanChange::TwoPhase { operator, buckets } => {
-            json!({"kind": "two-phase", "operator": operator, "buckets": buckets})
-        }
-        PlanChange::AsyncIo { operator, capacity } => {
-            json!({"kind": "async-io", "operator": operator, "capacity": capacity})
-        }
-    };
-    json!({
-        "verdict": d.verdict(),
-        "bottleneck": d.bottleneck.as_ref().map(|b| json!({
-            "vertex": b.vertex,
-            "vertex-name": b.vertex_name,
-            "operator": b.operator,
-            "subtasks": b.subtasks,
-        })),
-        "cause": d.cause.name(),
-        "hot-keys": hot_keys,
-        "confidence": (d.confidence * 100.0).round() / 100.0,
-        "evidence": d.evidence,
-        "fix": d.fix.as_ref().map(|f| json!({
-            "description": f.description,
-            "change": f.change,
-            "plan-change": f.plan_change.as_ref().map(change),
-        })),
-        "expected-effect": d.expected_effect,
-        "undetermined": d.undetermined,
-    })
+    sluice_doctor::to_json(d)
 }
 
 /// A diagnosis with what it was made from.
@@ -990,6 +949,7 @@ fn doctor_fix(cmd: &JobCmd, window: f64) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     const FIXTURES: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -27,6 +27,7 @@
 //! cancel), `/jobs/:jobid/config`, `/jobs/:jobid/plan`, `/jobs/:jobid/vertices/:vertexid` and its
 //! `backpressure`, `subtasktimes`, `taskmanagers`, `metrics`, `subtasks/metrics`,
 //! `subtasks/:subtaskindex`, `subtasks/:subtaskindex/metrics`, `watermarks`, `accumulators`;
+//! `/jobs/:jobid/doctor` (Sluice extension: the doctor's diagnosis of the job's latest metrics);
 //! `/taskmanagers`, `/metrics` (Prometheus), `/openapi.json`. The route table is in
 //! [`routes::ROUTES`]; the OpenAPI document is generated from it, so it lists every path.
 //!
@@ -76,6 +77,7 @@
 //! not offered (`Connection: close`), which costs nothing measurable for a monitoring API.
 
 mod api;
+mod doctor_api;
 mod format;
 mod http;
 mod metrics;

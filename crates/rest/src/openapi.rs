@@ -118,6 +118,7 @@ fn components() -> Json {
         )
         .with("Subtask", subtask)
         .with("Plan", plan)
+        .with("Diagnosis", diagnosis())
         .with("MetricId", exact(vec![("id", string())]))
         .with(
             "MetricValue",
@@ -136,6 +137,98 @@ fn components() -> Json {
             .with("required", vec![Json::from("id")])
             .with("additionalProperties", false),
         )
+}
+
+/// A schema that also admits `null`.
+fn nullable(s: Json) -> Json {
+    s.with("nullable", true)
+}
+
+/// `/jobs/:jobid/doctor`: `sluice_doctor::to_json` plus `plan-change` against the live graph.
+fn diagnosis() -> Json {
+    let before_after = |t: Json| nullable(obj(vec![("before", nullable(t.clone())), ("after", t)]));
+    obj(vec![
+        ("verdict", string()),
+        (
+            "bottleneck",
+            nullable(obj(vec![
+                ("vertex", int()),
+                ("vertex-name", string()),
+                ("operator", nullable(string())),
+                ("subtasks", arr(int())),
+            ])),
+        ),
+        ("cause", string()),
+        (
+            "hot-keys",
+            arr(obj(vec![("key", string()), ("share", num())])),
+        ),
+        ("confidence", num()),
+        ("evidence", arr(string())),
+        (
+            "fix",
+            nullable(obj(vec![
+                ("description", string()),
+                ("change", string()),
+                (
+                    "plan-change",
+                    nullable(obj(vec![
+                        ("kind", string()),
+                        ("operator", string()),
+                        ("parallelism", int()),
+                        ("ship", string()),
+                        ("buckets", int()),
+                        ("capacity", int()),
+                    ])),
+                ),
+            ])),
+        ),
+        ("expected-effect", string()),
+        ("undetermined", arr(string())),
+        (
+            "plan-change",
+            nullable(obj(vec![
+                (
+                    "kind",
+                    string().with(
+                        "enum",
+                        vec![
+                            Json::from("parallelism"),
+                            Json::from("two-phase"),
+                            Json::from("async-io"),
+                        ],
+                    ),
+                ),
+                ("operator", string()),
+                ("vertex", nullable(string())),
+                ("vertex-name", nullable(string())),
+                ("parallelism", before_after(int())),
+                ("ship-strategy", before_after(string())),
+                ("buckets", int()),
+                ("adds", arr(string())),
+                ("removes", arr(string())),
+                ("capacity", int()),
+            ])),
+        ),
+    ])
+    .with(
+        "required",
+        [
+            "verdict",
+            "bottleneck",
+            "cause",
+            "hot-keys",
+            "confidence",
+            "evidence",
+            "fix",
+            "expected-effect",
+            "undetermined",
+            "plan-change",
+        ]
+        .into_iter()
+        .map(Json::from)
+        .collect::<Vec<_>>(),
+    )
 }
 
 fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
@@ -316,6 +409,13 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
                 ])),
             ),
         ]),
+        (Endpoint::Doctor, _) => any_of(
+            exact(vec![(
+                "status",
+                string().with("enum", vec![Json::from("no-metrics-yet")]),
+            )]),
+            r("Diagnosis"),
+        ),
         (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
     };
     (JSON, s)

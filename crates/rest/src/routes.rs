@@ -25,6 +25,7 @@ pub enum Endpoint {
     Watermarks,
     Accumulators,
     HotKeys,
+    Doctor,
     TaskManagers,
     Prometheus,
     OpenApi,
@@ -101,7 +102,7 @@ const fn get(summary: &'static str) -> Operation {
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     Route { path: "/", endpoint: Endpoint::Index,
-        operations: &[get("Placeholder page (the dashboard comes later).")] },
+        operations: &[get("The web dashboard (one HTML page with its script and styles inline).")] },
     Route { path: "/config", endpoint: Endpoint::Config,
         operations: &[get("Web UI configuration: refresh interval, versions, features.")] },
     Route { path: "/overview", endpoint: Endpoint::Overview,
@@ -144,6 +145,8 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("User accumulators of the vertex (none).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/hot-keys", endpoint: Endpoint::HotKeys,
         operations: &[get("Sluice extension: the vertex's hottest keys (a Space-Saving sketch per keyed subtask, sampled), with their share of the subtask's and the vertex's records. Empty for non-keyed vertices.")] },
+    Route { path: "/jobs/:jobid/doctor", endpoint: Endpoint::Doctor,
+        operations: &[get("Sluice extension: the doctor run on the job's latest metrics: the bottleneck vertex and operator, the cause (e.g. key-skew, under-provisioned), evidence, the proposed fix and its plan change against the live graph. {\"status\":\"no-metrics-yet\"} before the first metrics sample.")] },
     Route { path: "/taskmanagers", endpoint: Endpoint::TaskManagers,
         operations: &[get("The task managers: one, this process.")] },
     Route { path: "/metrics", endpoint: Endpoint::Prometheus,
@@ -172,9 +175,15 @@ pub fn match_route(segments: &[String]) -> Option<(&'static Route, Vec<&str>)> {
     None
 }
 
-const INDEX_HTML: &str = "<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>Sluice</title></head>\n<body><h1>Sluice</h1>\n<p>Flink-compatible REST API. Try <a href=\"/jobs/overview\">/jobs/overview</a>, \
-<a href=\"/overview\">/overview</a>, <a href=\"/metrics\">/metrics</a> (Prometheus) or \
-<a href=\"/openapi.json\">/openapi.json</a>.</p>\n</body></html>\n";
+/// The dashboard (`dashboard/`): one page, its stylesheet and script inlined, built once.
+fn index_html() -> &'static str {
+    static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PAGE.get_or_init(|| {
+        include_str!("dashboard/index.html")
+            .replacen("/*STYLE*/", include_str!("dashboard/style.css"), 1)
+            .replacen("/*APP_JS*/", include_str!("dashboard/app.js"), 1)
+    })
+}
 
 /// Answers one request. `method` is upper case as sent; `HEAD` is answered like `GET` (the
 /// caller drops the body).
@@ -216,7 +225,7 @@ pub fn dispatch(
         (Endpoint::Index, _) => Ok(Response {
             status: 200,
             content_type: HTML,
-            body: INDEX_HTML.as_bytes().to_vec(),
+            body: index_html().as_bytes().to_vec(),
             headers: Vec::new(),
         }),
         (Endpoint::Config, _) => api::config(),
@@ -238,6 +247,7 @@ pub fn dispatch(
         (Endpoint::Watermarks, _) => api::watermarks(&ctx, p(0), p(1)),
         (Endpoint::Accumulators, _) => api::accumulators(&ctx, p(0), p(1)),
         (Endpoint::HotKeys, _) => api::hot_keys(&ctx, p(0), p(1)),
+        (Endpoint::Doctor, _) => crate::doctor_api::doctor(&ctx, p(0)),
         (Endpoint::TaskManagers, _) => api::taskmanagers(&ctx),
         (Endpoint::Prometheus, _) => Ok(Response {
             status: 200,

@@ -488,6 +488,7 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}",
     "/jobs/{jobid}/config",
     "/jobs/{jobid}/plan",
+    "/jobs/{jobid}/doctor",
     "/jobs/{jobid}/vertices/{vertexid}",
     "/jobs/{jobid}/vertices/{vertexid}/backpressure",
     "/jobs/{jobid}/vertices/{vertexid}/subtasktimes",

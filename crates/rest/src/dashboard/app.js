@@ -1,0 +1,436 @@
+// Sluice dashboard: vanilla JS over the Flink-compatible REST API (same origin), refreshed every second.
+(function () {
+  "use strict";
+  var REFRESH_MS = 1000;
+  var state = { job: null, vertex: null, jobs: [], rates: {}, metricIds: {}, doctorMissing: false, cpMissing: false };
+  var $ = function (id) { return document.getElementById(id); };
+
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, function (c) {
+      return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c];
+    });
+  }
+  function get(path) {
+    return fetch(path, { cache: "no-store" }).then(function (r) {
+      if (!r.ok) { var e = new Error(path + " → " + r.status); e.status = r.status; throw e; }
+      return r.json();
+    });
+  }
+  function fmtNum(n) {
+    if (n == null || isNaN(n)) return "N/A";
+    var a = Math.abs(n);
+    if (a >= 1e9) return (n / 1e9).toFixed(2) + " G";
+    if (a >= 1e6) return (n / 1e6).toFixed(2) + " M";
+    if (a >= 1e4) return (n / 1e3).toFixed(1) + " k";
+    return a >= 100 ? String(Math.round(n)) : String(Math.round(n * 10) / 10);
+  }
+  function fmtDur(ms) {
+    if (ms == null || ms < 0) return "–";
+    var s = Math.floor(ms / 1000), h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+    s = s % 60;
+    return h ? h + "h " + m + "m" : m ? m + "m " + s + "s" : s + "s";
+  }
+  function pct(x) { return x == null || isNaN(x) ? "N/A" : Math.round(x) + "%"; }
+  // Flink's UI: min(round(ms_per_s / 10), 100)
+  function msToPct(ms) { return ms == null || isNaN(ms) ? NaN : Math.min(Math.round(ms / 10), 100); }
+
+  // ---- Flink's node colour (spec §9) -------------------------------------------------
+  function hex(c) { return [1, 3, 5].map(function (i) { return parseInt(c.substr(i, 2), 16); }); }
+  function blend(a, b, t) {
+    t = Math.max(0, Math.min(1, t || 0));
+    var x = hex(a), y = hex(b);
+    return "#" + x.map(function (v, i) {
+      var n = Math.round(v + (y[i] - v) * t).toString(16);
+      return n.length < 2 ? "0" + n : n;
+    }).join("");
+  }
+  function nodeColours(busy, bp) {
+    var bg = blend("#5db1ff", "#ee6464", (busy || 0) / 100), border = blend("#1890ff", "#ee2222", (busy || 0) / 100);
+    return { bg: blend(bg, "#888888", (bp || 0) / 100), border: blend(border, "#000000", (bp || 0) / 100) };
+  }
+  function vertexState(busy, bp) {
+    if (!isNaN(bp) && bp >= 10 && bp >= busy) return "backpressured";
+    if (!isNaN(busy) && busy >= 50) return "busy";
+    return "idle";
+  }
+  function level(ratio) { return ratio > 0.5 ? "high" : ratio > 0.1 ? "low" : "ok"; }
+  function badge(lvl) {
+    lvl = String(lvl || "ok").toLowerCase();
+    var cls = lvl === "high" ? "high" : lvl === "low" ? "low" : "ok";
+    return '<span class="badge ' + cls + '" data-testid="bp-badge" data-level="' + esc(lvl) + '">' + esc(lvl) + "</span>";
+  }
+
+  // ---- routing: #job=<id>&v=<vertex> --------------------------------------------------
+  function readHash() {
+    var h = {};
+    location.hash.replace(/^#/, "").split("&").forEach(function (kv) {
+      var p = kv.split("="); if (p[0]) h[p[0]] = decodeURIComponent(p[1] || "");
+    });
+    state.job = h.job || null; state.vertex = h.v || null;
+  }
+  function setHash(job, v) {
+    var h = job ? "job=" + encodeURIComponent(job) + (v ? "&v=" + encodeURIComponent(v) : "") : "";
+    if (location.hash.replace(/^#/, "") !== h) location.hash = h; else tick();
+  }
+  window.addEventListener("hashchange", function () { readHash(); tick(); });
+
+  // ---- jobs list -----------------------------------------------------------------------
+  function sourceRecords(detail) {
+    var plan = (detail.plan && detail.plan.nodes) || [], inputs = {};
+    plan.forEach(function (n) { inputs[n.id] = (n.inputs || []).length; });
+    var sum = 0;
+    (detail.vertices || []).forEach(function (v) {
+      if (!inputs[v.id] && v.metrics) sum += v.metrics["write-records"] || 0;
+    });
+    return sum;
+  }
+  function refreshJobs() {
+    return get("/jobs/overview").then(function (o) {
+      var jobs = (o.jobs || []).slice(0, 25);
+      state.jobs = jobs;
+      return Promise.all(jobs.map(function (j) {
+        var cached = state.rates[j.jid];
+        if (cached && cached.final) return null;
+        return get("/jobs/" + j.jid).then(function (d) {
+          var dur = Math.max(d.duration || j.duration || 0, 1);
+          state.rates[j.jid] = { rate: sourceRecords(d) * 1000 / dur, final: j.state !== "RUNNING" };
+        }).catch(function () {});
+      }));
+    }).then(renderJobs);
+  }
+  function renderJobs() {
+    var rows = state.jobs.map(function (j) {
+      var r = state.rates[j.jid];
+      return '<tr class="job' + (j.jid === state.job ? " selected" : "") + '" data-testid="job-row" data-job-id="' + esc(j.jid) +
+        '" data-job-name="' + esc(j.name) + '" data-job-state="' + esc(j.state) + '">' +
+        "<td>" + esc(j.name) + '</td><td><span class="pill ' + esc(j.state) + '">' + esc(j.state) + "</span></td>" +
+        '<td class="num">' + fmtDur(j.duration) + '</td><td class="num" title="records/s read by the sources, averaged over the run">' +
+        (r ? fmtNum(r.rate) : "…") + "</td></tr>";
+    }).join("");
+    $("jobs").innerHTML = rows;
+    $("jobs-empty").hidden = state.jobs.length > 0;
+    Array.prototype.forEach.call($("jobs").querySelectorAll("tr.job"), function (tr) {
+      tr.addEventListener("click", function () { setHash(tr.getAttribute("data-job-id"), null); });
+    });
+  }
+
+  // ---- job graph -----------------------------------------------------------------------
+  var AGG = "/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,numRecordsInPerSecond&agg=max,skew";
+  function aggOf(list, id, key) {
+    var m = (list || []).filter(function (x) { return x.id === id; })[0];
+    return m && typeof m[key] === "number" ? m[key] : NaN;
+  }
+  function refreshJob() {
+    var jid = state.job;
+    return get("/jobs/" + jid).then(function (d) {
+      return Promise.all((d.vertices || []).map(function (v) {
+        return get("/jobs/" + jid + "/vertices/" + v.id + AGG).then(function (m) {
+          v.busy = msToPct(aggOf(m, "busyTimeMsPerSecond", "max"));
+          v.bp = msToPct(aggOf(m, "backPressuredTimeMsPerSecond", "max"));
+          v.skew = aggOf(m, "numRecordsInPerSecond", "skew");
+        }).catch(function () { v.busy = NaN; v.bp = NaN; v.skew = NaN; });
+      })).then(function () { return d; });
+    }).then(function (d) { if (jid === state.job) { state.detail = d; renderJob(d); } });
+  }
+  function layout(d) {
+    var nodes = (d.plan && d.plan.nodes) || [], inputs = {}, depth = {};
+    nodes.forEach(function (n) { inputs[n.id] = (n.inputs || []).map(function (i) { return i; }); });
+    (d.vertices || []).forEach(function (v) { if (!inputs[v.id]) inputs[v.id] = []; });
+    function dep(id, seen) {
+      if (depth[id] != null) return depth[id];
+      if (seen[id]) return 0;
+      seen[id] = true;
+      var m = 0;
+      inputs[id].forEach(function (i) { if (inputs[i.id]) m = Math.max(m, dep(i.id, seen) + 1); });
+      return (depth[id] = m);
+    }
+    Object.keys(inputs).forEach(function (id) { dep(id, {}); });
+    return { inputs: inputs, depth: depth };
+  }
+  var BW = 250, BH = 112, GX = 120, GY = 26, PAD = 16;
+  function renderJob(d) {
+    $("nojob").hidden = true; $("jobview").hidden = false;
+    $("job-name").textContent = d.name;
+    var st = $("job-state"); st.textContent = d.state; st.className = "pill " + d.state;
+    $("job-meta").textContent = "id " + d.jid + " · running for " + fmtDur(d.duration) + " · " + (d.vertices || []).length + " vertices";
+    var L = layout(d), cols = {}, pos = {};
+    (d.vertices || []).forEach(function (v) {
+      var c = L.depth[v.id] || 0; (cols[c] = cols[c] || []).push(v);
+    });
+    var ncol = 0, nrow = 0;
+    Object.keys(cols).forEach(function (c) {
+      ncol = Math.max(ncol, +c + 1); nrow = Math.max(nrow, cols[c].length);
+      cols[c].forEach(function (v, r) { pos[v.id] = { x: PAD + c * (BW + GX), y: PAD + r * (BH + GY) }; });
+    });
+    var W = PAD * 2 + ncol * BW + (ncol - 1) * GX, H = PAD * 2 + nrow * BH + (nrow - 1) * GY;
+    var svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + H + '" role="img" aria-label="job graph">',
+      '<defs><marker id="arr" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#8c8c8c"/></marker></defs>'];
+    Object.keys(L.inputs).forEach(function (id) {
+      L.inputs[id].forEach(function (i) {
+        var a = pos[i.id], b = pos[id]; if (!a || !b) return;
+        var x1 = a.x + BW, y1 = a.y + BH / 2, x2 = b.x - 2, y2 = b.y + BH / 2, mx = (x1 + x2) / 2;
+        svg.push('<path class="edge" data-testid="edge" d="M' + x1 + "," + y1 + " C" + mx + "," + y1 + " " + mx + "," + y2 + " " + x2 + "," + y2 + '" marker-end="url(#arr)"/>');
+        svg.push('<text class="edgelabel" data-testid="edge-label" text-anchor="middle" x="' + mx + '" y="' + ((y1 + y2) / 2 - 7) + '">' + esc(i.ship_strategy || "") + "</text>");
+      });
+    });
+    (d.vertices || []).forEach(function (v) {
+      var p = pos[v.id], c = nodeColours(v.busy, v.bp), s = vertexState(v.busy, v.bp);
+      var title = v.name.length > 34 ? v.name.slice(0, 33) + "…" : v.name;
+      svg.push('<g class="vbox' + (v.id === state.vertex ? " selected" : "") + '" data-testid="vertex" data-vertex-id="' + esc(v.id) +
+        '" data-vertex-name="' + esc(v.name) + '" data-state="' + s + '" data-busy="' + v.busy + '" data-backpressured="' + v.bp +
+        '" transform="translate(' + p.x + "," + p.y + ')" tabindex="0"><title>' + esc(v.name) + "</title>" +
+        '<rect class="frame" width="' + BW + '" height="' + BH + '" rx="6" fill="' + c.bg + '" stroke="' + c.border + '" stroke-width="3"/>' +
+        '<text class="title" x="12" y="22">' + esc(title) + "</text>" +
+        '<text x="12" y="42">Parallelism: ' + v.parallelism + "</text>" +
+        '<text x="12" y="60">Busy (max): ' + pct(v.busy) + "</text>" +
+        '<text x="12" y="78">Backpressured (max): ' + pct(v.bp) + "</text>" +
+        '<text x="12" y="96">Data skew: ' + pct(v.skew) + "</text>" +
+        '<g transform="translate(' + (BW - 12) + ',96)"><text text-anchor="end" font-weight="700" data-testid="vertex-state">' + s.toUpperCase() + "</text></g></g>");
+    });
+    svg.push("</svg>");
+    $("graph").innerHTML = svg.join("");
+    Array.prototype.forEach.call($("graph").querySelectorAll("g.vbox"), function (g) {
+      var open = function () { setHash(state.job, g.getAttribute("data-vertex-id")); };
+      g.addEventListener("click", open);
+      g.addEventListener("keydown", function (e) { if (e.key === "Enter") open(); });
+    });
+  }
+
+  // ---- vertex panel --------------------------------------------------------------------
+  var PER_SUBTASK = ["numRecordsInPerSecond", "numRecordsOutPerSecond", "cpuTimeMsPerSecond", "busyTimeMsPerSecond"];
+  function refreshVertex() {
+    var jid = state.job, vid = state.vertex;
+    if (!vid) { $("vertex").hidden = true; return Promise.resolve(); }
+    var v = ((state.detail && state.detail.vertices) || []).filter(function (x) { return x.id === vid; })[0];
+    if (!v) { $("vertex").hidden = true; return Promise.resolve(); }
+    var base = "/jobs/" + jid + "/vertices/" + vid;
+    var ids = state.metricIds[vid]
+      ? Promise.resolve(state.metricIds[vid])
+      : get(base + "/metrics").then(function (l) {
+        var ops = [];
+        l.forEach(function (m) {
+          var mm = /^0\.(.+)\.busyTimeMsPerSecond$/.exec(m.id);
+          if (mm) ops.push(mm[1]);
+        });
+        return (state.metricIds[vid] = { ops: ops });
+      });
+    return ids.then(function (info) {
+      var names = [];
+      for (var i = 0; i < v.parallelism; i++) {
+        PER_SUBTASK.forEach(function (n) { names.push(i + "." + n); });
+        info.ops.forEach(function (o) { names.push(i + "." + o + ".busyTimeMsPerSecond"); });
+      }
+      return Promise.all([
+        get(base + "/backpressure").catch(function () { return null; }),
+        get(base + "/metrics?get=" + encodeURIComponent(names.join(","))).catch(function () { return []; }),
+        get(base + "/hot-keys").catch(function () { return null; }),
+      ]).then(function (r) {
+        if (jid === state.job && vid === state.vertex) renderVertex(v, info, r[0], r[1], r[2]);
+      });
+    });
+  }
+  function renderVertex(v, info, bp, metrics, hot) {
+    $("vertex").hidden = false;
+    $("vertex-title").textContent = v.name;
+    var m = {};
+    (metrics || []).forEach(function (x) { m[x.id] = parseFloat(x.value); });
+    var subs = (bp && bp.subtasks) || [];
+    var lvl = (bp && (bp["backpressure-level"] || bp.backpressureLevel)) || "ok";
+    var sumIn = 0, sumOut = 0, sumCpu = 0;
+    for (var i = 0; i < v.parallelism; i++) {
+      sumIn += m[i + ".numRecordsInPerSecond"] || 0; sumOut += m[i + ".numRecordsOutPerSecond"] || 0; sumCpu += m[i + ".cpuTimeMsPerSecond"] || 0;
+    }
+    var h = ['<div class="stats">',
+      '<div class="stat"><div class="k">Backpressure</div><div class="v" data-testid="vertex-bp-level">' + badge(lvl) + "</div></div>",
+      '<div class="stat"><div class="k">Records in / s</div><div class="v">' + fmtNum(sumIn) + "</div></div>",
+      '<div class="stat"><div class="k">Records out / s</div><div class="v">' + fmtNum(sumOut) + "</div></div>",
+      '<div class="stat"><div class="k">Data skew</div><div class="v" data-testid="vertex-skew">' + pct(v.skew) + "</div></div>",
+      "</div>"];
+    var maxBusy = 0, minBusy = 1;
+    subs.forEach(function (s) { maxBusy = Math.max(maxBusy, s.busyRatio || 0); minBusy = Math.min(minBusy, s.busyRatio || 0); });
+    h.push("<h3>Subtasks</h3>",
+      '<table class="sub" data-testid="subtasks"><thead><tr><th>#</th><th>Busy / backpressured / idle</th><th class="num">In/s</th><th class="num">Out/s</th><th class="num">CPU ms/s</th><th>Level</th></tr></thead><tbody>');
+    subs.forEach(function (s) {
+      var n = s.subtask, busy = Math.round((s.busyRatio || 0) * 100), bpp = Math.round((s.ratio || 0) * 100), idle = Math.round((s.idleRatio || 0) * 100);
+      var hotRow = busy >= 80 && v.parallelism > 1 && (s.busyRatio || 0) >= maxBusy && maxBusy - minBusy >= 0.3; // uneven load
+      var lab = n + 1 + "/" + v.parallelism;
+      h.push('<tr data-testid="subtask-row" data-subtask="' + n + '" data-subtask-label="' + lab + '" data-busy="' + busy + '" data-backpressured="' + bpp +
+        '" data-idle="' + idle + '" data-hot="' + hotRow + '"' + (hotRow ? ' class="hot"' : "") + "><td><b>" + lab + "</b>" + (hotRow ? ' <span class="badge high">hot</span>' : "") + "</td>" +
+        '<td><div class="bar" title="busy ' + busy + "%, backpressured " + bpp + "%, idle " + idle + '%"><span class="b" style="width:' + busy + '%"></span><span class="p" style="width:' + bpp +
+        '%"></span><span class="i" style="width:' + idle + '%"></span></div><span class="barlabel">busy ' + busy + "% · backpressured " + bpp + "% · idle " + idle + "%</span></td>" +
+        '<td class="num">' + fmtNum(m[n + ".numRecordsInPerSecond"]) + '</td><td class="num">' + fmtNum(m[n + ".numRecordsOutPerSecond"]) +
+        '</td><td class="num">' + fmtNum(m[n + ".cpuTimeMsPerSecond"]) + "</td><td>" + badge(s["backpressure-level"] || s.backpressureLevel || level(s.ratio)) + "</td></tr>");
+    });
+    h.push("</tbody></table>");
+    h.push('<p class="muted" style="margin:6px 0 0;font-size:12px">CPU total ' + fmtNum(sumCpu) + " ms/s" +
+      (bp && bp["end-timestamp"] ? " · measured " + Math.max(0, Math.round((Date.now() - bp["end-timestamp"]) / 1000)) + " s ago" : "") + "</p>");
+    if (info.ops.length) {
+      h.push("<h3>Time per operator in the chain (busy ms/s, own time)</h3>",
+        '<table class="sub" data-testid="operators"><thead><tr><th>Operator</th>');
+      for (var s2 = 0; s2 < v.parallelism; s2++) h.push('<th class="num">' + (s2 + 1) + "/" + v.parallelism + "</th>");
+      h.push("</tr></thead><tbody>");
+      info.ops.forEach(function (o, k) {
+        h.push('<tr data-testid="operator-row" data-operator="' + esc(o) + '"><td>' + esc(o.replace(/__/g, ": ")) + "</td>");
+        for (var s3 = 0; s3 < v.parallelism; s3++) {
+          var incl = m[s3 + "." + o + ".busyTimeMsPerSecond"], next = k + 1 < info.ops.length ? m[s3 + "." + info.ops[k + 1] + ".busyTimeMsPerSecond"] : 0;
+          h.push('<td class="num">' + fmtNum(isNaN(incl) ? NaN : Math.max(0, incl - (next || 0))) + "</td>");
+        }
+        h.push("</tr>");
+      });
+      h.push("</tbody></table>");
+    }
+    var keys = (hot && hot["hot-keys"]) || [];
+    if (keys.length) {
+      h.push("<h3>Hot keys</h3>", '<table class="sub" data-testid="hot-keys"><thead><tr><th>Key</th><th>Subtask</th><th class="num">Share of vertex</th><th class="num">Share of subtask</th></tr></thead><tbody>');
+      keys.slice(0, 5).forEach(function (k) {
+        var sv = Math.round((k["share-of-vertex"] || 0) * 1000) / 10, ss = Math.round((k["share-of-subtask"] || 0) * 1000) / 10;
+        h.push('<tr data-testid="hot-key" data-key="' + esc(k.key) + '" data-share="' + sv + '"><td><b>' + esc(k.key) + "</b></td><td>" +
+          (k.subtask != null ? k.subtask + 1 + "/" + v.parallelism : "–") + '</td><td class="num">' + sv + '%</td><td class="num">' + ss + "%</td></tr>");
+      });
+      h.push("</tbody></table>");
+    } else if (hot) {
+      h.push('<p class="muted" style="font-size:12px">No hot keys (not a keyed vertex, or no records yet).</p>');
+    }
+    $("vertex-body").innerHTML = h.join("");
+  }
+  $("vertex-close").addEventListener("click", function () { setHash(state.job, null); });
+
+  // ---- doctor panel --------------------------------------------------------------------
+  function renderValue(x) {
+    if (x == null) return "–";
+    if (Array.isArray(x)) return x.length ? '<ul class="ev">' + x.map(function (e) { return "<li>" + renderValue(e) + "</li>"; }).join("") + "</ul>" : "–";
+    if (typeof x === "object") {
+      return '<table class="kv">' + Object.keys(x).map(function (k) { return "<tr><td>" + esc(k) + "</td><td>" + renderValue(x[k]) + "</td></tr>"; }).join("") + "</table>";
+    }
+    if (typeof x === "number") return esc(Math.round(x * 1000) / 1000);
+    return esc(x);
+  }
+  function renderPlanChange(pc) {
+    if (!pc || typeof pc !== "object") return "";
+    var out = ['<div class="diff" data-testid="plan-change"><div><b>plan change: ' + esc(pc.kind || "change") + (pc.operator ? " on " + esc(pc.operator) : "") + "</b></div>"];
+    var seen = { kind: 1, operator: 1 };
+    Object.keys(pc).forEach(function (k) {
+      if (seen[k]) return;
+      var val = pc[k];
+      if (val && typeof val === "object" && !Array.isArray(val) && ("before" in val || "after" in val)) {
+        out.push('<div class="del">- ' + esc(k) + ": " + esc(JSON.stringify(val.before)) + '</div><div class="add">+ ' + esc(k) + ": " + esc(JSON.stringify(val.after)) + "</div>");
+      } else if (k === "adds" || k === "add") {
+        [].concat(val || []).forEach(function (a) { out.push('<div class="add">+ ' + esc(typeof a === "string" ? a : JSON.stringify(a)) + "</div>"); });
+      } else if (k === "removes" || k === "remove") {
+        [].concat(val || []).forEach(function (a) { out.push('<div class="del">- ' + esc(typeof a === "string" ? a : JSON.stringify(a)) + "</div>"); });
+      } else {
+        out.push("<div>  " + esc(k) + ": " + esc(typeof val === "string" ? val : JSON.stringify(val)) + "</div>");
+      }
+    });
+    out.push("</div>");
+    return out.join("");
+  }
+  function refreshDoctor() {
+    if (state.doctorMissing) return Promise.resolve();
+    var jid = state.job;
+    return get("/jobs/" + jid + "/doctor").then(function (d) {
+      if (jid === state.job) renderDoctor(d);
+    }).catch(function (e) {
+      if (e.status === 404) {
+        $("doctor-body").className = "";
+        $("doctor-body").innerHTML = '<span class="muted" data-testid="doctor-unavailable">The doctor is not available on this server.</span>';
+      }
+    });
+  }
+  function renderDoctor(d) {
+    var body = $("doctor-body");
+    body.className = "";
+    if (!d || d.status === "no-metrics-yet") {
+      body.innerHTML = '<span class="muted" data-testid="doctor-waiting">Waiting for metrics…</span>';
+      return;
+    }
+    var h = [];
+    h.push('<div class="verdict" data-testid="doctor-verdict">' + esc(d.verdict || "No verdict") + "</div>");
+    var chips = [];
+    if (d.cause) chips.push('<span class="chip" data-testid="doctor-cause">cause: ' + esc(d.cause) + "</span>");
+    if (typeof d.confidence === "number") chips.push('<span class="chip">confidence ' + Math.round(d.confidence * 100) + "%</span>");
+    var b = d.bottleneck;
+    if (b && typeof b === "object") {
+      chips.push('<span class="chip" data-testid="doctor-bottleneck" data-operator="' + esc(b.operator || "") + '" data-vertex-name="' + esc(b["vertex-name"] || "") + '">bottleneck: ' +
+        esc(b.operator || b["vertex-name"] || b.vertex || "?") + (b["vertex-name"] && b.operator && b["vertex-name"] !== b.operator ? " in “" + esc(b["vertex-name"]) + "”" : "") +
+        (Array.isArray(b.subtasks) && b.subtasks.length ? " · subtask" + (b.subtasks.length > 1 ? "s " : " ") + b.subtasks.map(function (s) { return typeof s === "number" ? s + 1 : s; }).join(", ") : "") + "</span>");
+    }
+    if (chips.length) h.push('<div class="chips">' + chips.join("") + "</div>");
+    var hk = d["hot-keys"];
+    if (Array.isArray(hk) && hk.length) {
+      h.push('<div style="font-size:13px">Hot keys: ' + hk.slice(0, 5).map(function (k) {
+        return "<b>" + esc(k.key) + "</b>" + (typeof k.share === "number" ? " (" + Math.round(k.share * 1000) / 10 + "%)" : "");
+      }).join(", ") + "</div>");
+    }
+    if (Array.isArray(d.evidence) && d.evidence.length) h.push("<h3>Evidence</h3>", '<div data-testid="doctor-evidence">' + renderValue(d.evidence) + "</div>");
+    var fix = d.fix;
+    var pc = d["plan-change"] || (fix && fix["plan-change"]);
+    if (fix && typeof fix === "object") {
+      h.push("<h3>Proposed fix</h3>", '<div class="fix" data-testid="doctor-fix">');
+      if (fix.description) h.push("<div>" + esc(fix.description) + "</div>");
+      if (fix.change) h.push('<div class="diff">' + esc(fix.change) + "</div>");
+      Object.keys(fix).forEach(function (k) {
+        if (k !== "description" && k !== "change" && k !== "plan-change") h.push('<div style="font-size:12px"><span class="muted">' + esc(k) + ":</span> " + renderValue(fix[k]) + "</div>");
+      });
+      h.push(renderPlanChange(pc), "</div>");
+    } else if (pc) {
+      h.push("<h3>Plan change</h3>", renderPlanChange(pc));
+    }
+    if (d["expected-effect"]) h.push("<h3>Expected effect</h3><div>" + renderValue(d["expected-effect"]) + "</div>");
+    if (Array.isArray(d.undetermined) && d.undetermined.length) h.push("<h3>Not determined</h3>", '<div class="muted">' + renderValue(d.undetermined) + "</div>");
+    var known = { verdict: 1, cause: 1, confidence: 1, bottleneck: 1, "hot-keys": 1, evidence: 1, fix: 1, "plan-change": 1, "expected-effect": 1, undetermined: 1, status: 1 };
+    var rest = {};
+    Object.keys(d).forEach(function (k) { if (!known[k]) rest[k] = d[k]; });
+    if (Object.keys(rest).length) h.push('<details style="margin-top:8px"><summary class="muted">More</summary>' + renderValue(rest) + "</details>");
+    body.innerHTML = h.join("");
+  }
+
+  // ---- checkpoints panel (only once the endpoint answers with data) ---------------------
+  function refreshCheckpoints() {
+    if (state.cpMissing) return Promise.resolve();
+    return get("/jobs/" + state.job + "/checkpoints").then(function (c) {
+      var counts = c && c.counts;
+      if (!c || (!counts && !c.latest)) { $("checkpoints").hidden = true; return; }
+      var h = [];
+      if (counts) h.push('<div class="stats">' + Object.keys(counts).slice(0, 4).map(function (k) {
+        return '<div class="stat"><div class="k">' + esc(k) + '</div><div class="v">' + esc(counts[k]) + "</div></div>";
+      }).join("") + "</div>");
+      if (c.latest) h.push("<h3>Latest</h3>" + renderValue(c.latest));
+      if (c.summary) h.push("<h3>Durations and alignment</h3>" + renderValue(c.summary));
+      $("checkpoints-body").innerHTML = h.join("");
+      $("checkpoints").hidden = false;
+    }).catch(function (e) {
+      $("checkpoints").hidden = true;
+      if (e.status === 404 && /checkpoints/.test(e.message)) state.cpMissingCount = (state.cpMissingCount || 0) + 1;
+      if (state.cpMissingCount > 3) state.cpMissing = true;
+    });
+  }
+
+  // ---- loop ------------------------------------------------------------------------------
+  var timer = null, busy = false;
+  function tick() {
+    if (busy) return;
+    busy = true;
+    clearTimeout(timer);
+    var p = refreshJobs().then(function () {
+      if (!state.job && state.jobs.length) {
+        var run = state.jobs.filter(function (j) { return j.state === "RUNNING"; })[0] || state.jobs[0];
+        state.job = run.jid;
+        history.replaceState(null, "", "#job=" + run.jid);
+        renderJobs();
+      }
+      if (!state.job) { $("jobview").hidden = true; $("nojob").hidden = false; return; }
+      return refreshJob().then(function () {
+        return Promise.all([refreshVertex(), refreshDoctor(), refreshCheckpoints()]);
+      });
+    });
+    p.then(function () {
+      $("status").textContent = "live · updated " + new Date().toLocaleTimeString();
+      document.body.setAttribute("data-updated", String(Date.now()));
+    }, function (e) {
+      $("status").textContent = "update failed: " + e.message;
+    }).then(function () { busy = false; timer = setTimeout(tick, REFRESH_MS); });
+  }
+  readHash();
+  tick();
+})();

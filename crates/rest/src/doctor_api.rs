@@ -1,0 +1,170 @@
+//! `GET /jobs/:jobid/doctor` (Sluice extension): the doctor (`sluice_doctor`) run in-process on
+//! the job's latest metrics sample (already moving averages), answered with the doctor's JSON
+//! ([`sluice_doctor::to_json`], the CLI's `sluice doctor --json` shape) plus `plan-change`: the
+//! proposed change against the live job graph, for display.
+
+use std::num::NonZeroUsize;
+
+use serde_json::{json, Value};
+use sluice_doctor::{diagnose, HotKey, JobView, PlanChange, SubtaskSample, VertexView};
+use sluice_graph::{JobGraph, JobMonitor};
+use sluice_runtime::telemetry::{SubtaskSnapshot, VertexSnapshot};
+
+use crate::api::{ApiResult, Ctx};
+use crate::http::Response;
+
+/// What a two-phase aggregation adds in place of the keyed operator.
+pub const TWO_PHASE_ADDS: [&str; 3] = ["salt", "pre-aggregate (salted)", "combine"];
+
+pub fn doctor(ctx: &Ctx, jid: &str) -> ApiResult {
+    let m = ctx.job(jid)?;
+    let snaps = m.vertex_metrics();
+    let Some(view) = m.last_sample_ms().and_then(|_| job_view(&m, &snaps)) else {
+        return Ok(Response::json(
+            200,
+            json!({"status": "no-metrics-yet"}).to_string(),
+        ));
+    };
+    let d = diagnose(&view);
+    let mut body = sluice_doctor::to_json(&d);
+    let change = d
+        .fix
+        .as_ref()
+        .and_then(|f| f.plan_change.as_ref())
+        .map_or(Value::Null, |c| plan_change(&m.graph, c));
+    if let Value::Object(o) = &mut body {
+        o.insert("plan-change".to_string(), change);
+    }
+    Ok(Response::json(200, body.to_string()))
+}
+
+/// The doctor's view of a running job; `None` while some vertex has no sampled subtask.
+pub fn job_view(m: &JobMonitor, snaps: &[VertexSnapshot]) -> Option<JobView> {
+    let g = &m.graph;
+    let mut vertices = Vec::with_capacity(g.vertices.len());
+    for (i, v) in g.vertices.iter().enumerate() {
+        let snap = snaps.iter().find(|s| s.index == i)?;
+        if snap.subtasks.is_empty() {
+            return None;
+        }
+        let (inputs, ship_strategies) = g
+            .edges
+            .iter()
+            .filter(|e| e.to_vertex == i)
+            .map(|e| (e.from_vertex, e.strategy.as_str().to_string()))
+            .unzip();
+        let hot_keys = m.subtasks.get(i).map(|subs| {
+            sluice_runtime::hotkeys::vertex_hot_keys(subs.iter())
+                .into_iter()
+                .map(|k| HotKey {
+                    key: k.key,
+                    share: k.share_of_vertex,
+                })
+                .collect()
+        });
+        vertices.push(VertexView {
+            id: v.id.to_string(),
+            name: v.name.clone(),
+            parallelism: v.parallelism,
+            inputs,
+            ship_strategies,
+            is_source: !g.edges.iter().any(|e| e.to_vertex == i),
+            is_sink: !g.edges.iter().any(|e| e.from_vertex == i),
+            operators: v
+                .nodes
+                .iter()
+                .filter_map(|n| g.nodes.get(n).map(|n| n.name.clone()))
+                .collect(),
+            subtasks: snap.subtasks.iter().map(sample).collect(),
+            hot_keys,
+        });
+    }
+    Some(JobView {
+        vertices,
+        available_cores: std::thread::available_parallelism()
+            .ok()
+            .map(NonZeroUsize::get),
+    })
+}
+
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
+    SubtaskSample {
+        busy: finite(s.busy_ms_per_second),
+        backpressured: finite(s.backpressured_ms_per_second),
+        idle: finite(s.idle_ms_per_second),
+        records_in: finite(s.records_in_per_second),
+        records_out: finite(s.records_out_per_second),
+        cpu: finite(s.cpu_ms_per_second),
+        operator_busy: s
+            .operators
+            .iter()
+            .filter(|o| o.busy_ms_per_second.is_finite())
+            .map(|o| (o.name.clone(), o.busy_ms_per_second))
+            .collect(),
+        state_access: finite(s.state_access_ms_per_second),
+    }
+}
+
+/// The vertex running `operator` and the ship strategy of its input edge(s) into that operator
+/// (`None` for a source).
+fn locate(g: &JobGraph, operator: &str) -> Option<(usize, Option<&'static str>)> {
+    let (id, _) = g.nodes.iter().find(|(_, n)| n.name == operator)?;
+    let v = g.vertices.iter().position(|v| v.nodes.contains(id))?;
+    let edge = g
+        .edges
+        .iter()
+        .find(|e| e.to_node == *id)
+        .or_else(|| g.edges.iter().find(|e| e.to_vertex == v));
+    Some((v, edge.map(|e| e.strategy.as_str())))
+}
+
+/// The proposed change against the live graph: before/after of what it changes.
+pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
+    let operator = match c {
+        PlanChange::Parallelism { operator, .. }
+        | PlanChange::TwoPhase { operator, .. }
+        | PlanChange::AsyncIo { operator, .. } => operator,
+    };
+    let at = locate(g, operator);
+    let vertex = at.map(|(v, _)| g.vertices[v].id.to_string());
+    let vertex_name = at.map(|(v, _)| g.vertices[v].name.clone());
+    match c {
+        PlanChange::Parallelism {
+            parallelism, ship, ..
+        } => {
+            let before = g
+                .nodes
+                .values()
+                .find(|n| n.name == *operator)
+                .map(|n| n.parallelism);
+            json!({
+                "kind": "parallelism",
+                "operator": operator,
+                "vertex": vertex,
+                "vertex-name": vertex_name,
+                "parallelism": {"before": before, "after": parallelism},
+                "ship-strategy": {"before": at.and_then(|(_, s)| s), "after": ship},
+            })
+        }
+        PlanChange::TwoPhase { buckets, .. } => json!({
+            "kind": "two-phase",
+            "operator": operator,
+            "vertex": vertex,
+            "vertex-name": vertex_name,
+            "buckets": buckets,
+            "adds": TWO_PHASE_ADDS,
+            "removes": [operator],
+        }),
+        PlanChange::AsyncIo { capacity, .. } => json!({
+            "kind": "async-io",
+            "operator": operator,
+            "vertex": vertex,
+            "vertex-name": vertex_name,
+            "capacity": capacity,
+        }),
+    }
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# End-to-end test of the web dashboard in headless Chromium: starts live jobs (skew, then the
+# under-provisioned scenario), drives the dashboard with playwright-core (installed into target/e2e
+# by npm if missing; never downloads a browser: it uses Debian's /usr/bin/chromium) and saves a
+# screenshot per scenario under target/e2e/. Requires node, npm and /usr/bin/chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+E2E=target/e2e
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+PORT=${E2E_PORT:-18082}
+[ -x "$CHROMIUM" ] || { echo "e2e-dashboard: $CHROMIUM is required (apt-get install chromium)"; exit 1; }
+command -v node >/dev/null || { echo "e2e-dashboard: node is required"; exit 1; }
+
+mkdir -p "$E2E"
+if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
+  [ -f "$E2E/package.json" ] || echo '{"private":true}' > "$E2E/package.json"
+  (cd "$E2E" && npm install --no-audit --no-fund --silent playwright-core@1)
+fi
+[ -x target/debug/sluice ] || cargo build -q -p sluice-cli
+
+JOB_PID=
+stop_job() {
+  if [ -n "$JOB_PID" ]; then
+    kill "$JOB_PID" 2>/dev/null || true
+    wait "$JOB_PID" 2>/dev/null || true
+    JOB_PID=
+  fi
+}
+trap stop_job EXIT
+
+run_case() { # scenario, then the `sluice run` arguments
+  local scenario=$1; shift
+  echo "== dashboard e2e: $scenario"
+  target/debug/sluice run "$@" --rest-port "$PORT" --metrics-interval 0.2 --metrics-window 1 \
+    --no-progress >"$E2E/$scenario.log" 2>&1 &
+  JOB_PID=$!
+  for _ in $(seq 1 100); do
+    curl -fs "http://127.0.0.1:$PORT/jobs/overview" >/dev/null 2>&1 && break
+    kill -0 "$JOB_PID" 2>/dev/null || { echo "sluice exited:"; cat "$E2E/$scenario.log"; exit 1; }
+    sleep 0.1
+  done
+  local rc=0
+  SLUICE_URL="http://127.0.0.1:$PORT" SCENARIO="$scenario" E2E_OUT="$E2E" CHROMIUM="$CHROMIUM" \
+    PLAYWRIGHT_CORE="$PWD/$E2E/node_modules/playwright-core" \
+    timeout 120 node tests/e2e/dashboard.test.mjs || rc=$?
+  stop_job
+  return "$rc"
+}
+
+run_case skew skew --records 100000000000 -p 2
+run_case under-provisioned scenario under-provisioned -p 2
