@@ -82,6 +82,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 const OPERATOR_BUSY: &str = "busyTimeMsPerSecond";
 /// Sluice's time in keyed-state calls, ms/s (absent on Flink).
 const STATE_ACCESS: &str = "stateAccessTimeMsPerSecond";
+/// Sluice's time runnable but waiting for a free CPU, ms/s (absent on Flink).
+const CPU_WAIT: &str = "cpuWaitTimeMsPerSecond";
 
 /// Flink's metric-scope filter for operator names (as `sluice_rest::metrics` applies it).
 fn scope(name: &str) -> String {
@@ -149,6 +151,7 @@ fn sample_of(
         records_in: v.records_in,
         records_out: v.records_out,
         cpu: v.cpu,
+        cpu_wait: values.get(CPU_WAIT).copied().filter(|v| v.is_finite()),
         operator_busy: operators
             .iter()
             .filter_map(|op| {
@@ -352,7 +355,7 @@ fn required(src: &dyn RestSource, path: &str) -> anyhow::Result<Value> {
 fn snapshot(src: &dyn RestSource, jid: &str, vertices: &[VertexView]) -> anyhow::Result<Snapshot> {
     let mut snap = Vec::with_capacity(vertices.len());
     for v in vertices {
-        let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS}");
+        let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS},{CPU_WAIT}");
         for op in &v.operators {
             names.push_str(&format!(",{}.{OPERATOR_BUSY}", scope(op)));
         }

@@ -44,6 +44,9 @@ pub struct SubtaskSample {
     pub records_out: Option<f64>,
     /// CPU time of the task thread, ms/s (Sluice's `cpuTimeMsPerSecond`; Flink has none).
     pub cpu: Option<f64>,
+    /// Time runnable but waiting for a free CPU, ms/s (Sluice's `cpuWaitTimeMsPerSecond`): busy
+    /// time that is neither computation nor blocking — the machine is oversubscribed.
+    pub cpu_wait: Option<f64>,
     /// Exclusive busy time per chained operator, ms/s (Sluice's `<op>.busyTimeMsPerSecond`).
     pub operator_busy: Vec<(String, f64)>,
     /// Time in keyed-state calls, ms/s.
@@ -316,6 +319,7 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                         records_in: avg(|s| s.records_in),
                         records_out: avg(|s| s.records_out),
                         cpu: avg(|s| s.cpu),
+                        cpu_wait: avg(|s| s.cpu_wait),
                         operator_busy: ops
                             .into_iter()
                             .map(|(n, sum, c)| (n, sum / c as f64))
@@ -714,6 +718,17 @@ fn classify(
     ));
     let avg_busy = mean(busy.iter().copied());
     let cpu = mean_opt(hot.iter().map(|&i| v.subtasks[i].cpu));
+    let cpu_wait = mean_opt(hot.iter().map(|&i| v.subtasks[i].cpu_wait));
+    if let (Some(c), Some(w)) = (cpu, cpu_wait) {
+        if w > 0.25 * hot_busy {
+            evidence.push(format!(
+                "the machine is oversubscribed: of busy {} the thread computed {} and waited {} for a free CPU",
+                pct(hot_busy),
+                pct(c),
+                pct(w)
+            ));
+        }
+    }
     let state = mean_opt(hot.iter().map(|&i| v.subtasks[i].state_access));
     let stall_samples = stalls(samples, vi);
     let is_last = |op: &Option<String>| op.is_some() && *op == v.operators.last().cloned();
@@ -737,7 +752,10 @@ fn classify(
         effect = "look for allocation, compaction or pauses (GC, swapping) at those moments; \
                   more parallelism would stall the same way"
             .to_string();
-    } else if let Some(c) = cpu.filter(|c| *c < LOW_CPU_RATIO * hot_busy) {
+    } else if let Some(c) = cpu.filter(|c| {
+        // Time waiting for a free core is not blocking: count it with the CPU time.
+        *c + cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * hot_busy
+    }) {
         cause = Cause::BlockingCalls;
         confidence = 0.8;
         evidence.push(format!(

@@ -429,3 +429,35 @@ fn a_chained_operator_with_a_real_share_beats_the_derived_source_time() {
     assert_eq!(d.cause, Cause::UnderProvisioned, "{d:?}");
     assert_eq!(d.bottleneck.unwrap().operator.as_deref(), Some("map"));
 }
+
+#[test]
+fn waiting_for_a_free_cpu_is_not_blocking() {
+    // Busy 100 %, on CPU only 25 %, but 70 % runnable-and-waiting for a core: an oversubscribed
+    // machine, not synchronous I/O.
+    let starved = |s: SubtaskSample| {
+        let mut s = with_cpu(s, 250.0);
+        s.cpu_wait = Some(700.0);
+        s
+    };
+    let j = job(
+        bp2(),
+        vec![
+            starved(sub(1000.0, 0.0, 0.0, 50_000.0)),
+            starved(sub(1000.0, 0.0, 0.0, 50_000.0)),
+        ],
+        idle2(),
+    );
+    let d = diagnose(&j);
+    assert_ne!(d.cause, Cause::BlockingCalls, "{d:?}");
+    assert!(
+        d.evidence.iter().any(|e| e.contains("oversubscribed")),
+        "{:?}",
+        d.evidence
+    );
+    // The same numbers without the wait are blocking calls.
+    let mut j2 = j.clone();
+    for s in &mut j2.vertices[1].subtasks {
+        s.cpu_wait = None;
+    }
+    assert_eq!(diagnose(&j2).cause, Cause::BlockingCalls);
+}

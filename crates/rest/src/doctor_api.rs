@@ -99,6 +99,7 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
         records_in: finite(s.records_in_per_second),
         records_out: finite(s.records_out_per_second),
         cpu: finite(s.cpu_ms_per_second),
+        cpu_wait: finite(s.cpu_wait_ms_per_second),
         operator_busy: s
             .operators
             .iter()

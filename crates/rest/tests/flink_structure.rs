@@ -173,6 +173,7 @@ const OPERATOR_METRICS: &[&str] = &["numRecordsIn", "numRecordsInPerSecond"];
 const TASK_EXTRAS: &[&str] = &[
     "cpuTimeMsPerSecond",
     "accumulateCpuTimeMs",
+    "cpuWaitTimeMsPerSecond",
     "stateAccessTimeMsPerSecond",
 ];
 const OPERATOR_EXTRAS: &[&str] = &["busyTimeMsPerSecond", "accumulateBusyTimeMs"];

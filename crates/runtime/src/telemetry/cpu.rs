@@ -14,6 +14,13 @@ pub fn thread_cpu_ns(tid: u64) -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
+/// Nanoseconds thread `tid` has spent runnable but waiting for a CPU (schedstat's second field):
+/// time the thread was ready to work but the machine had no core free for it.
+pub fn thread_run_queue_ns(tid: u64) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    s.split_whitespace().nth(1)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ mod sampler;
 mod snapshot;
 mod window;
 
-pub use cpu::{current_thread_id, thread_cpu_ns};
+pub use cpu::{current_thread_id, thread_cpu_ns, thread_run_queue_ns};
 pub use sampler::{MetricsConfig, Sampler};
 pub use snapshot::{data_skew_percent, OperatorSnapshot, SubtaskSnapshot, VertexSnapshot};
 pub use window::{MeterWindow, TimerWindow};

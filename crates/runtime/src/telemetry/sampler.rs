@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sluice_channel::mono_ns;
 
-use super::cpu::thread_cpu_ns;
+use super::cpu::{thread_cpu_ns, thread_run_queue_ns};
 use super::snapshot::{OperatorSnapshot, SubtaskSnapshot, VertexSnapshot};
 use super::window::{MeterWindow, TimerWindow};
 use crate::metrics::TaskState;
@@ -49,6 +49,7 @@ struct Totals {
     idle_ns: u64,
     bp_ns: u64,
     cpu_ns: Option<u64>,
+    wait_ns: Option<u64>,
     state_ns: u64,
 }
 
@@ -67,6 +68,7 @@ struct SubtaskState {
     idle: TimerWindow,
     bp: TimerWindow,
     cpu: TimerWindow,
+    cpu_wait: TimerWindow,
     state: TimerWindow,
     records_in: MeterWindow,
     records_out: MeterWindow,
@@ -101,6 +103,7 @@ impl Sampler {
                         idle: TimerWindow::new(slots),
                         bp: TimerWindow::new(slots),
                         cpu: TimerWindow::new(slots),
+                        cpu_wait: TimerWindow::new(slots),
                         state: TimerWindow::new(slots),
                         records_in: MeterWindow::new(slots),
                         records_out: MeterWindow::new(slots),
@@ -114,6 +117,7 @@ impl Sampler {
                             start_time_ms: -1,
                             end_time_ms: -1,
                             cpu_ms_per_second: f64::NAN,
+                            cpu_wait_ms_per_second: f64::NAN,
                             ..Default::default()
                         },
                     })
@@ -175,7 +179,18 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     } else {
         None
     };
+    let wait = if tid > 0 {
+        thread_run_queue_ns(tid).or(s.prev.wait_ns)
+    } else {
+        None
+    };
     let interval_s = interval_ns as f64 / 1e9;
+    if let Some(w) = wait {
+        s.cpu_wait.push(
+            ms(w.saturating_sub(s.prev.wait_ns.unwrap_or(0))),
+            interval_s,
+        );
+    }
     s.idle
         .push(ms(idle.saturating_sub(s.prev.idle_ns)), interval_s);
     s.bp.push(ms(bp.saturating_sub(s.prev.bp_ns)), interval_s);
@@ -190,6 +205,7 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
         idle_ns: idle,
         bp_ns: bp,
         cpu_ns: cpu.or(s.prev.cpu_ns),
+        wait_ns: wait.or(s.prev.wait_ns),
         state_ns,
     };
     s.prev_tick = at;
@@ -316,6 +332,11 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
             f64::NAN
         },
         accumulated_cpu_ms: s.prev.cpu_ns.map(|c| ms(c).floor()).unwrap_or(f64::NAN),
+        cpu_wait_ms_per_second: if s.prev.wait_ns.is_some() {
+            s.cpu_wait.per_second()
+        } else {
+            f64::NAN
+        },
         state_access_ms_per_second: s.state.per_second(),
         operators,
     };

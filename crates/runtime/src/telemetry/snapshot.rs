@@ -49,6 +49,9 @@ pub struct SubtaskSnapshot {
     /// CPU time of the subtask's thread, ms per second (NaN where unavailable).
     pub cpu_ms_per_second: f64,
     pub accumulated_cpu_ms: f64,
+    /// Time the thread was runnable but waiting for a free CPU, ms per second (NaN where
+    /// unavailable): busy time that is neither computing nor blocked — an oversubscribed machine.
+    pub cpu_wait_ms_per_second: f64,
     /// Time in keyed-state calls, ms per second (estimated from sampled calls on the memory
     /// backend; `TaskMetrics::state_access_ns`).
     pub state_access_ms_per_second: f64,
