@@ -1,62 +1,16 @@
 //! `sluice doctor --json` against a live `sluice run` (the embedded REST API): a hot key, and an
 //! expensive map without skew.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+use common::{start_live, Job};
+
+use std::process::Command;
 use std::time::Duration;
 
-struct Job(Child);
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts an effectively unbounded skew job with fast metrics and `extra` flags; returns it and
-/// its REST URL.
 fn start_job(extra: &[&str]) -> (Job, String) {
-    let mut args = vec![
-        "run",
-        "skew",
-        "--records",
-        "100000000000",
-        "--rest-port",
-        "0",
-        "--metrics-interval",
-        "0.2",
-        "--metrics-window",
-        "1",
-        "--no-progress",
-    ];
+    let mut args = vec!["skew", "--records", "100000000000"];
     args.extend_from_slice(extra);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sluice runs");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("REST API: ") {
-                let url = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-                let _ = tx.send(url);
-            }
-        }
-    });
-    let job = Job(child);
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the job announces its REST URL");
-    (job, url)
+    start_live(&args)
 }
 
 fn doctor(url: &str) -> serde_json::Value {

@@ -1,9 +1,11 @@
 //! `sluice doctor --from-dir` on the real Flink 2.3 capture, and `--save` → `--from-dir` round trip
 //! against a live `sluice run skew`.
 
-use std::io::{BufRead, BufReader};
+mod common;
+use common::{start_live, Job};
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const FLINK_SKEW: &str = concat!(
@@ -74,55 +76,8 @@ fn from_dir_rejects_a_directory_without_answers() {
     assert!(err.contains("job.json"), "{err}");
 }
 
-struct Job(Child);
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// An effectively unbounded skew job with fast metrics, and its REST URL (as in tests/doctor.rs).
 fn start_job() -> (Job, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            "skew",
-            "--records",
-            "100000000000",
-            "--rest-port",
-            "0",
-            "--metrics-interval",
-            "0.2",
-            "--metrics-window",
-            "1",
-            "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sluice runs");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("REST API: ") {
-                let url = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-                let _ = tx.send(url);
-            }
-        }
-    });
-    let job = Job(child);
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the job announces its REST URL");
-    (job, url)
+    start_live(&["skew", "--records", "100000000000"])
 }
 
 fn fresh_dir(name: &str) -> PathBuf {

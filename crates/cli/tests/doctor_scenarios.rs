@@ -2,8 +2,10 @@
 //! `sluice doctor --json` must name the cause and the bottleneck. One scenario at a time (a shared
 //! lock), so two CPU-heavy jobs never compete for the cores.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+use common::{start_live, Job};
+
+use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -11,55 +13,8 @@ use serde_json::Value;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-struct Job(Child);
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `sluice run scenario <name>` (effectively unbounded) with fast metrics; returns it and
-/// its REST URL.
 fn start(name: &str) -> (Job, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            "scenario",
-            name,
-            "--rest-port",
-            "0",
-            "--metrics-interval",
-            "0.2",
-            "--metrics-window",
-            "1",
-            "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sluice runs");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("REST API: ") {
-                let url = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-                let _ = tx.send(url);
-            }
-        }
-    });
-    let job = Job(child);
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the job announces its REST URL");
-    (job, url)
+    start_live(&["scenario", name])
 }
 
 /// Runs the scenario and `sluice doctor --window <window> --json` against it.

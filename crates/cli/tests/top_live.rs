@@ -1,61 +1,22 @@
 //! `sluice top` against a live `sluice run` (the embedded REST API), rendered once and captured.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-struct Job(Child);
-
-impl Drop for Job {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+mod common;
+use common::{start_live, Job};
 
 /// Starts an effectively unbounded skew job with fast metrics; returns it and its REST URL.
 fn start_job() -> (Job, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "run",
-            "skew",
-            "--records",
-            "100000000000",
-            "-p",
-            "2",
-            "--map-work",
-            "64",
-            "--rest-port",
-            "0",
-            "--metrics-interval",
-            "0.2",
-            "--metrics-window",
-            "1",
-            "--no-progress",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("sluice runs");
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("REST API: ") {
-                let url = rest
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .trim_end_matches('/')
-                    .to_string();
-                let _ = tx.send(url);
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the job announces its REST URL");
-    (Job(child), url)
+    start_live(&[
+        "skew",
+        "--records",
+        "100000000000",
+        "-p",
+        "2",
+        "--map-work",
+        "64",
+    ])
 }
 
 #[test]

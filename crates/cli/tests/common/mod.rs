@@ -1,0 +1,60 @@
+//! Shared by the CLI tests that need a live job: start `sluice run …` with its REST API on a free
+//! port and fast metrics, learn the URL from its stderr, and kill it when the guard drops.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `sluice run`; killed (and reaped) on drop.
+pub struct Job(Child);
+
+impl Drop for Job {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `sluice run <job_args…> --rest-port 0 --metrics-interval 0.2 --metrics-window 1 --no-progress`;
+/// returns the guard and the REST base URL (no trailing slash).
+pub fn start_live(job_args: &[&str]) -> (Job, String) {
+    let mut args = vec!["run"];
+    args.extend_from_slice(job_args);
+    args.extend_from_slice(&[
+        "--rest-port",
+        "0",
+        "--metrics-interval",
+        "0.2",
+        "--metrics-window",
+        "1",
+        "--no-progress",
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("sluice runs");
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("REST API: ") {
+                let url = rest
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .trim_end_matches('/')
+                    .to_string();
+                let _ = tx.send(url);
+            }
+        }
+    });
+    let job = Job(child);
+    let url = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the job announces its REST URL");
+    (job, url)
+}
