@@ -47,6 +47,7 @@ pub mod sinks;
 pub mod sources;
 pub mod state;
 pub mod telemetry;
+pub mod time;
 pub mod writer;
 
 pub use control::{DeadLetter, JobControl};
