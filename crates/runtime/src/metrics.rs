@@ -80,7 +80,6 @@ pub struct TaskMetrics {
     pub records_out: AtomicU64,
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
-    pub buffers_out: AtomicU64,
     /// Idle (waiting for input) and backpressured (waiting for output credit) time.
     pub waits: Arc<WaitTimes>,
     /// Counters of the channels this subtask reads (for the exchange-level metrics and tests).

@@ -160,7 +160,12 @@ impl<T: Data> DataStream<T> {
     }
 
     fn partitioned(&self, s: ShipStrategy) -> DataStream<T> {
-        // A virtual partitioning transformation: takes an id, creates no node.
+        self.repartitioned(s, Arc::new(TypedWriterFactory::<T> { key_hash: None }))
+    }
+
+    /// A virtual partitioning transformation (Flink's PartitionTransformation): takes an id,
+    /// creates no node, and re-routes every input edge of this stream through `writer`.
+    fn repartitioned(&self, s: ShipStrategy, writer: Arc<TypedWriterFactory<T>>) -> DataStream<T> {
         self.env.alloc_id();
         DataStream {
             env: self.env.clone(),
@@ -171,7 +176,7 @@ impl<T: Data> DataStream<T> {
                 .map(|e| StreamEdge {
                     from: e.from,
                     strategy: Some(s),
-                    writer: Arc::new(TypedWriterFactory::<T> { key_hash: None }),
+                    writer: writer.clone(),
                 })
                 .collect(),
             _t: PhantomData,
@@ -210,26 +215,12 @@ impl<T: Data> DataStream<T> {
         K: JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
         F: Fn(&T) -> K + Send + Sync + 'static,
     {
-        self.env.alloc_id();
         let key = Arc::new(key);
         let k2 = key.clone();
         let writer = Arc::new(TypedWriterFactory::<T> {
             key_hash: Some(Arc::new(move |r: &T| k2(r).java_hash_code())),
         });
-        let stream = DataStream {
-            env: self.env.clone(),
-            node: None,
-            inputs: self
-                .inputs
-                .iter()
-                .map(|e| StreamEdge {
-                    from: e.from,
-                    strategy: Some(ShipStrategy::Hash),
-                    writer: writer.clone(),
-                })
-                .collect(),
-            _t: PhantomData,
-        };
+        let stream = self.repartitioned(ShipStrategy::Hash, writer);
         KeyedStream {
             stream,
             unkeyed: self.clone(),
