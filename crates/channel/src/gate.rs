@@ -19,6 +19,9 @@ pub enum ChannelEvent {
     /// The upstream subtask finished; nothing follows on this channel.
     EndOfPartition,
     Watermark(Watermark),
+    /// The upstream subtask became idle (`true`) or active again (`false`): Flink's
+    /// `WatermarkStatus`. An idle channel does not hold back the receiver's watermark.
+    Idleness(bool),
     Barrier(Barrier),
 }
 

@@ -419,7 +419,7 @@ fn run_exchange(case: ExchangeCase) {
                                 "channel {channel}: watermark out of place"
                             );
                         }
-                        ChannelEvent::Barrier(b) => panic!("unexpected barrier {b:?}"),
+                        other => panic!("unexpected event {other:?}"),
                     }
                 }
             }

@@ -55,7 +55,14 @@ pub use api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
     TimerServiceRef,
 };
+pub use api::{
+    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult,
+    WindowedStream, DEFAULT_WATERMARK_INTERVAL,
+};
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
+pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};
+pub use sluice_runtime::time::windows::TimeWindow;
+pub use sluice_types::Watermark;
 pub use config::EnvConfig;
 pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};
 pub use error::GraphError;

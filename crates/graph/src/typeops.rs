@@ -146,6 +146,9 @@ where
         let mut out = unbox_collector::<T>(out);
         Ok(Box::new(move |ctx: &SourceContext| {
             src.run(ctx, &mut *out)?;
+            // Flink: a bounded source ends with the maximal watermark, so every event-time
+            // timer and window downstream fires.
+            out.emit_watermark(sluice_types::Watermark::MAX)?;
             out.finish()
         }))
     }

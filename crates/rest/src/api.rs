@@ -1032,10 +1032,21 @@ pub fn hot_keys(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         .with("hot-keys", list))
 }
 
+/// Flink's `JobVertexWatermarksHandler`: one `{"id": "<subtask>.currentInputWatermark",
+/// "value": "<ms>"}` per subtask, values as strings like every metric value.
 pub fn watermarks(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
-    vertex_index(&m, vid)?;
-    ok(Json::Arr(Vec::new()))
+    let vi = vertex_index(&m, vid)?;
+    let list = m.subtasks[vi]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            Json::obj()
+                .with("id", format!("{i}.currentInputWatermark"))
+                .with("value", t.input_watermark.get().to_string())
+        })
+        .collect();
+    ok(Json::Arr(list))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -140,7 +140,7 @@ pub static ROUTES: &[Route] = &[
         operations: &[Operation { method: "GET", query: &[GET_PARAM],
             summary: "Metric names of one subtask, or their values (strings) with ?get=." }] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/watermarks", endpoint: Endpoint::Watermarks,
-        operations: &[get("Input watermarks per subtask (none yet: Sluice has no event time).")] },
+        operations: &[get("Input watermark per subtask (`<i>.currentInputWatermark`, ms as a string; -9223372036854775808 before the first).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/accumulators", endpoint: Endpoint::Accumulators,
         operations: &[get("User accumulators of the vertex (none).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/hot-keys", endpoint: Endpoint::HotKeys,

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError};
+use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::metrics::{OperatorMetrics, OPERATOR_SAMPLE_EVERY};
 
@@ -127,6 +127,14 @@ where
         self.timing.publish();
         self.link.flush()
     }
+
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        self.link.emit_watermark(watermark)
+    }
+
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        self.link.emit_idleness(idle)
+    }
 }
 
 impl<In, Out, Op> Collector<In> for Link<In, Out, Op>
@@ -148,6 +156,14 @@ where
     fn flush(&mut self) -> Result<(), OperatorError> {
         self.op.tick(&mut *self.out)?;
         self.out.flush()
+    }
+
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        self.op.on_watermark(watermark, &mut *self.out)
+    }
+
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        self.op.on_idleness(idle, &mut *self.out)
     }
 }
 
@@ -183,6 +199,18 @@ impl<T: Data> Collector<T> for Fanout<T> {
     fn flush(&mut self) -> Result<(), OperatorError> {
         for o in &mut self.outs {
             o.flush()?;
+        }
+        Ok(())
+    }
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        for o in &mut self.outs {
+            o.emit_watermark(watermark)?;
+        }
+        Ok(())
+    }
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        for o in &mut self.outs {
+            o.emit_idleness(idle)?;
         }
         Ok(())
     }
@@ -235,5 +263,11 @@ impl<T, C: Collector<T>> Collector<T> for TimedSink<C> {
     fn flush(&mut self) -> Result<(), OperatorError> {
         self.timing.publish();
         self.inner.flush()
+    }
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        self.inner.emit_watermark(watermark)
+    }
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        self.inner.emit_idleness(idle)
     }
 }

@@ -1,13 +1,18 @@
 //! The run loop of a task with one (possibly unioned) input.
 
-use sluice_channel::{GateItem, InputGate};
-use sluice_types::{Collector, Data, OperatorError};
+use sluice_channel::{ChannelEvent, GateItem, InputGate};
+use sluice_types::{Collector, Data, OperatorError, Watermark};
 
+use crate::time::watermarks::{WatermarkCombiner, WatermarkEvent};
 use crate::TaskContext;
 
 /// Pulls buffers from `gate` and pushes every record through `head` (the chain), until every
 /// input channel has ended; then finishes the chain. Waiting for input counts as idle time (in
 /// the gate); on the buffer timeout with no input, partial output buffers are flushed.
+///
+/// Watermarks are combined per channel (Flink's `StatusWatermarkValve`): the chain sees the
+/// minimum over the channels that are neither idle nor ended, only when it rises. An ended
+/// channel can send nothing more, so it stops holding the minimum back.
 pub fn run_one_input<T: Data>(
     mut gate: InputGate<T>,
     head: &mut dyn Collector<T>,
@@ -31,6 +36,7 @@ pub fn run_one_input<T: Data>(
             .unwrap_or_else(|p| p.into_inner());
         ins.extend(gate.counters());
     }
+    let mut valve = WatermarkCombiner::new(gate.open_channels());
     loop {
         match gate.next().map_err(|_| OperatorError::Cancelled)? {
             None => break,
@@ -50,7 +56,27 @@ pub fn run_one_input<T: Data>(
                     head.flush()?;
                 }
             }
-            Some(GateItem::Event { .. }) => {}
+            Some(GateItem::Event { channel, event }) => {
+                let forward = match event {
+                    ChannelEvent::Watermark(w) => valve.on_watermark(channel, w.0),
+                    ChannelEvent::Idleness(true) | ChannelEvent::EndOfPartition => {
+                        valve.mark_idle(channel)
+                    }
+                    ChannelEvent::Idleness(false) => valve.mark_active(channel),
+                    ChannelEvent::Barrier(_) => None,
+                };
+                match forward {
+                    Some(WatermarkEvent::Watermark(w)) => {
+                        ctx.metrics.input_watermark.set(w);
+                        head.emit_watermark(Watermark(w))?;
+                    }
+                    // Every input ended: the end of input is not an idleness to report.
+                    Some(WatermarkEvent::Idle) if gate.open_channels() == 0 => {}
+                    Some(WatermarkEvent::Idle) => head.emit_idleness(true)?,
+                    Some(WatermarkEvent::Active) => head.emit_idleness(false)?,
+                    None => {}
+                }
+            }
             Some(GateItem::Idle) => {
                 seen_epoch = epoch.load(std::sync::atomic::Ordering::Relaxed);
                 head.flush()?

@@ -108,7 +108,34 @@ pub struct TaskMetrics {
     /// The latest hot-key snapshot of the subtask's keyed operator, published every ~100 ms and
     /// at end of input (never per record); `None` for non-keyed subtasks. See [`crate::hotkeys`].
     pub hot_keys: Mutex<Option<crate::hotkeys::HotKeysSnapshot>>,
+    /// Flink's `currentInputWatermark`: the minimum over the subtask's non-idle input channels
+    /// (`i64::MIN` before the first watermark, and for sources).
+    pub input_watermark: WatermarkGauge,
+    /// The last watermark the subtask sent downstream (`currentOutputWatermark`).
+    pub output_watermark: WatermarkGauge,
+    /// Records dropped by event-time operators because they arrived after their windows closed
+    /// (Flink's `numLateRecordsDropped`).
+    pub late_records_dropped: AtomicU64,
     state: AtomicU8,
+}
+
+/// A watermark readable from other threads; starts at `i64::MIN` ("no watermark yet").
+#[derive(Debug)]
+pub struct WatermarkGauge(std::sync::atomic::AtomicI64);
+
+impl Default for WatermarkGauge {
+    fn default() -> Self {
+        WatermarkGauge(std::sync::atomic::AtomicI64::new(i64::MIN))
+    }
+}
+
+impl WatermarkGauge {
+    pub fn get(&self) -> i64 {
+        self.0.load(Relaxed)
+    }
+    pub fn set(&self, watermark: i64) {
+        self.0.store(watermark, Relaxed);
+    }
 }
 
 impl TaskMetrics {

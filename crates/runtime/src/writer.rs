@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use sluice_channel::{Cancelled, ChannelWriter};
-use sluice_types::{Collector, Data, OperatorError};
+use sluice_channel::ChannelEvent;
+use sluice_types::{Collector, Data, OperatorError, Watermark};
 
 use crate::{JobControl, TaskMetrics};
 
@@ -167,5 +168,26 @@ impl<T: Data, S: ChannelSelector<T>> Collector<T> for RecordWriter<T, S> {
 
     fn flush(&mut self) -> Result<(), OperatorError> {
         self.flush_all()
+    }
+
+    /// Broadcast to every channel behind the records written before it (shipping partial
+    /// buffers first, which may wait for credit: the watermark must not overtake them).
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        for c in &mut self.channels {
+            c.send_event(ChannelEvent::Watermark(watermark))
+                .map_err(cancelled)?;
+        }
+        self.publish();
+        self.metrics.output_watermark.set(watermark.0);
+        Ok(())
+    }
+
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        for c in &mut self.channels {
+            c.send_event(ChannelEvent::Idleness(idle))
+                .map_err(cancelled)?;
+        }
+        self.publish();
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! Output side of an operator.
 
-use crate::OperatorError;
+use crate::{OperatorError, Watermark};
 
 /// Receives the records an operator emits. Chained operators are collectors of their upstream;
 /// the last operator of a chain writes into a network writer or a sink, which are collectors too.
@@ -20,13 +20,38 @@ pub trait Collector<T>: Send {
     fn flush(&mut self) -> Result<(), OperatorError> {
         Ok(())
     }
+
+    /// Event-time progress: no later record on this stream has a timestamp `<=` `watermark`.
+    /// Chains pass it to each operator's [`crate::Operator::on_watermark`], network writers
+    /// broadcast it to every channel after the records written before it. Sinks ignore it.
+    fn emit_watermark(&mut self, _watermark: Watermark) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// The stream became idle (`true`: downstream must not wait for its watermark) or active
+    /// again (`false`). Flink's `WatermarkStatus`.
+    fn emit_idleness(&mut self, _idle: bool) -> Result<(), OperatorError> {
+        Ok(())
+    }
 }
 
 /// Collects into a vector. For unit tests of operators and for embedding.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct VecCollector<T> {
     pub records: Vec<T>,
     pub finished: bool,
+    /// Watermarks received, in order.
+    pub watermarks: Vec<Watermark>,
+}
+
+impl<T> Default for VecCollector<T> {
+    fn default() -> Self {
+        VecCollector {
+            records: Vec::new(),
+            finished: false,
+            watermarks: Vec::new(),
+        }
+    }
 }
 
 impl<T: Send> Collector<T> for VecCollector<T> {
@@ -36,6 +61,10 @@ impl<T: Send> Collector<T> for VecCollector<T> {
     }
     fn finish(&mut self) -> Result<(), OperatorError> {
         self.finished = true;
+        Ok(())
+    }
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        self.watermarks.push(watermark);
         Ok(())
     }
 }
@@ -50,5 +79,11 @@ impl<T, C: Collector<T> + ?Sized> Collector<T> for Box<C> {
     }
     fn flush(&mut self) -> Result<(), OperatorError> {
         (**self).flush()
+    }
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        (**self).emit_watermark(watermark)
+    }
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        (**self).emit_idleness(idle)
     }
 }

@@ -1,6 +1,6 @@
 //! The operator trait: one required method, defaulted lifecycle hooks.
 
-use crate::{Collector, OperatorError};
+use crate::{Collector, OperatorError, Watermark};
 
 /// Where an operator instance runs: which subtask of how many, under which names.
 #[derive(Clone, Debug)]
@@ -47,5 +47,21 @@ pub trait Operator<In, Out>: Send {
     /// with a buffer timeout of zero (the task then never wakes without input).
     fn tick(&mut self, _out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
         Ok(())
+    }
+
+    /// Event-time progress reached this operator (the minimum over its inputs). The default
+    /// forwards it; event-time operators fire their timers first (so what they emit precedes
+    /// the watermark), and watermark assigners swallow upstream watermarks.
+    fn on_watermark(
+        &mut self,
+        watermark: Watermark,
+        out: &mut dyn Collector<Out>,
+    ) -> Result<(), OperatorError> {
+        out.emit_watermark(watermark)
+    }
+
+    /// The input became idle or active again; the default forwards it.
+    fn on_idleness(&mut self, idle: bool, out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
+        out.emit_idleness(idle)
     }
 }

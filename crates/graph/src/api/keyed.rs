@@ -86,6 +86,7 @@ where
                     env: env.clone(),
                     node: None,
                     inputs: inputs.clone(),
+                    timestamps: None,
                     _t: std::marker::PhantomData,
                 };
                 let k = key.clone();

@@ -38,7 +38,7 @@ impl StreamEnv {
 
 /// The state setup of one keyed operator subtask: Flink's key group of a key (Java `hashCode`,
 /// murmur, modulo the operator's max parallelism) and the subtask's key-group range.
-fn state_config<K: JavaHash + 'static>(
+pub(crate) fn state_config<K: JavaHash + 'static>(
     backend: &StateBackendKind,
     ctx: &OperatorContext,
 ) -> KeyedStateConfig<K> {

@@ -1,6 +1,7 @@
 //! The typed DataStream API: [`StreamEnv`], [`DataStream`], [`KeyedStream`], [`Sink`].
 
 mod env;
+mod event_time;
 mod keyed;
 mod keyed_state_api;
 mod sink;
@@ -8,6 +9,10 @@ mod stream;
 mod two_phase;
 
 pub use env::StreamEnv;
+pub use event_time::{
+    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult, WindowedStream,
+    DEFAULT_WATERMARK_INTERVAL,
+};
 pub use keyed::{KeyedStream, Numeric};
 pub use keyed_state_api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,

@@ -1,7 +1,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use sluice_runtime::operators::{FilterOp, FlatMapOp, MapOp};
+use sluice_runtime::operators::{FilterOp, FlatMapOp, MapOp, TimestampFn};
 use sluice_types::{Data, NodeId, Operator, OperatorContext, ShipStrategy};
 
 use crate::partition::JavaHash;
@@ -16,6 +16,10 @@ pub struct DataStream<T> {
     /// The operator whose direct output this is, if any.
     pub(crate) node: Option<NodeId>,
     pub(crate) inputs: Vec<StreamEdge>,
+    /// How to read a record's event timestamp, once known (set by
+    /// `assign_timestamps_and_watermarks` or `with_timestamps`, kept by operations that pass
+    /// records through unchanged: filter, partitioning, key_by, union).
+    pub(crate) timestamps: Option<TimestampFn<T>>,
     pub(crate) _t: PhantomData<fn() -> T>,
 }
 
@@ -25,6 +29,7 @@ impl<T> Clone for DataStream<T> {
             env: self.env.clone(),
             node: self.node,
             inputs: self.inputs.clone(),
+            timestamps: self.timestamps.clone(),
             _t: PhantomData,
         }
     }
@@ -40,6 +45,7 @@ impl<T: Data> DataStream<T> {
                 strategy: None,
                 writer: Arc::new(TypedWriterFactory::<T> { key_hash: None }),
             }],
+            timestamps: None,
             _t: PhantomData,
         }
     }
@@ -132,7 +138,9 @@ impl<T: Data> DataStream<T> {
     where
         F: Fn(&T) -> bool + Clone + Send + Sync + 'static,
     {
-        self.transform("Filter", move |_| FilterOp(f.clone()))
+        let mut out = self.transform("Filter", move |_| FilterOp(f.clone()));
+        out.timestamps = self.timestamps.clone();
+        out
     }
 
     pub fn flat_map<U, I, F>(&self, f: F) -> DataStream<U>
@@ -155,6 +163,7 @@ impl<T: Data> DataStream<T> {
             env: self.env.clone(),
             node: None,
             inputs,
+            timestamps: self.timestamps.clone(),
             _t: PhantomData,
         }
     }
@@ -179,6 +188,7 @@ impl<T: Data> DataStream<T> {
                     writer: writer.clone(),
                 })
                 .collect(),
+            timestamps: self.timestamps.clone(),
             _t: PhantomData,
         }
     }

@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use sluice_types::{Collector, Operator, OperatorContext, OperatorError};
+use sluice_types::{Collector, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::state::{
     instance_dir_name, AggregateFunction, AggregatingState, KeyedStateConfig, KeyedStateStore,
@@ -13,6 +13,16 @@ use crate::state::{
 
 /// Processing time in ms since the Unix epoch (Flink's `currentProcessingTime()`).
 pub type ProcessingClock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// An element's event timestamp, ms since the epoch.
+pub type TimestampFn<T> = Arc<dyn Fn(&T) -> i64 + Send + Sync>;
+
+/// Which clock a timer was registered on (Flink's `TimeDomain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeDomain {
+    EventTime,
+    ProcessingTime,
+}
 
 /// The wall clock, ms since the Unix epoch.
 pub fn system_time_ms() -> i64 {
@@ -77,7 +87,8 @@ pub trait KeyedProcessFunction<K, IN, OUT>: Send {
         out: &mut dyn Collector<OUT>,
     ) -> Result<(), OperatorError>;
 
-    /// A processing-time timer of the current key fired at `timestamp_ms` (its registered time).
+    /// A timer of the current key fired at `timestamp_ms` (its registered time); the context's
+    /// [`ProcessContext::time_domain`] says whether it was an event-time or processing-time one.
     fn on_timer(
         &mut self,
         _timestamp_ms: i64,
@@ -95,8 +106,11 @@ pub trait KeyedProcessFunction<K, IN, OUT>: Send {
 pub struct ProcessContext<'a, K> {
     store: &'a mut KeyedStateStore<K>,
     timers: &'a mut TimerService<K>,
+    event_timers: &'a mut TimerService<K>,
     clock: &'a ProcessingClock,
-    timer_timestamp: Option<i64>,
+    watermark: i64,
+    timestamp: Option<i64>,
+    timer: Option<(i64, TimeDomain)>,
 }
 
 /// The context of [`KeyedProcessFunction::on_timer`] (the same type: the current key is the
@@ -120,7 +134,22 @@ impl<'a, K: StateKey> ProcessContext<'a, K> {
 
     /// In `on_timer`: the firing timer's timestamp; `None` in `process_element`.
     pub fn timer_timestamp(&self) -> Option<i64> {
-        self.timer_timestamp
+        self.timer.map(|t| t.0)
+    }
+
+    /// In `on_timer`: the clock of the firing timer; `None` in `process_element`.
+    pub fn time_domain(&self) -> Option<TimeDomain> {
+        self.timer.map(|t| t.1)
+    }
+
+    /// The element's event timestamp (when the stream has timestamps), or in `on_timer` for
+    /// an event-time timer, the timer's time (Flink sets the output timestamp to it).
+    pub fn timestamp(&self) -> Option<i64> {
+        match self.timer {
+            Some((t, TimeDomain::EventTime)) => Some(t),
+            Some(_) => None,
+            None => self.timestamp,
+        }
     }
 
     pub fn value_state<'b, V: StateValue>(&'b mut self, name: &'b str) -> ValueState<'b, K, V> {
@@ -174,17 +203,21 @@ impl<'a, K: StateKey> ProcessContext<'a, K> {
                 .current_key_group()
                 .expect("the operator sets the key before calling the function"),
             timers: &mut *self.timers,
+            event_timers: &mut *self.event_timers,
             clock: self.clock,
+            watermark: self.watermark,
         }
     }
 }
 
-/// The timers of the current key (Flink's `TimerService`, processing time only).
+/// The timers of the current key (Flink's `TimerService`).
 pub struct TimerServiceRef<'a, K> {
     key: &'a K,
     key_group: u32,
     timers: &'a mut TimerService<K>,
+    event_timers: &'a mut TimerService<K>,
     clock: &'a ProcessingClock,
+    watermark: i64,
 }
 
 impl<K: StateKey> TimerServiceRef<'_, K> {
@@ -203,6 +236,25 @@ impl<K: StateKey> TimerServiceRef<'_, K> {
     pub fn delete_processing_time_timer(&mut self, timestamp_ms: i64) {
         self.timers.delete(self.key, self.key_group, timestamp_ms);
     }
+
+    /// The operator's current event time: the last watermark it received (`i64::MIN` before).
+    pub fn current_watermark(&self) -> i64 {
+        self.watermark
+    }
+
+    /// Calls `on_timer` for the current key once the watermark reaches `timestamp_ms` (all
+    /// remaining event-time timers fire at the end of a bounded input). One timer per
+    /// `(key, timestamp)`.
+    pub fn register_event_time_timer(&mut self, timestamp_ms: i64) {
+        self.event_timers
+            .register(self.key, self.key_group, timestamp_ms);
+    }
+
+    /// Deletes the current key's event-time timer at `timestamp_ms`, if any.
+    pub fn delete_event_time_timer(&mut self, timestamp_ms: i64) {
+        self.event_timers
+            .delete(self.key, self.key_group, timestamp_ms);
+    }
 }
 
 /// Runs a [`KeyedProcessFunction`]: sets the current key per record, owns the subtask's keyed
@@ -214,15 +266,19 @@ impl<K: StateKey> TimerServiceRef<'_, K> {
 /// task has no idle wake-ups and timers fire only when records arrive.
 ///
 /// At end of input, timers that are already due fire; later ones are dropped, as in Flink,
-/// which quiesces its processing-time service when the input ends (event-time timers, a later
-/// issue, will all fire then, at the final `Watermark::MAX`).
+/// which quiesces its processing-time service when the input ends. Event-time timers fire when
+/// a watermark reaches them, so all of them fire at the final `Watermark::MAX` of a bounded
+/// input.
 pub struct KeyedProcessOp<K, IN, OUT, KS, F> {
     key_of: KS,
     config: KeyedStateConfig<K>,
     func: F,
     store: Option<KeyedStateStore<K>>,
     timers: TimerService<K>,
+    event_timers: TimerService<K>,
     clock: ProcessingClock,
+    watermark: i64,
+    time_of: Option<TimestampFn<IN>>,
     _t: PhantomData<fn(IN) -> OUT>,
 }
 
@@ -238,9 +294,18 @@ where
             func,
             store: None,
             timers: TimerService::new(first),
+            event_timers: TimerService::new(first),
             clock: Arc::new(system_time_ms),
+            watermark: i64::MIN,
+            time_of: None,
             _t: PhantomData,
         }
+    }
+
+    /// Gives the function each element's event timestamp ([`ProcessContext::timestamp`]).
+    pub fn with_timestamps(mut self, time_of: Option<TimestampFn<IN>>) -> Self {
+        self.time_of = time_of;
+        self
     }
 
     /// Uses `clock` for processing time instead of the wall clock (for tests).
@@ -268,14 +333,33 @@ where
         if self.timers.next_timestamp().is_none_or(|t| t > now) {
             return Ok(());
         }
+        self.fire(now, TimeDomain::ProcessingTime, out)
+    }
+
+    fn fire(
+        &mut self,
+        now: i64,
+        domain: TimeDomain,
+        out: &mut dyn Collector<OUT>,
+    ) -> Result<(), OperatorError>
+    where
+        F: KeyedProcessFunction<K, IN, OUT>,
+    {
         let store = self.store.as_mut().ok_or_else(not_open)?;
-        for (ts, kg, key) in self.timers.take_due(now) {
+        let due = match domain {
+            TimeDomain::ProcessingTime => self.timers.take_due(now),
+            TimeDomain::EventTime => self.event_timers.take_due(now),
+        };
+        for (ts, kg, key) in due {
             store.set_current_key(key, kg)?;
             let mut ctx = ProcessContext {
                 store: &mut *store,
                 timers: &mut self.timers,
+                event_timers: &mut self.event_timers,
                 clock: &self.clock,
-                timer_timestamp: Some(ts),
+                watermark: self.watermark,
+                timestamp: None,
+                timer: Some((ts, domain)),
             };
             self.func.on_timer(ts, &mut ctx, out)?;
         }
@@ -314,15 +398,39 @@ where
         }
         let key = (self.key_of)(&record);
         let kg = (self.config.key_group_of)(&key);
+        let timestamp = self.time_of.as_ref().map(|f| f(&record));
         let store = self.store.as_mut().ok_or_else(not_open)?;
         store.set_current_key(key, kg)?;
         let mut ctx = ProcessContext {
             store,
             timers: &mut self.timers,
+            event_timers: &mut self.event_timers,
             clock: &self.clock,
-            timer_timestamp: None,
+            watermark: self.watermark,
+            timestamp,
+            timer: None,
         };
         self.func.process_element(record, &mut ctx, out)
+    }
+
+    /// Fires the event-time timers the watermark passed (in timestamp order; timers registered
+    /// while firing at or below it fire in the same pass), then forwards the watermark.
+    fn on_watermark(
+        &mut self,
+        watermark: Watermark,
+        out: &mut dyn Collector<OUT>,
+    ) -> Result<(), OperatorError> {
+        if watermark.0 > self.watermark {
+            self.watermark = watermark.0;
+            while self
+                .event_timers
+                .next_timestamp()
+                .is_some_and(|t| t <= watermark.0)
+            {
+                self.fire(watermark.0, TimeDomain::EventTime, out)?;
+            }
+        }
+        out.emit_watermark(watermark)
     }
 
     fn tick(&mut self, out: &mut dyn Collector<OUT>) -> Result<(), OperatorError> {
