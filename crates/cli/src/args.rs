@@ -34,6 +34,8 @@ pub enum Command {
     Doctor(crate::doctor_cmd::DoctorArgs),
     /// The doctor end to end on the skew job (~15 s): live table, verdict, fix, proof.
     Demo(crate::demo::DemoArgs),
+    /// Nexmark: run a query on the deterministic generator, export its events, or benchmark all queries.
+    Nexmark(crate::nexmark_cmd::NexmarkArgs),
 }
 
 #[derive(Args, Debug)]

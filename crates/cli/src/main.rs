@@ -7,6 +7,7 @@ mod doctor_cmd;
 mod fix_cmd;
 mod http_client;
 mod key_group;
+mod nexmark_cmd;
 mod plan_cmd;
 mod procstat;
 mod progress;
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Command::Top(t) => top::top(t),
         Command::Doctor(d) => doctor_cmd::doctor(d),
         Command::Demo(d) => demo::demo(d),
+        Command::Nexmark(n) => nexmark_cmd::nexmark(n),
     };
     match outcome {
         Ok(code) => code,

@@ -20,6 +20,7 @@
 //!
 //! Invariant: jobs use only the public DataStream API, as a user would.
 
+pub mod nexmark;
 pub mod passthrough;
 pub mod scenarios;
 pub mod skew;

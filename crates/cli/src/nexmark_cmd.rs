@@ -1,0 +1,173 @@
+//! `sluice nexmark`: run a Nexmark query, export the events for the DuckDB oracle, or benchmark
+//! every implemented query.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use sluice_graph::StreamEnv;
+use sluice_jobs::nexmark::{NexmarkJob, OutputKind, Query};
+
+use crate::procstat;
+use crate::progress::{human, Progress};
+
+#[derive(Args, Debug)]
+pub struct NexmarkArgs {
+    /// The query: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11, q14, q21 or q22.
+    #[arg(long, short, default_value = "q0", value_parser = Query::parse)]
+    pub query: Query,
+    /// Events to generate (over all source subtasks).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub events: u64,
+    /// Event-time rate in events per second (sets how many windows the run spans; the Flink
+    /// suite uses 10 M).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub rate: u64,
+    /// Parallelism of every operator.
+    #[arg(long, short, default_value_t = 1)]
+    pub parallelism: usize,
+    /// Write the query's rows as CSV lines to FILE (one file per sink subtask: FILE, FILE.1...).
+    /// Without it the rows go to a blackhole sink, as in the Flink benchmark.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+    /// Instead of running a query, write the events to DIR/events.csv (the table the DuckDB
+    /// oracle reads).
+    #[arg(long, value_name = "DIR")]
+    pub export: Option<PathBuf>,
+    /// Benchmark every implemented query (each in a fresh process) and print one table.
+    #[arg(long, conflicts_with_all = ["export", "output"])]
+    pub bench: bool,
+    /// Never draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Print the run's figures as one JSON line (used by --bench).
+    #[arg(long)]
+    pub stats_json: bool,
+}
+
+pub fn nexmark(a: NexmarkArgs) -> anyhow::Result<ExitCode> {
+    if a.bench {
+        return bench(&a);
+    }
+    if let Some(dir) = &a.export {
+        return export(&a, dir);
+    }
+    run(&a)
+}
+
+fn job_of(a: &NexmarkArgs) -> NexmarkJob {
+    NexmarkJob {
+        query: a.query,
+        events: a.events,
+        rate: a.rate,
+        parallelism: a.parallelism,
+    }
+}
+
+fn export(a: &NexmarkArgs, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let config = job_of(a).validate().map_err(anyhow::Error::msg)?;
+    let generator = sluice_nexmark::NexmarkGenerator::new(config)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join("events.csv");
+    let file =
+        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+    let started = Instant::now();
+    let n = sluice_nexmark::write_csv(generator.iter(), std::io::BufWriter::new(file))
+        .with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote {n} events to {} in {:.1} s",
+        path.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
+    let job = job_of(a);
+    let env = StreamEnv::new();
+    let output = match &a.output {
+        Some(p) => OutputKind::File(p.clone()),
+        None => OutputKind::Discard,
+    };
+    job.build(&env, output).map_err(anyhow::Error::msg)?;
+    let cpu0 = procstat::cpu_time_ns();
+    let started = Instant::now();
+    let handle = env.launch()?;
+    let progress = Progress::start(handle.monitor(), a.events, !a.no_progress && !a.stats_json);
+    let outcome = handle.wait();
+    progress.finish();
+    outcome?;
+    let secs = started.elapsed().as_secs_f64();
+    let cpu_secs = match (cpu0, procstat::cpu_time_ns()) {
+        (Some(a), Some(b)) => Some((b - a) as f64 / 1e9),
+        _ => None,
+    };
+    let rate = a.events as f64 / secs;
+    let per_core = cpu_secs.map(|c| a.events as f64 / c);
+    let peak = procstat::peak_rss_kib();
+    if a.stats_json {
+        println!(
+            "{{\"query\":\"{}\",\"events\":{},\"wall_s\":{:.4},\"events_per_sec\":{:.0},\"cores\":{},\"events_per_core_sec\":{},\"peak_rss_kib\":{}}}",
+            a.query.name(),
+            a.events,
+            secs,
+            rate,
+            cpu_secs.map_or("null".into(), |c| format!("{:.3}", c / secs)),
+            per_core.map_or("null".into(), |p| format!("{p:.0}")),
+            peak.map_or("null".into(), |k| k.to_string()),
+        );
+    } else {
+        println!(
+            "{} p={}: {} events in {:.2} s: {} events/s, {} per core ({} cores used), peak RSS {}",
+            a.query.name(),
+            a.parallelism,
+            human(a.events as f64),
+            secs,
+            human(rate),
+            per_core.map_or("n/a".into(), human),
+            cpu_secs.map_or("n/a".into(), |c| format!("{:.2}", c / secs)),
+            peak.map_or("n/a".into(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
+        );
+        if let Some(p) = &a.output {
+            println!("rows written to {}", p.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn bench(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe()?;
+    println!(
+        "{:<6} {:>12} {:>14} {:>14} {:>8} {:>14}",
+        "query", "events", "events/s", "per core", "cores", "peak RSS MiB"
+    );
+    for q in Query::ALL {
+        let out = Command::new(&exe)
+            .args(["nexmark", "--stats-json", "--query", q.name()])
+            .args(["--events", &a.events.to_string()])
+            .args(["--rate", &a.rate.to_string()])
+            .args(["-p", &a.parallelism.to_string()])
+            .output()?;
+        if !out.status.success() {
+            anyhow::bail!("{} failed: {}", q.name(), String::from_utf8_lossy(&out.stderr));
+        }
+        let line = String::from_utf8_lossy(&out.stdout);
+        let v: serde_json::Value = serde_json::from_str(line.trim())
+            .with_context(|| format!("parsing the stats of {}: {line}", q.name()))?;
+        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{:<6} {:>12} {:>14} {:>14} {:>8.2} {:>14.1}",
+            q.name(),
+            human(f("events")),
+            human(f("events_per_sec")),
+            human(f("events_per_core_sec")),
+            f("cores"),
+            f("peak_rss_kib") / 1024.0
+        );
+        let _ = std::io::stdout().flush();
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,368 @@
+//! Stateless and windowed queries: q0, q1, q2, q5, q7, q8, q11, q14, q21, q22.
+
+use sluice_graph::{
+    AggregateFunction, Collector, DataStream, KeyedProcessFunction, OnTimerContext,
+    OperatorError, ProcessContext, TimeWindow, WindowAssigner,
+};
+use sluice_nexmark::{Bid, Event, Text};
+
+use super::rows::Milli;
+
+fn bids(events: &DataStream<Event>) -> DataStream<Bid> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) => Some(b),
+            _ => None,
+        })
+        .name("Bids")
+        .with_timestamps(|b: &Bid| b.date_time)
+}
+
+/// q0, pass-through: `SELECT auction, bidder, price, dateTime, extra FROM bid`.
+pub fn q0(events: &DataStream<Event>) -> DataStream<(i64, i64, i64, i64, Text)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) => Some((b.auction, b.bidder, b.price, b.date_time, b.extra)),
+            _ => None,
+        })
+        .name("q0")
+}
+
+/// q1, currency conversion: q0 with `price := 0.908 * price` (exact, DECIMAL(23,3)).
+pub fn q1(events: &DataStream<Event>) -> DataStream<(i64, i64, Milli, i64, Text)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) => Some((b.auction, b.bidder, Milli(b.price * 908), b.date_time, b.extra)),
+            _ => None,
+        })
+        .name("q1")
+}
+
+/// q2, selection: `SELECT auction, price FROM bid WHERE auction % 123 = 0`.
+pub fn q2(events: &DataStream<Event>) -> DataStream<(i64, i64)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) if b.auction % 123 == 0 => Some((b.auction, b.price)),
+            _ => None,
+        })
+        .name("q2")
+}
+
+/// q5, hot items: bids per auction in 10 s windows sliding by 2 s; per window, every auction
+/// whose count is the window's maximum (ties all emitted) → `(auction, num)`.
+pub fn q5(events: &DataStream<Event>) -> DataStream<(i64, u64)> {
+    bids(events)
+        .key_by(|b: &Bid| b.auction)
+        .window(WindowAssigner::sliding(10_000, 2_000).expect("valid window"))
+        .count()
+        .key_by(|r: &sluice_graph::WindowResult<i64, u64>| r.window.start)
+        .process_event_time(HottestPerWindow)
+        .name("q5 max per window")
+}
+
+/// Keyed by window start: collects `(auction, count)` of the window, and when the watermark
+/// passes the window's end, emits those with the maximal count.
+#[derive(Clone)]
+struct HottestPerWindow;
+
+impl KeyedProcessFunction<i64, sluice_graph::WindowResult<i64, u64>, (i64, u64)>
+    for HottestPerWindow
+{
+    fn process_element(
+        &mut self,
+        r: sluice_graph::WindowResult<i64, u64>,
+        ctx: &mut ProcessContext<'_, i64>,
+        _out: &mut dyn Collector<(i64, u64)>,
+    ) -> Result<(), OperatorError> {
+        let mut max = ctx.value_state::<u64>("max");
+        let m = max.value()?.unwrap_or(0);
+        if r.value >= m {
+            if r.value > m {
+                max.update(r.value)?;
+                ctx.list_state::<(i64, u64)>("top").clear()?;
+            }
+            ctx.list_state::<(i64, u64)>("top").add((r.key, r.value))?;
+        }
+        ctx.timer_service()
+            .register_event_time_timer(r.window.max_timestamp());
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        _ts: i64,
+        ctx: &mut OnTimerContext<'_, i64>,
+        out: &mut dyn Collector<(i64, u64)>,
+    ) -> Result<(), OperatorError> {
+        for row in ctx.list_state::<(i64, u64)>("top").get()? {
+            out.collect(row)?;
+        }
+        ctx.list_state::<(i64, u64)>("top").clear()?;
+        ctx.value_state::<u64>("max").clear()
+    }
+}
+
+type Q7Row = (i64, i64, i64, i64, Text);
+
+/// q7, highest bid per period: `B1 = max(price), window_end dt per TUMBLE(10 s)`; the bids with
+/// `price = B1.maxprice` and `dateTime BETWEEN dt − 10 s AND dt` (both ends inclusive) →
+/// `(auction, price, bidder, dateTime, extra)`.
+///
+/// Keyed by the 10 s window: each bid goes to its window; a bid exactly at a window start also
+/// goes to the previous window as a boundary candidate (the inclusive upper end). When the
+/// watermark passes `dt`, the window emits its maximal bids.
+pub fn q7(events: &DataStream<Event>) -> DataStream<Q7Row> {
+    bids(events)
+        .flat_map(|b: Bid| {
+            let w = b.date_time.div_euclid(10_000);
+            let boundary = b.date_time.rem_euclid(10_000) == 0;
+            let row = (b.auction, b.price, b.bidder, b.date_time, b.extra);
+            let mut v = Vec::with_capacity(1 + boundary as usize);
+            if boundary {
+                v.push((w - 1, true, row.clone()));
+            }
+            v.push((w, false, row));
+            v
+        })
+        .name("q7 assign window")
+        .with_timestamps(|t: &(i64, bool, Q7Row)| t.2 .3)
+        .key_by(|t: &(i64, bool, Q7Row)| t.0)
+        .process_event_time(HighestBid)
+        .name("q7 highest bid")
+}
+
+#[derive(Clone)]
+struct HighestBid;
+
+impl KeyedProcessFunction<i64, (i64, bool, Q7Row), Q7Row> for HighestBid {
+    fn process_element(
+        &mut self,
+        (window, boundary, row): (i64, bool, Q7Row),
+        ctx: &mut ProcessContext<'_, i64>,
+        _out: &mut dyn Collector<Q7Row>,
+    ) -> Result<(), OperatorError> {
+        if boundary {
+            ctx.list_state::<Q7Row>("boundary").add(row)?;
+        } else {
+            let mut max = ctx.value_state::<i64>("max");
+            let m = max.value()?;
+            if m.is_none_or(|m| row.1 >= m) {
+                if m.is_none_or(|m| row.1 > m) {
+                    max.update(row.1)?;
+                    ctx.list_state::<Q7Row>("top").clear()?;
+                }
+                ctx.list_state::<Q7Row>("top").add(row)?;
+            }
+        }
+        ctx.timer_service()
+            .register_event_time_timer((window + 1) * 10_000);
+        Ok(())
+    }
+
+    fn on_timer(
+        &mut self,
+        _ts: i64,
+        ctx: &mut OnTimerContext<'_, i64>,
+        out: &mut dyn Collector<Q7Row>,
+    ) -> Result<(), OperatorError> {
+        if let Some(max) = ctx.value_state::<i64>("max").value()? {
+            for row in ctx.list_state::<Q7Row>("top").get()? {
+                out.collect(row)?;
+            }
+            for row in ctx.list_state::<Q7Row>("boundary").get()? {
+                if row.1 == max {
+                    out.collect(row)?;
+                }
+            }
+        }
+        ctx.list_state::<Q7Row>("top").clear()?;
+        ctx.list_state::<Q7Row>("boundary").clear()?;
+        ctx.value_state::<i64>("max").clear()
+    }
+}
+
+/// A person or an auction's seller, for q8.
+#[derive(Clone)]
+enum NewUser {
+    Person { id: i64, name: String, ts: i64 },
+    Auction { seller: i64, ts: i64 },
+}
+
+impl NewUser {
+    fn id(&self) -> i64 {
+        match self {
+            NewUser::Person { id, .. } => *id,
+            NewUser::Auction { seller, .. } => *seller,
+        }
+    }
+    fn ts(&self) -> i64 {
+        match self {
+            NewUser::Person { ts, .. } | NewUser::Auction { ts, .. } => *ts,
+        }
+    }
+}
+
+/// q8's per (id, window) accumulator: the person's name if they joined in the window, and
+/// whether they opened an auction in it.
+struct PersonAndAuction;
+
+impl AggregateFunction<NewUser, (Option<String>, bool), (Option<String>, bool)> for PersonAndAuction {
+    fn create_accumulator(&self) -> (Option<String>, bool) {
+        (None, false)
+    }
+    fn add(&self, v: NewUser, acc: (Option<String>, bool)) -> (Option<String>, bool) {
+        match v {
+            NewUser::Person { name, .. } => (Some(name), acc.1),
+            NewUser::Auction { .. } => (acc.0, true),
+        }
+    }
+    fn merge(&self, a: (Option<String>, bool), b: (Option<String>, bool)) -> (Option<String>, bool) {
+        (a.0.or(b.0), a.1 || b.1)
+    }
+    fn get_result(&self, acc: &(Option<String>, bool)) -> (Option<String>, bool) {
+        acc.clone()
+    }
+}
+
+/// q8, monitor new users: persons who joined and opened an auction in the same 10 s tumbling
+/// window → `(id, name, window start)`.
+pub fn q8(events: &DataStream<Event>) -> DataStream<(i64, String, i64)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Person(p) => Some(NewUser::Person {
+                id: p.id,
+                name: p.name,
+                ts: p.date_time,
+            }),
+            Event::Auction(a) => Some(NewUser::Auction {
+                seller: a.seller,
+                ts: a.date_time,
+            }),
+            Event::Bid(_) => None,
+        })
+        .name("q8 persons and sellers")
+        .with_timestamps(NewUser::ts)
+        .key_by(NewUser::id)
+        .window(WindowAssigner::tumbling(10_000).expect("valid window"))
+        .aggregate_with(
+            PersonAndAuction,
+            |id: &i64,
+             w: &TimeWindow,
+             (name, sold): (Option<String>, bool),
+             out: &mut dyn Collector<(i64, String, i64)>| {
+                match name {
+                    Some(name) if sold => out.collect((*id, name, w.start)),
+                    _ => Ok(()),
+                }
+            },
+        )
+        .name("q8")
+}
+
+/// q11, user sessions: bids per bidder in session windows with a 10 s gap →
+/// `(bidder, count, session start, session end)`.
+pub fn q11(events: &DataStream<Event>) -> DataStream<(i64, u64, i64, i64)> {
+    bids(events)
+        .key_by(|b: &Bid| b.bidder)
+        .window(WindowAssigner::session(10_000).expect("valid window"))
+        .count()
+        .map(|r: sluice_graph::WindowResult<i64, u64>| (r.key, r.value, r.window.start, r.window.end))
+        .name("q11")
+}
+
+/// q14, calculation: `price' = 0.908·price` kept when `10^6 < price' < 5·10^7`, the time of
+/// day of the bid (UTC hour: 8..=18 `dayTime`, ≤ 6 or ≥ 20 `nightTime`, else `otherTime`) and
+/// the number of `c` in `extra`.
+pub fn q14(
+    events: &DataStream<Event>,
+) -> DataStream<(i64, i64, Milli, &'static str, i64, Text, i64)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) => {
+                let price = b.price * 908;
+                if price <= 1_000_000_000 || price >= 50_000_000_000 {
+                    return None;
+                }
+                let hour = b.date_time.div_euclid(3_600_000).rem_euclid(24);
+                let kind = if (8..=18).contains(&hour) {
+                    "dayTime"
+                } else if hour <= 6 || hour >= 20 {
+                    "nightTime"
+                } else {
+                    "otherTime"
+                };
+                let c = b.extra.bytes().filter(|&c| c == b'c').count() as i64;
+                Some((b.auction, b.bidder, Milli(price), kind, b.date_time, b.extra, c))
+            }
+            _ => None,
+        })
+        .name("q14")
+}
+
+/// Flink's `REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)`: the value of the first
+/// `channel_id=` parameter at the start or after `&`, `None` when there is none.
+pub fn channel_id_of(url: &str) -> Option<&str> {
+    let needle = "channel_id=";
+    let mut from = 0;
+    while let Some(i) = url[from..].find(needle) {
+        let at = from + i;
+        if at == 0 || url.as_bytes()[at - 1] == b'&' {
+            let rest = &url[at + needle.len()..];
+            return Some(rest.split('&').next().unwrap_or(""));
+        }
+        from = at + 1;
+    }
+    None
+}
+
+/// q21, add channel id: the four hot channels map to 0..3, the others take the `channel_id`
+/// URL parameter; rows with neither are dropped → `(auction, bidder, price, channel, id)`.
+pub fn q21(events: &DataStream<Event>) -> DataStream<(i64, i64, i64, Text, String)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) => {
+                let id = match b.channel.to_ascii_lowercase().as_str() {
+                    "apple" => Some("0".to_string()),
+                    "google" => Some("1".to_string()),
+                    "facebook" => Some("2".to_string()),
+                    "baidu" => Some("3".to_string()),
+                    _ => channel_id_of(&b.url).map(str::to_string),
+                };
+                id.map(|id| (b.auction, b.bidder, b.price, b.channel, id))
+            }
+            _ => None,
+        })
+        .name("q21")
+}
+
+/// q22, URL directories: `SPLIT_INDEX(url, '/', 3..=5)` (empty when missing) →
+/// `(auction, bidder, price, channel, dir1, dir2, dir3)`.
+pub fn q22(
+    events: &DataStream<Event>,
+) -> DataStream<(i64, i64, i64, Text, String, String, String)> {
+    events
+        .flat_map(|e: Event| match e {
+            Event::Bid(b) => {
+                let mut parts = b.url.split('/').skip(3);
+                let mut next = || parts.next().unwrap_or("").to_string();
+                let (d1, d2, d3) = (next(), next(), next());
+                Some((b.auction, b.bidder, b.price, b.channel, d1, d2, d3))
+            }
+            _ => None,
+        })
+        .name("q22")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::channel_id_of;
+
+    #[test]
+    fn channel_id_follows_flinks_regex() {
+        assert_eq!(channel_id_of("https://x/a?query=1&channel_id=42"), Some("42"));
+        assert_eq!(channel_id_of("channel_id=7&x=1"), Some("7"));
+        assert_eq!(channel_id_of("https://x/a?query=1"), None);
+        assert_eq!(channel_id_of("https://x/a?xchannel_id=3"), None);
+        assert_eq!(channel_id_of("a?xchannel_id=3&channel_id=&b"), Some(""));
+    }
+}
