@@ -152,7 +152,11 @@ fn bench(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
             .args(["-p", &a.parallelism.to_string()])
             .output()?;
         if !out.status.success() {
-            anyhow::bail!("{} failed: {}", q.name(), String::from_utf8_lossy(&out.stderr));
+            anyhow::bail!(
+                "{} failed: {}",
+                q.name(),
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         let line = String::from_utf8_lossy(&out.stdout);
         let v: serde_json::Value = serde_json::from_str(line.trim())

@@ -60,16 +60,16 @@ pub use api::{
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
-pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};
-pub use sluice_runtime::time::windows::TimeWindow;
-pub use sluice_types::Watermark;
 pub use config::EnvConfig;
 pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::Json;
 pub use sluice_runtime::fasthash::FastHashMap;
+pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};
 pub use sluice_runtime::sinks::{CollectHandle, DiscardHandle};
+pub use sluice_runtime::time::windows::TimeWindow;
 pub use sluice_runtime::JobResult;
+pub use sluice_types::Watermark;
 pub use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, ShipStrategy};
 pub use stream_graph::{ChainingStrategy, NodeKind, StreamNode};

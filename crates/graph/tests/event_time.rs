@@ -68,7 +68,12 @@ fn run_sliding(
     for r in out.handle.take() {
         assert_eq!(r.window.end - r.window.start, size);
         let prev = got.insert((r.key, r.window.start), r.value.2);
-        assert!(prev.is_none(), "window {:?} of key {} fired twice", r.window, r.key);
+        assert!(
+            prev.is_none(),
+            "window {:?} of key {} fired twice",
+            r.window,
+            r.key
+        );
     }
     got
 }
@@ -229,10 +234,17 @@ fn event_time_timers_fire_once_the_watermark_passes_them() {
             let mut sorted = times.clone();
             sorted.sort();
             sorted.dedup();
-            assert_eq!(times, sorted, "key {k}: timers fire once each, in time order");
+            assert_eq!(
+                times, sorted,
+                "key {k}: timers fire once each, in time order"
+            );
             let sums: Vec<i64> = fired.iter().map(|f| f.1).collect();
             assert!(sums.windows(2).all(|w| w[0] <= w[1]), "key {k}: sums grow");
-            assert_eq!(fired.last().unwrap().1, sum[k], "key {k}: final timer sees all");
+            assert_eq!(
+                fired.last().unwrap().1,
+                sum[k],
+                "key {k}: final timer sees all"
+            );
         }
         assert_eq!(totals.len(), 7, "p={p}");
     }
@@ -262,7 +274,10 @@ fn late_data_goes_to_the_side_output_and_counts_add_up() {
         .window(WindowAssigner::tumbling(1_000).unwrap())
         .aggregate_with_late(
             sluice_graph::CountAggregate,
-            |k: &u32, w: &sluice_graph::TimeWindow, n: u64, out: &mut dyn Collector<(u32, i64, u64)>| {
+            |k: &u32,
+             w: &sluice_graph::TimeWindow,
+             n: u64,
+             out: &mut dyn Collector<(u32, i64, u64)>| {
                 out.collect((*k, w.start, n))
             },
         );
@@ -273,6 +288,12 @@ fn late_data_goes_to_the_side_output_and_counts_add_up() {
     let late = late.handle.take();
     let counted: u64 = main.iter().map(|m| m.2).sum();
     assert_eq!(counted + late.len() as u64, n);
-    assert!(late.len() > 500, "most 5 s old elements are late: {}", late.len());
-    assert!(late.iter().all(|l| l.1 % 2 == 0 && (l.1 + 5_000) % 100 == 98));
+    assert!(
+        late.len() > 500,
+        "most 5 s old elements are late: {}",
+        late.len()
+    );
+    assert!(late
+        .iter()
+        .all(|l| l.1 % 2 == 0 && (l.1 + 5_000) % 100 == 98));
 }

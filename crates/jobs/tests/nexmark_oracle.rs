@@ -103,8 +103,16 @@ fn every_deterministic_query_equals_duckdb_at_parallelism_1_and_2() {
     assert_eq!(written, events);
     // The file is the ground truth: the splits the engine's sources run hash equal to it.
     let whole = events_hash(events, 1);
-    assert_eq!(events_hash(events, 2), whole, "2 splits = the exported stream");
-    assert_eq!(events_hash(events, 3), whole, "3 splits = the exported stream");
+    assert_eq!(
+        events_hash(events, 2),
+        whole,
+        "2 splits = the exported stream"
+    );
+    assert_eq!(
+        events_hash(events, 3),
+        whole,
+        "3 splits = the exported stream"
+    );
 
     let py = python();
     let out = Command::new(&py)

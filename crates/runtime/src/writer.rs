@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use sluice_channel::{Cancelled, ChannelWriter};
 use sluice_channel::ChannelEvent;
+use sluice_channel::{Cancelled, ChannelWriter};
 use sluice_types::{Collector, Data, OperatorError, Watermark};
 
 use crate::{JobControl, TaskMetrics};

@@ -61,7 +61,11 @@ pub trait Operator<In, Out>: Send {
     }
 
     /// The input became idle or active again; the default forwards it.
-    fn on_idleness(&mut self, idle: bool, out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
+    fn on_idleness(
+        &mut self,
+        idle: bool,
+        out: &mut dyn Collector<Out>,
+    ) -> Result<(), OperatorError> {
         out.emit_idleness(idle)
     }
 }

@@ -100,7 +100,10 @@ impl<T: Data> DataStream<T> {
     /// Extracts timestamps and emits watermarks here (operator `Timestamps/Watermarks`, chained
     /// to its input). Upstream watermarks are replaced; a bounded input still ends with the
     /// maximal watermark, so every window fires.
-    pub fn assign_timestamps_and_watermarks(&self, strategy: WatermarkStrategy<T>) -> DataStream<T> {
+    pub fn assign_timestamps_and_watermarks(
+        &self,
+        strategy: WatermarkStrategy<T>,
+    ) -> DataStream<T> {
         let s = strategy.clone();
         let mut out = self.transform("Timestamps/Watermarks", move |_| {
             let mut generator = BoundedOutOfOrderness::new(s.out_of_orderness_ms);

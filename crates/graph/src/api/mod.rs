@@ -10,8 +10,8 @@ mod two_phase;
 
 pub use env::StreamEnv;
 pub use event_time::{
-    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult, WindowedStream,
-    DEFAULT_WATERMARK_INTERVAL,
+    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult,
+    WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
 pub use keyed::{KeyedStream, Numeric};
 pub use keyed_state_api::{

@@ -10,8 +10,16 @@ use super::rows::{Field, Row};
 /// q3's inputs: a category-10 auction or a person from OR, ID or CA.
 #[derive(Clone)]
 enum LocalItem {
-    Auction { id: i64, seller: i64 },
-    Person { id: i64, name: String, city: Text, state: Text },
+    Auction {
+        id: i64,
+        seller: i64,
+    },
+    Person {
+        id: i64,
+        name: String,
+        city: Text,
+        state: Text,
+    },
 }
 
 /// q3, local item suggestion: `auction A ⋈ person P ON A.seller = P.id WHERE A.category = 10

@@ -1,8 +1,8 @@
 //! Stateless and windowed queries: q0, q1, q2, q5, q7, q8, q11, q14, q21, q22.
 
 use sluice_graph::{
-    AggregateFunction, Collector, DataStream, KeyedProcessFunction, OnTimerContext,
-    OperatorError, ProcessContext, TimeWindow, WindowAssigner,
+    AggregateFunction, Collector, DataStream, KeyedProcessFunction, OnTimerContext, OperatorError,
+    ProcessContext, TimeWindow, WindowAssigner,
 };
 use sluice_nexmark::{Bid, Event, Text};
 
@@ -32,7 +32,13 @@ pub fn q0(events: &DataStream<Event>) -> DataStream<(i64, i64, i64, i64, Text)> 
 pub fn q1(events: &DataStream<Event>) -> DataStream<(i64, i64, Milli, i64, Text)> {
     events
         .flat_map(|e: Event| match e {
-            Event::Bid(b) => Some((b.auction, b.bidder, Milli(b.price * 908), b.date_time, b.extra)),
+            Event::Bid(b) => Some((
+                b.auction,
+                b.bidder,
+                Milli(b.price * 908),
+                b.date_time,
+                b.extra,
+            )),
             _ => None,
         })
         .name("q1")
@@ -206,7 +212,9 @@ impl NewUser {
 /// whether they opened an auction in it.
 struct PersonAndAuction;
 
-impl AggregateFunction<NewUser, (Option<String>, bool), (Option<String>, bool)> for PersonAndAuction {
+impl AggregateFunction<NewUser, (Option<String>, bool), (Option<String>, bool)>
+    for PersonAndAuction
+{
     fn create_accumulator(&self) -> (Option<String>, bool) {
         (None, false)
     }
@@ -216,7 +224,11 @@ impl AggregateFunction<NewUser, (Option<String>, bool), (Option<String>, bool)> 
             NewUser::Auction { .. } => (acc.0, true),
         }
     }
-    fn merge(&self, a: (Option<String>, bool), b: (Option<String>, bool)) -> (Option<String>, bool) {
+    fn merge(
+        &self,
+        a: (Option<String>, bool),
+        b: (Option<String>, bool),
+    ) -> (Option<String>, bool) {
         (a.0.or(b.0), a.1 || b.1)
     }
     fn get_result(&self, acc: &(Option<String>, bool)) -> (Option<String>, bool) {
@@ -266,7 +278,9 @@ pub fn q11(events: &DataStream<Event>) -> DataStream<(i64, u64, i64, i64)> {
         .key_by(|b: &Bid| b.bidder)
         .window(WindowAssigner::session(10_000).expect("valid window"))
         .count()
-        .map(|r: sluice_graph::WindowResult<i64, u64>| (r.key, r.value, r.window.start, r.window.end))
+        .map(|r: sluice_graph::WindowResult<i64, u64>| {
+            (r.key, r.value, r.window.start, r.window.end)
+        })
         .name("q11")
 }
 
@@ -292,7 +306,15 @@ pub fn q14(
                     "otherTime"
                 };
                 let c = b.extra.bytes().filter(|&c| c == b'c').count() as i64;
-                Some((b.auction, b.bidder, Milli(price), kind, b.date_time, b.extra, c))
+                Some((
+                    b.auction,
+                    b.bidder,
+                    Milli(price),
+                    kind,
+                    b.date_time,
+                    b.extra,
+                    c,
+                ))
             }
             _ => None,
         })
@@ -359,7 +381,10 @@ mod tests {
 
     #[test]
     fn channel_id_follows_flinks_regex() {
-        assert_eq!(channel_id_of("https://x/a?query=1&channel_id=42"), Some("42"));
+        assert_eq!(
+            channel_id_of("https://x/a?query=1&channel_id=42"),
+            Some("42")
+        );
         assert_eq!(channel_id_of("channel_id=7&x=1"), Some("7"));
         assert_eq!(channel_id_of("https://x/a?query=1"), None);
         assert_eq!(channel_id_of("https://x/a?xchannel_id=3"), None);

@@ -103,7 +103,10 @@ tuple_row!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 pub fn final_rows(changelog: &[String], key_columns: usize) -> Vec<String> {
     let mut last: BTreeMap<String, String> = BTreeMap::new();
     for line in changelog {
-        let key: Vec<&str> = line.splitn(key_columns + 1, ',').take(key_columns).collect();
+        let key: Vec<&str> = line
+            .splitn(key_columns + 1, ',')
+            .take(key_columns)
+            .collect();
         last.insert(key.join(","), line.clone());
     }
     last.into_values().collect()

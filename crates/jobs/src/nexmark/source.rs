@@ -12,7 +12,11 @@ pub struct NexmarkSource {
 }
 
 impl SourceFunction<Event> for NexmarkSource {
-    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<Event>) -> Result<(), OperatorError> {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<Event>,
+    ) -> Result<(), OperatorError> {
         loop {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);

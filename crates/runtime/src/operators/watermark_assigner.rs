@@ -106,7 +106,11 @@ impl<T: Send, TS: Fn(&T) -> i64 + Send> Operator<T, T> for WatermarkAssignerOp<T
         Ok(())
     }
 
-    fn on_idleness(&mut self, _idle: bool, _out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn on_idleness(
+        &mut self,
+        _idle: bool,
+        _out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -118,11 +122,8 @@ mod tests {
 
     #[test]
     fn emits_max_minus_bound_minus_one_periodically_and_forwards_only_the_final_max() {
-        let mut op = WatermarkAssignerOp::new(
-            |r: &i64| *r,
-            BoundedOutOfOrderness::new(4),
-            Duration::ZERO,
-        );
+        let mut op =
+            WatermarkAssignerOp::new(|r: &i64| *r, BoundedOutOfOrderness::new(4), Duration::ZERO);
         let mut out = VecCollector::default();
         for ts in [10, 30, 20] {
             op.process(ts, &mut out).unwrap();
@@ -138,11 +139,8 @@ mod tests {
 
     #[test]
     fn checks_the_clock_every_1024_records_without_ticks() {
-        let mut op = WatermarkAssignerOp::new(
-            |r: &i64| *r,
-            BoundedOutOfOrderness::new(0),
-            Duration::ZERO,
-        );
+        let mut op =
+            WatermarkAssignerOp::new(|r: &i64| *r, BoundedOutOfOrderness::new(0), Duration::ZERO);
         let mut out = VecCollector::default();
         for ts in 0..2048 {
             op.process(ts, &mut out).unwrap();

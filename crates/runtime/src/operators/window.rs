@@ -24,9 +24,16 @@ pub enum WindowAssigner {
     Sliding(SlidingEventTimeWindows),
     Session(EventTimeSessionWindows),
     /// Tumbling windows over processing time (`size`, `offset` in ms).
-    ProcessingTumbling { size: i64, offset: i64 },
+    ProcessingTumbling {
+        size: i64,
+        offset: i64,
+    },
     /// Sliding windows over processing time.
-    ProcessingSliding { size: i64, slide: i64, offset: i64 },
+    ProcessingSliding {
+        size: i64,
+        slide: i64,
+        offset: i64,
+    },
 }
 
 impl WindowAssigner {
@@ -67,7 +74,10 @@ impl WindowAssigner {
     }
 
     pub fn is_event_time(&self) -> bool {
-        matches!(self, Self::Tumbling(_) | Self::Sliding(_) | Self::Session(_))
+        matches!(
+            self,
+            Self::Tumbling(_) | Self::Sliding(_) | Self::Session(_)
+        )
     }
 
     /// Flink's assigner name, used in the operator name (`TumblingEventTimeWindows(10000)`).
@@ -143,6 +153,9 @@ pub type LateOutput<IN, OUT> = Arc<dyn Fn(IN) -> OUT + Send + Sync>;
 
 const CONTENTS: &str = "window-contents";
 
+/// The operator's type parameters that no field holds.
+type Types<IN, ACC, R, OUT> = PhantomData<fn(IN, ACC) -> (R, OUT)>;
+
 /// The window operator. Per key, each window's accumulator lives in keyed state (a map from
 /// `(start, end)` to the accumulator, so both backends hold it by key group); a timer per
 /// `(key, window end − 1)` fires the window when the watermark (or the processing clock)
@@ -172,7 +185,7 @@ pub struct WindowOp<K, IN, ACC, R, OUT, KS, TS, A, F> {
     scratch: Vec<TimeWindow>,
     late_dropped: u64,
     metrics: Option<Arc<crate::TaskMetrics>>,
-    _t: PhantomData<fn(IN, ACC) -> (R, OUT)>,
+    _t: Types<IN, ACC, R, OUT>,
 }
 
 impl<K, IN, ACC, R, OUT, KS, TS, A, F> WindowOp<K, IN, ACC, R, OUT, KS, TS, A, F>
@@ -261,7 +274,8 @@ where
 
     fn unregister(&mut self, key: &K, kg: u32, w: &TimeWindow) {
         self.timers.delete(key, kg, w.max_timestamp());
-        self.timers.delete(key, kg, cleanup_time(w, self.lateness()));
+        self.timers
+            .delete(key, kg, cleanup_time(w, self.lateness()));
     }
 
     fn emit(
@@ -518,7 +532,12 @@ mod tests {
 
     type Out = (u32, i64, i64, u64); // key, start, end, count
 
-    fn emit(k: &u32, w: &TimeWindow, n: u64, out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
+    fn emit(
+        k: &u32,
+        w: &TimeWindow,
+        n: u64,
+        out: &mut dyn Collector<Out>,
+    ) -> Result<(), OperatorError> {
         out.collect((*k, w.start, w.end, n))
     }
 
@@ -538,10 +557,7 @@ mod tests {
         }
     }
 
-    fn op(
-        assigner: WindowAssigner,
-        backend: StateBackendKind,
-    ) -> impl Operator<(u32, i64), Out> {
+    fn op(assigner: WindowAssigner, backend: StateBackendKind) -> impl Operator<(u32, i64), Out> {
         let config = KeyedStateConfig {
             backend,
             key_group_of: Arc::new(|k: &u32| *k % 4),
@@ -590,7 +606,10 @@ mod tests {
             assert_eq!(out.records, vec![(1, 0, 10, 2), (2, 0, 10, 1)]);
             op.on_watermark(Watermark::MAX, &mut out).unwrap();
             assert_eq!(out.records[2], (1, 10, 20, 1));
-            assert_eq!(out.watermarks, vec![Watermark(8), Watermark(9), Watermark::MAX]);
+            assert_eq!(
+                out.watermarks,
+                vec![Watermark(8), Watermark(9), Watermark::MAX]
+            );
         }
     }
 
@@ -682,11 +701,16 @@ mod tests {
             |r: &(u32, i64)| r.0,
             |r: &(u32, i64)| r.1,
             config,
-            WindowAssigner::ProcessingTumbling { size: 50, offset: 0 },
+            WindowAssigner::ProcessingTumbling {
+                size: 50,
+                offset: 0,
+            },
             Count,
             emit,
         )
-        .with_clock(Arc::new(move || n2.load(std::sync::atomic::Ordering::Relaxed)));
+        .with_clock(Arc::new(move || {
+            n2.load(std::sync::atomic::Ordering::Relaxed)
+        }));
         op.open(&ctx()).unwrap();
         let mut out = VecCollector::default();
         op.process((1, -5), &mut out).unwrap();
