@@ -1033,10 +1033,15 @@ pub fn hot_keys(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
 }
 
 /// Flink's `JobVertexWatermarksHandler`: one `{"id": "<subtask>.currentInputWatermark",
-/// "value": "<ms>"}` per subtask, values as strings like every metric value.
+/// "value": "<ms>"}` per subtask of a vertex with inputs, values as strings like every metric
+/// value.
 pub fn watermarks(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let vi = vertex_index(&m, vid)?;
+    if !m.graph.edges.iter().any(|e| e.to_vertex == vi) {
+        // A source task has no input watermark: Flink answers an empty list.
+        return ok(Json::Arr(Vec::new()));
+    }
     let list = m.subtasks[vi]
         .iter()
         .enumerate()

@@ -188,11 +188,11 @@ pub static TASK_METRICS: &[TaskMetric] = &[
     TaskMetric { name: "currentInputWatermark", kind: Gauge, extra: false,
         help: "The lowest watermark over the task's active inputs, ms (i64::MIN before the first)",
         get: |s| Value::Long(s.live.input_watermark.get()) },
-    TaskMetric { name: "currentOutputWatermark", kind: Gauge, extra: false,
-        help: "The last watermark the task sent downstream, ms (i64::MIN before the first)",
+    TaskMetric { name: "currentOutputWatermark", kind: Gauge, extra: true,
+        help: "The last watermark the task sent downstream, ms (i64::MIN before the first; Flink has it per operator)",
         get: |s| Value::Long(s.live.output_watermark.get()) },
-    TaskMetric { name: "numLateRecordsDropped", kind: Counter, extra: false,
-        help: "Records dropped by window operators because their windows had closed",
+    TaskMetric { name: "numLateRecordsDropped", kind: Counter, extra: true,
+        help: "Records dropped by the task's window operators because their windows had closed (Flink counts it per window operator)",
         get: |s| count(s.live.late_records_dropped.load(Relaxed)) },
     TaskMetric { name: "numRecordsIn", kind: Counter, extra: false,
         help: "Records the task received",
@@ -294,7 +294,13 @@ pub fn operators(graph: &JobGraph, vertex: usize) -> Vec<(String, String)> {
 
 /// Every metric name of a subtask of `vertex` (task metrics, then per operator).
 pub fn subtask_metric_names(graph: &JobGraph, vertex: usize) -> Vec<String> {
-    let mut names: Vec<String> = TASK_METRICS.iter().map(|m| m.name.to_string()).collect();
+    let has_inputs = graph.edges.iter().any(|e| e.to_vertex == vertex);
+    let mut names: Vec<String> = TASK_METRICS
+        .iter()
+        // Flink has no input watermark on a source task.
+        .filter(|m| has_inputs || m.name != "currentInputWatermark")
+        .map(|m| m.name.to_string())
+        .collect();
     for (_, scope) in operators(graph, vertex) {
         for m in OPERATOR_METRICS {
             names.push(format!("{scope}.{}", m.name));

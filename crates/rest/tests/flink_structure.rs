@@ -175,6 +175,8 @@ const TASK_EXTRAS: &[&str] = &[
     "accumulateCpuTimeMs",
     "cpuWaitTimeMsPerSecond",
     "stateAccessTimeMsPerSecond",
+    "currentOutputWatermark",
+    "numLateRecordsDropped",
 ];
 const OPERATOR_EXTRAS: &[&str] = &["busyTimeMsPerSecond", "accumulateBusyTimeMs"];
 
