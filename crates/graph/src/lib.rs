@@ -55,6 +55,7 @@ pub use api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
     TimerServiceRef,
 };
+pub use api::{CoGroupedStreams, ConnectedStreams, Either, IntervalJoin, KeyedCoProcessFunction};
 pub use api::{
     CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,

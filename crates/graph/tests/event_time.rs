@@ -297,3 +297,91 @@ fn late_data_goes_to_the_side_output_and_counts_add_up() {
         .iter()
         .all(|l| l.1 % 2 == 0 && (l.1 + 5_000) % 100 == 98));
 }
+
+/// Right-side events: other keys and times than [`event`], same out-of-order jitter.
+fn right_event(i: u64) -> (u32, i64, i64) {
+    let key = (i.wrapping_mul(0x9E37_79B9) % 5) as u32;
+    let jitter = (i.wrapping_mul(7_919) % 250) as i64;
+    (key, (i as i64) * 17 - jitter, i as i64)
+}
+
+fn join_inputs(
+    env: &StreamEnv,
+    n_left: u64,
+    n_right: u64,
+) -> (
+    sluice_graph::KeyedStream<u32, (u32, i64, i64)>,
+    sluice_graph::KeyedStream<u32, (u32, i64, i64)>,
+) {
+    let left = env
+        .generate(n_left, event)
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|e: &(u32, i64, i64)| e.0);
+    let right = env
+        .generate(n_right, right_event)
+        .assign_timestamps_and_watermarks(strategy())
+        .key_by(|e: &(u32, i64, i64)| e.0);
+    (left, right)
+}
+
+#[test]
+fn interval_join_equals_the_model_with_inclusive_bounds() {
+    let (nl, nr, lower, upper) = (3_000u64, 2_000u64, -300i64, 200i64);
+    let mut model = Vec::new();
+    for i in 0..nl {
+        let l = event(i);
+        for j in 0..nr {
+            let r = right_event(j);
+            if l.0 == r.0 && l.1 + lower <= r.1 && r.1 <= l.1 + upper {
+                model.push((l.2, r.2, l.1, r.1));
+            }
+        }
+    }
+    model.sort();
+    assert!(model.len() > 1_000, "enough matches: {}", model.len());
+    assert!(
+        model.iter().any(|m| m.3 == m.2 + upper) || model.iter().any(|m| m.3 == m.2 + lower),
+        "the case exercises a bound"
+    );
+    for p in [1, 2] {
+        let env = env(p);
+        let (left, right) = join_inputs(&env, nl, nr);
+        let out = left
+            .interval_join(&right, lower, upper)
+            .process(|l: &(u32, i64, i64), r: &(u32, i64, i64)| (l.2, r.2, l.1, r.1))
+            .collect();
+        env.execute().unwrap();
+        let mut got = out.handle.take();
+        got.sort();
+        assert_eq!(got, model, "p={p}");
+    }
+}
+
+#[test]
+fn window_join_pairs_every_left_and_right_of_a_key_in_the_same_window() {
+    let (nl, nr) = (3_000u64, 2_000u64);
+    let mut model = Vec::new();
+    for i in 0..nl {
+        let l = event(i);
+        for j in 0..nr {
+            let r = right_event(j);
+            if l.0 == r.0 && l.1.div_euclid(500) == r.1.div_euclid(500) {
+                model.push((l.2, r.2));
+            }
+        }
+    }
+    model.sort();
+    assert!(model.len() > 1_000);
+    for p in [1, 3] {
+        let env = env(p);
+        let (left, right) = join_inputs(&env, nl, nr);
+        let out = left
+            .co_group(&right, WindowAssigner::tumbling(500).unwrap())
+            .join(|l: &(u32, i64, i64), r: &(u32, i64, i64)| (l.2, r.2))
+            .collect();
+        env.execute().unwrap();
+        let mut got = out.handle.take();
+        got.sort();
+        assert_eq!(got, model, "p={p}");
+    }
+}

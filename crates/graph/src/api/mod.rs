@@ -2,6 +2,7 @@
 
 mod env;
 mod event_time;
+mod joins;
 mod keyed;
 mod keyed_state_api;
 mod sink;
@@ -13,6 +14,7 @@ pub use event_time::{
     CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
+pub use joins::{CoGroupedStreams, ConnectedStreams, Either, IntervalJoin, KeyedCoProcessFunction};
 pub use keyed::{KeyedStream, Numeric};
 pub use keyed_state_api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,

@@ -1,52 +1,36 @@
 //! Join queries: q3 (regular join), q4 and q9 (auction ⋈ bids within the auction's lifetime).
 
 use sluice_graph::{
-    Collector, DataStream, KeyedProcessFunction, OnTimerContext, OperatorError, ProcessContext,
+    Collector, DataStream, KeyedCoProcessFunction, KeyedProcessFunction, OnTimerContext,
+    OperatorError, ProcessContext,
 };
 use sluice_nexmark::{Event, Text};
 
 use super::rows::{Field, Row};
 
-/// q3's inputs: a category-10 auction or a person from OR, ID or CA.
-#[derive(Clone)]
-enum LocalItem {
-    Auction {
-        id: i64,
-        seller: i64,
-    },
-    Person {
-        id: i64,
-        name: String,
-        city: Text,
-        state: Text,
-    },
-}
-
 /// q3, local item suggestion: `auction A ⋈ person P ON A.seller = P.id WHERE A.category = 10
-/// AND P.state IN ('OR','ID','CA')` → `(name, city, state, auction id)`. A regular join: both
-/// sides are kept (a person once, auctions until their seller shows up).
-pub fn q3(events: &DataStream<Event>) -> DataStream<(String, Text, Text, i64)> {
-    events
+/// AND P.state IN ('OR','ID','CA')` → `(name, city, state, auction id)`. A regular join of the
+/// two filtered, keyed inputs (`connect` + a co-process function): a person is kept once,
+/// auctions wait until their seller shows up.
+pub fn q3(events: &DataStream<Event>) -> DataStream<Q3Row> {
+    let auctions = events
         .flat_map(|e: Event| match e {
-            Event::Auction(a) if a.category == 10 => Some(LocalItem::Auction {
-                id: a.id,
-                seller: a.seller,
-            }),
+            Event::Auction(a) if a.category == 10 => Some((a.id, a.seller)),
+            _ => None,
+        })
+        .name("q3 auctions")
+        .key_by(|a: &(i64, i64)| a.1);
+    let persons = events
+        .flat_map(|e: Event| match e {
             Event::Person(p) if matches!(&*p.state, "OR" | "ID" | "CA") => {
-                Some(LocalItem::Person {
-                    id: p.id,
-                    name: p.name,
-                    city: p.city,
-                    state: p.state,
-                })
+                Some((p.id, p.name, p.city, p.state))
             }
             _ => None,
         })
-        .name("q3 filter")
-        .key_by(|i: &LocalItem| match i {
-            LocalItem::Auction { seller, .. } => *seller,
-            LocalItem::Person { id, .. } => *id,
-        })
+        .name("q3 persons")
+        .key_by(|p: &(i64, String, Text, Text)| p.0);
+    auctions
+        .connect(&persons)
         .process(LocalItemJoin)
         .name("q3 join")
 }
@@ -56,31 +40,31 @@ type Q3Row = (String, Text, Text, i64);
 #[derive(Clone)]
 struct LocalItemJoin;
 
-impl KeyedProcessFunction<i64, LocalItem, Q3Row> for LocalItemJoin {
-    fn process_element(
+impl KeyedCoProcessFunction<i64, (i64, i64), (i64, String, Text, Text), Q3Row> for LocalItemJoin {
+    fn process_left(
         &mut self,
-        item: LocalItem,
+        (id, _seller): (i64, i64),
         ctx: &mut ProcessContext<'_, i64>,
         out: &mut dyn Collector<Q3Row>,
     ) -> Result<(), OperatorError> {
-        match item {
-            LocalItem::Person {
-                name, city, state, ..
-            } => {
-                for id in ctx.list_state::<i64>("auctions").get()? {
-                    out.collect((name.clone(), city.clone(), state.clone(), id))?;
-                }
-                ctx.list_state::<i64>("auctions").clear()?;
-                ctx.value_state::<(String, Text, Text)>("person")
-                    .update((name, city, state))
-            }
-            LocalItem::Auction { id, .. } => {
-                match ctx.value_state::<(String, Text, Text)>("person").value()? {
-                    Some((name, city, state)) => out.collect((name, city, state, id)),
-                    None => ctx.list_state::<i64>("auctions").add(id),
-                }
-            }
+        match ctx.value_state::<(String, Text, Text)>("person").value()? {
+            Some((name, city, state)) => out.collect((name, city, state, id)),
+            None => ctx.list_state::<i64>("auctions").add(id),
         }
+    }
+
+    fn process_right(
+        &mut self,
+        (_, name, city, state): (i64, String, Text, Text),
+        ctx: &mut ProcessContext<'_, i64>,
+        out: &mut dyn Collector<Q3Row>,
+    ) -> Result<(), OperatorError> {
+        for id in ctx.list_state::<i64>("auctions").get()? {
+            out.collect((name.clone(), city.clone(), state.clone(), id))?;
+        }
+        ctx.list_state::<i64>("auctions").clear()?;
+        ctx.value_state::<(String, Text, Text)>("person")
+            .update((name, city, state))
     }
 }
 

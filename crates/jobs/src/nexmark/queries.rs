@@ -1,8 +1,8 @@
 //! Stateless and windowed queries: q0, q1, q2, q5, q7, q8, q11, q14, q21, q22.
 
 use sluice_graph::{
-    AggregateFunction, Collector, DataStream, KeyedProcessFunction, OnTimerContext, OperatorError,
-    ProcessContext, TimeWindow, WindowAssigner,
+    Collector, DataStream, KeyedProcessFunction, OnTimerContext, OperatorError, ProcessContext,
+    TimeWindow, WindowAssigner,
 };
 use sluice_nexmark::{Bid, Event, Text};
 
@@ -187,85 +187,47 @@ impl KeyedProcessFunction<i64, (i64, bool, Q7Row), Q7Row> for HighestBid {
     }
 }
 
-/// A person or an auction's seller, for q8.
-#[derive(Clone)]
-enum NewUser {
-    Person { id: i64, name: String, ts: i64 },
-    Auction { seller: i64, ts: i64 },
-}
-
-impl NewUser {
-    fn id(&self) -> i64 {
-        match self {
-            NewUser::Person { id, .. } => *id,
-            NewUser::Auction { seller, .. } => *seller,
-        }
-    }
-    fn ts(&self) -> i64 {
-        match self {
-            NewUser::Person { ts, .. } | NewUser::Auction { ts, .. } => *ts,
-        }
-    }
-}
-
-/// q8's per (id, window) accumulator: the person's name if they joined in the window, and
-/// whether they opened an auction in it.
-struct PersonAndAuction;
-
-impl AggregateFunction<NewUser, (Option<String>, bool), (Option<String>, bool)>
-    for PersonAndAuction
-{
-    fn create_accumulator(&self) -> (Option<String>, bool) {
-        (None, false)
-    }
-    fn add(&self, v: NewUser, acc: (Option<String>, bool)) -> (Option<String>, bool) {
-        match v {
-            NewUser::Person { name, .. } => (Some(name), acc.1),
-            NewUser::Auction { .. } => (acc.0, true),
-        }
-    }
-    fn merge(
-        &self,
-        a: (Option<String>, bool),
-        b: (Option<String>, bool),
-    ) -> (Option<String>, bool) {
-        (a.0.or(b.0), a.1 || b.1)
-    }
-    fn get_result(&self, acc: &(Option<String>, bool)) -> (Option<String>, bool) {
-        acc.clone()
-    }
-}
-
 /// q8, monitor new users: persons who joined and opened an auction in the same 10 s tumbling
-/// window → `(id, name, window start)`.
+/// window → `(id, name, window start)`. A windowed co-group (Flink's window join of the two
+/// grouped inputs) of persons by id and auctions by seller.
 pub fn q8(events: &DataStream<Event>) -> DataStream<(i64, String, i64)> {
-    events
+    let persons = events
         .flat_map(|e: Event| match e {
-            Event::Person(p) => Some(NewUser::Person {
-                id: p.id,
-                name: p.name,
-                ts: p.date_time,
-            }),
-            Event::Auction(a) => Some(NewUser::Auction {
-                seller: a.seller,
-                ts: a.date_time,
-            }),
-            Event::Bid(_) => None,
+            Event::Person(p) => Some((p.id, p.name, p.date_time)),
+            _ => None,
         })
-        .name("q8 persons and sellers")
-        .with_timestamps(NewUser::ts)
-        .key_by(NewUser::id)
-        .window(WindowAssigner::tumbling(10_000).expect("valid window"))
-        .aggregate_with(
-            PersonAndAuction,
+        .name("q8 persons")
+        .with_timestamps(|p: &(i64, String, i64)| p.2)
+        .key_by(|p: &(i64, String, i64)| p.0);
+    let sellers = events
+        .flat_map(|e: Event| match e {
+            Event::Auction(a) => Some((a.seller, a.date_time)),
+            _ => None,
+        })
+        .name("q8 sellers")
+        .with_timestamps(|a: &(i64, i64)| a.1)
+        .key_by(|a: &(i64, i64)| a.0);
+    persons
+        .co_group(
+            &sellers,
+            WindowAssigner::tumbling(10_000).expect("valid window"),
+        )
+        .apply(
             |id: &i64,
              w: &TimeWindow,
-             (name, sold): (Option<String>, bool),
+             persons: Vec<(i64, String, i64)>,
+             auctions: Vec<(i64, i64)>,
              out: &mut dyn Collector<(i64, String, i64)>| {
-                match name {
-                    Some(name) if sold => out.collect((*id, name, w.start)),
-                    _ => Ok(()),
+                if auctions.is_empty() {
+                    return Ok(());
                 }
+                let mut names: Vec<String> = persons.into_iter().map(|p| p.1).collect();
+                names.sort();
+                names.dedup();
+                for name in names {
+                    out.collect((*id, name, w.start))?;
+                }
+                Ok(())
             },
         )
         .name("q8")
