@@ -305,14 +305,9 @@ fn right_event(i: u64) -> (u32, i64, i64) {
     (key, (i as i64) * 17 - jitter, i as i64)
 }
 
-fn join_inputs(
-    env: &StreamEnv,
-    n_left: u64,
-    n_right: u64,
-) -> (
-    sluice_graph::KeyedStream<u32, (u32, i64, i64)>,
-    sluice_graph::KeyedStream<u32, (u32, i64, i64)>,
-) {
+type Keyed = sluice_graph::KeyedStream<u32, (u32, i64, i64)>;
+
+fn join_inputs(env: &StreamEnv, n_left: u64, n_right: u64) -> (Keyed, Keyed) {
     let left = env
         .generate(n_left, event)
         .assign_timestamps_and_watermarks(strategy())
