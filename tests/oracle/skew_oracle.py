@@ -12,7 +12,26 @@ import duckdb
 M = "18446744073709551616::UHUGEINT"
 
 
+def recursive_query(path: str, rounds: int) -> str:
+    """The same map as a recursive CTE that keeps one row per record (USING KEY), for many
+    rounds, where unrolling would build a query of thousands of CTEs."""
+    return (
+        f"WITH RECURSIVE rec AS (SELECT row_number() OVER () AS i, key::BIGINT AS key, "
+        f"value::UHUGEINT AS v FROM read_csv('{path}', header = true, "
+        f"columns = {{'key': 'BIGINT', 'value': 'BIGINT'}})), "
+        f"w(i, key, v, n) USING KEY (i) AS ("
+        f"SELECT i, key, v, 0 FROM rec UNION "
+        f"SELECT i, key, xor(t, t >> 29), n + 1 FROM (SELECT i, key, "
+        f"(v * 6364136223846793005::UHUGEINT + 1442695040888963407::UHUGEINT) % {M} AS t, n "
+        f"FROM w) WHERE n < {rounds}) "
+        f"SELECT key, CAST(SUM(v & 1048575::UHUGEINT) AS BIGINT) AS sum FROM w "
+        f"GROUP BY key ORDER BY key"
+    )
+
+
 def query(path: str, rounds: int) -> str:
+    if rounds > 64:
+        return recursive_query(path, rounds)
     ctes = []
     prev = "rec"
     for n in range(1, rounds + 1):

@@ -76,6 +76,10 @@ pub struct DoctorFixArgs {
     /// Seconds to sample the live run over before diagnosing.
     #[arg(long, global = true, default_value_t = 2.0, value_name = "SECS")]
     pub sample_window: f64,
+    /// Write the fixed run's output (the skew job's final sums as CSV `key,sum`, sorted by
+    /// key) to FILE, e.g. to check it against an independent oracle.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub fixed_output: Option<std::path::PathBuf>,
 }
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
@@ -590,7 +594,7 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         if args.json {
             anyhow::bail!("`doctor fix` prints text only; drop --json");
         }
-        return doctor_fix(&f.job, f.sample_window);
+        return doctor_fix(&f.job, f.sample_window, f.fixed_output.as_deref());
     }
     let window = args.window.unwrap_or(10.0);
     let report = match (&args.from_dir, &args.save) {
@@ -931,7 +935,11 @@ pub fn diagnose_live(cmd: &JobCmd, window: f64) -> anyhow::Result<Report> {
     report
 }
 
-fn doctor_fix(cmd: &JobCmd, window: f64) -> anyhow::Result<ExitCode> {
+fn doctor_fix(
+    cmd: &JobCmd,
+    window: f64,
+    fixed_output: Option<&std::path::Path>,
+) -> anyhow::Result<ExitCode> {
     println!("== diagnosis (the job running live, sampled over {window}s)\n");
     let report = diagnose_live(cmd, window)?;
     print!("{}", report.text());
@@ -942,6 +950,17 @@ fn doctor_fix(cmd: &JobCmd, window: f64) -> anyhow::Result<ExitCode> {
     print!("plan diff:\n{}", proof.diff);
     println!("\n== original vs fixed, same bounded input\n");
     print!("{}", proof.text());
+    if let Some(path) = fixed_output {
+        let Some(JobOutput::Sums(sums)) = &proof.fixed.output else {
+            anyhow::bail!("--fixed-output: this job has no per-key output to write");
+        };
+        let mut csv = String::from("key,sum\n");
+        for (k, v) in sums {
+            csv.push_str(&format!("{k},{v}\n"));
+        }
+        std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
+        println!("fixed run's output written to {}", path.display());
+    }
     Ok(if proof.identical() {
         ExitCode::SUCCESS
     } else {

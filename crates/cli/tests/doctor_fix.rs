@@ -66,3 +66,76 @@ fn expensive_map_gets_more_parallelism_behind_rebalance() {
         "{out}"
     );
 }
+
+/// The skew job's records as the oracle reads them (`key,value`), for `records` records of
+/// the CLI's default skew settings with `hot_key_share` and `map_work` overridden.
+fn duckdb_sums(records: u64, hot_key_share: f64, map_work: u32) -> String {
+    use std::io::Write;
+    let cfg = sluice_jobs::skew::SkewConfig {
+        records,
+        hot_key_share,
+        map_work,
+        ..sluice_jobs::skew::SkewConfig::default()
+    };
+    let dir = std::env::temp_dir().join(format!("sluice-doctor-fix-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join(format!("input-{records}-{map_work}.csv"));
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    writeln!(w, "key,value").unwrap();
+    for i in 0..cfg.records {
+        let (k, v) = sluice_jobs::skew::record(i, cfg.hot_limit(), cfg.keys);
+        writeln!(w, "{k},{v}").unwrap();
+    }
+    drop(w);
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let py = std::env::var_os("SLUICE_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| format!("{root}/target/venv-oracle/bin/python").into());
+    let o = Command::new(&py)
+        .arg(format!("{root}/tests/oracle/skew_oracle.py"))
+        .arg(&input)
+        .arg(map_work.to_string())
+        .output()
+        .expect("the DuckDB oracle's Python (run scripts/test.sh)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn fixed_output_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("sluice-doctor-fix-{}-{name}.csv", std::process::id()))
+}
+
+#[test]
+fn the_two_phase_fix_gives_duckdbs_sums() {
+    let path = fixed_output_path("two-phase");
+    let out = doctor_fix(&[
+        "skew",
+        "--records",
+        "300000",
+        "--fixed-output",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.contains("== the fix: two-phase aggregation"), "{out}");
+    let ours = std::fs::read_to_string(&path).unwrap();
+    let defaults = sluice_jobs::skew::SkewConfig::default();
+    assert_eq!(ours, duckdb_sums(300_000, defaults.hot_key_share, defaults.map_work));
+}
+
+#[test]
+fn the_parallelism_fix_gives_duckdbs_sums() {
+    let path = fixed_output_path("parallelism");
+    let out = doctor_fix(&[
+        "skew",
+        "--records",
+        "2000",
+        "--hot-key-share",
+        "0",
+        "--map-work",
+        "2000",
+        "--fixed-output",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.contains("== the fix: raise `map` to parallelism"), "{out}");
+    let ours = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(ours, duckdb_sums(2_000, 0.0, 2_000));
+}
