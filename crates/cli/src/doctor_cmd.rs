@@ -564,9 +564,24 @@ pub fn sample_and_diagnose(
             extra_unknown = Some("hot keys: not reported by this server".to_string());
         }
     }
+    // On a Flink cluster the slots cap the parallelism a fix may propose (with slot sharing a
+    // vertex can have one subtask per slot). Sluice's embedded cluster has no fixed slots (a
+    // subtask is a thread), so there is no cap to pass.
+    let available_cores = src
+        .get("/overview")
+        .ok()
+        .flatten()
+        .filter(|o| {
+            !o["flink-commit"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("sluice-"))
+        })
+        .and_then(|o| o["slots-total"].as_u64())
+        .filter(|&n| n > 0)
+        .map(|n| n as usize);
     let job = JobView {
         vertices,
-        available_cores: None,
+        available_cores,
     };
     let mut d = diagnose_window(&job, &samples);
     if let Some(u) = extra_unknown {

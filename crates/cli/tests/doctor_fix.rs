@@ -102,7 +102,10 @@ fn duckdb_sums(records: u64, hot_key_share: f64, map_work: u32) -> String {
 }
 
 fn fixed_output_path(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("sluice-doctor-fix-{}-{name}.csv", std::process::id()))
+    std::env::temp_dir().join(format!(
+        "sluice-doctor-fix-{}-{name}.csv",
+        std::process::id()
+    ))
 }
 
 #[test]
@@ -118,7 +121,10 @@ fn the_two_phase_fix_gives_duckdbs_sums() {
     assert!(out.contains("== the fix: two-phase aggregation"), "{out}");
     let ours = std::fs::read_to_string(&path).unwrap();
     let defaults = sluice_jobs::skew::SkewConfig::default();
-    assert_eq!(ours, duckdb_sums(300_000, defaults.hot_key_share, defaults.map_work));
+    assert_eq!(
+        ours,
+        duckdb_sums(300_000, defaults.hot_key_share, defaults.map_work)
+    );
 }
 
 #[test]
@@ -135,7 +141,10 @@ fn the_parallelism_fix_gives_duckdbs_sums() {
         "--fixed-output",
         path.to_str().unwrap(),
     ]);
-    assert!(out.contains("== the fix: raise `map` to parallelism"), "{out}");
+    assert!(
+        out.contains("== the fix: raise `map` to parallelism"),
+        "{out}"
+    );
     let ours = std::fs::read_to_string(&path).unwrap();
     assert_eq!(ours, duckdb_sums(2_000, 0.0, 2_000));
 }

@@ -11,7 +11,7 @@
 //! | `blocking` | REBALANCE → a map that sleeps per record | blocking calls at `blocking-call` |
 //! | `state-heavy` | key_by → a `KeyedProcess` doing several map-state calls per record on the LSM backend | state access |
 //! | `slow-sink` | cheap chain → a sink that burns CPU per record, not chained | sink limit |
-//! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 1.4 s every 4 s | periodic stalls |
+//! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 2.2 s every 5 s | periodic stalls |
 //! | `source-ceiling` | a generator whose function is expensive → REBALANCE → discard | source ceiling |
 //! | `input-limited` | a source that waits for its input (counted as idle) → cheap map → discard | no bottleneck |
 
@@ -45,7 +45,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ("slow-sink", "a sink that burns CPU per record, not chained: sink limit"),
     (
         "stalls",
-        "an expensive map that stops on every subtask at once for 1.4 s every 4 s: periodic stalls",
+        "an expensive map that stops on every subtask at once for 2.2 s every 5 s: periodic stalls",
     ),
     (
         "source-ceiling",
@@ -232,9 +232,11 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
     })
 }
 
-/// `stalls`: wall-clock periods shared by every subtask; in the first part of each, stop.
-const STALL_PERIOD_MS: u64 = 4000;
-const STALL_MS: u64 = 1400;
+/// `stalls`: wall-clock periods shared by every subtask; in the first part of each, stop. A
+/// stall longer than two 1 s metric samples fully covers at least one of them, however the
+/// samples fall, so the doctor sees a sample with (almost) no progress in every period.
+const STALL_PERIOD_MS: u64 = 5000;
+const STALL_MS: u64 = 2200;
 
 fn stall_if_due() {
     let now = SystemTime::now()
