@@ -25,6 +25,7 @@ use sluice_doctor::{
     average, diagnose_window, Diagnosis, HotKey, JobView, PlanChange, Snapshot, SubtaskSample,
     VertexView,
 };
+use sluice_doctor::{checkpoint_advice, CheckpointStats};
 use sluice_graph::fixer::{apply, Fix, PlanDiff};
 use sluice_types::ShipStrategy;
 
@@ -258,6 +259,8 @@ pub fn file_for(path: &str, stems: &HashMap<String, String>) -> Option<String> {
             format!("{}-subtask{n}-metrics.json", stem(vid)?)
         }
         ["jobs", _, "vertices", vid, "hot-keys"] => format!("{}-hot-keys.json", stem(vid)?),
+        ["jobs", _, "checkpoints"] => "job-checkpoints.json".to_string(),
+        ["jobs", _, "checkpoints", "config"] => "job-checkpoints-config.json".to_string(),
         _ => return None,
     })
 }
@@ -502,6 +505,8 @@ pub struct Report {
     /// The job with each subtask's samples averaged over the window.
     pub job: JobView,
     pub diagnosis: Diagnosis,
+    /// Advice on the checkpoint mode when the server reports checkpoint statistics.
+    pub checkpoint_advice: Option<String>,
 }
 
 impl Report {
@@ -512,15 +517,38 @@ impl Report {
         } else {
             "1 sample".to_string()
         };
-        format!(
+        let mut text = format!(
             "{}  {}  {}  ({over})\n\n{}\n{}",
             self.job_name,
             self.job_id,
             self.source,
             render_table(&self.job),
             render_diagnosis(&self.diagnosis)
-        )
+        );
+        if let Some(a) = &self.checkpoint_advice {
+            text.push_str(&format!("\nAlso: {a}\n"));
+        }
+        text
     }
+}
+
+/// Flink's checkpoint statistics and configuration, when the server has them.
+fn checkpoint_stats(src: &dyn RestSource, jid: &str) -> Option<CheckpointStats> {
+    let stats = src.get(&format!("/jobs/{jid}/checkpoints")).ok()??;
+    let config = src.get(&format!("/jobs/{jid}/checkpoints/config")).ok()??;
+    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let duration = &stats["summary"]["end_to_end_duration"];
+    Some(CheckpointStats {
+        unaligned: config["unaligned_checkpoints"].as_bool().unwrap_or(false),
+        aligned_timeout_ms: u(&config["aligned_checkpoint_timeout"]),
+        interval_ms: u(&config["interval"]),
+        timeout_ms: u(&config["timeout"]),
+        completed: u(&stats["counts"]["completed"]),
+        failed: u(&stats["counts"]["failed"]),
+        duration_p90_ms: f(&duration["p90"]),
+        duration_max_ms: f(&duration["max"]),
+    })
 }
 
 /// Samples a job through `src` (one sample per second over `window` seconds when the source is
@@ -593,6 +621,8 @@ pub fn sample_and_diagnose(
     for (v, subs) in averaged.vertices.iter_mut().zip(average(&samples)) {
         v.subtasks = subs;
     }
+    let checkpoint_advice =
+        checkpoint_stats(src, &jid).and_then(|c| checkpoint_advice(&c, &averaged));
     Ok(Report {
         job_name: name,
         job_id: jid,
@@ -601,6 +631,7 @@ pub fn sample_and_diagnose(
         window,
         job: averaged,
         diagnosis: d,
+        checkpoint_advice,
     })
 }
 
@@ -631,7 +662,11 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&diagnosis_json(&report.diagnosis))?
+            serde_json::to_string_pretty(&{
+                let mut j = diagnosis_json(&report.diagnosis);
+                j["checkpoint-advice"] = report.checkpoint_advice.clone().into();
+                j
+            })?
         );
     } else {
         print!("{}", report.text());

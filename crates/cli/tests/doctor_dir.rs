@@ -49,6 +49,13 @@ fn from_dir_diagnoses_the_flink_capture() {
         .collect();
     assert!(unknown.iter().any(|u| u.starts_with("CPU time")), "{d:#}");
     assert!(unknown.iter().any(|u| u.starts_with("hot keys")), "{d:#}");
+    // Flink's checkpoint stats in the capture: 1 of 19 aligned checkpoints failed while the
+    // source was backpressured.
+    let advice = d["checkpoint-advice"].as_str().unwrap_or("");
+    assert!(
+        advice.contains("1 of 19 checkpoints failed") && advice.contains("unaligned"),
+        "{d:#}"
+    );
 }
 
 #[test]

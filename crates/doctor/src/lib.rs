@@ -20,7 +20,10 @@
 
 use std::fmt;
 
+mod checkpoints;
 mod json;
+
+pub use checkpoints::{checkpoint_advice, CheckpointStats};
 pub use json::{plan_change_json, to_json};
 
 /// A subtask is busy from this many ms/s of busy time.

@@ -1,0 +1,149 @@
+//! Checkpoint advice: aligned checkpoints under backpressure (spec: the seeds' restart loop).
+//!
+//! Under backpressure an aligned barrier waits behind every full buffer on its way, so
+//! checkpoints take ever longer, time out, and a job that restarts on checkpoint failure never
+//! recovers. Unaligned checkpoints let the barrier overtake the buffers (persisting them with
+//! the snapshot); Flink's aligned-checkpoint timeout switches a slow aligned checkpoint to
+//! unaligned.
+
+use crate::JobView;
+
+/// What a Flink-compatible `/jobs/:id/checkpoints` and `/checkpoints/config` report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CheckpointStats {
+    pub unaligned: bool,
+    /// `aligned_checkpoint_timeout` in ms (0 = off).
+    pub aligned_timeout_ms: u64,
+    pub interval_ms: u64,
+    pub timeout_ms: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// End-to-end duration of completed checkpoints, 90th percentile and maximum (ms).
+    pub duration_p90_ms: f64,
+    pub duration_max_ms: f64,
+}
+
+/// Backpressure above this (ms per second, on some subtask) counts as "backpressured".
+const BACKPRESSURED_MS: f64 = 100.0;
+
+/// Advice to switch to unaligned checkpoints (or an aligned-checkpoint timeout) when aligned
+/// checkpoints are slow or failing while the job is backpressured; `None` otherwise.
+pub fn checkpoint_advice(stats: &CheckpointStats, job: &JobView) -> Option<String> {
+    if stats.unaligned || stats.aligned_timeout_ms > 0 || stats.interval_ms == 0 {
+        return None;
+    }
+    let (vertex, bp) = job
+        .vertices
+        .iter()
+        .flat_map(|v| v.subtasks.iter().map(move |s| (v, s.backpressured_ms())))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if bp < BACKPRESSURED_MS {
+        return None;
+    }
+    let slow = stats.duration_max_ms >= stats.interval_ms as f64 / 2.0
+        || (stats.timeout_ms > 0 && stats.duration_p90_ms >= stats.timeout_ms as f64 / 4.0);
+    if stats.failed == 0 && !slow {
+        return None;
+    }
+    let mut why = Vec::new();
+    if stats.failed > 0 {
+        why.push(format!(
+            "{} of {} checkpoints failed",
+            stats.failed,
+            stats.failed + stats.completed
+        ));
+    }
+    if slow {
+        why.push(format!(
+            "completed ones took up to {:.0} ms (p90 {:.0} ms) against a {} ms interval",
+            stats.duration_max_ms, stats.duration_p90_ms, stats.interval_ms
+        ));
+    }
+    Some(format!(
+        "checkpoints: {} while `{}` is backpressured ({:.0}% of its time): aligned barriers wait \
+         behind full buffers. Enable unaligned checkpoints \
+         (execution.checkpointing.unaligned.enabled: true), or set \
+         execution.checkpointing.aligned-checkpoint-timeout so slow alignments switch to unaligned",
+        why.join(", "),
+        vertex.name,
+        bp / 10.0
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{SubtaskSample, VertexView};
+
+    fn job(bp: f64) -> JobView {
+        JobView {
+            vertices: vec![VertexView {
+                name: "Source: gen".into(),
+                subtasks: vec![SubtaskSample {
+                    busy: Some(1000.0 - bp),
+                    backpressured: Some(bp),
+                    idle: Some(0.0),
+                    ..SubtaskSample::default()
+                }],
+                ..VertexView::default()
+            }],
+            available_cores: None,
+        }
+    }
+
+    fn stats() -> CheckpointStats {
+        CheckpointStats {
+            interval_ms: 2_000,
+            timeout_ms: 600_000,
+            completed: 18,
+            failed: 0,
+            duration_p90_ms: 150.0,
+            duration_max_ms: 260.0,
+            ..CheckpointStats::default()
+        }
+    }
+
+    #[test]
+    fn slow_or_failing_aligned_checkpoints_under_backpressure_get_advice() {
+        assert_eq!(
+            checkpoint_advice(&stats(), &job(600.0)),
+            None,
+            "fast and healthy"
+        );
+        let slow = CheckpointStats {
+            duration_max_ms: 1_500.0,
+            ..stats()
+        };
+        let a = checkpoint_advice(&slow, &job(600.0)).unwrap();
+        assert!(
+            a.contains("up to 1500 ms") && a.contains("unaligned.enabled"),
+            "{a}"
+        );
+        let failing = CheckpointStats {
+            failed: 1,
+            ..stats()
+        };
+        let a = checkpoint_advice(&failing, &job(600.0)).unwrap();
+        assert!(a.contains("1 of 19 checkpoints failed"), "{a}");
+        assert!(a.contains("`Source: gen` is backpressured (60%"), "{a}");
+    }
+
+    #[test]
+    fn no_advice_without_backpressure_or_when_already_unaligned() {
+        let failing = CheckpointStats {
+            failed: 3,
+            ..stats()
+        };
+        assert_eq!(checkpoint_advice(&failing, &job(20.0)), None);
+        let unaligned = CheckpointStats {
+            unaligned: true,
+            ..failing.clone()
+        };
+        assert_eq!(checkpoint_advice(&unaligned, &job(600.0)), None);
+        let with_timeout = CheckpointStats {
+            aligned_timeout_ms: 30_000,
+            ..failing
+        };
+        assert_eq!(checkpoint_advice(&with_timeout, &job(600.0)), None);
+    }
+}
