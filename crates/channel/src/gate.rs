@@ -48,6 +48,10 @@ struct State<T> {
     receiver_waiting: bool,
     senders_waiting: usize,
     cancelled: bool,
+    /// Channels the receiver does not read for now (checkpoint barrier alignment): their
+    /// entries wait in their queues and keep their credits.
+    blocked: Vec<bool>,
+    blocked_count: usize,
 }
 
 struct Shared<T> {
@@ -148,6 +152,8 @@ impl<T: Send + 'static> InputGate<T> {
             receiver_waiting: false,
             senders_waiting: 0,
             cancelled: false,
+            blocked: vec![false; channels],
+            blocked_count: 0,
         };
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
@@ -195,6 +201,28 @@ impl<T: Send + 'static> InputGate<T> {
         GateCanceller(self.shared.clone())
     }
 
+    /// Stops (`true`) or resumes reading `channel`: while blocked, [`next`](Self::next) skips
+    /// it and its entries stay queued (checkpoint barrier alignment). Credits stay taken, so a
+    /// long-blocked channel backpressures its sender.
+    pub fn set_blocked(&mut self, channel: usize, blocked: bool) {
+        let mut st = self.shared.lock();
+        if st.blocked[channel] != blocked {
+            st.blocked[channel] = blocked;
+            if blocked {
+                st.blocked_count += 1;
+            } else {
+                st.blocked_count -= 1;
+            }
+        }
+    }
+
+    /// Resumes every blocked channel.
+    pub fn unblock_all(&mut self) {
+        let mut st = self.shared.lock();
+        st.blocked.iter_mut().for_each(|b| *b = false);
+        st.blocked_count = 0;
+    }
+
     /// The next buffer or event from any channel; `Ok(None)` once every channel has ended.
     #[allow(clippy::should_implement_trait)]
     /// Blocks (parked, counted as idle time) while no channel has data.
@@ -204,7 +232,16 @@ impl<T: Send + 'static> InputGate<T> {
             if st.cancelled {
                 return Err(Cancelled);
             }
-            if let Some(ch) = st.ready.pop_front() {
+            let next_ready = if st.blocked_count == 0 {
+                st.ready.pop_front()
+            } else {
+                let blocked = &st.blocked;
+                st.ready
+                    .iter()
+                    .position(|&c| !blocked[c])
+                    .and_then(|i| st.ready.remove(i))
+            };
+            if let Some(ch) = next_ready {
                 let chan = &mut st.channels[ch];
                 let entry = chan.queue.pop_front().expect("ready channel has an entry");
                 if chan.queue.is_empty() {
@@ -259,7 +296,8 @@ impl<T: Send + 'static> InputGate<T> {
             };
             st.receiver_waiting = false;
             self.waits.end_idle(started);
-            if timed_out && st.ready.is_empty() && !st.cancelled {
+            let readable = st.ready.iter().any(|&c| !st.blocked[c]);
+            if timed_out && !readable && !st.cancelled {
                 return Ok(Some(GateItem::Idle));
             }
         }

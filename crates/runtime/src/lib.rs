@@ -36,6 +36,7 @@
 //! ```
 
 pub mod chain;
+pub mod checkpoint;
 pub mod control;
 pub mod executor;
 pub mod fasthash;

@@ -1,0 +1,327 @@
+//! What the tasks and the coordinator thread of one job share: the barrier to inject, the
+//! acknowledgements, the last completed checkpoint, the state to restore, and the statistics
+//! the REST API reports.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+use sluice_types::{Barrier, CheckpointKind};
+
+use super::{CheckpointConfig, CompletedCheckpoint};
+
+/// One task's acknowledgement of a checkpoint: the snapshots of its operators.
+#[derive(Debug, Clone)]
+pub struct TaskAck {
+    pub checkpoint_id: u64,
+    pub vertex: usize,
+    pub subtask: usize,
+    /// `(operator id, bytes)` for each operator of the chain that has state.
+    pub states: Vec<(String, Vec<u8>)>,
+    /// From the first barrier to the last on the task's inputs (0 for sources).
+    pub alignment_ns: u64,
+    /// Time taking the snapshots (synchronous part).
+    pub sync_ns: u64,
+    /// From the trigger to the barrier reaching the task.
+    pub start_delay_ms: u64,
+    pub ack_ms: i64,
+}
+
+/// Where a checkpoint stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointStatus {
+    InProgress,
+    Completed,
+    Failed,
+}
+
+/// One checkpoint's statistics (Flink's history entry).
+#[derive(Debug, Clone)]
+pub struct CheckpointRecord {
+    pub id: u64,
+    pub kind: CheckpointKind,
+    pub status: CheckpointStatus,
+    pub trigger_ms: i64,
+    pub latest_ack_ms: i64,
+    pub acks: Vec<TaskAck>,
+    pub state_size: u64,
+    pub failure: Option<String>,
+    pub external_path: Option<String>,
+}
+
+impl CheckpointRecord {
+    pub fn end_to_end_ms(&self) -> i64 {
+        (self.latest_ack_ms - self.trigger_ms).max(0)
+    }
+}
+
+/// Kept statistics (Flink's `web.checkpoints.history`, default 10).
+pub const HISTORY: usize = 10;
+
+#[derive(Default)]
+struct Acks {
+    queue: Vec<TaskAck>,
+    declines: Vec<(u64, String)>,
+}
+
+/// Shared by every task of a job and its coordinator thread.
+pub struct CheckpointHub {
+    pub config: CheckpointConfig,
+    /// Where completed checkpoints are written.
+    pub dir: PathBuf,
+    /// The latest barrier to inject; sources compare its id with the last one they injected.
+    barrier: Mutex<Option<Barrier>>,
+    barrier_id: AtomicU64,
+    acks: Mutex<Acks>,
+    ack_cv: Condvar,
+    completed: AtomicU64,
+    restore: Mutex<Option<Arc<CompletedCheckpoint>>>,
+    stats: Mutex<Stats>,
+    /// Number of tasks that finished; after the first, no barrier could pass them.
+    finished_tasks: AtomicU64,
+}
+
+#[derive(Default)]
+struct Stats {
+    history: BTreeMap<u64, CheckpointRecord>,
+    completed: u64,
+    failed: u64,
+    restored: u64,
+    latest_completed: Option<u64>,
+    latest_failed: Option<u64>,
+    latest_savepoint: Option<u64>,
+    restored_from: Option<(u64, i64, String)>,
+    /// All completed end-to-end durations and sizes, for the summary.
+    durations: Vec<i64>,
+    sizes: Vec<u64>,
+}
+
+/// Summary numbers for the REST API.
+#[derive(Debug, Clone, Default)]
+pub struct StatsView {
+    pub completed: u64,
+    pub failed: u64,
+    pub restored: u64,
+    pub in_progress: u64,
+    pub history: Vec<CheckpointRecord>,
+    pub latest_completed: Option<CheckpointRecord>,
+    pub latest_failed: Option<CheckpointRecord>,
+    pub latest_savepoint: Option<CheckpointRecord>,
+    /// `(id, restore time ms, path)` of the checkpoint the job restored from last.
+    pub restored_from: Option<(u64, i64, String)>,
+    pub durations: Vec<i64>,
+    pub sizes: Vec<u64>,
+}
+
+impl CheckpointHub {
+    pub fn new(config: CheckpointConfig, dir: PathBuf) -> Arc<CheckpointHub> {
+        Arc::new(CheckpointHub {
+            config,
+            dir,
+            barrier: Mutex::new(None),
+            barrier_id: AtomicU64::new(0),
+            acks: Mutex::new(Acks::default()),
+            ack_cv: Condvar::new(),
+            completed: AtomicU64::new(0),
+            restore: Mutex::new(None),
+            stats: Mutex::new(Stats::default()),
+            finished_tasks: AtomicU64::new(0),
+        })
+    }
+
+    // --- sources --------------------------------------------------------------------------
+
+    /// The barrier a source should inject if it has not yet (`last` = the id it injected
+    /// last). One relaxed load when there is nothing new.
+    #[inline]
+    pub fn barrier_after(&self, last: u64) -> Option<Barrier> {
+        if self.barrier_id.load(Ordering::Acquire) <= last {
+            return None;
+        }
+        *self.barrier.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Publishes a barrier for every source.
+    pub fn trigger(&self, barrier: Barrier) {
+        {
+            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            stats.history.insert(
+                barrier.checkpoint_id,
+                CheckpointRecord {
+                    id: barrier.checkpoint_id,
+                    kind: barrier.kind,
+                    status: CheckpointStatus::InProgress,
+                    trigger_ms: barrier.timestamp_ms,
+                    latest_ack_ms: barrier.timestamp_ms,
+                    acks: Vec::new(),
+                    state_size: 0,
+                    failure: None,
+                    external_path: None,
+                },
+            );
+            trim(&mut stats.history);
+        }
+        *self.barrier.lock().unwrap_or_else(|p| p.into_inner()) = Some(barrier);
+        self.barrier_id
+            .store(barrier.checkpoint_id, Ordering::Release);
+    }
+
+    // --- tasks ----------------------------------------------------------------------------
+
+    pub fn ack(&self, ack: TaskAck) {
+        self.acks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .queue
+            .push(ack);
+        self.ack_cv.notify_all();
+    }
+
+    /// A task could not take its snapshot.
+    pub fn decline(&self, checkpoint_id: u64, reason: String) {
+        self.acks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .declines
+            .push((checkpoint_id, reason));
+        self.ack_cv.notify_all();
+    }
+
+    /// A task ended (bounded input); barriers can no longer pass it.
+    pub fn task_finished(&self) {
+        self.finished_tasks.fetch_add(1, Ordering::Relaxed);
+        self.ack_cv.notify_all();
+    }
+
+    pub fn finished_tasks(&self) -> u64 {
+        self.finished_tasks.load(Ordering::Relaxed)
+    }
+
+    /// The id of the last completed checkpoint (0 = none): what transactional sinks may
+    /// publish.
+    #[inline]
+    pub fn completed_checkpoint(&self) -> u64 {
+        self.completed.load(Ordering::Acquire)
+    }
+
+    /// The checkpoint this attempt restores from.
+    pub fn restore_point(&self) -> Option<Arc<CompletedCheckpoint>> {
+        self.restore
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    // --- the coordinator thread -------------------------------------------------------------
+
+    /// Waits up to `timeout` for acknowledgements or declines, and takes them.
+    pub fn take_acks(&self, timeout: std::time::Duration) -> (Vec<TaskAck>, Vec<(u64, String)>) {
+        let mut a = self.acks.lock().unwrap_or_else(|p| p.into_inner());
+        if a.queue.is_empty() && a.declines.is_empty() {
+            a = self
+                .ack_cv
+                .wait_timeout(a, timeout)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        (
+            std::mem::take(&mut a.queue),
+            std::mem::take(&mut a.declines),
+        )
+    }
+
+    /// Records a completed checkpoint and publishes it to the tasks.
+    pub fn complete(&self, id: u64, acks: Vec<TaskAck>, size: u64, path: Option<String>) {
+        {
+            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            let latest_ack = acks.iter().map(|a| a.ack_ms).max();
+            if let Some(r) = stats.history.get_mut(&id) {
+                r.status = CheckpointStatus::Completed;
+                r.latest_ack_ms = latest_ack.unwrap_or(r.trigger_ms);
+                r.acks = acks;
+                r.state_size = size;
+                r.external_path = path;
+                let (d, kind) = (r.end_to_end_ms(), r.kind);
+                stats.durations.push(d);
+                stats.sizes.push(size);
+                if kind == CheckpointKind::Savepoint {
+                    stats.latest_savepoint = Some(id);
+                }
+            }
+            stats.completed += 1;
+            stats.latest_completed = Some(id);
+        }
+        self.completed.fetch_max(id, Ordering::AcqRel);
+    }
+
+    /// Records a failed checkpoint.
+    pub fn fail(&self, id: u64, reason: String, now_ms: i64) {
+        let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(r) = stats.history.get_mut(&id) {
+            if r.status == CheckpointStatus::InProgress {
+                r.status = CheckpointStatus::Failed;
+                r.failure = Some(reason);
+                r.latest_ack_ms = now_ms;
+                stats.failed += 1;
+                stats.latest_failed = Some(id);
+            }
+        }
+    }
+
+    /// Sets the checkpoint the next attempt restores from, and counts the restore.
+    pub fn set_restore_point(
+        &self,
+        cp: Option<Arc<CompletedCheckpoint>>,
+        path: String,
+        now_ms: i64,
+    ) {
+        if let Some(c) = &cp {
+            let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+            stats.restored += 1;
+            stats.restored_from = Some((c.id, now_ms, path));
+            self.completed.fetch_max(c.id, Ordering::AcqRel);
+        }
+        *self.restore.lock().unwrap_or_else(|p| p.into_inner()) = cp;
+    }
+
+    /// A new attempt starts: forget barriers and acknowledgements of the failed one.
+    pub fn reset_for_attempt(&self) {
+        *self.barrier.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.barrier_id.store(0, Ordering::Release);
+        let mut a = self.acks.lock().unwrap_or_else(|p| p.into_inner());
+        a.queue.clear();
+        a.declines.clear();
+        self.finished_tasks.store(0, Ordering::Relaxed);
+    }
+
+    /// The statistics for the REST API.
+    pub fn stats(&self) -> StatsView {
+        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        let get = |id: Option<u64>| id.and_then(|i| stats.history.get(&i).cloned());
+        StatsView {
+            completed: stats.completed,
+            failed: stats.failed,
+            restored: stats.restored,
+            in_progress: stats
+                .history
+                .values()
+                .filter(|r| r.status == CheckpointStatus::InProgress)
+                .count() as u64,
+            history: stats.history.values().rev().cloned().collect(),
+            latest_completed: get(stats.latest_completed),
+            latest_failed: get(stats.latest_failed),
+            latest_savepoint: get(stats.latest_savepoint),
+            restored_from: stats.restored_from.clone(),
+            durations: stats.durations.clone(),
+            sizes: stats.sizes.clone(),
+        }
+    }
+}
+
+fn trim(h: &mut BTreeMap<u64, CheckpointRecord>) {
+    while h.len() > HISTORY {
+        let oldest = *h.keys().next().expect("non-empty");
+        h.remove(&oldest);
+    }
+}
