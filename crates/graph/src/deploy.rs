@@ -146,7 +146,7 @@ impl JobHandle {
 
     /// Cancels the job; `wait` then returns an error saying so.
     pub fn cancel(&self) {
-        self.monitor.control.cancel();
+        self.monitor.control.cancel_by_user();
     }
 
     /// Blocks until every subtask has ended.
@@ -167,7 +167,7 @@ impl Drop for JobHandle {
     fn drop(&mut self) {
         // A dropped handle must not leave threads running behind the user's back.
         if let Some(t) = self.thread.take() {
-            self.monitor.control.cancel();
+            self.monitor.control.cancel_by_user();
             let _ = t.join();
         }
     }
@@ -341,6 +341,7 @@ pub(crate) fn launch(
                         subtask_index: i,
                         parallelism: v.parallelism,
                         max_parallelism: r.max_parallelism,
+                        operator_id: n.uid.clone().unwrap_or_else(|| format!("node-{nid}")),
                     },
                     body: n.body.clone(),
                     out_type: n.out_type.clone(),
@@ -552,6 +553,8 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
             control: ctx.control.clone(),
             metrics: ctx.metrics.clone(),
             emitted,
+            checkpoints: sluice_runtime::checkpoint::task::hub(),
+            last_barrier: std::cell::Cell::new(0),
         };
         return run(&sctx);
     }

@@ -143,6 +143,9 @@ where
 {
     fn runner(&self, op: &OperatorContext, out: AnyBox) -> Result<SourceRunner, OperatorError> {
         let mut src = (self.make)(op.subtask_index, op.parallelism)?;
+        if let Some(restored) = sluice_runtime::checkpoint::task::restored_parts(&op.operator_id) {
+            src.restore_position(&restored.parts, op)?;
+        }
         let mut out = unbox_collector::<T>(out);
         Ok(Box::new(move |ctx: &SourceContext| {
             src.run(ctx, &mut *out)?;

@@ -756,7 +756,7 @@ pub fn cancel_job(ctx: &Ctx, jid: &str) -> ApiResult {
             ),
         });
     }
-    m.control.cancel();
+    m.control.cancel_by_user();
     Ok(Response::json(202, "{}".into()))
 }
 

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, Watermark};
+use sluice_types::{Barrier, Collector, Data, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::metrics::{OperatorMetrics, OPERATOR_SAMPLE_EVERY};
 
@@ -51,6 +51,8 @@ impl OpTiming {
 pub struct Link<In, Out, Op> {
     op: Op,
     out: Box<dyn Collector<Out>>,
+    /// The operator's id in checkpoints.
+    operator_id: String,
     _types: PhantomData<fn(In) -> Out>,
 }
 
@@ -60,16 +62,21 @@ where
     Out: Send + 'static,
     Op: Operator<In, Out> + 'static,
 {
-    /// Opens the operator (on the calling thread, which must be the task's thread) and binds it.
+    /// Opens the operator (on the calling thread, which must be the task's thread), restores
+    /// its state when the job restores from a checkpoint, and binds it.
     pub fn open(
         mut op: Op,
         out: Box<dyn Collector<Out>>,
         ctx: &OperatorContext,
     ) -> Result<Self, OperatorError> {
         op.open(ctx)?;
+        if let Some(restored) = crate::checkpoint::task::restored_parts(&ctx.operator_id) {
+            op.restore_state(&restored.parts)?;
+        }
         Ok(Link {
             op,
             out,
+            operator_id: ctx.operator_id.clone(),
             _types: PhantomData,
         })
     }
@@ -135,6 +142,10 @@ where
     fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
         self.link.emit_idleness(idle)
     }
+
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        self.link.emit_barrier(barrier)
+    }
 }
 
 impl<In, Out, Op> Collector<In> for Link<In, Out, Op>
@@ -164,6 +175,13 @@ where
 
     fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
         self.op.on_idleness(idle, &mut *self.out)
+    }
+
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        if let Some(bytes) = self.op.snapshot_state(barrier.checkpoint_id)? {
+            crate::checkpoint::task::record(&self.operator_id, bytes);
+        }
+        self.out.emit_barrier(barrier)
     }
 }
 
@@ -211,6 +229,12 @@ impl<T: Data> Collector<T> for Fanout<T> {
     fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
         for o in &mut self.outs {
             o.emit_idleness(idle)?;
+        }
+        Ok(())
+    }
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        for o in &mut self.outs {
+            o.emit_barrier(barrier)?;
         }
         Ok(())
     }
@@ -269,5 +293,8 @@ impl<T, C: Collector<T>> Collector<T> for TimedSink<C> {
     }
     fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
         self.inner.emit_idleness(idle)
+    }
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        self.inner.emit_barrier(barrier)
     }
 }

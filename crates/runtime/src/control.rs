@@ -32,6 +32,10 @@ pub struct JobControl {
     buffer_timeout: Duration,
     dead_letters: Mutex<Vec<DeadLetter>>,
     dead_letter_count: AtomicU64,
+    /// The job's checkpoints, when it takes any.
+    checkpoints: std::sync::OnceLock<Arc<crate::checkpoint::CheckpointHub>>,
+    /// Set when the user (not a failure) cancelled: no restart follows.
+    user_cancelled: AtomicBool,
 }
 
 impl std::fmt::Debug for JobControl {
@@ -53,7 +57,43 @@ impl JobControl {
             buffer_timeout,
             dead_letters: Mutex::new(Vec::new()),
             dead_letter_count: AtomicU64::new(0),
+            checkpoints: std::sync::OnceLock::new(),
+            user_cancelled: AtomicBool::new(false),
         })
+    }
+
+    /// Attaches the job's checkpoint hub (once, before tasks start).
+    pub fn set_checkpoints(&self, hub: Arc<crate::checkpoint::CheckpointHub>) {
+        let _ = self.checkpoints.set(hub);
+    }
+
+    pub fn checkpoints(&self) -> Option<&Arc<crate::checkpoint::CheckpointHub>> {
+        self.checkpoints.get()
+    }
+
+    /// Cancels on the user's request: unlike a failure, no restart follows.
+    pub fn cancel_by_user(&self) {
+        self.user_cancelled.store(true, Ordering::SeqCst);
+        self.cancel();
+    }
+
+    pub fn is_user_cancelled(&self) -> bool {
+        self.user_cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Makes the control usable for a new attempt after a failure: clears the cancellation,
+    /// the failure and the registered gates (which belong to the failed attempt).
+    pub fn reset_for_restart(&self) {
+        self.cancellers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.cancelled.store(false, Ordering::SeqCst);
+        // A user cancel that raced the reset wins.
+        if self.is_user_cancelled() {
+            self.cancel();
+        }
     }
 
     pub fn buffer_timeout(&self) -> Duration {

@@ -196,12 +196,18 @@ pub fn run_job(
         };
         let name = ctx.display_name();
         let body = t.body;
+        let (vertex_index, subtask) = (t.vertex_index, t.subtask);
         let spawned = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 let m = ctx.metrics.clone();
                 // Operators find their subtask's counters (hot keys, state access time) here.
                 let _task = crate::hotkeys::enter_task(m.clone());
+                // ... and the job's checkpoints (snapshots, acknowledgements, restore).
+                let _checkpoints = ctx
+                    .control
+                    .checkpoints()
+                    .map(|h| crate::checkpoint::task::enter(h.clone(), vertex_index, subtask));
                 m.thread_id.store(
                     crate::telemetry::current_thread_id().unwrap_or(0),
                     Ordering::Relaxed,

@@ -1,7 +1,7 @@
 //! The run loop of a task with one (possibly unioned) input.
 
 use sluice_channel::{ChannelEvent, GateItem, InputGate};
-use sluice_types::{Collector, Data, OperatorError, Watermark};
+use sluice_types::{Barrier, Collector, Data, OperatorError, Watermark};
 
 use crate::time::watermarks::{WatermarkCombiner, WatermarkEvent};
 use crate::TaskContext;
@@ -37,6 +37,7 @@ pub fn run_one_input<T: Data>(
         ins.extend(gate.counters());
     }
     let mut valve = WatermarkCombiner::new(gate.open_channels());
+    let mut aligner = Aligner::new(gate.num_channels());
     loop {
         match gate.next().map_err(|_| OperatorError::Cancelled)? {
             None => break,
@@ -59,11 +60,20 @@ pub fn run_one_input<T: Data>(
             Some(GateItem::Event { channel, event }) => {
                 let forward = match event {
                     ChannelEvent::Watermark(w) => valve.on_watermark(channel, w.0),
-                    ChannelEvent::Idleness(true) | ChannelEvent::EndOfPartition => {
+                    ChannelEvent::Idleness(true) => valve.mark_idle(channel),
+                    ChannelEvent::EndOfPartition => {
+                        if let Some(done) = aligner.on_end(channel, &mut gate) {
+                            done.pass(head)?;
+                        }
                         valve.mark_idle(channel)
                     }
                     ChannelEvent::Idleness(false) => valve.mark_active(channel),
-                    ChannelEvent::Barrier(_) => None,
+                    ChannelEvent::Barrier(b) => {
+                        if let Some(done) = aligner.on_barrier(channel, b, &mut gate) {
+                            done.pass(head)?;
+                        }
+                        None
+                    }
                 };
                 match forward {
                     Some(WatermarkEvent::Watermark(w)) => {
@@ -84,4 +94,102 @@ pub fn run_one_input<T: Data>(
         }
     }
     head.finish()
+}
+
+/// Aligned checkpoint barriers (Flink's `SingleCheckpointBarrierHandler`, aligned mode): a
+/// channel that delivered barrier `n` is blocked until every channel has delivered it (or
+/// ended); then the barrier passes the chain once and the task acknowledges.
+struct Aligner {
+    current: Option<Alignment>,
+    ended: Vec<bool>,
+    /// The last checkpoint that passed; older barriers are stale.
+    last: u64,
+}
+
+struct Alignment {
+    barrier: Barrier,
+    received: Vec<bool>,
+    started: std::time::Instant,
+}
+
+/// A barrier whose alignment completed: pass it through the chain, then acknowledge.
+struct Aligned {
+    barrier: Barrier,
+    alignment_ns: u64,
+}
+
+impl Aligned {
+    fn pass<T>(self, head: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+        head.emit_barrier(self.barrier)?;
+        crate::checkpoint::task::ack(
+            self.barrier.checkpoint_id,
+            self.barrier.timestamp_ms,
+            self.alignment_ns,
+        );
+        Ok(())
+    }
+}
+
+impl Aligner {
+    fn new(channels: usize) -> Aligner {
+        Aligner {
+            current: None,
+            ended: vec![false; channels],
+            last: 0,
+        }
+    }
+
+    fn on_barrier<T: Send + 'static>(
+        &mut self,
+        channel: usize,
+        barrier: Barrier,
+        gate: &mut InputGate<T>,
+    ) -> Option<Aligned> {
+        let id = barrier.checkpoint_id;
+        if id <= self.last {
+            return None;
+        }
+        match &self.current {
+            Some(a) if a.barrier.checkpoint_id == id => {}
+            Some(a) if a.barrier.checkpoint_id > id => return None,
+            _ => {
+                // A newer checkpoint overtakes an unfinished alignment: that one is abandoned
+                // (the coordinator expires it).
+                gate.unblock_all();
+                self.current = Some(Alignment {
+                    barrier,
+                    received: vec![false; self.ended.len()],
+                    started: std::time::Instant::now(),
+                });
+            }
+        }
+        let a = self.current.as_mut().expect("alignment started above");
+        a.received[channel] = true;
+        gate.set_blocked(channel, true);
+        self.complete(gate)
+    }
+
+    fn on_end<T: Send + 'static>(
+        &mut self,
+        channel: usize,
+        gate: &mut InputGate<T>,
+    ) -> Option<Aligned> {
+        self.ended[channel] = true;
+        self.complete(gate)
+    }
+
+    fn complete<T: Send + 'static>(&mut self, gate: &mut InputGate<T>) -> Option<Aligned> {
+        let a = self.current.as_ref()?;
+        let all = a.received.iter().zip(&self.ended).all(|(r, e)| *r || *e);
+        if !all {
+            return None;
+        }
+        let a = self.current.take().expect("checked above");
+        gate.unblock_all();
+        self.last = a.barrier.checkpoint_id;
+        Some(Aligned {
+            barrier: a.barrier,
+            alignment_ns: a.started.elapsed().as_nanos() as u64,
+        })
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sluice_channel::ChannelEvent;
 use sluice_channel::{Cancelled, ChannelWriter};
-use sluice_types::{Collector, Data, OperatorError, Watermark};
+use sluice_types::{Barrier, Collector, Data, OperatorError, Watermark};
 
 use crate::{JobControl, TaskMetrics};
 
@@ -179,6 +179,17 @@ impl<T: Data, S: ChannelSelector<T>> Collector<T> for RecordWriter<T, S> {
         }
         self.publish();
         self.metrics.output_watermark.set(watermark.0);
+        Ok(())
+    }
+
+    /// An aligned barrier keeps its place: ship the partial buffers, then the barrier on every
+    /// channel (events need no credit).
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        for c in &mut self.channels {
+            c.send_event(ChannelEvent::Barrier(barrier))
+                .map_err(cancelled)?;
+        }
+        self.publish();
         Ok(())
     }
 

@@ -259,6 +259,7 @@ fn op_ctx(subtask: usize, parallelism: usize) -> OperatorContext {
         subtask_index: subtask,
         parallelism,
         max_parallelism: 128,
+        operator_id: "op".into(),
     }
 }
 

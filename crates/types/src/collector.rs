@@ -1,6 +1,6 @@
 //! Output side of an operator.
 
-use crate::{OperatorError, Watermark};
+use crate::{Barrier, OperatorError, Watermark};
 
 /// Receives the records an operator emits. Chained operators are collectors of their upstream;
 /// the last operator of a chain writes into a network writer or a sink, which are collectors too.
@@ -31,6 +31,14 @@ pub trait Collector<T>: Send {
     /// The stream became idle (`true`: downstream must not wait for its watermark) or active
     /// again (`false`). Flink's `WatermarkStatus`.
     fn emit_idleness(&mut self, _idle: bool) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// A checkpoint barrier: every record before it is part of checkpoint
+    /// `barrier.checkpoint_id`, none after it. Chains snapshot each operator as the barrier
+    /// passes ([`crate::Operator::snapshot_state`]); network writers send it on every channel
+    /// behind the records written before it.
+    fn emit_barrier(&mut self, _barrier: Barrier) -> Result<(), OperatorError> {
         Ok(())
     }
 }
@@ -85,5 +93,8 @@ impl<T, C: Collector<T> + ?Sized> Collector<T> for Box<C> {
     }
     fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
         (**self).emit_idleness(idle)
+    }
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        (**self).emit_barrier(barrier)
     }
 }

@@ -12,6 +12,9 @@ pub struct OperatorContext {
     pub subtask_index: usize,
     pub parallelism: usize,
     pub max_parallelism: u32,
+    /// The operator's stable identity for state: its uid when set, else its stream-graph node
+    /// id. Checkpoints store each operator's state under it.
+    pub operator_id: String,
 }
 
 impl OperatorContext {
@@ -67,5 +70,19 @@ pub trait Operator<In, Out>: Send {
         out: &mut dyn Collector<Out>,
     ) -> Result<(), OperatorError> {
         out.emit_idleness(idle)
+    }
+
+    /// A checkpoint barrier reached this operator: return its state as bytes (`None`: no
+    /// state). Called on the task thread between two records, so the state is consistent.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        Ok(None)
+    }
+
+    /// Called after `open` and before the first record when the job restores from a
+    /// checkpoint: `parts` are this operator's snapshots of every subtask of the run that took
+    /// them, `(old subtask, bytes)` in subtask order (the parallelism may have changed; keyed
+    /// operators keep the key groups of their own range).
+    fn restore_state(&mut self, _parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        Ok(())
     }
 }

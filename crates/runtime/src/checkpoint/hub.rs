@@ -80,7 +80,15 @@ pub struct CheckpointHub {
     stats: Mutex<Stats>,
     /// Number of tasks that finished; after the first, no barrier could pass them.
     finished_tasks: AtomicU64,
+    /// The current attempt (0 = the first run); restarts count up.
+    attempt: AtomicU64,
+    /// What transactional sinks publish once the whole job has finished (their output after the
+    /// last checkpoint): run only after every task ended successfully.
+    final_commits: Mutex<Vec<FinalCommit>>,
 }
+
+/// A sink's publication of its last output, run when the job finishes successfully.
+pub type FinalCommit = Box<dyn FnOnce() -> Result<(), sluice_types::OperatorError> + Send>;
 
 #[derive(Default)]
 struct Stats {
@@ -127,7 +135,44 @@ impl CheckpointHub {
             restore: Mutex::new(None),
             stats: Mutex::new(Stats::default()),
             finished_tasks: AtomicU64::new(0),
+            attempt: AtomicU64::new(0),
+            final_commits: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The attempt the tasks run in (0 = first).
+    pub fn attempt(&self) -> u64 {
+        self.attempt.load(Ordering::Relaxed)
+    }
+
+    /// The highest checkpoint id triggered so far (ids stay unique across restarts).
+    pub fn last_triggered(&self) -> u64 {
+        let stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
+        stats
+            .history
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(0)
+            .max(stats.restored_from.as_ref().map_or(0, |(id, _, _)| *id))
+    }
+
+    /// Registers a sink's final publication (see [`FinalCommit`]).
+    pub fn register_final_commit(&self, commit: FinalCommit) {
+        self.final_commits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(commit);
+    }
+
+    /// The job finished: publish every sink's last output.
+    pub fn run_final_commits(&self) -> Result<(), sluice_types::OperatorError> {
+        let commits =
+            std::mem::take(&mut *self.final_commits.lock().unwrap_or_else(|p| p.into_inner()));
+        for c in commits {
+            c()?;
+        }
+        Ok(())
     }
 
     // --- sources --------------------------------------------------------------------------
@@ -285,8 +330,14 @@ impl CheckpointHub {
         *self.restore.lock().unwrap_or_else(|p| p.into_inner()) = cp;
     }
 
-    /// A new attempt starts: forget barriers and acknowledgements of the failed one.
+    /// A new attempt starts: forget barriers, acknowledgements and final commits of the
+    /// failed one.
     pub fn reset_for_attempt(&self) {
+        self.attempt.fetch_add(1, Ordering::Relaxed);
+        self.final_commits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
         *self.barrier.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.barrier_id.store(0, Ordering::Release);
         let mut a = self.acks.lock().unwrap_or_else(|p| p.into_inner());

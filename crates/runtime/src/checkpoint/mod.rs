@@ -20,10 +20,13 @@
 //!   split by key group, so a restore may change the parallelism).
 
 pub mod coordinator;
+pub mod driver;
 pub mod hub;
+pub mod restart;
 pub mod storage;
 pub mod task;
 
 pub use coordinator::{Action, CheckpointConfig, Coordinator};
-pub use hub::{CheckpointHub, CheckpointRecord, CheckpointStatus, TaskAck};
+pub use hub::{CheckpointHub, CheckpointRecord, CheckpointStatus, StatsView, TaskAck};
+pub use restart::RestartStrategy;
 pub use storage::{CompletedCheckpoint, OperatorState};

@@ -216,6 +216,7 @@ mod tests {
             subtask_index: 0,
             parallelism: 1,
             max_parallelism: 8,
+            operator_id: "op".into(),
         }
     }
 

@@ -139,6 +139,7 @@ mod tests {
             subtask_index: 0,
             parallelism: 1,
             max_parallelism: 128,
+            operator_id: "op".into(),
         };
         op.open(&ctx).unwrap();
         assert!(op.hot_keys_active());

@@ -582,6 +582,7 @@ mod tests {
             subtask_index: 0,
             parallelism: 1,
             max_parallelism: 4,
+            operator_id: "op".into(),
         }
     }
 

@@ -2,18 +2,21 @@ use std::sync::{Arc, Mutex};
 
 use sluice_types::{Collector, OperatorError};
 
-use super::{split_range, SourceContext, SourceFunction, SOURCE_BATCH};
+use super::{split_range, RangeCursor, SourceContext, SourceFunction, SOURCE_BATCH};
 
 /// A shared vector; each subtask emits its contiguous share (see [`split_range`]).
 pub struct VecSource<T> {
     data: Arc<Vec<T>>,
-    range: std::ops::Range<u64>,
+    cursor: RangeCursor,
 }
 
 impl<T> VecSource<T> {
     pub fn new(data: Arc<Vec<T>>, index: usize, parallelism: usize) -> Self {
         let range = split_range(data.len() as u64, index, parallelism);
-        VecSource { data, range }
+        VecSource {
+            data,
+            cursor: RangeCursor::new(range),
+        }
     }
 }
 
@@ -23,16 +26,28 @@ impl<T: Clone + Send + Sync> SourceFunction<T> for VecSource<T> {
         ctx: &SourceContext,
         out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
-        let slice = &self.data[self.range.start as usize..self.range.end as usize];
-        for chunk in slice.chunks(SOURCE_BATCH as usize) {
+        loop {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
             }
+            ctx.checkpoint_if_due(out, || self.cursor.position())?;
+            let Some(batch) = self.cursor.next_batch(SOURCE_BATCH) else {
+                return Ok(());
+            };
+            let chunk = &self.data[batch.start as usize..batch.end as usize];
             for r in chunk {
                 out.collect(r.clone())?;
             }
             ctx.add_emitted(chunk.len() as u64);
         }
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        self.cursor = RangeCursor::restore(parts, op.subtask_index, op.parallelism)?;
         Ok(())
     }
 }
@@ -76,6 +91,8 @@ where
                 if ctx.should_stop() {
                     return Err(OperatorError::Cancelled);
                 }
+                // Barriers flow, but an iterator cannot rewind: a restore refuses.
+                ctx.checkpoint_if_due(out, || Ok(Vec::new()))?;
             }
         }
         ctx.add_emitted(n);

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use sluice_types::{Collector, OperatorError};
 
-use super::{SourceContext, SourceFunction, SOURCE_BATCH};
+use super::{RangeCursor, SourceContext, SourceFunction, SOURCE_BATCH};
 
 /// The contiguous share of `0..count` that subtask `index` of `parallelism` generates:
 /// `[index*count/p, (index+1)*count/p)`. Shares differ in size by at most one and cover the range.
@@ -16,13 +16,16 @@ pub fn split_range(count: u64, index: usize, parallelism: usize) -> Range<u64> {
 
 /// `generate(count, |i| ...)`: record `i` for every `i` of this subtask's share.
 pub struct GeneratorSource<F> {
-    range: Range<u64>,
+    cursor: RangeCursor,
     f: Arc<F>,
 }
 
 impl<F> GeneratorSource<F> {
     pub fn new(range: Range<u64>, f: Arc<F>) -> Self {
-        GeneratorSource { range, f }
+        GeneratorSource {
+            cursor: RangeCursor::new(range),
+            f,
+        }
     }
 }
 
@@ -36,18 +39,28 @@ where
         out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
         let f = &*self.f;
-        let mut i = self.range.start;
-        while i < self.range.end {
+        loop {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
             }
-            let stop = (i + SOURCE_BATCH).min(self.range.end);
-            for j in i..stop {
+            ctx.checkpoint_if_due(out, || self.cursor.position())?;
+            let Some(batch) = self.cursor.next_batch(SOURCE_BATCH) else {
+                return Ok(());
+            };
+            let n = batch.end - batch.start;
+            for j in batch {
                 out.collect(f(j))?;
             }
-            ctx.add_emitted(stop - i);
-            i = stop;
+            ctx.add_emitted(n);
         }
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        self.cursor = RangeCursor::restore(parts, op.subtask_index, op.parallelism)?;
         Ok(())
     }
 }

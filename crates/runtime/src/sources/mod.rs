@@ -10,9 +10,11 @@ pub use collection::{IterSource, VecSource};
 pub use generator::{split_range, GeneratorSource};
 pub use text_file::{byte_split, TextFileSource};
 
+use std::cell::Cell;
+use std::ops::Range;
 use std::sync::Arc;
 
-use sluice_types::{Collector, OperatorContext, OperatorError};
+use sluice_types::{Barrier, Collector, OperatorContext, OperatorError};
 
 use crate::{DeadLetter, JobControl, TaskMetrics};
 
@@ -24,6 +26,10 @@ pub struct SourceContext {
     /// Records this source subtask has emitted (published every [`SOURCE_BATCH`] records), read by
     /// progress displays.
     pub emitted: Arc<std::sync::atomic::AtomicU64>,
+    /// The job's checkpoints, if it takes any.
+    pub checkpoints: Option<Arc<crate::checkpoint::CheckpointHub>>,
+    /// The id of the last barrier this source injected.
+    pub last_barrier: Cell<u64>,
 }
 
 /// Sources check for cancellation and publish progress once per this many records.
@@ -40,6 +46,38 @@ impl SourceContext {
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Injects a pending checkpoint barrier, if there is one: records the source's position
+    /// (`position()`, called only then), sends the barrier behind the records emitted so far
+    /// and acknowledges. Sources call it between records, at least every [`SOURCE_BATCH`].
+    #[inline]
+    pub fn checkpoint_if_due<T>(
+        &self,
+        out: &mut dyn Collector<T>,
+        position: impl FnOnce() -> Result<Vec<u8>, OperatorError>,
+    ) -> Result<(), OperatorError> {
+        let Some(hub) = &self.checkpoints else {
+            return Ok(());
+        };
+        let Some(barrier) = hub.barrier_after(self.last_barrier.get()) else {
+            return Ok(());
+        };
+        self.inject(barrier, out, position()?)
+    }
+
+    #[cold]
+    fn inject<T>(
+        &self,
+        barrier: Barrier,
+        out: &mut dyn Collector<T>,
+        position: Vec<u8>,
+    ) -> Result<(), OperatorError> {
+        self.last_barrier.set(barrier.checkpoint_id);
+        crate::checkpoint::task::record(&self.op.operator_id, position);
+        out.emit_barrier(barrier)?;
+        crate::checkpoint::task::ack(barrier.checkpoint_id, barrier.timestamp_ms, 0);
+        Ok(())
+    }
+
     /// Sends a malformed record to the job's dead-letter output, with where it was found.
     pub fn dead_letter(&self, location: String, reason: String) {
         self.control.dead_letter(DeadLetter {
@@ -53,7 +91,72 @@ impl SourceContext {
 /// A source of records.
 pub trait SourceFunction<T>: Send {
     /// Emits this subtask's share into `out`; returns at end of input. Must check
-    /// [`SourceContext::should_stop`] at least every [`SOURCE_BATCH`] records.
+    /// [`SourceContext::should_stop`] and call [`SourceContext::checkpoint_if_due`] at least
+    /// every [`SOURCE_BATCH`] records.
     fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>)
         -> Result<(), OperatorError>;
+
+    /// Rewinds to the positions a checkpoint recorded, before `run`: `parts` are the positions
+    /// of every subtask of the run that took it, `(old subtask, bytes)`. The default refuses:
+    /// a source that cannot rewind cannot give exactly-once results.
+    fn restore_position(
+        &mut self,
+        _parts: &[(usize, Vec<u8>)],
+        op: &OperatorContext,
+    ) -> Result<(), OperatorError> {
+        Err(OperatorError::failed(format!(
+            "source '{}' cannot rewind to a checkpoint",
+            op.operator_name
+        )))
+    }
+}
+
+/// The remaining work of a source that emits numbered records (a generator, a vector): a list
+/// of index ranges. Its checkpoint position is the list; on restore, new subtask `j` of `q`
+/// takes the remaining ranges of every old subtask `i ≡ j (mod q)`, so the union of the work is
+/// unchanged at any parallelism.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RangeCursor {
+    ranges: std::collections::VecDeque<Range<u64>>,
+}
+
+impl RangeCursor {
+    pub fn new(range: Range<u64>) -> RangeCursor {
+        RangeCursor {
+            ranges: [range].into_iter().filter(|r| !r.is_empty()).collect(),
+        }
+    }
+
+    /// The next batch of at most `max` indices, advancing past it.
+    pub fn next_batch(&mut self, max: u64) -> Option<Range<u64>> {
+        let r = self.ranges.front_mut()?;
+        let end = (r.start + max).min(r.end);
+        let batch = r.start..end;
+        r.start = end;
+        if r.is_empty() {
+            self.ranges.pop_front();
+        }
+        Some(batch)
+    }
+
+    pub fn position(&self) -> Result<Vec<u8>, OperatorError> {
+        let v: Vec<(u64, u64)> = self.ranges.iter().map(|r| (r.start, r.end)).collect();
+        crate::state::layout::encode(&v)
+    }
+
+    /// Takes over the positions of the old subtasks assigned to `subtask` of `parallelism`.
+    pub fn restore(
+        parts: &[(usize, Vec<u8>)],
+        subtask: usize,
+        parallelism: usize,
+    ) -> Result<RangeCursor, OperatorError> {
+        let mut ranges = std::collections::VecDeque::new();
+        for (old, bytes) in parts {
+            if old % parallelism.max(1) == subtask {
+                let v: Vec<(u64, u64)> = crate::state::layout::decode(bytes)?;
+                ranges.extend(v.into_iter().map(|(a, b)| a..b).filter(|r| !r.is_empty()));
+            }
+        }
+        Ok(RangeCursor { ranges })
+    }
 }

@@ -88,6 +88,8 @@ impl SourceFunction<String> for TextFileSource {
                 if ctx.should_stop() {
                     return Err(OperatorError::Cancelled);
                 }
+                // Barriers flow, but the file source does not rewind yet: a restore refuses.
+                ctx.checkpoint_if_due(out, || Ok(Vec::new()))?;
             }
         }
         ctx.add_emitted(n);

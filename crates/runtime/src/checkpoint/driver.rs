@@ -1,0 +1,147 @@
+//! The coordinator thread of one job attempt: feeds the pure [`Coordinator`] with the clock
+//! and the tasks' acknowledgements, and carries out its actions (publish barriers, write
+//! completed checkpoints, record failures, fail the job).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sluice_types::Barrier;
+
+use super::{
+    storage, Action, CheckpointHub, CompletedCheckpoint, Coordinator, OperatorState, TaskAck,
+};
+use crate::{JobControl, JobError};
+
+/// Runs until [`CoordinatorThread::stop`].
+pub struct CoordinatorThread {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl CoordinatorThread {
+    /// Starts coordinating the current attempt. `vertex_parallelism[v]` is vertex `v`'s
+    /// parallelism (every subtask acknowledges each checkpoint).
+    pub fn spawn(
+        hub: Arc<CheckpointHub>,
+        control: Arc<JobControl>,
+        vertex_parallelism: Vec<usize>,
+    ) -> std::io::Result<CoordinatorThread> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("checkpoint-coordinator".into())
+            .spawn(move || run(hub, control, vertex_parallelism, s))?;
+        Ok(CoordinatorThread {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn stop(mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for CoordinatorThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn run(
+    hub: Arc<CheckpointHub>,
+    control: Arc<JobControl>,
+    vertex_parallelism: Vec<usize>,
+    stop: Arc<AtomicBool>,
+) {
+    let tasks: usize = vertex_parallelism.iter().sum();
+    let mut coord = Coordinator::new(hub.config.clone(), tasks, hub.last_triggered());
+    let started = Instant::now();
+    let now_ms = || started.elapsed().as_millis() as i64;
+    let mut acks: BTreeMap<u64, Vec<TaskAck>> = BTreeMap::new();
+    while !stop.load(Ordering::SeqCst) && !control.is_cancelled() {
+        if hub.finished_tasks() > 0 {
+            coord.stop_triggering();
+        }
+        let mut actions = coord.tick(now_ms());
+        let (new_acks, declines) = hub.take_acks(Duration::from_millis(5));
+        for a in new_acks {
+            let id = a.checkpoint_id;
+            if coord.kind(id).is_some() {
+                acks.entry(id).or_default().push(a);
+                actions.extend(coord.ack(id, now_ms()));
+            }
+        }
+        for (id, reason) in declines {
+            actions.extend(coord.decline(id, reason));
+        }
+        for action in actions {
+            match action {
+                Action::Trigger {
+                    id,
+                    kind,
+                    timestamp_ms: _,
+                } => hub.trigger(Barrier {
+                    checkpoint_id: id,
+                    timestamp_ms: crate::executor::epoch_ms() as i64,
+                    kind,
+                }),
+                Action::Complete { id } => {
+                    let got = acks.remove(&id).unwrap_or_default();
+                    if let Err(e) = complete(&hub, id, got, &vertex_parallelism) {
+                        hub.fail(id, e.to_string(), crate::executor::epoch_ms() as i64);
+                    }
+                }
+                Action::Abort { id, reason } => {
+                    acks.remove(&id);
+                    hub.fail(id, reason, crate::executor::epoch_ms() as i64);
+                }
+                Action::FailJob { reason } => control.fail(JobError::job(reason)),
+            }
+        }
+    }
+}
+
+/// Persists checkpoint `id` from its acknowledgements and publishes it.
+fn complete(
+    hub: &CheckpointHub,
+    id: u64,
+    acks: Vec<TaskAck>,
+    vertex_parallelism: &[usize],
+) -> Result<(), sluice_types::OperatorError> {
+    let mut operators: BTreeMap<String, OperatorState> = BTreeMap::new();
+    let trigger_ms = acks
+        .iter()
+        .map(|a| a.ack_ms - a.start_delay_ms as i64)
+        .min()
+        .unwrap_or(0);
+    let mut kind = sluice_types::CheckpointKind::Aligned;
+    if let Some(r) = hub.stats().history.iter().find(|r| r.id == id) {
+        kind = r.kind;
+    }
+    for a in &acks {
+        for (op, bytes) in &a.states {
+            let e = operators.entry(op.clone()).or_default();
+            e.parallelism = vertex_parallelism.get(a.vertex).copied().unwrap_or(0);
+            e.subtasks.insert(a.subtask, bytes.clone());
+        }
+    }
+    let cp = CompletedCheckpoint {
+        id,
+        kind,
+        timestamp_ms: trigger_ms,
+        operators,
+    };
+    let path = storage::write(&hub.dir, &cp, false)?;
+    storage::prune(&hub.dir, hub.config.retained)?;
+    hub.complete(id, acks, cp.size(), Some(path.display().to_string()));
+    Ok(())
+}
