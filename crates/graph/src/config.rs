@@ -30,6 +30,44 @@ pub struct EnvConfig {
     /// Where keyed state lives (`state.backend.type`): in memory (default) or in an embedded LSM
     /// store. Read when a stateful keyed operator is added to the job.
     pub state_backend: sluice_runtime::state::StateBackendKind,
+    /// Checkpointing (off unless an interval is set): `execution.checkpointing.*`.
+    pub checkpoints: sluice_runtime::checkpoint::CheckpointConfig,
+    /// Where completed checkpoints go (`execution.checkpointing.dir`); a fresh temporary
+    /// directory per job when unset.
+    pub checkpoint_dir: Option<std::path::PathBuf>,
+    /// `restart-strategy.type`; when unset: fixed delay (unlimited attempts, 1 s) with
+    /// checkpoints, no restart without (Flink's defaults).
+    pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
+    /// Start from this checkpoint or savepoint directory (`execution.state-recovery.path`).
+    pub restore_from: Option<std::path::PathBuf>,
+    /// Injected failures, one per attempt (attempt k fails as `faults[k]` says).
+    pub faults: Vec<FaultSpec>,
+}
+
+/// Fail subtask `subtask` of the vertex whose name contains `vertex` after it received
+/// `after_records` records (for tests and demos of recovery).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultSpec {
+    pub vertex: String,
+    pub subtask: usize,
+    pub after_records: u64,
+}
+
+impl EnvConfig {
+    /// The restart strategy in force (see [`EnvConfig::restart`]).
+    pub fn restart_strategy(&self) -> sluice_runtime::checkpoint::RestartStrategy {
+        use sluice_runtime::checkpoint::RestartStrategy;
+        self.restart
+            .clone()
+            .unwrap_or(if self.checkpoints.interval.is_some() {
+                RestartStrategy::FixedDelay {
+                    attempts: u32::MAX,
+                    delay: Duration::from_secs(1),
+                }
+            } else {
+                RestartStrategy::NoRestart
+            })
+    }
 }
 
 impl Default for EnvConfig {
@@ -48,6 +86,11 @@ impl Default for EnvConfig {
             metrics: sluice_runtime::telemetry::MetricsConfig::default(),
             operator_timing: true,
             state_backend: sluice_runtime::state::StateBackendKind::Memory,
+            checkpoints: sluice_runtime::checkpoint::CheckpointConfig::default(),
+            checkpoint_dir: None,
+            restart: None,
+            restore_from: None,
+            faults: Vec::new(),
         }
     }
 }
@@ -73,6 +116,17 @@ impl EnvConfig {
         }
         if self.metrics.update_interval.is_zero() || self.metrics.window_slots == 0 {
             return bad("metrics: the update interval and the window must be non-zero".into());
+        }
+        if let Err(e) = self.checkpoints.validate() {
+            return bad(e);
+        }
+        if let Some(p) = &self.restore_from {
+            if !p.join("_metadata").is_file() {
+                return bad(format!(
+                    "cannot restore from {}: not a checkpoint or savepoint directory (no _metadata)",
+                    p.display()
+                ));
+            }
         }
         if self.exclusive_credits + self.floating_credits == 0 {
             return bad("credits: buffers per channel + floating buffers per gate must be at least 1, got 0 + 0".into());

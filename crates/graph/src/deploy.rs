@@ -11,7 +11,7 @@ use sluice_runtime::telemetry::{MetricsConfig, Sampler, VertexSnapshot};
 
 use sluice_runtime::sources::SourceContext;
 use sluice_runtime::{
-    run_job, JobControl, JobError, JobResult, TaskContext, TaskMetrics, TaskSpec, VertexInfo,
+    JobControl, JobError, JobResult, TaskContext, TaskMetrics, TaskSpec, VertexInfo,
 };
 use sluice_types::{Id128, JobId, NodeId, OperatorContext, OperatorError, ShipStrategy};
 
@@ -204,7 +204,6 @@ pub(crate) fn launch(
     cfg: &EnvConfig,
 ) -> Result<JobHandle, GraphError> {
     let control = JobControl::new(cfg.buffer_timeout);
-    let exch = cfg.exchange();
     let by_id: HashMap<NodeId, &StreamNode> = nodes.iter().map(|n| (n.id, n)).collect();
     let job_id = Id128::hash_of(
         format!(
@@ -236,6 +235,114 @@ pub(crate) fn launch(
         })
         .collect();
 
+    // Records emitted per source subtask, kept across restarts (progress displays).
+    let mut emitted: HashMap<(usize, usize), Arc<AtomicU64>> = HashMap::new();
+    let mut source_emitted = Vec::new();
+    for v in &graph.vertices {
+        if matches!(by_id[&v.head].body, NodeBody::Source(_)) {
+            for i in 0..v.parallelism {
+                let e = Arc::new(AtomicU64::new(0));
+                source_emitted.push(e.clone());
+                emitted.insert((v.index, i), e);
+            }
+        }
+    }
+    let hub = checkpoint_hub(cfg, &job_id)?;
+    if let Some(h) = &hub {
+        control.set_checkpoints(h.clone());
+    }
+    let graph_owned = graph.clone();
+    let nodes_owned: Vec<StreamNode> = nodes.to_vec();
+    let cfg_owned = cfg.clone();
+    let metrics_owned = metrics.clone();
+    let monitor = Arc::new(JobMonitor {
+        job_id,
+        graph: graph.clone(),
+        sampler: Mutex::new(Sampler::new(cfg.metrics, &metrics)),
+        subtasks: metrics,
+        source_emitted,
+        control: control.clone(),
+        started: Instant::now(),
+        start_time_ms: sluice_runtime::executor::epoch_ms(),
+        config: cfg.clone(),
+        last_sample_ms: AtomicU64::new(0),
+        outcome: Mutex::new(JobOutcome::Running),
+    });
+    let name = graph.name.clone();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler_thread = {
+        let (m, done) = (monitor.clone(), done.clone());
+        let every = cfg.metrics.update_interval;
+        std::thread::Builder::new()
+            .name("metrics-sampler".into())
+            .spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::park_timeout(every);
+                    if !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        m.sample_now();
+                    }
+                }
+            })
+            .map_err(|e| {
+                GraphError::Failed(JobError::job(format!(
+                    "cannot start the metrics sampler: {e}"
+                )))
+            })?
+    };
+    let m = monitor.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("job {name}"))
+        .spawn(move || {
+            let r = run_attempts(AttemptPlan {
+                name: &name,
+                graph: &graph_owned,
+                nodes: &nodes_owned,
+                cfg: &cfg_owned,
+                control: &control,
+                metrics: &metrics_owned,
+                emitted: &emitted,
+            });
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            sampler_thread.thread().unpark();
+            let _ = sampler_thread.join();
+            // The final sample: every subtask's values as of its end.
+            m.sample_now();
+            let end_time_ms = sluice_runtime::executor::epoch_ms();
+            *m.outcome.lock().unwrap_or_else(|p| p.into_inner()) = match &r {
+                Ok(_) => JobOutcome::Finished { end_time_ms },
+                Err(e) if e.task == "job" && e.message.contains("cancelled") => {
+                    JobOutcome::Canceled { end_time_ms }
+                }
+                Err(e) => JobOutcome::Failed {
+                    end_time_ms,
+                    message: e.to_string(),
+                },
+            };
+            r
+        })
+        .map_err(|e| {
+            GraphError::Failed(JobError::job(format!("cannot start the job thread: {e}")))
+        })?;
+    Ok(JobHandle {
+        monitor,
+        thread: Some(thread),
+    })
+}
+
+/// Builds one attempt of the job: fresh gates, channels and task bodies (operators are created
+/// on their task threads when the bodies run, restoring state if the hub says so).
+// Subtask indices address gates, senders and metrics alike; index loops read clearest here.
+#[allow(clippy::needless_range_loop)]
+fn build_attempt(
+    graph: &JobGraph,
+    by_id: &HashMap<NodeId, &StreamNode>,
+    cfg: &EnvConfig,
+    control: &Arc<JobControl>,
+    metrics: &[Vec<Arc<TaskMetrics>>],
+    emitted: &HashMap<(usize, usize), Arc<AtomicU64>>,
+    fault: Option<&crate::config::FaultSpec>,
+) -> Vec<TaskSpec> {
+    let exch = cfg.exchange();
     let mut out_pool: Vec<Vec<f64>> = graph
         .vertices
         .iter()
@@ -300,7 +407,6 @@ pub(crate) fn launch(
                 .store(p.round() as u64, std::sync::atomic::Ordering::Relaxed);
         }
     }
-    let mut source_emitted = Vec::new();
     let mut tasks = Vec::new();
     for v in &graph.vertices {
         for i in 0..v.parallelism {
@@ -345,16 +451,16 @@ pub(crate) fn launch(
                     },
                     body: n.body.clone(),
                     out_type: n.out_type.clone(),
-                    chained: crate::job_graph::chain_successors(&graph, nid),
+                    chained: crate::job_graph::chain_successors(graph, nid),
                     network,
                 });
             }
             let gate = gates.remove(&(v.index, i));
             let head_in = by_id[&v.head].in_type.clone();
-            let emitted = Arc::new(AtomicU64::new(0));
-            if matches!(by_id[&v.head].body, NodeBody::Source(_)) {
-                source_emitted.push(emitted.clone());
-            }
+            let emitted = emitted
+                .get(&(v.index, i))
+                .cloned()
+                .unwrap_or_else(|| Arc::new(AtomicU64::new(0)));
             let head = v.head;
             let exch_cfg = exch.clone();
             let operator_timing = cfg.operator_timing;
@@ -372,86 +478,152 @@ pub(crate) fn launch(
                     ctx,
                 )
             });
-            tasks.push(TaskSpec::new(
+            let mut spec = TaskSpec::new(
                 v.index,
                 v.name.clone(),
                 i,
                 v.parallelism,
                 metrics[v.index][i].clone(),
                 body,
-            ));
+            );
+            spec.fail_after_records = fault
+                .filter(|f| v.name.contains(&f.vertex) && f.subtask == i)
+                .map(|f| f.after_records);
+            tasks.push(spec);
         }
     }
 
-    let vertex_infos: Vec<VertexInfo> = graph
-        .vertices
-        .iter()
-        .map(|v| VertexInfo::new(v.name.clone(), v.parallelism))
-        .collect();
-    let monitor = Arc::new(JobMonitor {
-        job_id,
-        graph: graph.clone(),
-        sampler: Mutex::new(Sampler::new(cfg.metrics, &metrics)),
-        subtasks: metrics,
-        source_emitted,
-        control: control.clone(),
-        started: Instant::now(),
-        start_time_ms: sluice_runtime::executor::epoch_ms(),
-        config: cfg.clone(),
-        last_sample_ms: AtomicU64::new(0),
-        outcome: Mutex::new(JobOutcome::Running),
-    });
-    let name = graph.name.clone();
-    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sampler_thread = {
-        let (m, done) = (monitor.clone(), done.clone());
-        let every = cfg.metrics.update_interval;
-        std::thread::Builder::new()
-            .name("metrics-sampler".into())
-            .spawn(move || {
-                while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::thread::park_timeout(every);
-                    if !done.load(std::sync::atomic::Ordering::Relaxed) {
-                        m.sample_now();
-                    }
-                }
-            })
-            .map_err(|e| {
-                GraphError::Failed(JobError::job(format!(
-                    "cannot start the metrics sampler: {e}"
-                )))
-            })?
-    };
-    let m = monitor.clone();
-    let thread = std::thread::Builder::new()
-        .name(format!("job {name}"))
-        .spawn(move || {
-            let r = run_job(&name, vertex_infos, tasks, control);
-            done.store(true, std::sync::atomic::Ordering::Relaxed);
-            sampler_thread.thread().unpark();
-            let _ = sampler_thread.join();
-            // The final sample: every subtask's values as of its end.
-            m.sample_now();
-            let end_time_ms = sluice_runtime::executor::epoch_ms();
-            *m.outcome.lock().unwrap_or_else(|p| p.into_inner()) = match &r {
-                Ok(_) => JobOutcome::Finished { end_time_ms },
-                Err(e) if e.task == "job" && e.message.contains("cancelled") => {
-                    JobOutcome::Canceled { end_time_ms }
-                }
-                Err(e) => JobOutcome::Failed {
-                    end_time_ms,
-                    message: e.to_string(),
-                },
+    tasks
+}
+
+/// What the job thread needs to run (and re-run) the job.
+struct AttemptPlan<'a> {
+    name: &'a str,
+    graph: &'a JobGraph,
+    nodes: &'a [StreamNode],
+    cfg: &'a EnvConfig,
+    control: &'a Arc<JobControl>,
+    metrics: &'a [Vec<Arc<TaskMetrics>>],
+    emitted: &'a HashMap<(usize, usize), Arc<AtomicU64>>,
+}
+
+/// The checkpoint hub of a job that checkpoints or restores (`None` otherwise).
+fn checkpoint_hub(
+    cfg: &EnvConfig,
+    job_id: &Id128,
+) -> Result<Option<Arc<sluice_runtime::checkpoint::CheckpointHub>>, GraphError> {
+    if cfg.checkpoints.interval.is_none() && cfg.restore_from.is_none() {
+        return Ok(None);
+    }
+    let dir = cfg
+        .checkpoint_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("sluice-checkpoints-{job_id}")));
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        GraphError::InvalidConfig(format!(
+            "cannot create the checkpoint directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    Ok(Some(sluice_runtime::checkpoint::CheckpointHub::new(
+        cfg.checkpoints.clone(),
+        dir,
+    )))
+}
+
+/// Runs the job; on a failure, restarts it from the latest completed checkpoint as long as
+/// the restart strategy allows. A successful run publishes the sinks' final output.
+fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobError> {
+    use sluice_runtime::checkpoint::{driver::CoordinatorThread, storage};
+    let AttemptPlan {
+        name,
+        graph,
+        nodes,
+        cfg,
+        control,
+        metrics,
+        emitted,
+    } = plan;
+    let by_id: HashMap<NodeId, &StreamNode> = nodes.iter().map(|n| (n.id, n)).collect();
+    let hub = control.checkpoints().cloned();
+    let strategy = cfg.restart_strategy();
+    let started = Instant::now();
+    let mut failures_ms: Vec<i64> = Vec::new();
+    let parallelism: Vec<usize> = graph.vertices.iter().map(|v| v.parallelism).collect();
+    let mut attempt = 0usize;
+    loop {
+        if let Some(h) = &hub {
+            // Where this attempt starts from: the latest completed checkpoint after a failure,
+            // else the configured savepoint/checkpoint.
+            let from = if attempt > 0 {
+                storage::latest(&h.dir)
+            } else {
+                cfg.restore_from.clone()
             };
-            r
-        })
-        .map_err(|e| {
-            GraphError::Failed(JobError::job(format!("cannot start the job thread: {e}")))
-        })?;
-    Ok(JobHandle {
-        monitor,
-        thread: Some(thread),
-    })
+            let restore = match &from {
+                Some(p) => Some(Arc::new(storage::read(p).map_err(|e| {
+                    JobError::job(format!("cannot restore from {}: {e}", p.display()))
+                })?)),
+                None => None,
+            };
+            let path = from.map(|p| p.display().to_string()).unwrap_or_default();
+            h.set_restore_point(restore, path, sluice_runtime::executor::epoch_ms() as i64);
+        }
+        let tasks = build_attempt(
+            graph,
+            &by_id,
+            cfg,
+            control,
+            metrics,
+            emitted,
+            cfg.faults.get(attempt),
+        );
+        let vertex_infos: Vec<VertexInfo> = graph
+            .vertices
+            .iter()
+            .map(|v| VertexInfo::new(v.name.clone(), v.parallelism))
+            .collect();
+        let coordinator = match &hub {
+            Some(h) if cfg.checkpoints.interval.is_some() => Some(
+                CoordinatorThread::spawn(h.clone(), control.clone(), parallelism.clone()).map_err(
+                    |e| JobError::job(format!("cannot start the checkpoint coordinator: {e}")),
+                )?,
+            ),
+            _ => None,
+        };
+        let r = sluice_runtime::run_job(name, vertex_infos, tasks, control.clone());
+        if let Some(c) = coordinator {
+            c.stop();
+        }
+        match r {
+            Ok(result) => {
+                if let Some(h) = &hub {
+                    h.run_final_commits()
+                        .map_err(|e| JobError::job(format!("publishing the sinks' output: {e}")))?;
+                }
+                return Ok(result);
+            }
+            Err(e) if control.is_user_cancelled() => return Err(e),
+            Err(e) => {
+                failures_ms.push(started.elapsed().as_millis() as i64);
+                let Some(delay) = strategy.decide(&failures_ms) else {
+                    return Err(e);
+                };
+                std::thread::sleep(delay);
+                if control.is_user_cancelled() {
+                    return Err(e);
+                }
+                attempt += 1;
+                control.reset_for_restart();
+                if let Some(h) = &hub {
+                    h.reset_for_attempt();
+                }
+                for m in metrics.iter().flatten() {
+                    m.reset_for_attempt();
+                }
+            }
+        }
+    }
 }
 
 /// Everything one subtask needs to build its chain on its own thread.

@@ -61,11 +61,12 @@ pub use api::{
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
-pub use config::EnvConfig;
+pub use config::{EnvConfig, FaultSpec};
 pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::Json;
+pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
 pub use sluice_runtime::fasthash::FastHashMap;
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};
 pub use sluice_runtime::sinks::{CollectHandle, DiscardHandle};

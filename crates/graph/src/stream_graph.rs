@@ -91,7 +91,7 @@ pub struct StreamNode {
 }
 
 /// See [`StreamNode::two_phase`].
-pub(crate) type TwoPhaseRewrite = Arc<dyn Fn(&crate::StreamEnv, u32) -> NodeId>;
+pub(crate) type TwoPhaseRewrite = Arc<dyn Fn(&crate::StreamEnv, u32) -> NodeId + Send + Sync>;
 
 impl std::fmt::Debug for StreamNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -178,8 +178,12 @@ where
     }
 
     fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        if let Some(bytes) = self.op.snapshot_state(barrier.checkpoint_id)? {
-            crate::checkpoint::task::record(&self.operator_id, bytes);
+        self.op.prepare_snapshot_pre_barrier(&mut *self.out)?;
+        match self.op.snapshot_state(barrier.checkpoint_id) {
+            Ok(Some(bytes)) => crate::checkpoint::task::record(&self.operator_id, bytes),
+            Ok(None) => {}
+            // The checkpoint fails, not the job (the coordinator decides about the job).
+            Err(e) => crate::checkpoint::task::decline(&self.operator_id, e.to_string()),
         }
         self.out.emit_barrier(barrier)
     }

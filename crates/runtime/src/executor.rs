@@ -49,6 +49,8 @@ pub struct TaskContext {
     pub vertex_name: String,
     pub subtask: usize,
     pub parallelism: usize,
+    /// Fault injection: fail the task after it received this many records.
+    pub fail_after_records: Option<u64>,
 }
 
 impl TaskContext {
@@ -74,6 +76,8 @@ pub struct TaskSpec {
     pub parallelism: usize,
     pub metrics: Arc<TaskMetrics>,
     pub body: TaskBody,
+    /// Fault injection: fail the task after it received this many records.
+    pub fail_after_records: Option<u64>,
 }
 
 impl TaskSpec {
@@ -92,6 +96,7 @@ impl TaskSpec {
             parallelism,
             metrics,
             body,
+            fail_after_records: None,
         }
     }
 }
@@ -193,6 +198,7 @@ pub fn run_job(
             vertex_name: t.vertex_name.clone(),
             subtask: t.subtask,
             parallelism: t.parallelism,
+            fail_after_records: t.fail_after_records,
         };
         let name = ctx.display_name();
         let body = t.body;

@@ -38,6 +38,8 @@ pub fn run_one_input<T: Data>(
     }
     let mut valve = WatermarkCombiner::new(gate.open_channels());
     let mut aligner = Aligner::new(gate.num_channels());
+    // Records received by this attempt of the task (fault injection counts these).
+    let mut seen = 0u64;
     loop {
         match gate.next().map_err(|_| OperatorError::Cancelled)? {
             None => break,
@@ -51,6 +53,14 @@ pub fn run_one_input<T: Data>(
                     head.collect(r)?;
                 }
                 gate.release(buf);
+                seen += n;
+                if let Some(limit) = ctx.fail_after_records {
+                    if seen >= limit {
+                        return Err(OperatorError::failed(format!(
+                            "injected failure after {seen} records (fault injection)"
+                        )));
+                    }
+                }
                 let now = epoch.load(std::sync::atomic::Ordering::Relaxed);
                 if now != seen_epoch {
                     seen_epoch = now;

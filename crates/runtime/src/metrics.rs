@@ -166,6 +166,28 @@ impl TaskMetrics {
         self.state.store(s as u8, Relaxed);
     }
 
+    /// A restart begins: forget the failed attempt's channels and operators (the counters of
+    /// records, bytes and time keep accumulating over the job's life, as Flink's do per job).
+    pub fn reset_for_attempt(&self) {
+        self.input_channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.output_channels
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.operators
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.operator_edges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+        self.set_state(TaskState::Created);
+    }
+
     /// Registers an operator of the chain; returns its counters.
     pub fn register_operator(&self, name: &str) -> (usize, Arc<OperatorMetrics>) {
         let m = OperatorMetrics::new(name);

@@ -72,6 +72,16 @@ pub trait Operator<In, Out>: Send {
         out.emit_idleness(idle)
     }
 
+    /// A checkpoint barrier reached this operator: emit what must precede it (Flink's
+    /// `prepareSnapshotPreBarrier`, e.g. buffered partial aggregates). Called before
+    /// [`snapshot_state`](Self::snapshot_state).
+    fn prepare_snapshot_pre_barrier(
+        &mut self,
+        _out: &mut dyn Collector<Out>,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// A checkpoint barrier reached this operator: return its state as bytes (`None`: no
     /// state). Called on the task thread between two records, so the state is consistent.
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {

@@ -64,17 +64,30 @@ where
     pub fn key_fn(&self) -> Arc<dyn Fn(&T) -> K + Send + Sync> {
         self.key.clone()
     }
+}
 
+/// Rolling aggregations keep their state in a plain hash map (fast), snapshot by key group:
+/// keys and records must be serializable for checkpoints.
+impl<K, T> KeyedStream<K, T>
+where
+    K: crate::partition::JavaHash + sluice_runtime::state::StateKey + Sync,
+    T: Data + sluice_runtime::state::StateValue,
+{
     fn rolling<R>(&self, name: &str, reduce: R) -> DataStream<T>
     where
         R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
         let key = self.key.clone();
         let r2 = reduce.clone();
-        let out = self.stream.transform(name, move |_| {
+        let out = self.stream.transform(name, move |ctx| {
             let key = key.clone();
+            let groups = super::keyed_state_api::state_config::<K>(
+                &sluice_runtime::state::StateBackendKind::Memory,
+                ctx,
+            );
             KeyedReduceOp::new(move |r: &T| key(r), reduce.clone())
                 .with_hot_keys(sluice_runtime::hotkeys::display_key::<K>)
+                .with_key_groups(groups.key_group_of, groups.key_groups)
         });
         // Remember how to rebuild this aggregation in two phases (for the plan fixer). Captures
         // the input edges, not the environment, so no reference cycle is created.

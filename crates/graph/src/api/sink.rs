@@ -168,6 +168,26 @@ impl<T: Data> DataStream<T> {
         )
     }
 
+    /// Writes lines exactly once (operator `Sink: Transactional File`): each subtask writes
+    /// `dir/part-<subtask>-<attempt>-<n>.pending` and publishes it (renames it without the
+    /// suffix) only when the checkpoint after it completes, or at the end of a successful job.
+    /// After a failure and restore, the committed files hold every record exactly once. Read
+    /// them with [`sluice_runtime::sinks::committed_lines`].
+    pub fn write_text_exactly_once<F>(&self, dir: impl Into<PathBuf>, format: F) -> Sink<()>
+    where
+        F: Fn(&T, &mut String) + Clone + Send + Sync + 'static,
+    {
+        let dir = dir.into();
+        self.add_sink(
+            "Transactional File",
+            (),
+            |_| Ok(()),
+            move |ctx| {
+                sluice_runtime::sinks::TransactionalFileSink::new(dir.clone(), format.clone(), ctx)
+            },
+        )
+    }
+
     fn write_lines<F>(
         &self,
         name: &str,

@@ -19,6 +19,8 @@ struct TaskCheckpoint {
     restore: Option<Arc<CompletedCheckpoint>>,
     states: Vec<(String, Vec<u8>)>,
     sync_started: Option<Instant>,
+    /// Why an operator could not snapshot for the barrier passing now.
+    declined: Option<String>,
 }
 
 thread_local! {
@@ -49,6 +51,7 @@ pub fn enter(hub: Arc<CheckpointHub>, vertex: usize, subtask: usize) -> Entered 
             restore,
             states: Vec::new(),
             sync_started: None,
+            declined: None,
         })
     });
     Entered(())
@@ -69,10 +72,27 @@ pub fn record(op: &str, bytes: Vec<u8>) {
     });
 }
 
-/// The barrier of `checkpoint_id` passed the whole chain: acknowledge with the snapshots.
+/// An operator could not snapshot for the barrier passing now: the task declines the
+/// checkpoint instead of acknowledging it (the job goes on; the coordinator counts a failure).
+pub fn decline(op: &str, reason: String) {
+    TASK.with(|t| {
+        if let Some(t) = t.borrow_mut().as_mut() {
+            t.declined.get_or_insert(format!("operator {op}: {reason}"));
+        }
+    });
+}
+
+/// The barrier of `checkpoint_id` passed the whole chain: acknowledge with the snapshots (or
+/// decline, if an operator could not take one).
 pub fn ack(checkpoint_id: u64, trigger_ms: i64, alignment_ns: u64) {
     TASK.with(|t| {
         if let Some(t) = t.borrow_mut().as_mut() {
+            if let Some(reason) = t.declined.take() {
+                t.states.clear();
+                t.sync_started = None;
+                t.hub.decline(checkpoint_id, reason);
+                return;
+            }
             let now = crate::executor::epoch_ms() as i64;
             t.hub.ack(TaskAck {
                 checkpoint_id,

@@ -84,6 +84,16 @@ where
         Ok(())
     }
 
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        let store = self.store.as_ref().ok_or_else(not_open)?;
+        crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        let store = self.store.as_mut().ok_or_else(not_open)?;
+        crate::state::snapshot::restore_keyed(store, &mut [], parts)
+    }
+
     #[inline]
     fn process(&mut self, r: IN, out: &mut dyn Collector<(K, OUT)>) -> Result<(), OperatorError> {
         let key = (self.key_of)(&r);
@@ -155,6 +165,16 @@ where
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
         self.store = Some(open_store(&self.config, ctx)?);
         Ok(())
+    }
+
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        let store = self.store.as_ref().ok_or_else(not_open)?;
+        crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        let store = self.store.as_mut().ok_or_else(not_open)?;
+        crate::state::snapshot::restore_keyed(store, &mut [], parts)
     }
 
     #[inline]

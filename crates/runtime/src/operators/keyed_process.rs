@@ -441,6 +441,20 @@ where
         Ok(())
     }
 
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        let store = self.store.as_ref().ok_or_else(not_open)?;
+        crate::state::snapshot::snapshot_keyed(store, &[&self.timers, &self.event_timers]).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        let store = self.store.as_mut().ok_or_else(not_open)?;
+        crate::state::snapshot::restore_keyed(
+            store,
+            &mut [&mut self.timers, &mut self.event_timers],
+            parts,
+        )
+    }
+
     fn finish(&mut self, out: &mut dyn Collector<OUT>) -> Result<(), OperatorError> {
         self.tick(out)
     }

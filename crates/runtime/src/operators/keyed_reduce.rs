@@ -19,6 +19,8 @@ pub struct KeyedReduceOp<K, T, KS, R> {
     reduce: R,
     state: FastHashMap<K, T>,
     hot_keys: HotKeysHook<K>,
+    /// Key groups for checkpoints (which keys a restored subtask keeps).
+    key_groups: Option<(crate::state::KeyGroupFn<K>, std::ops::RangeInclusive<u32>)>,
 }
 
 impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
@@ -28,7 +30,19 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
             reduce,
             state: FastHashMap::default(),
             hot_keys: HotKeysHook::default(),
+            key_groups: None,
         }
+    }
+
+    /// Makes the state checkpointable by key group: `key_group_of` is Flink's key → key group,
+    /// `range` the subtask's key groups (a restore keeps exactly the keys in it).
+    pub fn with_key_groups(
+        mut self,
+        key_group_of: crate::state::KeyGroupFn<K>,
+        range: std::ops::RangeInclusive<u32>,
+    ) -> Self {
+        self.key_groups = Some((key_group_of, range));
+        self
     }
 
     /// Reports this subtask's hot keys (default sketch settings), keys rendered by `to_string`
@@ -65,8 +79,8 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
 
 impl<K, T, KS, R> Operator<T, T> for KeyedReduceOp<K, T, KS, R>
 where
-    K: Hash + Eq + Send,
-    T: Clone + Send,
+    K: crate::state::StateKey,
+    T: crate::state::StateValue,
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
@@ -99,6 +113,34 @@ where
 
     fn tick(&mut self, _out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
         self.hot_keys.tick();
+        Ok(())
+    }
+
+    /// `[(key group, key, value)]`, postcard-encoded.
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        let kg_of = self.key_groups.as_ref().map(|(f, _)| f.clone());
+        let mut entries: Vec<(u32, &K, &T)> = self
+            .state
+            .iter()
+            .map(|(k, v)| (kg_of.as_ref().map_or(0, |f| f(k)), k, v))
+            .collect();
+        entries.sort_by_key(|e| e.0);
+        crate::state::layout::encode(&entries).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        for (_, bytes) in parts {
+            let entries: Vec<(u32, K, T)> = crate::state::layout::decode(bytes)?;
+            for (kg, k, v) in entries {
+                if self
+                    .key_groups
+                    .as_ref()
+                    .is_none_or(|(_, range)| range.contains(&kg))
+                {
+                    self.state.insert(k, v);
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -110,6 +110,12 @@ where
         Ok(())
     }
 
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        Err(OperatorError::failed(
+            "two-phase aggregation keeps partial sums outside keyed state and cannot be checkpointed yet",
+        ))
+    }
+
     fn finish(&mut self, out: &mut dyn Collector<(u32, T)>) -> Result<(), OperatorError> {
         for ((_, salt), p) in self.state.iter_mut() {
             if p.unsent > 0 {
@@ -147,6 +153,12 @@ where
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        Err(OperatorError::failed(
+            "two-phase aggregation keeps partial sums outside keyed state and cannot be checkpointed yet",
+        ))
+    }
+
     fn process(
         &mut self,
         (salt, partial): (u32, T),

@@ -509,6 +509,16 @@ where
         out.emit_watermark(watermark)
     }
 
+    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        let store = self.store.as_ref().ok_or_else(not_open)?;
+        crate::state::snapshot::snapshot_keyed(store, &[&self.timers]).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        let store = self.store.as_mut().ok_or_else(not_open)?;
+        crate::state::snapshot::restore_keyed(store, &mut [&mut self.timers], parts)
+    }
+
     fn tick(&mut self, out: &mut dyn Collector<OUT>) -> Result<(), OperatorError> {
         if !self.assigner.is_event_time() && !self.timers.is_empty() {
             let now = (self.clock)();

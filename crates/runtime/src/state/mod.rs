@@ -40,6 +40,7 @@
 pub mod layout;
 
 mod handles;
+pub mod snapshot;
 mod store;
 mod timers;
 

@@ -56,6 +56,13 @@ trait Cell: Send + 'static {
     fn is_empty(&self) -> bool;
     /// Appends the entries of this cell in the [`layout`] format; `prefix` is the key's prefix.
     fn encode(&self, prefix: &[u8], out: &mut Entries) -> Result<(), OperatorError>;
+    /// An empty cell.
+    fn fresh() -> Self
+    where
+        Self: Sized;
+    /// Takes back one entry [`encode`](Self::encode) wrote: `suffix` is what followed the key's
+    /// prefix (a map key), `value` the stored bytes.
+    fn absorb(&mut self, suffix: &[u8], value: &[u8]) -> Result<(), OperatorError>;
 }
 
 /// Value, Reducing and Aggregating state. `None` only transiently (while a value is being
@@ -68,6 +75,13 @@ impl<V: StateValue> Cell for ValueCell<V> {
     fn is_empty(&self) -> bool {
         self.0.is_none()
     }
+    fn fresh() -> Self {
+        ValueCell(None)
+    }
+    fn absorb(&mut self, _suffix: &[u8], value: &[u8]) -> Result<(), OperatorError> {
+        self.0 = Some(layout::decode(value)?);
+        Ok(())
+    }
     fn encode(&self, prefix: &[u8], out: &mut Entries) -> Result<(), OperatorError> {
         if let Some(v) = &self.0 {
             out.push((prefix.to_vec(), layout::encode(v)?));
@@ -79,6 +93,13 @@ impl<V: StateValue> Cell for ValueCell<V> {
 impl<V: StateValue> Cell for ListCell<V> {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    fn fresh() -> Self {
+        ListCell(Vec::new())
+    }
+    fn absorb(&mut self, _suffix: &[u8], value: &[u8]) -> Result<(), OperatorError> {
+        self.0 = layout::decode_list(value)?;
+        Ok(())
     }
     fn encode(&self, prefix: &[u8], out: &mut Entries) -> Result<(), OperatorError> {
         if !self.0.is_empty() {
@@ -93,6 +114,14 @@ impl<V: StateValue> Cell for ListCell<V> {
 impl<UK: StateKey, UV: StateValue> Cell for MapCell<UK, UV> {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+    fn fresh() -> Self {
+        MapCell(FastHashMap::default())
+    }
+    fn absorb(&mut self, suffix: &[u8], value: &[u8]) -> Result<(), OperatorError> {
+        self.0
+            .insert(layout::decode(suffix)?, layout::decode(value)?);
+        Ok(())
     }
     fn encode(&self, prefix: &[u8], out: &mut Entries) -> Result<(), OperatorError> {
         for (uk, uv) in &self.0 {
@@ -136,6 +165,14 @@ trait ErasedTable<K>: Send {
     fn has_entries(&self, local: usize) -> bool;
     fn keys(&self, local: usize) -> Vec<K>;
     fn encode(&self, key_group: u32, local: usize, out: &mut Entries) -> Result<(), OperatorError>;
+    /// Takes back one stored entry (`key`: the serialized state key).
+    fn absorb(
+        &mut self,
+        local: usize,
+        key: &[u8],
+        suffix: &[u8],
+        value: &[u8],
+    ) -> Result<(), OperatorError>;
 }
 
 impl<K: StateKey, C: Cell> ErasedTable<K> for Table<K, C> {
@@ -156,6 +193,19 @@ impl<K: StateKey, C: Cell> ErasedTable<K> for Table<K, C> {
             })
             .unwrap_or_default()
     }
+    fn absorb(
+        &mut self,
+        local: usize,
+        key: &[u8],
+        suffix: &[u8],
+        value: &[u8],
+    ) -> Result<(), OperatorError> {
+        let k: K = layout::decode(key)?;
+        self.group_mut(local)
+            .entry(k)
+            .or_insert_with(C::fresh)
+            .absorb(suffix, value)
+    }
     fn encode(&self, key_group: u32, local: usize, out: &mut Entries) -> Result<(), OperatorError> {
         let Some(g) = self.group(local) else {
             return Ok(());
@@ -170,6 +220,21 @@ impl<K: StateKey, C: Cell> ErasedTable<K> for Table<K, C> {
         }
         Ok(())
     }
+}
+
+/// Puts one snapshot entry back into a memory table.
+fn absorb_entry<K>(
+    table: &mut dyn ErasedTable<K>,
+    first_kg: u32,
+    e: &StateEntry,
+) -> Result<(), OperatorError> {
+    let (kg, key, suffix) = layout::split_key(&e.key).ok_or_else(|| {
+        OperatorError::failed(format!(
+            "a malformed entry of state '{}' in a snapshot",
+            e.state
+        ))
+    })?;
+    table.absorb((kg - first_kg) as usize, key, suffix, &e.value)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,6 +394,9 @@ pub struct KeyedStateStore<K> {
     prefix_ok: bool,
     scratch: Vec<u8>,
     timing: AccessTiming,
+    /// Memory backend: restored entries of states not used yet (their types are known only
+    /// when the operator first asks for them); they count in snapshots meanwhile.
+    pending_restore: Vec<StateEntry>,
 }
 
 impl<K> std::fmt::Debug for KeyedStateStore<K> {
@@ -380,6 +448,7 @@ impl<K: StateKey> KeyedStateStore<K> {
                 total_ns: 0,
                 metrics: None,
             },
+            pending_restore: Vec::new(),
         }
     }
 
@@ -559,7 +628,18 @@ impl<K: StateKey> KeyedStateStore<K> {
             return Err(OperatorError::failed("a state name must not be empty"));
         }
         match &mut self.backend {
-            Backend::Memory(tables) => tables.push(Box::new(Table::<K, C>::new())),
+            Backend::Memory(tables) => {
+                let mut table: Box<dyn ErasedTable<K>> = Box::new(Table::<K, C>::new());
+                let (mine, rest): (Vec<StateEntry>, Vec<StateEntry>) =
+                    std::mem::take(&mut self.pending_restore)
+                        .into_iter()
+                        .partition(|e| e.state == name);
+                self.pending_restore = rest;
+                for e in mine {
+                    absorb_entry(&mut *table, self.first_kg, &e)?;
+                }
+                tables.push(table)
+            }
             Backend::Lsm(b) => {
                 let ks = b.keyspace(name)?;
                 b.spaces.push(ks);
@@ -991,6 +1071,43 @@ impl<K: StateKey> KeyedStateStore<K> {
         Ok(out.into_iter().collect())
     }
 
+    /// Every entry of every key group of the subtask, sorted by key group, state and key: what
+    /// a checkpoint stores for this operator subtask.
+    pub fn snapshot(&self) -> Result<Vec<StateEntry>, OperatorError> {
+        let mut out = Vec::new();
+        for kg in self.first_kg..=self.last_kg {
+            out.extend(self.snapshot_key_group(kg)?);
+        }
+        Ok(out)
+    }
+
+    /// Loads entries a snapshot produced (possibly of other subtasks, at another parallelism):
+    /// those of this subtask's key groups are kept, the others ignored. Call before use.
+    pub fn restore(&mut self, entries: Vec<StateEntry>) -> Result<(), OperatorError> {
+        let (first, last) = (self.first_kg, self.last_kg);
+        let mine = entries.into_iter().filter(|e| {
+            layout::split_key(&e.key).is_some_and(|(kg, _, _)| kg >= first && kg <= last)
+        });
+        match &mut self.backend {
+            Backend::Memory(tables) => {
+                for e in mine {
+                    match self.slots.iter().position(|s| s.name == e.state) {
+                        Some(i) => absorb_entry(&mut *tables[i], first, &e)?,
+                        None => self.pending_restore.push(e),
+                    }
+                }
+            }
+            Backend::Lsm(b) => {
+                for e in mine {
+                    b.keyspace(&e.state)?
+                        .insert(e.key, e.value)
+                        .map_err(lsm_err)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Every entry of key group `kg`, in the [`layout`] format, sorted by state name and key.
     /// The same state gives the same bytes on both backends.
     pub fn snapshot_key_group(&self, kg: u32) -> Result<Vec<StateEntry>, OperatorError> {
@@ -1000,6 +1117,12 @@ impl<K: StateKey> KeyedStateStore<K> {
                 if kg < self.first_kg || kg > self.last_kg {
                     return Ok(out);
                 }
+                out.extend(
+                    self.pending_restore
+                        .iter()
+                        .filter(|e| layout::split_key(&e.key).is_some_and(|(g, _, _)| g == kg))
+                        .cloned(),
+                );
                 let local = (kg - self.first_kg) as usize;
                 for (slot, t) in self.slots.iter().zip(tables) {
                     let mut kvs = Vec::new();

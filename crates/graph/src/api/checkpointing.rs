@@ -1,0 +1,53 @@
+//! Checkpointing, restarts and restores in the DataStream API.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
+
+use crate::config::FaultSpec;
+use crate::StreamEnv;
+
+impl StreamEnv {
+    /// Takes a checkpoint every `interval` (Flink's `enableCheckpointing`): barriers flow from
+    /// the sources, every operator snapshots its state, and a failed job restarts from the
+    /// latest completed checkpoint (fixed delay, unlimited attempts, unless
+    /// [`set_restart_strategy`](Self::set_restart_strategy) says otherwise).
+    pub fn enable_checkpointing(&self, interval: Duration) -> &Self {
+        self.inner.borrow_mut().config.checkpoints.interval = Some(interval);
+        self
+    }
+
+    /// Changes the other checkpoint settings (timeout, min pause, max concurrent, tolerable
+    /// failures, unaligned, aligned timeout, retained).
+    pub fn configure_checkpoints(&self, f: impl FnOnce(&mut CheckpointConfig)) -> &Self {
+        f(&mut self.inner.borrow_mut().config.checkpoints);
+        self
+    }
+
+    /// Where completed checkpoints are written (`chk-<id>` directories with a `_metadata`
+    /// manifest). Default: a fresh temporary directory per job.
+    pub fn set_checkpoint_dir(&self, dir: impl Into<PathBuf>) -> &Self {
+        self.inner.borrow_mut().config.checkpoint_dir = Some(dir.into());
+        self
+    }
+
+    pub fn set_restart_strategy(&self, strategy: RestartStrategy) -> &Self {
+        self.inner.borrow_mut().config.restart = Some(strategy);
+        self
+    }
+
+    /// Starts the job from a checkpoint or savepoint directory (a `chk-<id>` directory or a
+    /// savepoint). The parallelism may differ from the run that wrote it: keyed state is split
+    /// by key group, source positions are reassigned (the max parallelism must stay the same).
+    pub fn restore_from(&self, dir: impl Into<PathBuf>) -> &Self {
+        self.inner.borrow_mut().config.restore_from = Some(dir.into());
+        self
+    }
+
+    /// Fails tasks on purpose, one fault per attempt (for tests and demos of recovery).
+    pub fn inject_faults(&self, faults: Vec<FaultSpec>) -> &Self {
+        self.inner.borrow_mut().config.faults = faults;
+        self
+    }
+}
