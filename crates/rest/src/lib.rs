@@ -77,6 +77,7 @@
 //! not offered (`Connection: close`), which costs nothing measurable for a monitoring API.
 
 mod api;
+mod checkpoints_api;
 mod doctor_api;
 mod format;
 mod http;

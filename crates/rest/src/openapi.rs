@@ -417,6 +417,19 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
             r("Diagnosis"),
         ),
         (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
+        (Endpoint::Checkpoints, _) => obj(vec![
+            ("counts", ty("object")),
+            ("summary", ty("object")),
+            ("latest", ty("object")),
+            ("history", arr(ty("object"))),
+        ]),
+        (Endpoint::CheckpointConfig, _) => obj(vec![
+            ("mode", string()),
+            ("interval", int()),
+            ("timeout", int()),
+            ("unaligned_checkpoints", ty("boolean")),
+        ]),
+        (Endpoint::CheckpointDetails | Endpoint::CheckpointSubtasks, _) => ty("object"),
     };
     (JSON, s)
 }

@@ -25,6 +25,10 @@ pub enum Endpoint {
     Watermarks,
     Accumulators,
     HotKeys,
+    Checkpoints,
+    CheckpointConfig,
+    CheckpointDetails,
+    CheckpointSubtasks,
     Doctor,
     TaskManagers,
     Prometheus,
@@ -145,6 +149,14 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("User accumulators of the vertex (none).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/hot-keys", endpoint: Endpoint::HotKeys,
         operations: &[get("Sluice extension: the vertex's hottest keys (a Space-Saving sketch per keyed subtask, sampled), with their share of the subtask's and the vertex's records. Empty for non-keyed vertices.")] },
+    Route { path: "/jobs/:jobid/checkpoints", endpoint: Endpoint::Checkpoints,
+        operations: &[get("Checkpoint statistics: counts, summary, latest completed/savepoint/failed/restored, history (404 when the job does not checkpoint).")] },
+    Route { path: "/jobs/:jobid/checkpoints/config", endpoint: Endpoint::CheckpointConfig,
+        operations: &[get("The job's checkpoint configuration (Flink's keys).")] },
+    Route { path: "/jobs/:jobid/checkpoints/details/:checkpointid", endpoint: Endpoint::CheckpointDetails,
+        operations: &[get("One checkpoint's statistics with a summary per vertex.")] },
+    Route { path: "/jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid", endpoint: Endpoint::CheckpointSubtasks,
+        operations: &[get("One checkpoint at one vertex: per-subtask sync duration, alignment, start delay, size.")] },
     Route { path: "/jobs/:jobid/doctor", endpoint: Endpoint::Doctor,
         operations: &[get("Sluice extension: the doctor run on the job's latest metrics: the bottleneck vertex and operator, the cause (e.g. key-skew, under-provisioned), evidence, the proposed fix and its plan change against the live graph. {\"status\":\"no-metrics-yet\"} before the first metrics sample.")] },
     Route { path: "/taskmanagers", endpoint: Endpoint::TaskManagers,
@@ -247,6 +259,14 @@ pub fn dispatch(
         (Endpoint::Watermarks, _) => api::watermarks(&ctx, p(0), p(1)),
         (Endpoint::Accumulators, _) => api::accumulators(&ctx, p(0), p(1)),
         (Endpoint::HotKeys, _) => api::hot_keys(&ctx, p(0), p(1)),
+        (Endpoint::Checkpoints, _) => crate::checkpoints_api::checkpoints(&ctx, p(0)),
+        (Endpoint::CheckpointConfig, _) => crate::checkpoints_api::checkpoint_config(&ctx, p(0)),
+        (Endpoint::CheckpointDetails, _) => {
+            crate::checkpoints_api::checkpoint_details(&ctx, p(0), p(1))
+        }
+        (Endpoint::CheckpointSubtasks, _) => {
+            crate::checkpoints_api::checkpoint_subtasks(&ctx, p(0), p(1), p(2))
+        }
         (Endpoint::Doctor, _) => crate::doctor_api::doctor(&ctx, p(0)),
         (Endpoint::TaskManagers, _) => api::taskmanagers(&ctx),
         (Endpoint::Prometheus, _) => Ok(Response {

@@ -15,6 +15,8 @@ use sluice_rest::{serve, JobRegistry};
 fn slow_operator_env() -> StreamEnv {
     let env = env(1);
     env.set_buffer_size(64 * 8);
+    // Checkpoints too, so the checkpoint endpoints have something to report.
+    env.enable_checkpointing(Duration::from_millis(100));
     env.generate(u64::MAX, |i| i)
         .name("fast-source")
         .map(|i: u64| {
@@ -500,6 +502,10 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/vertices/{vertexid}/watermarks",
     "/jobs/{jobid}/vertices/{vertexid}/accumulators",
     "/jobs/{jobid}/vertices/{vertexid}/hot-keys",
+    "/jobs/{jobid}/checkpoints",
+    "/jobs/{jobid}/checkpoints/config",
+    "/jobs/{jobid}/checkpoints/details/{checkpointid}",
+    "/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}",
     "/taskmanagers",
     "/metrics",
     "/openapi.json",
@@ -551,7 +557,8 @@ fn openapi_document_describes_every_served_path() {
         let concrete = p
             .replace("{jobid}", &jid)
             .replace("{vertexid}", &v)
-            .replace("{subtaskindex}", "0");
+            .replace("{subtaskindex}", "0")
+            .replace("{checkpointid}", "1");
         let r = get(s.addr, &concrete);
         assert_eq!(r.status, 200, "{concrete}: {}", r.body);
     }

@@ -24,7 +24,6 @@ fn fixture(name: &str) -> Value {
 
 /// Fixture files that are not answers of endpoints Sluice serves, and why.
 const NOT_SERVED: &[(&str, &str)] = &[
-    ("job-checkpoints", "no checkpointing yet"),
     ("flamegraph", "no flame graphs yet"),
     (
         "stream-graph-execution-plan",
@@ -301,6 +300,7 @@ fn check_metric_values(file: &str, flink: &Value, ours: &Value) {
 #[test]
 fn every_served_endpoint_has_flinks_json_structure() {
     let env = env(2);
+    env.enable_checkpointing(std::time::Duration::from_millis(200));
     let job = build(
         &env,
         &SkewConfig {
@@ -318,6 +318,10 @@ fn every_served_endpoint_has_flinks_json_structure() {
     eventually("all subtasks running", || {
         let j = get_json(s.addr, &format!("/jobs/{jid}"));
         (j["status-counts"]["RUNNING"] == 4).then_some(())
+    });
+    eventually("a checkpoint completed", || {
+        let c = get_json(s.addr, &format!("/jobs/{jid}/checkpoints"));
+        (c["counts"]["completed"].as_u64() > Some(0)).then_some(())
     });
     eventually("backpressure measured", || {
         let b = get_json(s.addr, &format!("/jobs/{jid}/vertices/{v1}/backpressure"));
@@ -349,6 +353,10 @@ fn every_served_endpoint_has_flinks_json_structure() {
             "job" | "job-later" => (format!("/jobs/{jid}"), "shape"),
             "job-plan" => (format!("/jobs/{jid}/plan"), "shape"),
             "job-config" => (format!("/jobs/{jid}/config"), "shape"),
+            "job-checkpoints" | "job-checkpoints-later" => {
+                (format!("/jobs/{jid}/checkpoints"), "shape")
+            }
+            "job-checkpoints-config" => (format!("/jobs/{jid}/checkpoints/config"), "shape"),
             _ => {
                 let (vn, rest) = stem.split_once('-').expect("vN-... file");
                 let vid = vertex_of(vn);

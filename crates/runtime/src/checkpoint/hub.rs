@@ -85,6 +85,7 @@ pub struct CheckpointHub {
     /// What transactional sinks publish once the whole job has finished (their output after the
     /// last checkpoint): run only after every task ended successfully.
     final_commits: Mutex<Vec<FinalCommit>>,
+    created_ms: u64,
 }
 
 /// A sink's publication of its last output, run when the job finishes successfully.
@@ -137,12 +138,19 @@ impl CheckpointHub {
             finished_tasks: AtomicU64::new(0),
             attempt: AtomicU64::new(0),
             final_commits: Mutex::new(Vec::new()),
+            created_ms: crate::executor::epoch_ms(),
         })
     }
 
     /// The attempt the tasks run in (0 = first).
     pub fn attempt(&self) -> u64 {
         self.attempt.load(Ordering::Relaxed)
+    }
+
+    /// A number unique to this attempt of this job (also across jobs that restore each other's
+    /// savepoints): the hub's creation time in ms × 1000 + the attempt.
+    pub fn attempt_tag(&self) -> u64 {
+        self.created_ms * 1000 + self.attempt() % 1000
     }
 
     /// The highest checkpoint id triggered so far (ids stay unique across restarts).

@@ -60,7 +60,9 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| io(format!("creating output directory {}", dir.display()), e))?;
         let hub = task::hub();
-        let attempt = hub.as_ref().map_or(0, |h| h.attempt());
+        let attempt = hub
+            .as_ref()
+            .map_or_else(crate::executor::epoch_ms, |h| h.attempt_tag());
         let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
         // Old subtasks whose files this subtask takes care of.
         let mut owned = vec![me];
