@@ -113,6 +113,27 @@ impl JobMonitor {
         self.config.metrics
     }
 
+    /// Asks for a savepoint (see [`JobHandle::savepoint`]) and waits up to 10 minutes.
+    pub fn savepoint(
+        &self,
+        dir: std::path::PathBuf,
+        stop: bool,
+    ) -> Result<std::path::PathBuf, GraphError> {
+        use sluice_runtime::checkpoint::SavepointStatus;
+        let hub = self
+            .control
+            .checkpoints()
+            .ok_or_else(|| GraphError::InvalidJob("this job cannot take savepoints".into()))?;
+        let id = hub.request_savepoint(dir, stop);
+        match hub.wait_savepoint(&id, std::time::Duration::from_secs(600)) {
+            SavepointStatus::Completed(p) => Ok(p),
+            SavepointStatus::Failed(why) => {
+                Err(GraphError::InvalidJob(format!("savepoint failed: {why}")))
+            }
+            SavepointStatus::InProgress => unreachable!("wait_savepoint returns a final status"),
+        }
+    }
+
     pub fn records_emitted_by_sources(&self) -> u64 {
         self.source_emitted
             .iter()
@@ -147,6 +168,27 @@ impl JobHandle {
     /// Cancels the job; `wait` then returns an error saying so.
     pub fn cancel(&self) {
         self.monitor.control.cancel_by_user();
+    }
+
+    /// Takes a savepoint into `dir` (an aligned snapshot of every operator and source
+    /// position) and waits for it; the job keeps running.
+    pub fn savepoint(
+        &self,
+        dir: impl Into<std::path::PathBuf>,
+    ) -> Result<std::path::PathBuf, GraphError> {
+        self.monitor.savepoint(dir.into(), false)
+    }
+
+    /// Stop-with-savepoint: takes a savepoint into `dir`, then stops the job (it ends as
+    /// cancelled; records after the savepoint are not published). Resume it with
+    /// `StreamEnv::restore_from(dir)`, at any parallelism.
+    pub fn stop_with_savepoint(
+        self,
+        dir: impl Into<std::path::PathBuf>,
+    ) -> Result<std::path::PathBuf, GraphError> {
+        let path = self.monitor.savepoint(dir.into(), true)?;
+        let _ = self.wait();
+        Ok(path)
     }
 
     /// Blocks until every subtask has ended.
@@ -512,19 +554,12 @@ fn checkpoint_hub(
     cfg: &EnvConfig,
     job_id: &Id128,
 ) -> Result<Option<Arc<sluice_runtime::checkpoint::CheckpointHub>>, GraphError> {
-    if cfg.checkpoints.interval.is_none() && cfg.restore_from.is_none() {
-        return Ok(None);
-    }
+    // Every job has a hub: savepoints work without periodic checkpoints, as in Flink. The
+    // directory is created when the first checkpoint is written.
     let dir = cfg
         .checkpoint_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("sluice-checkpoints-{job_id}")));
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        GraphError::InvalidConfig(format!(
-            "cannot create the checkpoint directory {}: {e}",
-            dir.display()
-        ))
-    })?;
     Ok(Some(sluice_runtime::checkpoint::CheckpointHub::new(
         cfg.checkpoints.clone(),
         dir,
@@ -556,7 +591,7 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
             // Where this attempt starts from: the latest completed checkpoint after a failure,
             // else the configured savepoint/checkpoint.
             let from = if attempt > 0 {
-                storage::latest(&h.dir)
+                storage::latest(&h.dir).or_else(|| cfg.restore_from.clone())
             } else {
                 cfg.restore_from.clone()
             };
@@ -584,7 +619,7 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
             .map(|v| VertexInfo::new(v.name.clone(), v.parallelism))
             .collect();
         let coordinator = match &hub {
-            Some(h) if cfg.checkpoints.interval.is_some() => Some(
+            Some(h) => Some(
                 CoordinatorThread::spawn(h.clone(), control.clone(), parallelism.clone()).map_err(
                     |e| JobError::job(format!("cannot start the checkpoint coordinator: {e}")),
                 )?,

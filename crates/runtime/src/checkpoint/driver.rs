@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use sluice_types::Barrier;
 
 use super::{
-    storage, Action, CheckpointHub, CompletedCheckpoint, Coordinator, OperatorState, TaskAck,
+    storage, Action, CheckpointHub, CompletedCheckpoint, Coordinator, OperatorState,
+    SavepointRequest, SavepointStatus, TaskAck,
 };
 use crate::{JobControl, JobError};
 
@@ -67,11 +68,47 @@ fn run(
     let started = Instant::now();
     let now_ms = || started.elapsed().as_millis() as i64;
     let mut acks: BTreeMap<u64, Vec<TaskAck>> = BTreeMap::new();
+    // The savepoint asked for, and the checkpoint id it got once triggered.
+    let mut savepoint: Option<(SavepointRequest, Option<u64>)> = None;
     while !stop.load(Ordering::SeqCst) && !control.is_cancelled() {
         if hub.finished_tasks() > 0 {
             coord.stop_triggering();
+            if let Some((req, _)) = savepoint.take() {
+                hub.set_savepoint_status(
+                    &req.trigger_id,
+                    SavepointStatus::Failed("the job is finishing: some tasks have ended".into()),
+                );
+            }
+        }
+        if savepoint.is_none() {
+            if let Some(req) = hub.take_savepoint_request() {
+                if hub.finished_tasks() > 0 {
+                    hub.set_savepoint_status(
+                        &req.trigger_id,
+                        SavepointStatus::Failed(
+                            "the job is finishing: some tasks have ended".into(),
+                        ),
+                    );
+                } else {
+                    coord.request_savepoint();
+                    savepoint = Some((req, None));
+                }
+            }
         }
         let mut actions = coord.tick(now_ms());
+        for a in &actions {
+            if let (
+                Action::Trigger {
+                    id,
+                    kind: sluice_types::CheckpointKind::Savepoint,
+                    ..
+                },
+                Some((_, slot @ None)),
+            ) = (a, savepoint.as_mut())
+            {
+                *slot = Some(*id);
+            }
+        }
         let (new_acks, declines) = hub.take_acks(Duration::from_millis(5));
         for a in new_acks {
             let id = a.checkpoint_id;
@@ -96,12 +133,52 @@ fn run(
                 }),
                 Action::Complete { id } => {
                     let got = acks.remove(&id).unwrap_or_default();
-                    if let Err(e) = complete(&hub, id, got, &vertex_parallelism) {
-                        hub.fail(id, e.to_string(), crate::executor::epoch_ms() as i64);
+                    let target = match &savepoint {
+                        Some((req, Some(sid))) if *sid == id => Some(req.clone()),
+                        _ => None,
+                    };
+                    let written = complete(
+                        &hub,
+                        id,
+                        got,
+                        &vertex_parallelism,
+                        target.as_ref().map(|r| r.dir.as_path()),
+                    );
+                    match (written, target) {
+                        (Ok(path), Some(req)) => {
+                            savepoint = None;
+                            hub.set_savepoint_status(
+                                &req.trigger_id,
+                                SavepointStatus::Completed(path),
+                            );
+                            if req.stop {
+                                control.cancel_by_user();
+                            }
+                        }
+                        (Ok(_), None) => {}
+                        (Err(e), target) => {
+                            hub.fail(id, e.to_string(), crate::executor::epoch_ms() as i64);
+                            if let Some(req) = target {
+                                savepoint = None;
+                                hub.set_savepoint_status(
+                                    &req.trigger_id,
+                                    SavepointStatus::Failed(e.to_string()),
+                                );
+                            }
+                        }
                     }
                 }
                 Action::Abort { id, reason } => {
                     acks.remove(&id);
+                    if let Some((req, Some(sid))) = &savepoint {
+                        if *sid == id {
+                            hub.set_savepoint_status(
+                                &req.trigger_id,
+                                SavepointStatus::Failed(reason.clone()),
+                            );
+                            savepoint = None;
+                        }
+                    }
                     hub.fail(id, reason, crate::executor::epoch_ms() as i64);
                 }
                 Action::FailJob { reason } => control.fail(JobError::job(reason)),
@@ -110,13 +187,15 @@ fn run(
     }
 }
 
-/// Persists checkpoint `id` from its acknowledgements and publishes it.
+/// Persists checkpoint `id` from its acknowledgements (into `savepoint_dir` for a savepoint)
+/// and publishes it; returns where it was written.
 fn complete(
     hub: &CheckpointHub,
     id: u64,
     acks: Vec<TaskAck>,
     vertex_parallelism: &[usize],
-) -> Result<(), sluice_types::OperatorError> {
+    savepoint_dir: Option<&std::path::Path>,
+) -> Result<std::path::PathBuf, sluice_types::OperatorError> {
     let mut operators: BTreeMap<String, OperatorState> = BTreeMap::new();
     let trigger_ms = acks
         .iter()
@@ -140,8 +219,14 @@ fn complete(
         timestamp_ms: trigger_ms,
         operators,
     };
-    let path = storage::write(&hub.dir, &cp, false)?;
-    storage::prune(&hub.dir, hub.config.retained)?;
+    let path = match savepoint_dir {
+        Some(dir) => storage::write(dir, &cp, true)?,
+        None => {
+            let p = storage::write(&hub.dir, &cp, false)?;
+            storage::prune(&hub.dir, hub.config.retained)?;
+            p
+        }
+    };
     hub.complete(id, acks, cp.size(), Some(path.display().to_string()));
-    Ok(())
+    Ok(path)
 }

@@ -86,6 +86,29 @@ pub struct CheckpointHub {
     /// last checkpoint): run only after every task ended successfully.
     final_commits: Mutex<Vec<FinalCommit>>,
     created_ms: u64,
+    /// A savepoint asked for and not yet triggered.
+    savepoint_request: Mutex<Option<SavepointRequest>>,
+    /// Savepoint requests by trigger id.
+    savepoints: Mutex<BTreeMap<String, SavepointStatus>>,
+    savepoint_cv: Condvar,
+}
+
+/// A user's request for a savepoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavepointRequest {
+    pub trigger_id: String,
+    /// The savepoint is written into this directory (its `_metadata` and state files).
+    pub dir: PathBuf,
+    /// Stop the job once the savepoint completed (stop-with-savepoint).
+    pub stop: bool,
+}
+
+/// Where a savepoint request stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SavepointStatus {
+    InProgress,
+    Completed(PathBuf),
+    Failed(String),
 }
 
 /// A sink's publication of its last output, run when the job finishes successfully.
@@ -139,7 +162,89 @@ impl CheckpointHub {
             attempt: AtomicU64::new(0),
             final_commits: Mutex::new(Vec::new()),
             created_ms: crate::executor::epoch_ms(),
+            savepoint_request: Mutex::new(None),
+            savepoints: Mutex::new(BTreeMap::new()),
+            savepoint_cv: Condvar::new(),
         })
+    }
+
+    /// Asks for a savepoint into `dir` (stopping the job after it when `stop`); returns the
+    /// trigger id to poll with [`savepoint_status`](Self::savepoint_status).
+    pub fn request_savepoint(&self, dir: PathBuf, stop: bool) -> String {
+        let n = self
+            .savepoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len();
+        let trigger_id = format!("{:016x}{:016x}", self.created_ms, n + 1);
+        self.savepoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(trigger_id.clone(), SavepointStatus::InProgress);
+        *self
+            .savepoint_request
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(SavepointRequest {
+            trigger_id: trigger_id.clone(),
+            dir,
+            stop,
+        });
+        self.ack_cv.notify_all();
+        trigger_id
+    }
+
+    /// The coordinator takes the pending savepoint request.
+    pub fn take_savepoint_request(&self) -> Option<SavepointRequest> {
+        self.savepoint_request
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    pub fn savepoint_status(&self, trigger_id: &str) -> Option<SavepointStatus> {
+        self.savepoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(trigger_id)
+            .cloned()
+    }
+
+    pub fn set_savepoint_status(&self, trigger_id: &str, status: SavepointStatus) {
+        self.savepoints
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(trigger_id.to_string(), status);
+        self.savepoint_cv.notify_all();
+    }
+
+    /// Waits until savepoint `trigger_id` completed or failed (or `timeout` passed).
+    pub fn wait_savepoint(
+        &self,
+        trigger_id: &str,
+        timeout: std::time::Duration,
+    ) -> SavepointStatus {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut s = self.savepoints.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            let st = s
+                .get(trigger_id)
+                .cloned()
+                .unwrap_or(SavepointStatus::Failed(format!(
+                    "no savepoint request {trigger_id}"
+                )));
+            if st != SavepointStatus::InProgress {
+                return st;
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return SavepointStatus::Failed("timed out waiting for the savepoint".into());
+            }
+            s = self
+                .savepoint_cv
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
     }
 
     /// The attempt the tasks run in (0 = first).

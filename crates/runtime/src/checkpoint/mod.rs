@@ -27,6 +27,9 @@ pub mod storage;
 pub mod task;
 
 pub use coordinator::{Action, CheckpointConfig, Coordinator};
-pub use hub::{CheckpointHub, CheckpointRecord, CheckpointStatus, StatsView, TaskAck};
+pub use hub::{
+    CheckpointHub, CheckpointRecord, CheckpointStatus, SavepointRequest, SavepointStatus,
+    StatsView, TaskAck,
+};
 pub use restart::RestartStrategy;
 pub use storage::{CompletedCheckpoint, OperatorState};

@@ -144,18 +144,49 @@ impl RangeCursor {
         crate::state::layout::encode(&v)
     }
 
-    /// Takes over the positions of the old subtasks assigned to `subtask` of `parallelism`.
+    /// This subtask's share of the work left at a checkpoint. At the same parallelism each
+    /// subtask takes back exactly its own remaining ranges (so per-subtask record order is
+    /// unchanged). Otherwise the remaining ranges of every old subtask, concatenated in
+    /// subtask order, are cut into `parallelism` contiguous shares of (almost) equal size, so
+    /// every new subtask gets work.
     pub fn restore(
         parts: &[(usize, Vec<u8>)],
         subtask: usize,
         parallelism: usize,
     ) -> Result<RangeCursor, OperatorError> {
-        let mut ranges = std::collections::VecDeque::new();
-        for (old, bytes) in parts {
-            if old % parallelism.max(1) == subtask {
+        let old_parallelism = parts.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
+        let mut all: Vec<Range<u64>> = Vec::new();
+        let mut sorted: Vec<&(usize, Vec<u8>)> = parts
+            .iter()
+            .filter(|(i, _)| old_parallelism != parallelism || *i == subtask)
+            .collect();
+        sorted.sort_by_key(|(i, _)| *i);
+        if old_parallelism == parallelism {
+            let mut ranges = std::collections::VecDeque::new();
+            for (_, bytes) in sorted {
                 let v: Vec<(u64, u64)> = crate::state::layout::decode(bytes)?;
                 ranges.extend(v.into_iter().map(|(a, b)| a..b).filter(|r| !r.is_empty()));
             }
+            return Ok(RangeCursor { ranges });
+        }
+        for (_, bytes) in sorted {
+            let v: Vec<(u64, u64)> = crate::state::layout::decode(bytes)?;
+            all.extend(v.into_iter().map(|(a, b)| a..b).filter(|r| !r.is_empty()));
+        }
+        let total: u64 = all.iter().map(|r| r.end - r.start).sum();
+        let share = split_range(total, subtask, parallelism.max(1));
+        // Walk the concatenation, keeping what falls into [share.start, share.end).
+        let mut ranges = std::collections::VecDeque::new();
+        let mut offset = 0u64;
+        for r in all {
+            let len = r.end - r.start;
+            let (lo, hi) = (offset, offset + len);
+            let from = share.start.max(lo);
+            let to = share.end.min(hi);
+            if from < to {
+                ranges.push_back((r.start + (from - lo))..(r.start + (to - lo)));
+            }
+            offset = hi;
         }
         Ok(RangeCursor { ranges })
     }
