@@ -26,7 +26,19 @@ pub enum ChannelEvent {
 }
 
 enum Entry<T> {
-    Buffer { records: Vec<T>, floating: bool },
+    Buffer {
+        records: Vec<T>,
+        floating: bool,
+        /// Sent without a credit (the partial buffer an unaligned barrier overtakes): its
+        /// release returns no credit.
+        overdraft: bool,
+    },
+    /// An unaligned barrier, put at the front of the queue: it overtook the `overtaken`
+    /// entries behind it, which belong to the checkpoint's channel state.
+    Priority {
+        barrier: Barrier,
+        overtaken: usize,
+    },
     Event(ChannelEvent),
 }
 
@@ -108,6 +120,7 @@ pub struct ReceivedBuffer<T> {
     pub channel: usize,
     pub records: Vec<T>,
     floating: bool,
+    overdraft: bool,
 }
 
 /// What [`InputGate::next`] yields.
@@ -121,6 +134,13 @@ pub enum GateItem<T> {
     /// No input arrived within the gate's wake-up interval; the caller gets a chance to do
     /// periodic work (flush its outputs on the buffer timeout) and then asks again.
     Idle,
+    /// An unaligned checkpoint barrier that overtook the next `overtaken` entries of
+    /// `channel` (read them with [`InputGate::in_flight`] before anything else of the channel).
+    UnalignedBarrier {
+        channel: usize,
+        barrier: Barrier,
+        overtaken: usize,
+    },
 }
 
 /// The receiving end for one downstream subtask.
@@ -216,6 +236,23 @@ impl<T: Send + 'static> InputGate<T> {
         }
     }
 
+    /// Copies of the records in the next `entries` queued entries of `channel` (the data an
+    /// unaligned barrier overtook: the checkpoint's channel state). The entries stay queued
+    /// and are processed as usual.
+    pub fn in_flight(&self, channel: usize, entries: usize) -> Vec<T>
+    where
+        T: Clone,
+    {
+        let st = self.shared.lock();
+        let mut out = Vec::new();
+        for e in st.channels[channel].queue.iter().take(entries) {
+            if let Entry::Buffer { records, .. } = e {
+                out.extend(records.iter().cloned());
+            }
+        }
+        out
+    }
+
     /// Resumes every blocked channel.
     pub fn unblock_all(&mut self) {
         let mut st = self.shared.lock();
@@ -250,7 +287,16 @@ impl<T: Send + 'static> InputGate<T> {
                     st.ready.push_back(ch);
                 }
                 return Ok(Some(match entry {
-                    Entry::Buffer { records, floating } => {
+                    Entry::Priority { barrier, overtaken } => GateItem::UnalignedBarrier {
+                        channel: ch,
+                        barrier,
+                        overtaken,
+                    },
+                    Entry::Buffer {
+                        records,
+                        floating,
+                        overdraft,
+                    } => {
                         let c = &self.shared.counters[ch];
                         c.records_in.fetch_add(records.len() as u64, Relaxed);
                         c.bytes_in
@@ -261,6 +307,7 @@ impl<T: Send + 'static> InputGate<T> {
                             channel: ch,
                             records,
                             floating,
+                            overdraft,
                         })
                     }
                     Entry::Event(event) => {
@@ -310,10 +357,13 @@ impl<T: Send + 'static> InputGate<T> {
             channel,
             mut records,
             floating,
+            overdraft,
         } = buf;
         records.clear();
         let mut st = self.shared.lock();
-        if floating {
+        if overdraft {
+            // Took no credit, returns none.
+        } else if floating {
             st.floating_free += 1;
         } else {
             st.channels[channel].exclusive_free += 1;
@@ -478,6 +528,53 @@ impl<T: Send + 'static> ChannelSender<T> {
         }
     }
 
+    /// Sends an unaligned checkpoint barrier: the sender's partial buffer `partial` is queued
+    /// without a credit (an overdraft of at most one buffer per barrier), then the barrier goes
+    /// to the front of the queue, overtaking every queued buffer, and the channel to the front
+    /// of the receiver's ready list. Never waits for credit. Returns an empty buffer to refill.
+    pub fn send_unaligned_barrier(
+        &self,
+        barrier: Barrier,
+        partial: Vec<T>,
+    ) -> Result<Vec<T>, Cancelled> {
+        let mut st = self.shared.lock();
+        if st.cancelled {
+            return Err(Cancelled);
+        }
+        let cap = partial.capacity();
+        let mut fresh = partial;
+        if !fresh.is_empty() {
+            let c = &self.shared.counters[self.channel];
+            c.records_out.fetch_add(fresh.len() as u64, Relaxed);
+            c.bytes_out
+                .fetch_add(fresh.len() as u64 * self.shared.record_size, Relaxed);
+            c.buffers_out.fetch_add(1, Relaxed);
+            c.buffers_in_flight.fetch_add(1, Relaxed);
+            c.buffers_queued.fetch_add(1, Relaxed);
+            let records = std::mem::replace(&mut fresh, Vec::with_capacity(cap));
+            st.channels[self.channel].queue.push_back(Entry::Buffer {
+                records,
+                floating: false,
+                overdraft: true,
+            });
+        }
+        let chan = &mut st.channels[self.channel];
+        let overtaken = chan.queue.len();
+        chan.queue
+            .push_front(Entry::Priority { barrier, overtaken });
+        if chan.in_ready {
+            if let Some(i) = st.ready.iter().position(|&c| c == self.channel) {
+                st.ready.remove(i);
+            }
+        }
+        st.channels[self.channel].in_ready = true;
+        st.ready.push_front(self.channel);
+        if st.receiver_waiting {
+            self.shared.data_cv.notify_one();
+        }
+        Ok(fresh)
+    }
+
     /// Sends a control event. Events need no credit and are never refused for lack of one.
     pub fn send_event(&self, event: ChannelEvent) -> Result<(), Cancelled> {
         let mut st = self.shared.lock();
@@ -501,7 +598,11 @@ impl<T: Send + 'static> ChannelSender<T> {
         c.buffers_in_flight.fetch_add(1, Relaxed);
         c.buffers_queued.fetch_add(1, Relaxed);
         let chan = &mut st.channels[self.channel];
-        chan.queue.push_back(Entry::Buffer { records, floating });
+        chan.queue.push_back(Entry::Buffer {
+            records,
+            floating,
+            overdraft: false,
+        });
         let fresh = chan
             .recycled
             .pop()

@@ -92,6 +92,21 @@ impl<T: Send + 'static> ChannelWriter<T> {
         self.sender.send_event(event)
     }
 
+    /// An unaligned barrier: overtakes everything queued, takes the partial buffer along
+    /// without a credit, never waits.
+    pub fn send_unaligned_barrier(
+        &mut self,
+        barrier: sluice_types::Barrier,
+    ) -> Result<(), Cancelled> {
+        let partial = std::mem::take(&mut self.buffer);
+        let mut fresh = self.sender.send_unaligned_barrier(barrier, partial)?;
+        if fresh.capacity() < self.capacity {
+            fresh.reserve_exact(self.capacity - fresh.len());
+        }
+        self.buffer = fresh;
+        Ok(())
+    }
+
     /// End of input: ship what is left, then end-of-partition.
     pub fn finish(&mut self) -> Result<(), Cancelled> {
         self.send_event(ChannelEvent::EndOfPartition)

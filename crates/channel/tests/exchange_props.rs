@@ -371,6 +371,7 @@ fn run_exchange(case: ExchangeCase) {
             match item {
                 None => break,
                 Some(GateItem::Idle) => panic!("Idle without a wake interval"),
+                Some(GateItem::UnalignedBarrier { .. }) => panic!("no unaligned barrier was sent"),
                 Some(GateItem::Buffer(buf)) => {
                     let ch = buf.channel;
                     assert!(ch < channels, "buffer from unknown channel {ch}");
@@ -1188,6 +1189,7 @@ fn event_does_not_overtake_records_waiting_for_credit() {
                     gate.release(b);
                 }
                 GateItem::Event { event, .. } => rest.push(format!("{event:?}")),
+                GateItem::UnalignedBarrier { .. } => panic!("no unaligned barrier was sent"),
             }
         }
         assert_eq!(
@@ -1257,6 +1259,7 @@ fn wake_interval_yields_idle_when_no_data_arrives() {
                     break;
                 }
                 None => panic!("channel 1 has not ended yet"),
+                Some(GateItem::UnalignedBarrier { .. }) => panic!("no unaligned barrier was sent"),
             }
         }
         assert!(idles >= 3);

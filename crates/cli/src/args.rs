@@ -132,6 +132,44 @@ pub struct EnvArgs {
     /// Do not sample the time spent per chained operator (to measure its overhead).
     #[arg(long)]
     pub no_operator_timing: bool,
+    /// Take a checkpoint every MS milliseconds [execution.checkpointing.interval].
+    #[arg(long, value_name = "MS")]
+    pub checkpoint_interval: Option<u64>,
+    /// Checkpoint timeout in ms [execution.checkpointing.timeout] (10 min).
+    #[arg(long, value_name = "MS", default_value_t = 600_000)]
+    pub checkpoint_timeout: u64,
+    /// Checkpoint failures tolerated before the job fails [execution.checkpointing.tolerable-failed-checkpoints].
+    #[arg(long, default_value_t = 0)]
+    pub tolerable_checkpoint_failures: u32,
+    /// Where checkpoints are written (chk-<id>/ with a _metadata manifest); a temporary directory by default.
+    #[arg(long, value_name = "DIR")]
+    pub checkpoint_dir: Option<std::path::PathBuf>,
+    /// none | fixed-delay:<attempts>:<delay ms> | failure-rate:<max>:<interval ms>:<delay ms> [restart-strategy.type].
+    #[arg(long, value_name = "STRATEGY", value_parser = sluice_runtime::checkpoint::RestartStrategy::parse)]
+    pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
+    /// Start from a checkpoint (chk-<id>) or savepoint directory, at any parallelism [execution.state-recovery.path].
+    #[arg(long, value_name = "DIR")]
+    pub from_savepoint: Option<std::path::PathBuf>,
+    /// Fail subtask SUBTASK of the vertex whose name contains VERTEX after it received N records: VERTEX:SUBTASK:N. Repeat for one failure per attempt.
+    #[arg(long, value_name = "VERTEX:SUBTASK:N", value_parser = parse_fault)]
+    pub inject_failure: Vec<sluice_graph::FaultSpec>,
+}
+
+/// `VERTEX:SUBTASK:N` → a fault (the vertex name may itself contain colons).
+pub fn parse_fault(s: &str) -> Result<sluice_graph::FaultSpec, String> {
+    let mut parts = s.rsplitn(3, ':');
+    let (Some(n), Some(sub), Some(vertex)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(format!("--inject-failure '{s}': expected VERTEX:SUBTASK:N"));
+    };
+    Ok(sluice_graph::FaultSpec {
+        vertex: vertex.to_string(),
+        subtask: sub.parse().map_err(|_| {
+            format!("--inject-failure '{s}': SUBTASK must be a number, got '{sub}'")
+        })?,
+        after_records: n
+            .parse()
+            .map_err(|_| format!("--inject-failure '{s}': N must be a number, got '{n}'"))?,
+    })
 }
 
 #[derive(Args, Debug, Clone)]

@@ -45,6 +45,16 @@ fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
         exclusive_credits: a.exclusive_credits,
         floating_credits: a.floating_credits,
         chaining: !a.disable_chaining,
+        checkpoints: sluice_runtime::checkpoint::CheckpointConfig {
+            interval: a.checkpoint_interval.map(Duration::from_millis),
+            timeout: Duration::from_millis(a.checkpoint_timeout),
+            tolerable_failures: a.tolerable_checkpoint_failures,
+            ..Default::default()
+        },
+        checkpoint_dir: a.checkpoint_dir.clone(),
+        restart: a.restart.clone(),
+        restore_from: a.from_savepoint.clone(),
+        faults: a.inject_failure.clone(),
         ..EnvConfig::default()
     };
     // Reject a bad configuration before anything starts.

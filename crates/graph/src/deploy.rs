@@ -556,10 +556,12 @@ fn checkpoint_hub(
 ) -> Result<Option<Arc<sluice_runtime::checkpoint::CheckpointHub>>, GraphError> {
     // Every job has a hub: savepoints work without periodic checkpoints, as in Flink. The
     // directory is created when the first checkpoint is written.
+    // As Flink: `<checkpoint dir>/<job id>/chk-<n>`.
     let dir = cfg
         .checkpoint_dir
         .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("sluice-checkpoints-{job_id}")));
+        .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"))
+        .join(job_id.to_string());
     Ok(Some(sluice_runtime::checkpoint::CheckpointHub::new(
         cfg.checkpoints.clone(),
         dir,
@@ -601,6 +603,19 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
                 })?)),
                 None => None,
             };
+            if let Some(cp) = &restore {
+                let has_inputs = !graph.edges.is_empty();
+                if cp.kind == sluice_types::CheckpointKind::Unaligned
+                    && has_inputs
+                    && !h.has_channel_state(cp.id)
+                {
+                    return Err(JobError::job(format!(
+                        "checkpoint {} is unaligned: its in-flight records are kept in the memory \
+                         of the process that took it; restore an aligned checkpoint or a savepoint",
+                        cp.id
+                    )));
+                }
+            }
             let path = from.map(|p| p.display().to_string()).unwrap_or_default();
             h.set_restore_point(restore, path, sluice_runtime::executor::epoch_ms() as i64);
         }
@@ -635,6 +650,12 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
                 if let Some(h) = &hub {
                     h.run_final_commits()
                         .map_err(|e| JobError::job(format!("publishing the sinks' output: {e}")))?;
+                    // Checkpoints in the default temporary place are discarded with a finished
+                    // job (Flink's NO_EXTERNALIZED_CHECKPOINTS); a configured directory keeps
+                    // them.
+                    if cfg.checkpoint_dir.is_none() {
+                        let _ = std::fs::remove_dir_all(&h.dir);
+                    }
                 }
                 return Ok(result);
             }

@@ -217,3 +217,124 @@ fn savepoint_at_1_restore_at_2_savepoint_restore_at_3_equals_an_uninterrupted_ru
     let meta = std::fs::read_to_string(p2.join("_metadata")).unwrap();
     assert!(meta.contains("\"kind\":\"SAVEPOINT\""), "{meta}");
 }
+
+#[test]
+fn unaligned_checkpoints_restore_in_flight_records_exactly_once() {
+    let records = 200_000;
+    let expected_dir = tempdir("u-expected");
+    let env = StreamEnv::new();
+    job(&env, records, 2, &expected_dir);
+    env.execute().unwrap();
+    let expected = sorted_output(&expected_dir);
+
+    let faults: Vec<FaultSpec> = (0..8u64)
+        .map(|k| FaultSpec {
+            vertex: "KeyedProcess".into(),
+            subtask: (k % 2) as usize,
+            after_records: 3_000 + 1_700 * k,
+        })
+        .collect();
+    let out = tempdir("u-faulty");
+    let env = StreamEnv::new();
+    // Small buffers so that some are always queued when a barrier overtakes them.
+    env.set_buffer_size(16 * 64);
+    env.enable_checkpointing(Duration::from_millis(10))
+        .configure_checkpoints(|c| c.unaligned = true)
+        .set_restart_strategy(RestartStrategy::FixedDelay {
+            attempts: 10,
+            delay: Duration::ZERO,
+        })
+        .inject_faults(faults);
+    job(&env, records, 2, &out);
+    let handle = env.launch().unwrap();
+    let monitor = handle.monitor();
+    handle.wait().unwrap();
+    let stats = monitor.control.checkpoints().unwrap().stats();
+    assert!(stats.completed >= 3, "{}", stats.completed);
+    assert!(stats
+        .history
+        .iter()
+        .any(|r| r.kind == sluice_types::CheckpointKind::Unaligned));
+    let got = sorted_output(&out);
+    assert!(
+        got == expected,
+        "not exactly once: {} lines, expected {}",
+        got.len(),
+        expected.len()
+    );
+}
+
+/// A source as fast as it can go into a sink far slower (5 ms per record), through small
+/// buffers (32 records): an aligned barrier queues behind ~1.6 s of records.
+fn backpressured(env: &StreamEnv) {
+    env.set_parallelism(1);
+    env.set_buffer_size(8 * 32);
+    env.generate(u64::MAX, |i| i)
+        .map(|i: u64| i)
+        .disable_chaining()
+        .sink_fn("slow-sink", |_: u64| {
+            std::thread::sleep(Duration::from_millis(5));
+            Ok(())
+        });
+}
+
+fn checkpoint_stats_after(env: &StreamEnv, run: Duration) -> sluice_runtime::checkpoint::StatsView {
+    let handle = env.launch().unwrap();
+    let monitor = handle.monitor();
+    std::thread::sleep(run);
+    let stats = monitor.control.checkpoints().unwrap().stats();
+    handle.cancel();
+    let _ = handle.wait();
+    stats
+}
+
+#[test]
+fn under_backpressure_aligned_checkpoints_time_out_and_unaligned_ones_complete() {
+    use sluice_types::CheckpointKind;
+    let tolerant = |c: &mut sluice_graph::CheckpointConfig| {
+        c.timeout = Duration::from_millis(1_000);
+        c.tolerable_failures = 1_000;
+    };
+    // Aligned: the barrier waits behind ~1.6 s of queued records; every checkpoint expires.
+    let env = StreamEnv::new();
+    backpressured(&env);
+    env.enable_checkpointing(Duration::from_millis(100))
+        .configure_checkpoints(tolerant);
+    let aligned = checkpoint_stats_after(&env, Duration::from_millis(2_500));
+    assert_eq!(
+        aligned.completed, 0,
+        "aligned under backpressure: {aligned:?}"
+    );
+    assert!(aligned.failed >= 2, "{aligned:?}");
+    assert!(aligned
+        .history
+        .iter()
+        .any(|r| r.failure.as_deref().is_some_and(|f| f.contains("expired"))));
+
+    // Unaligned: the barrier overtakes the queue and completes within a buffer's time.
+    let env = StreamEnv::new();
+    backpressured(&env);
+    env.enable_checkpointing(Duration::from_millis(100))
+        .configure_checkpoints(|c| {
+            tolerant(c);
+            c.unaligned = true;
+        });
+    let unaligned = checkpoint_stats_after(&env, Duration::from_millis(2_500));
+    assert!(unaligned.completed >= 3, "{unaligned:?}");
+    assert_eq!(unaligned.failed, 0, "{unaligned:?}");
+
+    // Aligned with an alignment timeout: slow aligned checkpoints are retried unaligned.
+    let env = StreamEnv::new();
+    backpressured(&env);
+    env.enable_checkpointing(Duration::from_millis(100))
+        .configure_checkpoints(|c| {
+            tolerant(c);
+            c.aligned_timeout = Duration::from_millis(100);
+        });
+    let switched = checkpoint_stats_after(&env, Duration::from_millis(2_500));
+    assert!(switched.completed >= 2, "{switched:?}");
+    assert_eq!(
+        switched.latest_completed.as_ref().map(|r| r.kind),
+        Some(CheckpointKind::Unaligned)
+    );
+}

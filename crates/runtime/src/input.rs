@@ -38,12 +38,26 @@ pub fn run_one_input<T: Data>(
     }
     let mut valve = WatermarkCombiner::new(gate.open_channels());
     let mut aligner = Aligner::new(gate.num_channels());
+    // An unaligned checkpoint whose barrier has not arrived on every channel yet.
+    let mut unaligned: Option<Unaligned<T>> = None;
+    // Restoring from an unaligned checkpoint: its in-flight records come first.
+    if let Some(records) = crate::checkpoint::task::restored_channel_state::<T>() {
+        for r in records {
+            head.collect(r)?;
+        }
+    }
     // Records received by this attempt of the task (fault injection counts these).
     let mut seen = 0u64;
     loop {
         match gate.next().map_err(|_| OperatorError::Cancelled)? {
             None => break,
             Some(GateItem::Buffer(mut buf)) => {
+                if let Some(u) = &mut unaligned {
+                    // Before this channel's barrier: in flight for the unaligned checkpoint.
+                    if !u.received[buf.channel] {
+                        u.in_flight.extend(buf.records.iter().cloned());
+                    }
+                }
                 let n = buf.records.len() as u64;
                 ctx.metrics.add_records_in(n);
                 ctx.metrics
@@ -75,6 +89,10 @@ pub fn run_one_input<T: Data>(
                         if let Some(done) = aligner.on_end(channel, &mut gate) {
                             done.pass(head)?;
                         }
+                        if let Some(u) = &mut unaligned {
+                            u.received[channel] = true;
+                        }
+                        finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last);
                         valve.mark_idle(channel)
                     }
                     ChannelEvent::Idleness(false) => valve.mark_active(channel),
@@ -95,6 +113,37 @@ pub fn run_one_input<T: Data>(
                     Some(WatermarkEvent::Idle) => head.emit_idleness(true)?,
                     Some(WatermarkEvent::Active) => head.emit_idleness(false)?,
                     None => {}
+                }
+            }
+            Some(GateItem::UnalignedBarrier {
+                channel,
+                barrier,
+                overtaken,
+            }) => {
+                let id = barrier.checkpoint_id;
+                if id > aligner.last {
+                    if unaligned
+                        .as_ref()
+                        .is_none_or(|u| u.barrier.checkpoint_id < id)
+                    {
+                        // The first barrier of this checkpoint: snapshot now and send the
+                        // barrier on, ahead of everything queued downstream.
+                        gate.unblock_all();
+                        head.emit_barrier(barrier)?;
+                        unaligned = Some(Unaligned {
+                            barrier,
+                            received: vec![false; gate.num_channels()],
+                            in_flight: Vec::new(),
+                            started: std::time::Instant::now(),
+                        });
+                    }
+                    if let Some(u) = &mut unaligned {
+                        if u.barrier.checkpoint_id == id {
+                            u.received[channel] = true;
+                            u.in_flight.extend(gate.in_flight(channel, overtaken));
+                        }
+                    }
+                    finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last);
                 }
             }
             Some(GateItem::Idle) => {
@@ -202,4 +251,33 @@ impl Aligner {
             alignment_ns: a.started.elapsed().as_nanos() as u64,
         })
     }
+}
+
+/// An unaligned checkpoint in progress at this task: the snapshot is taken, the in-flight
+/// records before each channel's barrier are being collected.
+struct Unaligned<T> {
+    barrier: Barrier,
+    received: Vec<bool>,
+    in_flight: Vec<T>,
+    started: std::time::Instant,
+}
+
+/// Acknowledges the unaligned checkpoint once its barrier came on every channel (or the
+/// channel ended), storing the in-flight records as its channel state.
+fn finish_unaligned<T: Data>(u: &mut Option<Unaligned<T>>, ended: &[bool], last: &mut u64) {
+    let done = u
+        .as_ref()
+        .is_some_and(|u| u.received.iter().zip(ended).all(|(r, e)| *r || *e));
+    if !done {
+        return;
+    }
+    let u = u.take().expect("checked above");
+    let id = u.barrier.checkpoint_id;
+    *last = id;
+    crate::checkpoint::task::store_channel_state(id, Box::new(u.in_flight));
+    crate::checkpoint::task::ack(
+        id,
+        u.barrier.timestamp_ms,
+        u.started.elapsed().as_nanos() as u64,
+    );
 }

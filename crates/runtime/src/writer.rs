@@ -183,11 +183,17 @@ impl<T: Data, S: ChannelSelector<T>> Collector<T> for RecordWriter<T, S> {
     }
 
     /// An aligned barrier keeps its place: ship the partial buffers, then the barrier on every
-    /// channel (events need no credit).
+    /// channel (events need no credit). An unaligned one overtakes: it goes to the front of
+    /// every channel, taking the partial buffer along without waiting for credit.
     fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        let unaligned = barrier.kind == sluice_types::CheckpointKind::Unaligned;
         for c in &mut self.channels {
-            c.send_event(ChannelEvent::Barrier(barrier))
-                .map_err(cancelled)?;
+            if unaligned {
+                c.send_unaligned_barrier(barrier).map_err(cancelled)?;
+            } else {
+                c.send_event(ChannelEvent::Barrier(barrier))
+                    .map_err(cancelled)?;
+            }
         }
         self.publish();
         Ok(())

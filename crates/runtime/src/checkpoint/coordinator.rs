@@ -160,6 +160,45 @@ impl Coordinator {
         if self.stopped || actions.iter().any(|a| matches!(a, Action::FailJob { .. })) {
             return actions;
         }
+        // Aligned checkpoint timeout: an aligned checkpoint still pending after it is
+        // replaced by an unaligned one right away (not counted as a failure). Flink switches
+        // per subtask; Sluice switches the whole checkpoint.
+        let aligned_timeout = self.config.aligned_timeout.as_millis() as i64;
+        if aligned_timeout > 0 {
+            let slow: Vec<u64> = self
+                .pending
+                .iter()
+                .filter(|(_, p)| {
+                    p.kind == CheckpointKind::Aligned && now_ms - p.triggered_ms >= aligned_timeout
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in slow {
+                self.pending.remove(&id);
+                actions.push(Action::Abort {
+                    id,
+                    reason: format!(
+                        "checkpoint {id}: alignment took longer than the aligned-checkpoint timeout \
+                         ({aligned_timeout} ms); retried as an unaligned checkpoint"
+                    ),
+                });
+                let next = self.next_id;
+                self.next_id += 1;
+                self.pending.insert(
+                    next,
+                    Pending {
+                        kind: CheckpointKind::Unaligned,
+                        triggered_ms: now_ms,
+                        acked: 0,
+                    },
+                );
+                actions.push(Action::Trigger {
+                    id: next,
+                    kind: CheckpointKind::Unaligned,
+                    timestamp_ms: now_ms,
+                });
+            }
+        }
         if self.pending.len() >= self.config.max_concurrent {
             return actions;
         }
@@ -386,6 +425,32 @@ mod tests {
         );
         let a = c.decline(2, "no".into());
         assert_eq!(a.len(), 1, "a failed savepoint does not fail the job");
+    }
+
+    #[test]
+    fn a_slow_aligned_checkpoint_is_retried_unaligned_without_counting_a_failure() {
+        let mut c = Coordinator::new(
+            CheckpointConfig {
+                aligned_timeout: Duration::from_millis(50),
+                tolerable_failures: 0,
+                ..cfg(100)
+            },
+            1,
+            0,
+        );
+        c.tick(0);
+        let a = c.tick(60);
+        assert!(matches!(&a[0], Action::Abort { id: 1, reason } if reason.contains("unaligned")));
+        assert_eq!(
+            a[1],
+            Action::Trigger {
+                id: 2,
+                kind: CheckpointKind::Unaligned,
+                timestamp_ms: 60
+            }
+        );
+        assert!(!a.iter().any(|a| matches!(a, Action::FailJob { .. })));
+        assert_eq!(c.ack(2, 70), vec![Action::Complete { id: 2 }]);
     }
 
     #[test]

@@ -91,7 +91,17 @@ pub struct CheckpointHub {
     /// Savepoint requests by trigger id.
     savepoints: Mutex<BTreeMap<String, SavepointStatus>>,
     savepoint_cv: Condvar,
+    /// In-flight records of unaligned checkpoints, by checkpoint and `(vertex, subtask)`. Kept
+    /// in memory (records are typed values, not serialized), so an unaligned checkpoint
+    /// restores only in the process that took it.
+    channel_states: Mutex<BTreeMap<u64, TaskChannelStates>>,
 }
+
+/// One task's in-flight input records of an unaligned checkpoint (a `Vec<T>`).
+pub type ChannelState = Arc<Mutex<Box<dyn std::any::Any + Send>>>;
+
+/// The channel states of one checkpoint by `(vertex, subtask)`.
+type TaskChannelStates = BTreeMap<(usize, usize), ChannelState>;
 
 /// A user's request for a savepoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,6 +175,7 @@ impl CheckpointHub {
             savepoint_request: Mutex::new(None),
             savepoints: Mutex::new(BTreeMap::new()),
             savepoint_cv: Condvar::new(),
+            channel_states: Mutex::new(BTreeMap::new()),
         })
     }
 
@@ -247,6 +258,47 @@ impl CheckpointHub {
         }
     }
 
+    /// Keeps a task's in-flight records of unaligned checkpoint `id`.
+    pub fn store_channel_state(
+        &self,
+        id: u64,
+        vertex: usize,
+        subtask: usize,
+        state: Box<dyn std::any::Any + Send>,
+    ) {
+        self.channel_states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(id)
+            .or_default()
+            .insert((vertex, subtask), Arc::new(Mutex::new(state)));
+    }
+
+    /// A task's in-flight records of checkpoint `id`, if any.
+    pub fn channel_state(&self, id: u64, vertex: usize, subtask: usize) -> Option<ChannelState> {
+        self.channel_states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&id)
+            .and_then(|m| m.get(&(vertex, subtask)).cloned())
+    }
+
+    /// Whether this process holds the in-flight records of checkpoint `id`.
+    pub fn has_channel_state(&self, id: u64) -> bool {
+        self.channel_states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&id)
+    }
+
+    /// Drops the in-flight records of checkpoints older than `id` (no longer restorable).
+    fn prune_channel_states(&self, id: u64) {
+        self.channel_states
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|k, _| *k >= id);
+    }
+
     /// The attempt the tasks run in (0 = first).
     pub fn attempt(&self) -> u64 {
         self.attempt.load(Ordering::Relaxed)
@@ -298,6 +350,13 @@ impl CheckpointHub {
             return None;
         }
         *self.barrier.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether a barrier newer than `last` is waiting to be injected (one relaxed load: cheap
+    /// enough to ask per record).
+    #[inline]
+    pub fn barrier_pending(&self, last: u64) -> bool {
+        self.barrier_id.load(Ordering::Relaxed) > last
     }
 
     /// Publishes a barrier for every source.
@@ -411,6 +470,7 @@ impl CheckpointHub {
             stats.latest_completed = Some(id);
         }
         self.completed.fetch_max(id, Ordering::AcqRel);
+        self.prune_channel_states(id);
     }
 
     /// Records a failed checkpoint.

@@ -110,7 +110,7 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
     let meta_path = tmp.join("_metadata");
     std::fs::write(&meta_path, meta)
         .map_err(|e| io(format!("writing {}", meta_path.display()), e))?;
-    if exact && target.exists() {
+    if target.exists() {
         std::fs::remove_dir_all(&target)
             .map_err(|e| io(format!("replacing {}", target.display()), e))?;
     }

@@ -111,6 +111,30 @@ pub fn ack(checkpoint_id: u64, trigger_ms: i64, alignment_ns: u64) {
     });
 }
 
+/// Keeps the task's in-flight records for unaligned checkpoint `checkpoint_id` (before
+/// [`ack`]).
+pub fn store_channel_state(checkpoint_id: u64, state: Box<dyn std::any::Any + Send>) {
+    TASK.with(|t| {
+        if let Some(t) = t.borrow().as_ref() {
+            t.hub
+                .store_channel_state(checkpoint_id, t.vertex, t.subtask, state);
+        }
+    });
+}
+
+/// The in-flight input records this task must process first when it restores from an
+/// unaligned checkpoint (records of type `T`).
+pub fn restored_channel_state<T: Clone + 'static>() -> Option<Vec<T>> {
+    TASK.with(|t| {
+        let t = t.borrow();
+        let t = t.as_ref()?;
+        let cp = t.restore.as_ref()?;
+        let state = t.hub.channel_state(cp.id, t.vertex, t.subtask)?;
+        let guard = state.lock().unwrap_or_else(|p| p.into_inner());
+        guard.downcast_ref::<Vec<T>>().cloned()
+    })
+}
+
 /// The snapshots of operator `op` to restore, one per subtask of the run that took them (in
 /// subtask order), or `None` when the task does not restore. A keyed operator takes the key
 /// groups of its own range from all of them; others take their own subtask's.

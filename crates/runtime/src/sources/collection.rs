@@ -35,7 +35,12 @@ impl<T: Clone + Send + Sync> SourceFunction<T> for VecSource<T> {
                 return Ok(());
             };
             let chunk = &self.data[batch.start as usize..batch.end as usize];
-            for r in chunk {
+            for (k, r) in chunk.iter().enumerate() {
+                if ctx.barrier_pending() {
+                    let cursor = &self.cursor;
+                    let at = batch.start + k as u64;
+                    ctx.checkpoint_if_due(out, || cursor.position_within(at, batch.end))?;
+                }
                 out.collect(r.clone())?;
             }
             ctx.add_emitted(chunk.len() as u64);

@@ -48,7 +48,12 @@ where
                 return Ok(());
             };
             let n = batch.end - batch.start;
+            let end = batch.end;
             for j in batch {
+                if ctx.barrier_pending() {
+                    let cursor = &self.cursor;
+                    ctx.checkpoint_if_due(out, || cursor.position_within(j, end))?;
+                }
                 out.collect(f(j))?;
             }
             ctx.add_emitted(n);

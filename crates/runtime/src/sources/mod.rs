@@ -64,6 +64,15 @@ impl SourceContext {
         self.inject(barrier, out, position()?)
     }
 
+    /// Whether a barrier is waiting to be injected (cheap: ask it per record, so a source
+    /// that is backpressured still injects barriers between two records).
+    #[inline]
+    pub fn barrier_pending(&self) -> bool {
+        self.checkpoints
+            .as_ref()
+            .is_some_and(|h| h.barrier_pending(self.last_barrier.get()))
+    }
+
     #[cold]
     fn inject<T>(
         &self,
@@ -125,6 +134,17 @@ impl RangeCursor {
         RangeCursor {
             ranges: [range].into_iter().filter(|r| !r.is_empty()).collect(),
         }
+    }
+
+    /// The position as if the batch being emitted had stopped before index `next` (which ends
+    /// the batch at `batch_end`): used to inject a barrier in the middle of a batch.
+    pub fn position_within(&self, next: u64, batch_end: u64) -> Result<Vec<u8>, OperatorError> {
+        let mut v: Vec<(u64, u64)> = Vec::with_capacity(self.ranges.len() + 1);
+        if next < batch_end {
+            v.push((next, batch_end));
+        }
+        v.extend(self.ranges.iter().map(|r| (r.start, r.end)));
+        crate::state::layout::encode(&v)
     }
 
     /// The next batch of at most `max` indices, advancing past it.
