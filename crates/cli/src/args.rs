@@ -36,6 +36,8 @@ pub enum Command {
     Demo(crate::demo::DemoArgs),
     /// Nexmark: run a query on the deterministic generator, export its events, or benchmark all queries.
     Nexmark(crate::nexmark_cmd::NexmarkArgs),
+    /// Take a savepoint of a running job (optionally stopping it) through its REST API.
+    Savepoint(crate::savepoint_cmd::SavepointArgs),
 }
 
 #[derive(Args, Debug)]

@@ -107,6 +107,30 @@ impl Endpoint {
 
     /// `GET path`; succeeds only with a 2xx answer.
     pub fn get(&self, path: &str, timeout: Duration) -> Result<Response, HttpError> {
+        self.request("GET", path, None, timeout)
+    }
+
+    /// `POST path` with a JSON body, parsed JSON answer; succeeds only with a 2xx answer.
+    pub fn post_json(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, HttpError> {
+        let r = self.request("POST", path, Some(&body.to_string()), timeout)?;
+        serde_json::from_slice(&r.body).map_err(|e| HttpError::Malformed {
+            url: self.url(path),
+            what: format!("the answer is not JSON ({e})"),
+        })
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Response, HttpError> {
         let url = self.url(path);
         let host = self.host.trim_start_matches('[').trim_end_matches(']');
         let addrs: Vec<_> = (host, self.port)
@@ -149,13 +173,16 @@ impl Endpoint {
         };
         stream.set_read_timeout(Some(timeout)).map_err(io_err)?;
         stream.set_write_timeout(Some(timeout)).map_err(io_err)?;
+        let body = body.unwrap_or("");
         let request = format!(
-            "GET {}{path} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: sluice-top/{}\r\n\
-             Accept: application/json\r\nConnection: close\r\n\r\n",
+            "{method} {}{path} HTTP/1.1\r\nHost: {}:{}\r\nUser-Agent: sluice/{}\r\n\
+             Accept: application/json\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.prefix,
             self.host,
             self.port,
-            env!("CARGO_PKG_VERSION")
+            env!("CARGO_PKG_VERSION"),
+            body.len()
         );
         (&stream).write_all(request.as_bytes()).map_err(io_err)?;
         let mut reader = BufReader::new(&stream);

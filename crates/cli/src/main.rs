@@ -12,6 +12,7 @@ mod plan_cmd;
 mod procstat;
 mod progress;
 mod run;
+mod savepoint_cmd;
 mod top;
 
 use std::process::ExitCode;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         Command::Doctor(d) => doctor_cmd::doctor(d),
         Command::Demo(d) => demo::demo(d),
         Command::Nexmark(n) => nexmark_cmd::nexmark(n),
+        Command::Savepoint(s) => savepoint_cmd::savepoint(s),
     };
     match outcome {
         Ok(code) => code,

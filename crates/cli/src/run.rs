@@ -161,6 +161,20 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let exec = match outcome {
         Ok(exec) => exec,
         Err(e) => {
+            let stopped = monitor.control.is_user_cancelled();
+            if let (true, Some(hub)) = (stopped, monitor.control.checkpoints()) {
+                if let Some(sp) = hub.stats().latest_savepoint {
+                    if let Some(path) = &sp.external_path {
+                        // Stop-with-savepoint: say where it went, and keep answering for a
+                        // moment so the client that asked can read the final status.
+                        eprintln!("job stopped with savepoint {path}");
+                        if rest.is_some() {
+                            std::thread::sleep(Duration::from_secs(2));
+                        }
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+            }
             if let (Some((server, _)), true) = (&rest, args.keep_rest) {
                 // Keep serving so the failed or cancelled job's final state can be inspected.
                 eprintln!("error: {e}");

@@ -340,3 +340,94 @@ pub fn checkpoint_subtasks(ctx: &Ctx, jid: &str, cid: &str, vid: &str) -> ApiRes
         )
         .with("subtasks", Json::Arr(subtasks)))
 }
+
+/// `POST /jobs/:jid/savepoints` (`stop` false: body `target-directory`, `cancel-job`) and
+/// `POST /jobs/:jid/stop` (`stop` true: body `targetDirectory`, `drain`): 202 with the
+/// request id to poll.
+pub fn trigger_savepoint(ctx: &Ctx, jid: &str, body: &[u8], stop: bool) -> ApiResult {
+    let m = ctx.job(jid)?;
+    let h = hub(&m)?;
+    let v: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
+        serde_json::Value::Object(Default::default())
+    } else {
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("Request body is not valid JSON: {e}")))?
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request("Request body must be a JSON object."));
+    }
+    let dir_key = if stop {
+        "targetDirectory"
+    } else {
+        "target-directory"
+    };
+    let dir = match v.get(dir_key) {
+        Some(serde_json::Value::String(d)) if !d.trim().is_empty() && !d.contains('\0') => d,
+        Some(_) => {
+            return Err(ApiError::bad_request(format!(
+                "'{dir_key}' must be a non-empty directory path."
+            )))
+        }
+        None => {
+            return Err(ApiError::bad_request(format!(
+                "No savepoint directory given: set '{dir_key}' in the request body."
+            )))
+        }
+    };
+    let stop = stop
+        || match v.get("cancel-job") {
+            None | Some(serde_json::Value::Null) => false,
+            Some(serde_json::Value::Bool(b)) => *b,
+            Some(_) => return Err(ApiError::bad_request("'cancel-job' must be a boolean.")),
+        };
+    if v.get("drain").is_some_and(|d| d.as_bool() == Some(true)) {
+        return Err(ApiError::bad_request(
+            "'drain' is not supported: Sluice stops without emitting the final watermark.",
+        ));
+    }
+    if m.outcome() != sluice_graph::JobOutcome::Running {
+        return Err(ApiError {
+            status: 409,
+            message: format!("Job {jid} is not running; no savepoint can be taken."),
+        });
+    }
+    let id = h.request_savepoint(std::path::PathBuf::from(dir), stop);
+    Ok(crate::http::Response::json(
+        202,
+        Json::obj().with("request-id", id.as_str()).to_compact(),
+    ))
+}
+
+/// `GET /jobs/:jid/savepoints/:triggerid`.
+pub fn savepoint_status(ctx: &Ctx, jid: &str, trigger: &str) -> ApiResult {
+    use sluice_runtime::checkpoint::SavepointStatus;
+    let m = ctx.job(jid)?;
+    let h = hub(&m)?;
+    let st = h.savepoint_status(trigger).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "There is no savepoint operation with triggerId={} for job {jid}.",
+            crate::http::shorten(trigger)
+        ))
+    })?;
+    let status = |id: &str| Json::obj().with("id", id);
+    ok(match st {
+        SavepointStatus::InProgress => Json::obj().with("status", status("IN_PROGRESS")),
+        SavepointStatus::Completed(path) => Json::obj().with("status", status("COMPLETED")).with(
+            "operation",
+            Json::obj().with("location", format!("file:{}", path.display())),
+        ),
+        SavepointStatus::Failed(why) => Json::obj().with("status", status("COMPLETED")).with(
+            "operation",
+            Json::obj().with(
+                "failure-cause",
+                Json::obj()
+                    .with(
+                        "class",
+                        "org.apache.flink.runtime.checkpoint.CheckpointException",
+                    )
+                    .with("stack-trace", why.as_str())
+                    .with("serialized-throwable", Json::Null),
+            ),
+        ),
+    })
+}

@@ -430,6 +430,8 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
             ("unaligned_checkpoints", ty("boolean")),
         ]),
         (Endpoint::CheckpointDetails | Endpoint::CheckpointSubtasks, _) => ty("object"),
+        (Endpoint::Savepoints | Endpoint::Stop, _) => obj(vec![("request-id", string())]),
+        (Endpoint::SavepointStatus, _) => obj(vec![("status", ty("object"))]),
     };
     (JSON, s)
 }
@@ -539,6 +541,8 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
     }
     let (status, what) = if op.method == "PATCH" {
         ("202", "Cancellation accepted")
+    } else if op.method == "POST" {
+        ("202", "Request accepted")
     } else {
         ("200", "Success")
     };
@@ -564,16 +568,40 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             error_response("Unknown job, vertex, subtask or metric"),
         );
     }
-    if op.method == "PATCH" {
+    if op.method == "PATCH" || op.method == "POST" {
         responses = responses.with("409", error_response("The job has already ended"));
+    }
+    if op.method == "POST" {
+        responses = responses.with("400", error_response("Malformed request body"));
     }
     responses = responses.with("405", error_response("Method not allowed on this path"));
     let id = operation_id(route, op);
-    Json::obj()
+    let mut operation = Json::obj()
         .with("operationId", id)
         .with("summary", op.summary)
         .with("parameters", params)
-        .with("responses", responses)
+        .with("responses", responses);
+    if op.method == "POST" {
+        let props = if route.endpoint == Endpoint::Stop {
+            obj(vec![
+                ("targetDirectory", string()),
+                ("drain", ty("boolean")),
+            ])
+        } else {
+            obj(vec![
+                ("target-directory", string()),
+                ("cancel-job", ty("boolean")),
+            ])
+        };
+        operation = operation.with(
+            "requestBody",
+            Json::obj().with("required", true).with(
+                "content",
+                Json::obj().with("application/json", Json::obj().with("schema", props)),
+            ),
+        );
+    }
+    operation
 }
 
 /// `/jobs/:jobid` → `/jobs/{jobid}`.

@@ -25,6 +25,9 @@ pub enum Endpoint {
     Watermarks,
     Accumulators,
     HotKeys,
+    Savepoints,
+    SavepointStatus,
+    Stop,
     Checkpoints,
     CheckpointConfig,
     CheckpointDetails,
@@ -149,6 +152,14 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("User accumulators of the vertex (none).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/hot-keys", endpoint: Endpoint::HotKeys,
         operations: &[get("Sluice extension: the vertex's hottest keys (a Space-Saving sketch per keyed subtask, sampled), with their share of the subtask's and the vertex's records. Empty for non-keyed vertices.")] },
+    Route { path: "/jobs/:jobid/savepoints", endpoint: Endpoint::Savepoints,
+        operations: &[Operation { method: "POST", query: &[],
+            summary: "Triggers a savepoint: body {\"target-directory\": DIR, \"cancel-job\": bool}; 202 {\"request-id\"}. The savepoint goes to a new savepoint-<job>-<id> directory inside DIR." }] },
+    Route { path: "/jobs/:jobid/savepoints/:triggerid", endpoint: Endpoint::SavepointStatus,
+        operations: &[get("Status of a savepoint request: IN_PROGRESS, or COMPLETED with operation.location or operation.failure-cause.")] },
+    Route { path: "/jobs/:jobid/stop", endpoint: Endpoint::Stop,
+        operations: &[Operation { method: "POST", query: &[],
+            summary: "Stop-with-savepoint: body {\"targetDirectory\": DIR, \"drain\": false}; 202 {\"request-id\"}, then the job stops once the savepoint completed." }] },
     Route { path: "/jobs/:jobid/checkpoints", endpoint: Endpoint::Checkpoints,
         operations: &[get("Checkpoint statistics: counts, summary, latest completed/savepoint/failed/restored, history (404 when the job does not checkpoint).")] },
     Route { path: "/jobs/:jobid/checkpoints/config", endpoint: Endpoint::CheckpointConfig,
@@ -204,6 +215,7 @@ pub fn dispatch(
     method: &str,
     segments: &[String],
     query: &[(String, String)],
+    body: &[u8],
 ) -> Response {
     let Some((route, params)) = match_route(segments) else {
         let path = format!("/{}", segments.join("/"));
@@ -259,6 +271,13 @@ pub fn dispatch(
         (Endpoint::Watermarks, _) => api::watermarks(&ctx, p(0), p(1)),
         (Endpoint::Accumulators, _) => api::accumulators(&ctx, p(0), p(1)),
         (Endpoint::HotKeys, _) => api::hot_keys(&ctx, p(0), p(1)),
+        (Endpoint::Savepoints, _) => {
+            crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, false)
+        }
+        (Endpoint::Stop, _) => crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, true),
+        (Endpoint::SavepointStatus, _) => {
+            crate::checkpoints_api::savepoint_status(&ctx, p(0), p(1))
+        }
         (Endpoint::Checkpoints, _) => crate::checkpoints_api::checkpoints(&ctx, p(0)),
         (Endpoint::CheckpointConfig, _) => crate::checkpoints_api::checkpoint_config(&ctx, p(0)),
         (Endpoint::CheckpointDetails, _) => {
@@ -312,23 +331,27 @@ mod tests {
     #[test]
     fn errors_are_4xx_with_flinks_body() {
         let reg = JobRegistry::new();
-        let r = dispatch(&reg, "GET", &segs("/nope"), &[]);
+        let r = dispatch(&reg, "GET", &segs("/nope"), &[], &[]);
         assert_eq!(r.status, 404);
         assert_eq!(r.body, br#"{"errors":["Not found: /nope"]}"#);
-        let r = dispatch(&reg, "GET", &segs("/jobs/xyz"), &[]);
+        let r = dispatch(&reg, "GET", &segs("/jobs/xyz"), &[], &[]);
         assert_eq!(r.status, 400);
         let r = dispatch(
             &reg,
             "GET",
             &segs("/jobs/0123456789abcdef0123456789abcdef"),
             &[],
+            &[],
         );
         assert_eq!(r.status, 404);
-        let r = dispatch(&reg, "DELETE", &segs("/jobs/overview"), &[]);
+        let r = dispatch(&reg, "DELETE", &segs("/jobs/overview"), &[], &[]);
         assert_eq!(r.status, 405);
         assert_eq!(r.headers, vec![("Allow", "GET, HEAD".to_string())]);
-        let r = dispatch(&reg, "POST", &segs("/jobs/x"), &[]);
+        let r = dispatch(&reg, "POST", &segs("/jobs/x"), &[], &[]);
         assert_eq!(r.status, 405);
-        assert_eq!(dispatch(&reg, "HEAD", &segs("/overview"), &[]).status, 200);
+        assert_eq!(
+            dispatch(&reg, "HEAD", &segs("/overview"), &[], &[]).status,
+            200
+        );
     }
 }

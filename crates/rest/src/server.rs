@@ -228,9 +228,9 @@ fn handle_connection(mut stream: TcpStream, registry: &JobRegistry) {
             return;
         }
     };
-    // Read (and ignore) the body so closing does not reset the connection under the client.
-    let mut body_seen = buf.len() - head_len;
-    while body_seen < head.content_length {
+    // Read the body (bounded by MAX_BODY in parse_head); the savepoint endpoints read it.
+    let mut body: Vec<u8> = buf[head_len..].to_vec();
+    while body.len() < head.content_length {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             respond(&mut stream, &Response::error(408, "Request timeout"), false);
@@ -239,7 +239,7 @@ fn handle_connection(mut stream: TcpStream, registry: &JobRegistry) {
         let _ = stream.set_read_timeout(Some(left));
         match stream.read(&mut chunk) {
             Ok(0) => return,
-            Ok(n) => body_seen += n,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => {
                 respond(&mut stream, &Response::error(408, "Request timeout"), false);
@@ -247,9 +247,10 @@ fn handle_connection(mut stream: TcpStream, registry: &JobRegistry) {
             }
         }
     }
+    body.truncate(head.content_length);
     let head_only = head.method == "HEAD";
     let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        dispatch(registry, &head.method, &head.segments, &head.query)
+        dispatch(registry, &head.method, &head.segments, &head.query, &body)
     }))
     .unwrap_or_else(|_| Response::error(500, "Internal server error"));
     respond(&mut stream, &response, head_only);

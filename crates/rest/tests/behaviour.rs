@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{env, eventually, get, get_json, request, Served};
+use common::{env, eventually, get, get_json, request, send_json, Served};
 use sluice_graph::StreamEnv;
 use sluice_rest::{serve, JobRegistry};
 
@@ -502,6 +502,7 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/vertices/{vertexid}/watermarks",
     "/jobs/{jobid}/vertices/{vertexid}/accumulators",
     "/jobs/{jobid}/vertices/{vertexid}/hot-keys",
+    "/jobs/{jobid}/savepoints/{triggerid}",
     "/jobs/{jobid}/checkpoints",
     "/jobs/{jobid}/checkpoints/config",
     "/jobs/{jobid}/checkpoints/details/{checkpointid}",
@@ -520,13 +521,31 @@ fn openapi_document_describes_every_served_path() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
     assert!(doc["info"]["title"].is_string());
     let paths = doc["paths"].as_object().unwrap();
+    // The two POST-only savepoint paths are checked by their own test.
     assert_eq!(
         paths.len(),
-        SERVED.len(),
+        SERVED.len() + 2,
         "{:?}",
         paths.keys().collect::<Vec<_>>()
     );
+    for p in ["/jobs/{jobid}/savepoints", "/jobs/{jobid}/stop"] {
+        let post = &paths[p]["post"];
+        assert!(post["responses"]["202"].is_object(), "{p}");
+        assert!(
+            post["requestBody"]["content"]["application/json"].is_object(),
+            "{p}"
+        );
+    }
     let (jid, v) = (s.jid.clone(), s.vertices[0].clone());
+    let dir = std::env::temp_dir().join(format!("sluice-openapi-sp-{}", std::process::id()));
+    let r = send_json(
+        s.addr,
+        "POST",
+        &format!("/jobs/{jid}/savepoints"),
+        &format!("{{\"target-directory\": \"{}\"}}", dir.display()),
+    );
+    assert_eq!(r.status, 202, "{}", r.body);
+    let trigger = r.json()["request-id"].as_str().unwrap().to_string();
     for p in SERVED {
         let item = paths
             .get(*p)
@@ -558,7 +577,8 @@ fn openapi_document_describes_every_served_path() {
             .replace("{jobid}", &jid)
             .replace("{vertexid}", &v)
             .replace("{subtaskindex}", "0")
-            .replace("{checkpointid}", "1");
+            .replace("{checkpointid}", "1")
+            .replace("{triggerid}", &trigger);
         let r = get(s.addr, &concrete);
         assert_eq!(r.status, 200, "{concrete}: {}", r.body);
     }
@@ -636,4 +656,52 @@ fn hot_keys_name_the_hot_key_with_its_share() {
     let src = s.vertex("Source");
     let body = get_json(s.addr, &format!("/jobs/{}/vertices/{src}/hot-keys", s.jid));
     assert_eq!(body["hot-keys"].as_array().unwrap().len(), 0, "{body}");
+}
+
+#[test]
+fn savepoints_over_rest_trigger_poll_and_stop() {
+    let env = slow_operator_env();
+    let s = Served::start(&env);
+    let jid = s.jid.clone();
+    let dir = std::env::temp_dir().join(format!("sluice-rest-sp-{}", std::process::id()));
+    let body = format!("{{\"target-directory\": \"{}\"}}", dir.display());
+    let r = send_json(s.addr, "POST", &format!("/jobs/{jid}/savepoints"), &body);
+    assert_eq!(r.status, 202, "{}", r.body);
+    let id = r.json()["request-id"].as_str().unwrap().to_string();
+    let done = eventually("savepoint completed", || {
+        let st = get_json(s.addr, &format!("/jobs/{jid}/savepoints/{id}"));
+        (st["status"]["id"] == "COMPLETED").then_some(st)
+    });
+    let loc = done["operation"]["location"].as_str().unwrap();
+    let path = std::path::PathBuf::from(loc.strip_prefix("file:").unwrap());
+    assert!(
+        path.starts_with(&dir) && path.join("_metadata").is_file(),
+        "{done}"
+    );
+
+    // Bad requests: not JSON, no directory, wrong types, unknown trigger.
+    for bad in [
+        "{",
+        "[]",
+        "{}",
+        "{\"target-directory\": 3}",
+        "{\"target-directory\": \"/x\", \"cancel-job\": 1}",
+    ] {
+        let r = send_json(s.addr, "POST", &format!("/jobs/{jid}/savepoints"), bad);
+        assert_eq!(r.status, 400, "{bad}: {}", r.body);
+    }
+    assert_eq!(
+        get(s.addr, &format!("/jobs/{jid}/savepoints/nope")).status,
+        404
+    );
+
+    // Stop-with-savepoint ends the job.
+    let stop = format!("{{\"targetDirectory\": \"{}\"}}", dir.display());
+    let r = send_json(s.addr, "POST", &format!("/jobs/{jid}/stop"), &stop);
+    assert_eq!(r.status, 202, "{}", r.body);
+    eventually("job stopped", || {
+        let j = get_json(s.addr, &format!("/jobs/{jid}"));
+        (j["state"] != "RUNNING").then_some(())
+    });
+    let _ = std::fs::remove_dir_all(&dir);
 }

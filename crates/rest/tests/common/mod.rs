@@ -107,6 +107,15 @@ pub fn request(addr: SocketAddr, method: &str, path: &str) -> Reply {
     raw(addr, req.as_bytes()).unwrap_or_else(|| panic!("{method} {path}: no answer"))
 }
 
+/// A request with a JSON body.
+pub fn send_json(addr: SocketAddr, method: &str, path: &str, body: &str) -> Reply {
+    let req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    raw(addr, req.as_bytes()).unwrap_or_else(|| panic!("{method} {path}: no answer"))
+}
+
 pub fn get(addr: SocketAddr, path: &str) -> Reply {
     request(addr, "GET", path)
 }

@@ -220,7 +220,15 @@ fn complete(
         operators,
     };
     let path = match savepoint_dir {
-        Some(dir) => storage::write(dir, &cp, true)?,
+        // As Flink: a new `savepoint-<job>-<id>` directory inside the requested one.
+        Some(dir) => storage::write(
+            &dir.join(format!(
+                "savepoint-{:06x}-{id}",
+                (hub.attempt_tag() / 1000) & 0xff_ffff
+            )),
+            &cp,
+            true,
+        )?,
         None => {
             let p = storage::write(&hub.dir, &cp, false)?;
             storage::prune(&hub.dir, hub.config.retained)?;

@@ -111,6 +111,15 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
     std::fs::write(&meta_path, meta)
         .map_err(|e| io(format!("writing {}", meta_path.display()), e))?;
     if target.exists() {
+        if exact {
+            // Never replace a directory we did not name ourselves.
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(OperatorError::failed(format!(
+                "{} already exists",
+                target.display()
+            )));
+        }
+        // A stale `chk-<id>` of an earlier run in the job's own checkpoint directory.
         std::fs::remove_dir_all(&target)
             .map_err(|e| io(format!("replacing {}", target.display()), e))?;
     }

@@ -1,0 +1,87 @@
+//! `sluice savepoint DIR --stop` on a live job, then `sluice run … --from-savepoint` at another
+//! parallelism (the exactness of restores is proven in sluice-graph's checkpoint tests).
+
+mod common;
+
+use std::process::Command;
+
+#[test]
+fn savepoint_stop_and_resume_at_another_parallelism() {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-sp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    // Expensive records (map work 2000) keep the job alive long enough to be stopped.
+    let total = 300_000u64;
+    let n = total.to_string();
+    let (job, url) =
+        common::start_live(&["skew", "--records", &n, "--map-work", "2000", "-p", "2"]);
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["savepoint", dir.to_str().unwrap(), "--stop", "--url", &url])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    drop(job);
+    let loc = out
+        .lines()
+        .find_map(|l| l.split("file:").nth(1))
+        .unwrap_or_else(|| panic!("{out}"))
+        .trim()
+        .to_string();
+    let sp = std::path::PathBuf::from(&loc);
+    assert!(
+        sp.starts_with(&dir) && sp.join("_metadata").is_file(),
+        "{out}"
+    );
+    let meta = std::fs::read_to_string(sp.join("_metadata")).unwrap();
+    assert!(meta.contains("\"kind\":\"SAVEPOINT\""), "{meta}");
+
+    // Resume at parallelism 3 from the savepoint: only the rest of the input is read.
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "skew",
+            "--records",
+            &n,
+            "--map-work",
+            "2000",
+            "-p",
+            "3",
+        ])
+        .args([
+            "--from-savepoint",
+            &loc,
+            "--no-rest",
+            "--no-progress",
+            "--stats-json",
+        ])
+        .output()
+        .unwrap();
+    let stats = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{stats}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
+    let resumed = v["records"].as_u64().unwrap();
+    assert!(resumed > 0 && resumed < total, "read {resumed} of {total}");
+
+    // A directory that is not a savepoint is refused before the job starts.
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "skew",
+            "--from-savepoint",
+            dir.to_str().unwrap(),
+            "--no-rest",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!o.status.success() && err.contains("no _metadata"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
