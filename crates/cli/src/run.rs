@@ -168,10 +168,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                         // Stop-with-savepoint: say where it went, and keep answering for a
                         // moment so the client that asked can read the final status.
                         eprintln!("job stopped with savepoint {path}");
-                        if rest.is_some() {
-                            std::thread::sleep(Duration::from_secs(2));
+                        if !args.keep_rest {
+                            if rest.is_some() {
+                                std::thread::sleep(Duration::from_secs(2));
+                            }
+                            return Ok(ExitCode::SUCCESS);
                         }
-                        return Ok(ExitCode::SUCCESS);
                     }
                 }
             }
