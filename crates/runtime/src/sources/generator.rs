@@ -39,6 +39,9 @@ where
         out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
         let f = &*self.f;
+        // Hoisted out of the record loop: a relaxed load tells whether a barrier waits (so a
+        // backpressured source still injects between two records, not only between batches).
+        let hub = ctx.checkpoints.clone();
         loop {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
@@ -49,12 +52,22 @@ where
             };
             let n = batch.end - batch.start;
             let end = batch.end;
-            for j in batch {
-                if ctx.barrier_pending() {
+            // Slices of 16 records with a tight inner loop: a barrier waits at most 16 records
+            // (cheaper than asking per record, measurably so on a chained pass-through).
+            let mut j = batch.start;
+            while j < end {
+                if hub
+                    .as_deref()
+                    .is_some_and(|h| h.barrier_pending(ctx.last_barrier.get()))
+                {
                     let cursor = &self.cursor;
                     ctx.checkpoint_if_due(out, || cursor.position_within(j, end))?;
                 }
-                out.collect(f(j))?;
+                let stop = (j + 16).min(end);
+                for i in j..stop {
+                    out.collect(f(i))?;
+                }
+                j = stop;
             }
             ctx.add_emitted(n);
         }
