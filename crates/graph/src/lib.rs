@@ -57,7 +57,7 @@ pub use api::{
 };
 pub use api::{CoGroupedStreams, ConnectedStreams, Either, IntervalJoin, KeyedCoProcessFunction};
 pub use api::{
-    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult,
+    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowFn, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};

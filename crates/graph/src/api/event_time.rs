@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_runtime::operators::{
-    KeyedProcessOp, LateOutput, TimestampFn, WatermarkAssignerOp, WindowAssigner, WindowOp,
+    LateOutput, TimestampFn, WatermarkAssignerOp, WindowAssigner, WindowOp,
 };
 use sluice_runtime::state::{AggregateFunction, StateKey, StateValue};
 use sluice_runtime::time::watermarks::BoundedOutOfOrderness;
@@ -135,6 +135,26 @@ impl<T: Data> DataStream<T> {
     }
 }
 
+/// What `aggregate_with` and friends call per window firing: `f(key, window, result, out)`
+/// (Flink's `ProcessWindowFunction` over an incremental result). Any such closure is one.
+pub trait WindowFn<K, R, O>:
+    FnMut(&K, &TimeWindow, R, &mut dyn Collector<O>) -> Result<(), OperatorError>
+    + Clone
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K, R, O, F> WindowFn<K, R, O> for F where
+    F: FnMut(&K, &TimeWindow, R, &mut dyn Collector<O>) -> Result<(), OperatorError>
+        + Clone
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// One window's result: its key, the window and the aggregate. Its event timestamp is the
 /// window's `max_timestamp()` (`end − 1`), as Flink stamps window results.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -187,18 +207,7 @@ where
         O: Data,
         F: KeyedProcessFunction<K, T, O> + Clone + Sync + 'static,
     {
-        let key = self.key.clone();
-        let backend = self.stream.env.state_backend();
-        let timestamps = self.stream.timestamps.clone();
-        self.stream.transform("KeyedProcess", move |ctx| {
-            let key = key.clone();
-            KeyedProcessOp::new(
-                move |r: &T| key(r),
-                state_config::<K>(&backend, ctx),
-                f.clone(),
-            )
-            .with_timestamps(timestamps.clone())
-        })
+        self.process_with_timestamps(f, self.stream.timestamps.clone())
     }
 }
 
@@ -303,11 +312,7 @@ where
         R: Send + 'static,
         O: Data,
         A: AggregateFunction<T, ACC, R> + 'static,
-        F: FnMut(&K, &TimeWindow, R, &mut dyn Collector<O>) -> Result<(), OperatorError>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        F: WindowFn<K, R, O>,
     {
         let key = self.keyed.key.clone();
         let backend = self.keyed.stream.env.state_backend();
@@ -356,11 +361,7 @@ where
         R: Send + 'static,
         O: Data,
         A: AggregateFunction<T, ACC, R> + 'static,
-        F: FnMut(&K, &TimeWindow, R, &mut dyn Collector<O>) -> Result<(), OperatorError>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        F: WindowFn<K, R, O>,
     {
         self.build("Aggregate", agg, f, None)
     }
@@ -377,11 +378,7 @@ where
         R: Send + 'static,
         O: Data,
         A: AggregateFunction<T, ACC, R> + 'static,
-        F: FnMut(&K, &TimeWindow, R, &mut dyn Collector<O>) -> Result<(), OperatorError>
-            + Clone
-            + Send
-            + Sync
-            + 'static,
+        F: WindowFn<K, R, O>,
     {
         let tagged = self.build(
             "Aggregate",

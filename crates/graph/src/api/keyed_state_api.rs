@@ -74,6 +74,19 @@ where
         O: Data,
         F: KeyedProcessFunction<K, T, O> + Clone + Sync + 'static,
     {
+        self.process_with_timestamps(f, None)
+    }
+
+    /// `process`, giving the function each element's timestamp when `timestamps` is set.
+    pub(crate) fn process_with_timestamps<O, F>(
+        &self,
+        f: F,
+        timestamps: Option<sluice_runtime::operators::TimestampFn<T>>,
+    ) -> DataStream<O>
+    where
+        O: Data,
+        F: KeyedProcessFunction<K, T, O> + Clone + Sync + 'static,
+    {
         let key = self.key.clone();
         let backend = self.stream.env.state_backend();
         self.stream.transform("KeyedProcess", move |ctx| {
@@ -83,6 +96,7 @@ where
                 state_config::<K>(&backend, ctx),
                 f.clone(),
             )
+            .with_timestamps(timestamps.clone())
         })
     }
 

@@ -12,7 +12,7 @@ mod two_phase;
 
 pub use env::StreamEnv;
 pub use event_time::{
-    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowResult,
+    CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowFn, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
 pub use joins::{CoGroupedStreams, ConnectedStreams, Either, IntervalJoin, KeyedCoProcessFunction};
