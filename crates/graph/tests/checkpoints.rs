@@ -338,3 +338,45 @@ fn under_backpressure_aligned_checkpoints_time_out_and_unaligned_ones_complete()
         Some(CheckpointKind::Unaligned)
     );
 }
+
+#[test]
+fn recovery_is_exactly_once_on_the_lsm_backend_too() {
+    let records = 60_000;
+    let expected_dir = tempdir("lsm-expected");
+    let env = StreamEnv::new();
+    job(&env, records, 2, &expected_dir);
+    env.execute().unwrap();
+    let expected = sorted_output(&expected_dir);
+
+    let out = tempdir("lsm-faulty");
+    let env = StreamEnv::new();
+    env.set_state_backend(sluice_graph::StateBackendKind::Lsm {
+        dir: tempdir("lsm-state"),
+    });
+    env.enable_checkpointing(Duration::from_millis(10))
+        .set_restart_strategy(RestartStrategy::FixedDelay {
+            attempts: 5,
+            delay: Duration::ZERO,
+        })
+        .inject_faults(
+            (0..4u64)
+                .map(|k| FaultSpec {
+                    vertex: "KeyedProcess".into(),
+                    subtask: (k % 2) as usize,
+                    after_records: 2_000 + 1_500 * k,
+                })
+                .collect(),
+        );
+    job(&env, records, 2, &out);
+    let handle = env.launch().unwrap();
+    let monitor = handle.monitor();
+    handle.wait().unwrap();
+    assert_eq!(monitor.control.checkpoints().unwrap().attempt(), 4);
+    let got = sorted_output(&out);
+    assert!(
+        got == expected,
+        "not exactly once: {} lines, expected {}",
+        got.len(),
+        expected.len()
+    );
+}

@@ -474,6 +474,19 @@ impl Split {
     pub fn peek_id(&self) -> u64 {
         self.id_minus_number.wrapping_add(self.next_number)
     }
+
+    /// Skips the next `n` events without generating them (O(1)): where a restored source
+    /// resumes.
+    pub fn skip_events(&mut self, n: u64) {
+        let n = match self.remaining {
+            Some(r) => n.min(r),
+            None => n,
+        };
+        if let Some(r) = &mut self.remaining {
+            *r -= n;
+        }
+        self.next_number = self.next_number.saturating_add(n.saturating_mul(self.step));
+    }
 }
 
 impl Iterator for Split {
@@ -508,3 +521,27 @@ impl Iterator for Split {
 }
 
 impl FusedIterator for Split {}
+
+#[cfg(test)]
+mod skip_tests {
+    use super::*;
+
+    #[test]
+    fn skipping_equals_consuming() {
+        let g = NexmarkGenerator::new(GeneratorConfig {
+            events: 1_000,
+            ..GeneratorConfig::default()
+        })
+        .unwrap();
+        let mut a = g.split(1, 3);
+        let mut b = g.split(1, 3);
+        a.skip_events(40);
+        for _ in 0..40 {
+            b.next();
+        }
+        assert_eq!(a.collect::<Vec<_>>(), b.collect::<Vec<_>>());
+        let mut c = g.split(0, 1);
+        c.skip_events(5_000);
+        assert_eq!(c.next(), None);
+    }
+}

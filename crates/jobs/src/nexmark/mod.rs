@@ -142,6 +142,9 @@ pub enum OutputKind {
     Collect,
     /// Written as CSV lines, one file per sink subtask (`FILE`, `FILE.1`, ...).
     File(PathBuf),
+    /// Written exactly once into a directory (files published per completed checkpoint; read
+    /// them with `sluice_runtime::sinks::committed_lines`).
+    ExactlyOnce(PathBuf),
 }
 
 /// The built job's output handle.
@@ -222,6 +225,10 @@ fn sink<R: Row>(rows: DataStream<R>, output: OutputKind) -> QueryOutput {
         }
         OutputKind::File(path) => {
             rows.write_text(path, |r: &R, line: &mut String| r.write_csv(line));
+            QueryOutput::Written
+        }
+        OutputKind::ExactlyOnce(dir) => {
+            rows.write_text_exactly_once(dir, |r: &R, line: &mut String| r.write_csv(line));
             QueryOutput::Written
         }
     }

@@ -6,9 +6,12 @@ use sluice_nexmark::{Event, GeneratorConfig, NexmarkGenerator, Split};
 use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
 use sluice_types::Collector;
 
-/// One generator split.
+/// One generator split. Its checkpoint position is the number of events it emitted; a restore
+/// at the same parallelism skips them (generator splits are `n ≡ k mod p`, so another
+/// parallelism would need a different split and is refused).
 pub struct NexmarkSource {
     split: Split,
+    emitted: u64,
 }
 
 impl SourceFunction<Event> for NexmarkSource {
@@ -21,16 +24,41 @@ impl SourceFunction<Event> for NexmarkSource {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
             }
+            let emitted = self.emitted;
+            ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&emitted))?;
             let mut n = 0;
             for (_, e) in self.split.by_ref().take(SOURCE_BATCH as usize) {
                 out.collect(e)?;
                 n += 1;
             }
+            self.emitted += n;
             ctx.add_emitted(n);
             if n < SOURCE_BATCH {
                 return Ok(());
             }
         }
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        if parts.len() != op.parallelism {
+            return Err(OperatorError::failed(format!(
+                "the Nexmark source was checkpointed at parallelism {} and cannot resume at {}",
+                parts.len(),
+                op.parallelism
+            )));
+        }
+        for (i, bytes) in parts {
+            if *i == op.subtask_index {
+                let emitted: u64 = sluice_runtime::state::layout::decode(bytes)?;
+                self.split.skip_events(emitted);
+                self.emitted = emitted;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -41,6 +69,7 @@ pub fn events(env: &StreamEnv, config: GeneratorConfig) -> DataStream<Event> {
             .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
         Ok(NexmarkSource {
             split: generator.split(k, n),
+            emitted: 0,
         })
     })
 }

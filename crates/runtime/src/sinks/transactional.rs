@@ -216,8 +216,8 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> Collector<T> for TransactionalFileS
     }
 }
 
-/// The committed lines of a transactional sink's directory (every file without `.pending`), in
-/// file order.
+/// The committed lines of a transactional sink's directory (every file without `.pending`):
+/// subtask by subtask, each in the order it wrote them.
 pub fn committed_lines(dir: &Path) -> Result<Vec<String>, OperatorError> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| io(format!("listing {}", dir.display()), e))?
@@ -229,7 +229,15 @@ pub fn committed_lines(dir: &Path) -> Result<Vec<String>, OperatorError> {
                 .is_some_and(|n| n.starts_with("part-") && !n.ends_with(PENDING))
         })
         .collect();
-    files.sort();
+    // By (subtask, attempt, sequence) numerically: each subtask's files in the order written.
+    let order = |p: &PathBuf| -> Vec<u64> {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("part-"))
+            .map(|n| n.split('-').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    files.sort_by_key(|p| order(p));
     let mut out = Vec::new();
     for f in files {
         let text =
