@@ -546,6 +546,11 @@ fn openapi_document_describes_every_served_path() {
     );
     assert_eq!(r.status, 202, "{}", r.body);
     let trigger = r.json()["request-id"].as_str().unwrap().to_string();
+    // A checkpoint still in the (10-entry) history.
+    let checkpoint = eventually("a checkpoint in the history", || {
+        let c = get_json(s.addr, &format!("/jobs/{jid}/checkpoints"));
+        c["history"][0]["id"].as_u64().map(|id| id.to_string())
+    });
     for p in SERVED {
         let item = paths
             .get(*p)
@@ -577,7 +582,7 @@ fn openapi_document_describes_every_served_path() {
             .replace("{jobid}", &jid)
             .replace("{vertexid}", &v)
             .replace("{subtaskindex}", "0")
-            .replace("{checkpointid}", "1")
+            .replace("{checkpointid}", &checkpoint)
             .replace("{triggerid}", &trigger);
         let r = get(s.addr, &concrete);
         assert_eq!(r.status, 200, "{concrete}: {}", r.body);
