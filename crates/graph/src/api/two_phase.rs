@@ -9,10 +9,11 @@ use crate::{DataStream, KeyedStream, Numeric};
 /// Records a `(key, salt)` partial absorbs before it is sent to the combiner.
 pub const DEFAULT_EMIT_EVERY: u32 = 1024;
 
+/// Partials are checkpointed by key group: keys and records must be serializable.
 impl<K, T> KeyedStream<K, T>
 where
-    K: JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-    T: Data,
+    K: JavaHash + sluice_runtime::state::StateKey + Sync,
+    T: Data + sluice_runtime::state::StateValue,
 {
     /// A rolling `reduce` in two phases: `salt` (round robin over `buckets`) → `pre-aggregate`
     /// keyed by `(key, salt)` → `combine` keyed by the key. One hot key is spread over `buckets`
@@ -74,17 +75,21 @@ where
         let pre = salted
             .key_by(move |r: &(u32, T)| (k1(&r.1), r.0))
             .as_stream()
-            .transform("pre-aggregate (salted)", move |_| {
+            .transform("pre-aggregate (salted)", move |ctx| {
                 let k = key.clone();
+                let g = groups::<(K, u32)>(ctx);
                 PreAggregateOp::new(move |t: &T| k(t), r1.clone(), emit_every)
+                    .with_key_groups((g.key_group_of, g.key_groups))
             });
         let k2 = self.key.clone();
         let k3 = self.key.clone();
         pre.key_by(move |r: &(u32, T)| k2(&r.1))
             .as_stream()
-            .transform("combine", move |_| {
+            .transform("combine", move |ctx| {
                 let k = k3.clone();
+                let g = groups::<K>(ctx);
                 CombineOp::new(move |t: &T| k(t), reduce.clone(), buckets)
+                    .with_key_groups((g.key_group_of, g.key_groups))
             })
     }
 
@@ -99,4 +104,12 @@ where
             super::keyed::field_fold(field, |a: N, b: N| a.add(b)),
         )
     }
+}
+
+/// Flink's key groups of the subtask (the backend is irrelevant: only the key-group function
+/// and range are used).
+fn groups<K: JavaHash + 'static>(
+    ctx: &sluice_types::OperatorContext,
+) -> sluice_runtime::state::KeyedStateConfig<K> {
+    super::keyed_state_api::state_config::<K>(&sluice_runtime::state::StateBackendKind::Memory, ctx)
 }

@@ -62,23 +62,38 @@ pub struct PreAggregateOp<K, T, KS, R> {
     reduce: R,
     emit_every: u32,
     state: FastHashMap<(K, u32), Partial<T>>,
+    /// Key groups of `(key, salt)` for checkpoints.
+    key_groups: Option<KeyGroups<(K, u32)>>,
 }
+
+/// Flink's key → key group function and the subtask's key-group range: which entries of a
+/// snapshot a restored subtask keeps.
+pub type KeyGroups<K> = (crate::state::KeyGroupFn<K>, std::ops::RangeInclusive<u32>);
 
 impl<K, T, KS, R> PreAggregateOp<K, T, KS, R> {
     pub fn new(key_of: KS, reduce: R, emit_every: u32) -> Self {
         PreAggregateOp {
             key_of,
             reduce,
+            key_groups: None,
             emit_every: emit_every.max(1),
             state: FastHashMap::default(),
         }
     }
 }
 
+impl<K, T, KS, R> PreAggregateOp<K, T, KS, R> {
+    /// Makes the partials checkpointable by the key group of `(key, salt)`.
+    pub fn with_key_groups(mut self, key_groups: KeyGroups<(K, u32)>) -> Self {
+        self.key_groups = Some(key_groups);
+        self
+    }
+}
+
 impl<K, T, KS, R> Operator<(u32, T), (u32, T)> for PreAggregateOp<K, T, KS, R>
 where
-    K: Hash + Eq + Send,
-    T: Clone + Send,
+    K: crate::state::StateKey,
+    T: crate::state::StateValue,
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
@@ -110,10 +125,31 @@ where
         Ok(())
     }
 
+    /// `[(key group, (key, salt), partial, unsent)]`.
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        Err(OperatorError::failed(
-            "two-phase aggregation keeps partial sums outside keyed state and cannot be checkpointed yet",
-        ))
+        let kg_of = self.key_groups.as_ref().map(|(f, _)| f.clone());
+        let entries: Vec<(u32, &(K, u32), &T, u32)> = self
+            .state
+            .iter()
+            .map(|(k, p)| (kg_of.as_ref().map_or(0, |f| f(k)), k, &p.acc, p.unsent))
+            .collect();
+        crate::state::layout::encode(&entries).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        for (_, bytes) in parts {
+            let entries: Vec<(u32, (K, u32), T, u32)> = crate::state::layout::decode(bytes)?;
+            for (kg, k, acc, unsent) in entries {
+                if self
+                    .key_groups
+                    .as_ref()
+                    .is_none_or(|(_, r)| r.contains(&kg))
+                {
+                    self.state.insert(k, Partial { acc, unsent });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn finish(&mut self, out: &mut dyn Collector<(u32, T)>) -> Result<(), OperatorError> {
@@ -133,6 +169,7 @@ pub struct CombineOp<K, T, KS, R> {
     reduce: R,
     buckets: usize,
     state: FastHashMap<K, Vec<Option<T>>>,
+    key_groups: Option<KeyGroups<K>>,
 }
 
 impl<K, T, KS, R> CombineOp<K, T, KS, R> {
@@ -142,21 +179,50 @@ impl<K, T, KS, R> CombineOp<K, T, KS, R> {
             reduce,
             buckets: buckets.max(1) as usize,
             state: FastHashMap::default(),
+            key_groups: None,
         }
+    }
+
+    /// Makes the latest partials checkpointable by the key group of the key.
+    pub fn with_key_groups(mut self, key_groups: KeyGroups<K>) -> Self {
+        self.key_groups = Some(key_groups);
+        self
     }
 }
 
 impl<K, T, KS, R> Operator<(u32, T), T> for CombineOp<K, T, KS, R>
 where
-    K: Hash + Eq + Send,
-    T: Clone + Send,
+    K: crate::state::StateKey,
+    T: crate::state::StateValue,
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
+    /// `[(key group, key, latest partial per salt)]`.
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        Err(OperatorError::failed(
-            "two-phase aggregation keeps partial sums outside keyed state and cannot be checkpointed yet",
-        ))
+        let kg_of = self.key_groups.as_ref().map(|(f, _)| f.clone());
+        let entries: Vec<(u32, &K, &Vec<Option<T>>)> = self
+            .state
+            .iter()
+            .map(|(k, v)| (kg_of.as_ref().map_or(0, |f| f(k)), k, v))
+            .collect();
+        crate::state::layout::encode(&entries).map(Some)
+    }
+
+    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
+        for (_, bytes) in parts {
+            let entries: Vec<(u32, K, Vec<Option<T>>)> = crate::state::layout::decode(bytes)?;
+            for (kg, k, mut slots) in entries {
+                if self
+                    .key_groups
+                    .as_ref()
+                    .is_none_or(|(_, r)| r.contains(&kg))
+                {
+                    slots.resize(self.buckets, None);
+                    self.state.insert(k, slots);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn process(
