@@ -432,3 +432,56 @@ fn two_phase_aggregation_recovers_its_partials() {
     ];
     assert_eq!(run(faults, "tp-faulty"), expected);
 }
+
+#[test]
+fn the_text_file_source_resumes_from_a_savepoint_at_another_parallelism() {
+    let dir = tempdir("text-src");
+    let input = dir.join("lines.txt");
+    let n = 40_000u64;
+    let text: String = (0..n).map(|i| format!("{i}\n")).collect();
+    std::fs::write(&input, text).unwrap();
+    let out = tempdir("text-out");
+    let sp = tempdir("text-sp");
+    let build = |env: &StreamEnv, p: usize| {
+        env.set_parallelism(p);
+        env.read_text_file(&input)
+            .map(|l: String| {
+                let i: u64 = l.parse().unwrap();
+                if i.is_multiple_of(100) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                (i % 7, i, 1u64)
+            })
+            .key_by(|r: &(u64, u64, u64)| r.0)
+            .reduce(|a: (u64, u64, u64), b: (u64, u64, u64)| (a.0, a.1 + b.1, a.2 + b.2))
+            .write_text_exactly_once(&out, |r: &(u64, u64, u64), line: &mut String| {
+                line.push_str(&format!("{},{},{}", r.0, r.1, r.2))
+            });
+    };
+    let env = StreamEnv::new();
+    build(&env, 2);
+    let h = env.launch().unwrap();
+    std::thread::sleep(Duration::from_millis(60));
+    let p = h.stop_with_savepoint(&sp).unwrap();
+    let env = StreamEnv::new();
+    env.restore_from(&p);
+    build(&env, 3);
+    env.execute().unwrap();
+    let mut per_key: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for line in sluice_runtime::sinks::committed_lines(&out).unwrap() {
+        let f: Vec<u64> = line.split(',').map(|x| x.parse().unwrap()).collect();
+        per_key.entry(f[0]).or_default().push((f[2], f[1]));
+    }
+    for (k, mut updates) in per_key {
+        updates.sort();
+        let count = (n - k).div_ceil(7);
+        let counts: Vec<u64> = updates.iter().map(|u| u.0).collect();
+        assert_eq!(
+            counts,
+            (1..=count).collect::<Vec<_>>(),
+            "key {k}: one update per line"
+        );
+        let total: u64 = (0..count).map(|j| k + 7 * j).sum();
+        assert_eq!(updates.last().unwrap().1, total);
+    }
+}

@@ -150,7 +150,7 @@ impl RangeCursor {
     /// The next batch of at most `max` indices, advancing past it.
     pub fn next_batch(&mut self, max: u64) -> Option<Range<u64>> {
         let r = self.ranges.front_mut()?;
-        let end = (r.start + max).min(r.end);
+        let end = r.start.saturating_add(max).min(r.end);
         let batch = r.start..end;
         r.start = end;
         if r.is_empty() {
