@@ -46,6 +46,9 @@ pub struct NexmarkArgs {
     /// Print the run's figures as one JSON line (used by --bench).
     #[arg(long)]
     pub stats_json: bool,
+    /// Take a checkpoint every MS milliseconds (to measure their cost).
+    #[arg(long, value_name = "MS")]
+    pub checkpoint_interval: Option<u64>,
 }
 
 pub fn nexmark(a: NexmarkArgs) -> anyhow::Result<ExitCode> {
@@ -88,6 +91,9 @@ fn export(a: &NexmarkArgs, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
 fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
     let job = job_of(a);
     let env = StreamEnv::new();
+    if let Some(ms) = a.checkpoint_interval {
+        env.enable_checkpointing(std::time::Duration::from_millis(ms.max(10)));
+    }
     let output = match &a.output {
         Some(p) => OutputKind::File(p.clone()),
         None => OutputKind::Discard,
@@ -150,6 +156,11 @@ fn bench(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
             .args(["--events", &a.events.to_string()])
             .args(["--rate", &a.rate.to_string()])
             .args(["-p", &a.parallelism.to_string()])
+            .args(
+                a.checkpoint_interval
+                    .map(|ms| vec!["--checkpoint-interval".to_string(), ms.to_string()])
+                    .unwrap_or_default(),
+            )
             .output()?;
         if !out.status.success() {
             anyhow::bail!(

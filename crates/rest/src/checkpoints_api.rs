@@ -226,11 +226,7 @@ fn find(h: &CheckpointHub, raw: &str) -> Result<CheckpointRecord, ApiError> {
 
 fn task_stats(m: &JobMonitor, r: &CheckpointRecord, vi: usize) -> Json {
     let acks: Vec<&TaskAck> = r.acks.iter().filter(|a| a.vertex == vi).collect();
-    let size: usize = acks
-        .iter()
-        .flat_map(|a| a.states.iter())
-        .map(|(_, b)| b.len())
-        .sum();
+    let size: usize = acks.iter().map(|a| a.state_bytes).sum();
     let latest = acks.iter().map(|a| a.ack_ms).max().unwrap_or(r.trigger_ms);
     Json::obj()
         .with("id", int(r.id))
@@ -273,7 +269,7 @@ pub fn checkpoint_subtasks(ctx: &Ctx, jid: &str, cid: &str, vid: &str) -> ApiRes
     for i in 0..p {
         match r.acks.iter().find(|a| a.vertex == vi && a.subtask == i) {
             Some(a) => {
-                let size: usize = a.states.iter().map(|(_, b)| b.len()).sum();
+                let size = a.state_bytes;
                 let d = (a.ack_ms - r.trigger_ms).max(0);
                 sizes.push(size as f64);
                 e2e.push(d as f64);

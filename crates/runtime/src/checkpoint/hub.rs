@@ -17,8 +17,11 @@ pub struct TaskAck {
     pub checkpoint_id: u64,
     pub vertex: usize,
     pub subtask: usize,
-    /// `(operator id, bytes)` for each operator of the chain that has state.
+    /// `(operator id, bytes)` for each operator of the chain that has state (emptied once the
+    /// checkpoint is written: statistics keep only `state_bytes`).
     pub states: Vec<(String, Vec<u8>)>,
+    /// Total bytes of `states`.
+    pub state_bytes: usize,
     /// From the first barrier to the last on the task's inputs (0 for sources).
     pub alignment_ns: u64,
     /// Time taking the snapshots (synchronous part).
@@ -456,7 +459,14 @@ impl CheckpointHub {
             if let Some(r) = stats.history.get_mut(&id) {
                 r.status = CheckpointStatus::Completed;
                 r.latest_ack_ms = latest_ack.unwrap_or(r.trigger_ms);
-                r.acks = acks;
+                // The bytes are on disk now; statistics keep their sizes only.
+                r.acks = acks
+                    .into_iter()
+                    .map(|mut a| {
+                        a.states = Vec::new();
+                        a
+                    })
+                    .collect();
                 r.state_size = size;
                 r.external_path = path;
                 let (d, kind) = (r.end_to_end_ms(), r.kind);

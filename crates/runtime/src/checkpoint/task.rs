@@ -94,11 +94,13 @@ pub fn ack(checkpoint_id: u64, trigger_ms: i64, alignment_ns: u64) {
                 return;
             }
             let now = crate::executor::epoch_ms() as i64;
+            let states = std::mem::take(&mut t.states);
             t.hub.ack(TaskAck {
                 checkpoint_id,
                 vertex: t.vertex,
                 subtask: t.subtask,
-                states: std::mem::take(&mut t.states),
+                state_bytes: states.iter().map(|(_, b)| b.len()).sum(),
+                states,
                 alignment_ns,
                 sync_ns: t
                     .sync_started
