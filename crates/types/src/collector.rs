@@ -50,6 +50,8 @@ pub struct VecCollector<T> {
     pub finished: bool,
     /// Watermarks received, in order.
     pub watermarks: Vec<Watermark>,
+    /// Idleness changes received, in order (`true` = became idle).
+    pub idleness: Vec<bool>,
 }
 
 impl<T> Default for VecCollector<T> {
@@ -58,6 +60,7 @@ impl<T> Default for VecCollector<T> {
             records: Vec::new(),
             finished: false,
             watermarks: Vec::new(),
+            idleness: Vec::new(),
         }
     }
 }
@@ -73,6 +76,10 @@ impl<T: Send> Collector<T> for VecCollector<T> {
     }
     fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
         self.watermarks.push(watermark);
+        Ok(())
+    }
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        self.idleness.push(idle);
         Ok(())
     }
 }

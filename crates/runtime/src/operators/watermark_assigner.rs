@@ -147,4 +147,24 @@ mod tests {
         }
         assert_eq!(out.watermarks, vec![Watermark(1022), Watermark(2046)]);
     }
+
+    #[test]
+    fn a_quiet_input_turns_idle_and_its_next_record_active_again() {
+        let mut op = WatermarkAssignerOp::new(
+            |r: &i64| *r,
+            BoundedOutOfOrderness::new(0).with_idleness(20),
+            Duration::ZERO,
+        );
+        let mut out = VecCollector::default();
+        op.process(5, &mut out).unwrap();
+        op.tick(&mut out).unwrap(); // activity seen
+        op.tick(&mut out).unwrap(); // quiet from now
+        std::thread::sleep(Duration::from_millis(40));
+        op.tick(&mut out).unwrap(); // quiet for longer than 20 ms: idle
+        op.tick(&mut out).unwrap(); // still idle: reported once
+        assert_eq!(out.idleness, vec![true]);
+        op.process(6, &mut out).unwrap();
+        assert_eq!(out.idleness, vec![true, false]);
+        assert_eq!(out.watermarks.first(), Some(&Watermark(4)));
+    }
 }
