@@ -48,5 +48,5 @@ run_case() { # scenario, then the `sluice run` arguments
   return "$rc"
 }
 
-run_case skew skew --records 100000000000 -p 2
+run_case skew skew --records 100000000000 -p 2 --checkpoint-interval 500
 run_case under-provisioned scenario under-provisioned -p 2

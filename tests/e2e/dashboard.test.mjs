@@ -105,6 +105,16 @@ try {
     check(text.includes(want), `doctor names the bottleneck "${want}" (${text.trim()}); verdict: ${verdict.trim()}`);
   }
 
+  // Checkpoints panel (the skew case runs with a checkpoint every 500 ms).
+  if (SCENARIO === "skew") {
+    await page.waitForFunction(() => {
+      const e = document.querySelector('[data-testid="checkpoints-completed"] .v');
+      return e && Number(e.textContent) > 0;
+    }, null, { timeout: 20000 }).catch(() => {});
+    const n = Number((await page.locator('[data-testid="checkpoints-completed"] .v').textContent().catch(() => "0")) || 0);
+    check(n > 0, `checkpoints panel shows ${n} completed checkpoint(s)`);
+  }
+
   const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
   await page.screenshot({ path: shot });
   console.log(`screenshot: ${shot}`);

@@ -30,6 +30,7 @@
     s = s % 60;
     return h ? h + "h " + m + "m" : m ? m + "m " + s + "s" : s + "s";
   }
+  function fmtMs(ms) { return ms == null || isNaN(ms) ? "–" : ms < 1000 ? Math.round(ms) + " ms" : (ms / 1000).toFixed(1) + " s"; }
   function pct(x) { return x == null || isNaN(x) ? "N/A" : Math.round(x) + "%"; }
   // Flink's UI: min(round(ms_per_s / 10), 100)
   function msToPct(ms) { return ms == null || isNaN(ms) ? NaN : Math.min(Math.round(ms / 10), 100); }
@@ -390,13 +391,21 @@
     if (state.cpMissing) return Promise.resolve();
     return get("/jobs/" + state.job + "/checkpoints").then(function (c) {
       var counts = c && c.counts;
-      if (!c || (!counts && !c.latest)) { $("checkpoints").hidden = true; return; }
+      // Every job can take savepoints; show the panel once there is something to show.
+      if (!c || !counts || !counts.total) { $("checkpoints").hidden = true; return; }
       var h = [];
-      if (counts) h.push('<div class="stats">' + Object.keys(counts).slice(0, 4).map(function (k) {
-        return '<div class="stat"><div class="k">' + esc(k) + '</div><div class="v">' + esc(counts[k]) + "</div></div>";
+      h.push('<div class="stats">' + ["completed", "in_progress", "failed", "restored"].map(function (k) {
+        return '<div class="stat" data-testid="checkpoints-' + k + '"><div class="k">' + esc(k.replace("_", " ")) + '</div><div class="v">' + esc(counts[k]) + "</div></div>";
       }).join("") + "</div>");
-      if (c.latest) h.push("<h3>Latest</h3>" + renderValue(c.latest));
-      if (c.summary) h.push("<h3>Durations and alignment</h3>" + renderValue(c.summary));
+      var last = c.latest && c.latest.completed;
+      if (last) h.push('<p>Latest: #' + esc(last.id) + " · " + esc(last.checkpoint_type) + " · " + fmtMs(last.end_to_end_duration) +
+        " · " + fmtNum(last.state_size) + " bytes</p>");
+      var failed = c.latest && c.latest.failed;
+      if (failed) h.push('<p class="muted">Last failure: #' + esc(failed.id) + " · " + esc(failed.failure_message || "") + "</p>");
+      if (c.summary && c.summary.end_to_end_duration) {
+        var d = c.summary.end_to_end_duration;
+        h.push('<p class="muted">End to end: min ' + fmtMs(d.min) + " · p90 " + fmtMs(d.p90) + " · max " + fmtMs(d.max) + "</p>");
+      }
       $("checkpoints-body").innerHTML = h.join("");
       $("checkpoints").hidden = false;
     }).catch(function (e) {
