@@ -195,24 +195,7 @@ fn savepoint_at_1_restore_at_2_savepoint_restore_at_3_equals_an_uninterrupted_ru
     env.execute().unwrap();
 
     // Every record produced exactly one rolling update, and the last one per key is the total.
-    let mut per_key: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
-    for line in sluice_runtime::sinks::committed_lines(&out).unwrap() {
-        let f: Vec<u64> = line.split(',').map(|x| x.parse().unwrap()).collect();
-        per_key.entry(f[0]).or_default().push((f[2], f[1]));
-    }
-    assert_eq!(per_key.len(), 97);
-    for (k, mut updates) in per_key {
-        updates.sort();
-        let n = (records - k).div_ceil(97);
-        let counts: Vec<u64> = updates.iter().map(|u| u.0).collect();
-        assert_eq!(
-            counts,
-            (1..=n).collect::<Vec<_>>(),
-            "key {k}: one update per record"
-        );
-        let total: u64 = (0..n).map(|j| k + 97 * j).sum();
-        assert_eq!(updates.last().unwrap().1, total, "key {k}: final sum");
-    }
+    assert_one_update_per_record(&out, records, 97);
     // Both savepoints hold the keyed state and the source positions.
     let meta = std::fs::read_to_string(p2.join("_metadata")).unwrap();
     assert!(meta.contains("\"kind\":\"SAVEPOINT\""), "{meta}");
@@ -467,21 +450,28 @@ fn the_text_file_source_resumes_from_a_savepoint_at_another_parallelism() {
     env.restore_from(&p);
     build(&env, 3);
     env.execute().unwrap();
+    assert_one_update_per_record(&out, n, 7);
+}
+
+/// The committed `key,sum,count` lines of a rolling (sum, count) over records `0..n` keyed by
+/// `i % keys`: every record made exactly one update (counts 1..=n_k) and the last is the total.
+fn assert_one_update_per_record(out: &Path, n: u64, keys: u64) {
     let mut per_key: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
-    for line in sluice_runtime::sinks::committed_lines(&out).unwrap() {
+    for line in sluice_runtime::sinks::committed_lines(out).unwrap() {
         let f: Vec<u64> = line.split(',').map(|x| x.parse().unwrap()).collect();
         per_key.entry(f[0]).or_default().push((f[2], f[1]));
     }
+    assert_eq!(per_key.len() as u64, keys.min(n));
     for (k, mut updates) in per_key {
         updates.sort();
-        let count = (n - k).div_ceil(7);
+        let count = (n - k).div_ceil(keys);
         let counts: Vec<u64> = updates.iter().map(|u| u.0).collect();
         assert_eq!(
             counts,
             (1..=count).collect::<Vec<_>>(),
-            "key {k}: one update per line"
+            "key {k}: one update per record"
         );
-        let total: u64 = (0..count).map(|j| k + 7 * j).sum();
-        assert_eq!(updates.last().unwrap().1, total);
+        let total: u64 = (0..count).map(|j| k + keys * j).sum();
+        assert_eq!(updates.last().unwrap().1, total, "key {k}: final sum");
     }
 }
