@@ -29,12 +29,6 @@ const NOT_SERVED: &[(&str, &str)] = &[
         "stream-graph-execution-plan",
         "client-side getExecutionPlan(), not REST (tested in sluice-jobs)",
     ),
-    // Flink reports currentInputWatermark for the keyed vertex; Sluice has no event time yet and
-    // answers `[]` (the shape of v0's capture, which is compared).
-    (
-        "v1-sum-per-key-counting-sink-writer-watermarks",
-        "no watermarks yet",
-    ),
 ];
 
 #[derive(Debug, PartialEq, Eq, Clone, Copy)]
