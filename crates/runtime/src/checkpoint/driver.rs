@@ -18,6 +18,7 @@ use crate::{JobControl, JobError};
 /// Runs until [`CoordinatorThread::stop`].
 pub struct CoordinatorThread {
     stop: Arc<AtomicBool>,
+    hub: Arc<CheckpointHub>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -30,27 +31,26 @@ impl CoordinatorThread {
         vertex_parallelism: Vec<usize>,
     ) -> std::io::Result<CoordinatorThread> {
         let stop = Arc::new(AtomicBool::new(false));
-        let s = stop.clone();
+        let (s, h) = (stop.clone(), hub.clone());
         let thread = std::thread::Builder::new()
             .name("checkpoint-coordinator".into())
-            .spawn(move || run(hub, control, vertex_parallelism, s))?;
+            .spawn(move || run(h, control, vertex_parallelism, s))?;
         Ok(CoordinatorThread {
             stop,
+            hub,
             thread: Some(thread),
         })
     }
 
-    pub fn stop(mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+    pub fn stop(self) {
+        drop(self);
     }
 }
 
 impl Drop for CoordinatorThread {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        self.hub.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -109,7 +109,14 @@ fn run(
                 *slot = Some(*id);
             }
         }
-        let (new_acks, declines) = hub.take_acks(Duration::from_millis(5));
+        // Without periodic checkpoints only savepoint requests (which wake this wait) and the
+        // job's end matter: no need to tick often.
+        let wait = if hub.config.interval.is_some() || !coord.pending().is_empty() {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(200)
+        };
+        let (new_acks, declines) = hub.take_acks(wait);
         for a in new_acks {
             let id = a.checkpoint_id;
             if coord.kind(id).is_some() {

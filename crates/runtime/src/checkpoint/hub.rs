@@ -435,6 +435,13 @@ impl CheckpointHub {
 
     // --- the coordinator thread -------------------------------------------------------------
 
+    /// Wakes the coordinator thread waiting in [`take_acks`](Self::take_acks).
+    pub fn wake(&self) {
+        // Taking the lock orders the notification after a waiter that checked the queue.
+        drop(self.acks.lock().unwrap_or_else(|p| p.into_inner()));
+        self.ack_cv.notify_all();
+    }
+
     /// Waits up to `timeout` for acknowledgements or declines, and takes them.
     pub fn take_acks(&self, timeout: std::time::Duration) -> (Vec<TaskAck>, Vec<(u64, String)>) {
         let mut a = self.acks.lock().unwrap_or_else(|p| p.into_inner());

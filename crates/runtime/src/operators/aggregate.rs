@@ -36,8 +36,24 @@ fn open_store<K: StateKey>(
     Ok(store)
 }
 
-fn not_open() -> OperatorError {
+pub(crate) fn not_open() -> OperatorError {
     OperatorError::failed("keyed operator used before open()")
+}
+
+/// The checkpoint of an operator whose only state is its keyed store (no timers).
+fn snapshot_store<K: StateKey>(
+    store: &Option<KeyedStateStore<K>>,
+) -> Result<Option<Vec<u8>>, OperatorError> {
+    let store = store.as_ref().ok_or_else(not_open)?;
+    crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
+}
+
+fn restore_store<K: StateKey>(
+    store: &mut Option<KeyedStateStore<K>>,
+    parts: &[(usize, Vec<u8>)],
+) -> Result<(), OperatorError> {
+    let store = store.as_mut().ok_or_else(not_open)?;
+    crate::state::snapshot::restore_keyed(store, &mut [], parts)
 }
 
 /// `KeyedStream::aggregate`: per key, an accumulator in an `AggregatingState`; emits
@@ -85,13 +101,11 @@ where
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        let store = self.store.as_ref().ok_or_else(not_open)?;
-        crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
+        snapshot_store(&self.store)
     }
 
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        let store = self.store.as_mut().ok_or_else(not_open)?;
-        crate::state::snapshot::restore_keyed(store, &mut [], parts)
+        restore_store(&mut self.store, parts)
     }
 
     #[inline]
@@ -168,13 +182,11 @@ where
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        let store = self.store.as_ref().ok_or_else(not_open)?;
-        crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
+        snapshot_store(&self.store)
     }
 
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        let store = self.store.as_mut().ok_or_else(not_open)?;
-        crate::state::snapshot::restore_keyed(store, &mut [], parts)
+        restore_store(&mut self.store, parts)
     }
 
     #[inline]

@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::aggregate::not_open;
 use sluice_types::{Collector, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::state::{
@@ -365,10 +366,6 @@ where
         }
         Ok(())
     }
-}
-
-fn not_open() -> OperatorError {
-    OperatorError::failed("keyed operator used before open()")
 }
 
 impl<K, IN, OUT, KS, F> Operator<IN, OUT> for KeyedProcessOp<K, IN, OUT, KS, F>

@@ -5,6 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::aggregate::not_open;
 use sluice_types::{Collector, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::operators::keyed_process::{system_time_ms, ProcessingClock};
@@ -397,10 +398,6 @@ where
         }
         Ok(())
     }
-}
-
-fn not_open() -> OperatorError {
-    OperatorError::failed("window operator used before open()")
 }
 
 impl<K, IN, ACC, R, OUT, KS, TS, A, F> Operator<IN, OUT>
