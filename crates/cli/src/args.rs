@@ -152,6 +152,9 @@ pub struct EnvArgs {
     /// Start from a checkpoint (chk-<id>) or savepoint directory, at any parallelism [execution.state-recovery.path].
     #[arg(long, value_name = "DIR")]
     pub from_savepoint: Option<std::path::PathBuf>,
+    /// Restoring, drop checkpoint state that no operator of this job takes instead of refusing to start [execution.state-recovery.ignore-unclaimed-state].
+    #[arg(long)]
+    pub allow_non_restored_state: bool,
     /// Fail subtask SUBTASK of the vertex whose name contains VERTEX after it received N records: VERTEX:SUBTASK:N. Repeat for one failure per attempt.
     #[arg(long, value_name = "VERTEX:SUBTASK:N", value_parser = parse_fault)]
     pub inject_failure: Vec<sluice_graph::FaultSpec>,

@@ -54,6 +54,7 @@ fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
         checkpoint_dir: a.checkpoint_dir.clone(),
         restart: a.restart.clone(),
         restore_from: a.from_savepoint.clone(),
+        allow_non_restored_state: a.allow_non_restored_state,
         faults: a.inject_failure.clone(),
         ..EnvConfig::default()
     };

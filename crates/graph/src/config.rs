@@ -40,6 +40,9 @@ pub struct EnvConfig {
     pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
     /// Start from this checkpoint or savepoint directory (`execution.state-recovery.path`).
     pub restore_from: Option<std::path::PathBuf>,
+    /// Restoring, drop checkpoint state that no operator of the job takes instead of refusing
+    /// to start (Flink's `--allowNonRestoredState`, `execution.state-recovery.ignore-unclaimed-state`).
+    pub allow_non_restored_state: bool,
     /// Injected failures, one per attempt (attempt k fails as `faults[k]` says).
     pub faults: Vec<FaultSpec>,
 }
@@ -90,6 +93,7 @@ impl Default for EnvConfig {
             checkpoint_dir: None,
             restart: None,
             restore_from: None,
+            allow_non_restored_state: false,
             faults: Vec::new(),
         }
     }

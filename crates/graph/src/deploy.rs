@@ -289,6 +289,18 @@ pub(crate) fn launch(
             }
         }
     }
+    // A restore that would lose state is refused before anything starts.
+    let initial_restore = match &cfg.restore_from {
+        Some(p) => {
+            let cp = sluice_runtime::checkpoint::storage::read(p).map_err(|e| {
+                GraphError::InvalidJob(format!("cannot restore from {}: {e}", p.display()))
+            })?;
+            let cp = assign_state(&cp, p, &job_operators(nodes), cfg, 0)
+                .map_err(|e| GraphError::InvalidJob(e.message))?;
+            Some(Arc::new(cp))
+        }
+        None => None,
+    };
     let hub = checkpoint_hub(cfg, &job_id)?;
     if let Some(h) = &hub {
         control.set_checkpoints(h.clone());
@@ -343,6 +355,7 @@ pub(crate) fn launch(
                 control: &control,
                 metrics: &metrics_owned,
                 emitted: &emitted,
+                initial_restore,
             });
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             sampler_thread.thread().unpark();
@@ -383,6 +396,7 @@ fn build_attempt(
     metrics: &[Vec<Arc<TaskMetrics>>],
     emitted: &HashMap<(usize, usize), Arc<AtomicU64>>,
     fault: Option<&crate::config::FaultSpec>,
+    op_ids: &BTreeMap<NodeId, crate::operator_id::OperatorId>,
 ) -> Vec<TaskSpec> {
     let exch = cfg.exchange();
     let mut out_pool: Vec<Vec<f64>> = graph
@@ -489,7 +503,7 @@ fn build_attempt(
                         subtask_index: i,
                         parallelism: v.parallelism,
                         max_parallelism: r.max_parallelism,
-                        operator_id: n.uid.clone().unwrap_or_else(|| format!("node-{nid}")),
+                        operator_id: op_ids[&nid].to_string(),
                     },
                     body: n.body.clone(),
                     out_type: n.out_type.clone(),
@@ -547,6 +561,8 @@ struct AttemptPlan<'a> {
     control: &'a Arc<JobControl>,
     metrics: &'a [Vec<Arc<TaskMetrics>>],
     emitted: &'a HashMap<(usize, usize), Arc<AtomicU64>>,
+    /// The checkpoint the first attempt restores from, its state already mapped onto the job.
+    initial_restore: Option<Arc<sluice_runtime::checkpoint::CompletedCheckpoint>>,
 }
 
 /// The checkpoint hub of a job that checkpoints or restores (`None` otherwise).
@@ -568,6 +584,52 @@ fn checkpoint_hub(
     )))
 }
 
+/// The job's operators by stable id (see [`crate::operator_id`]), with their names.
+fn job_operators(nodes: &[StreamNode]) -> BTreeMap<String, String> {
+    let ids = crate::operator_id::operator_ids(nodes);
+    nodes
+        .iter()
+        .map(|n| (ids[&n.id].to_string(), n.name.clone()))
+        .collect()
+}
+
+/// Maps the checkpoint's state onto the job's operators (refusing unmapped state unless the
+/// user allowed dropping it) and returns the checkpoint with only the state the job takes.
+fn assign_state(
+    cp: &sluice_runtime::checkpoint::CompletedCheckpoint,
+    path: &std::path::Path,
+    job_ops: &BTreeMap<String, String>,
+    cfg: &EnvConfig,
+    attempt: usize,
+) -> Result<sluice_runtime::checkpoint::CompletedCheckpoint, JobError> {
+    use sluice_runtime::checkpoint::mapping;
+    let a = mapping::assign(cp, job_ops, cfg.allow_non_restored_state)
+        .map_err(|e| JobError::job(format!("cannot restore from {}: {e}", path.display())))?;
+    // Said once, for the restore the user asked for (restarts restore the job's own state).
+    if attempt == 0 {
+        for d in &a.dropped {
+            eprintln!(
+                "restore from {}: dropping the state of operator {d}, which this job does not have (--allow-non-restored-state)",
+                path.display()
+            );
+        }
+        if !a.started_empty.is_empty() && !a.restored.is_empty() {
+            let names: Vec<String> = a
+                .started_empty
+                .iter()
+                .map(|(id, name)| format!("{name} [{id}]"))
+                .collect();
+            eprintln!(
+                "restore from {}: {} operator(s) have no state there and start empty: {}",
+                path.display(),
+                names.len(),
+                names.join(", ")
+            );
+        }
+    }
+    Ok(mapping::without_dropped(cp, &a))
+}
+
 /// Runs the job; on a failure, restarts it from the latest completed checkpoint as long as
 /// the restart strategy allows. A successful run publishes the sinks' final output.
 fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobError> {
@@ -580,8 +642,11 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
         control,
         metrics,
         emitted,
+        initial_restore,
     } = plan;
     let by_id: HashMap<NodeId, &StreamNode> = nodes.iter().map(|n| (n.id, n)).collect();
+    let op_ids = crate::operator_id::operator_ids(nodes);
+    let job_ops = job_operators(nodes);
     let hub = control.checkpoints().cloned();
     let strategy = cfg.restart_strategy();
     let started = Instant::now();
@@ -597,11 +662,16 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
             } else {
                 cfg.restore_from.clone()
             };
-            let restore = match &from {
-                Some(p) => Some(Arc::new(storage::read(p).map_err(|e| {
-                    JobError::job(format!("cannot restore from {}: {e}", p.display()))
-                })?)),
-                None => None,
+            let restore = match (&from, attempt) {
+                // Read and mapped before the job started (see `launch`).
+                (Some(_), 0) => initial_restore.clone(),
+                (Some(p), _) => {
+                    let cp = storage::read(p).map_err(|e| {
+                        JobError::job(format!("cannot restore from {}: {e}", p.display()))
+                    })?;
+                    Some(Arc::new(assign_state(&cp, p, &job_ops, cfg, attempt)?))
+                }
+                (None, _) => None,
             };
             if let Some(cp) = &restore {
                 let has_inputs = !graph.edges.is_empty();
@@ -627,6 +697,7 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
             metrics,
             emitted,
             cfg.faults.get(attempt),
+            &op_ids,
         );
         let vertex_infos: Vec<VertexInfo> = graph
             .vertices

@@ -294,15 +294,19 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
                 )));
             };
             let old_name = before[&id].name.clone();
-            let parallelism = env
+            let (parallelism, uid) = env
                 .stream_nodes()
                 .into_iter()
                 .find(|n| n.id == id)
-                .and_then(|n| n.parallelism);
+                .map(|n| (n.parallelism, n.uid))
+                .unwrap_or_default();
             let combine = rewrite(env, *buckets);
+            // The combiner takes over the aggregation's state, so it keeps its identity: its
+            // uid if it had one (else the rewrite hashes it at the aggregation's position).
             env.with_node(combine, |n| {
                 n.name = format!("{old_name} (combine)");
                 n.parallelism = parallelism;
+                n.uid = uid;
             });
             env.replace_node(id, combine);
         }

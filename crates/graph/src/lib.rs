@@ -45,6 +45,7 @@ pub mod error;
 pub mod fixer;
 pub mod job_graph;
 pub mod json;
+pub mod operator_id;
 pub mod partition;
 pub mod plan;
 pub mod selectors;

@@ -88,6 +88,8 @@ pub struct StreamNode {
     /// For keyed rolling aggregations: rebuilds this node as salt → pre-aggregate → combine and
     /// returns the combine node (used by the plan fixer).
     pub(crate) two_phase: Option<TwoPhaseRewrite>,
+    /// How the node's stable id is derived beyond its own inputs (see [`crate::operator_id`]).
+    pub identity: crate::operator_id::IdentityHint,
 }
 
 /// See [`StreamNode::two_phase`].

@@ -189,7 +189,7 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
             f1.lock().unwrap_or_else(|p| p.into_inner()).clear();
             Ok(())
         },
-        move |_| Ok(FinalSums::new(f2.clone())),
+        move |ctx| FinalSums::new(f2.clone(), ctx),
     );
     if let Some(p) = cfg.sum_parallelism {
         sink.set_parallelism(p);
@@ -199,17 +199,41 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
 
 /// Keeps the latest sum per key of its subtask; merges into the job's map at end of input.
 /// Each key lives on exactly one subtask, so merging never overwrites another subtask's key.
+///
+/// The latest sums are part of every checkpoint (at the barrier), so a job restored from a
+/// savepoint reports every key's final sum, also the keys no record reaches after the restore;
+/// a restored subtask keeps the keys Flink's key groups assign to it (any parallelism).
 struct FinalSums {
     latest: sluice_graph::FastHashMap<i64, i64>,
     out: Arc<Mutex<BTreeMap<i64, i64>>>,
+    operator_id: String,
 }
 
 impl FinalSums {
-    fn new(out: Arc<Mutex<BTreeMap<i64, i64>>>) -> Self {
-        FinalSums {
-            latest: Default::default(),
-            out,
+    fn new(
+        out: Arc<Mutex<BTreeMap<i64, i64>>>,
+        ctx: &sluice_graph::OperatorContext,
+    ) -> Result<Self, sluice_graph::OperatorError> {
+        use sluice_runtime::checkpoint::task;
+        let mut latest = sluice_graph::FastHashMap::default();
+        if let Some(restored) = task::restored_parts(&ctx.operator_id) {
+            for (_, bytes) in &restored.parts {
+                let sums: Vec<(i64, i64)> = sluice_runtime::state::layout::decode(bytes)?;
+                latest.extend(sums.into_iter().filter(|(k, _)| {
+                    sluice_graph::partition::assign_key_to_subtask(
+                        k,
+                        ctx.max_parallelism,
+                        ctx.parallelism as u32,
+                    ) as usize
+                        == ctx.subtask_index
+                }));
+            }
         }
+        Ok(FinalSums {
+            latest,
+            out,
+            operator_id: ctx.operator_id.clone(),
+        })
     }
 }
 
@@ -222,6 +246,17 @@ impl sluice_graph::Collector<(i64, i64)> for FinalSums {
     fn finish(&mut self) -> Result<(), sluice_graph::OperatorError> {
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         out.extend(self.latest.drain());
+        Ok(())
+    }
+    fn emit_barrier(
+        &mut self,
+        _barrier: sluice_types::Barrier,
+    ) -> Result<(), sluice_graph::OperatorError> {
+        let sums: Vec<(i64, i64)> = self.latest.iter().map(|(k, s)| (*k, *s)).collect();
+        sluice_runtime::checkpoint::task::record(
+            &self.operator_id,
+            sluice_runtime::state::layout::encode(&sums)?,
+        );
         Ok(())
     }
 }

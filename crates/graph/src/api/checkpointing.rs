@@ -45,6 +45,13 @@ impl StreamEnv {
         self
     }
 
+    /// Restoring, drops checkpoint state that no operator of this job takes, instead of
+    /// refusing to start (Flink's `allowNonRestoredState`). Off by default.
+    pub fn allow_non_restored_state(&self, allow: bool) -> &Self {
+        self.inner.borrow_mut().config.allow_non_restored_state = allow;
+        self
+    }
+
     /// Fails tasks on purpose, one fault per attempt (for tests and demos of recovery).
     pub fn inject_faults(&self, faults: Vec<FaultSpec>) -> &Self {
         self.inner.borrow_mut().config.faults = faults;

@@ -172,6 +172,7 @@ impl StreamEnv {
             in_type: None,
             out_type: Some(type_ops::<T>()),
             two_phase: None,
+            identity: Default::default(),
         });
         DataStream::of_node(self.clone(), id)
     }

@@ -66,8 +66,8 @@ where
     }
 }
 
-/// Rolling aggregations keep their state in a plain hash map (fast), snapshot by key group:
-/// keys and records must be serializable for checkpoints.
+/// Rolling aggregations keep their per-key value in keyed state on the job's backend, by key
+/// group: keys and records must be serializable.
 impl<K, T> KeyedStream<K, T>
 where
     K: crate::partition::JavaHash + sluice_runtime::state::StateKey + Sync,
@@ -79,15 +79,12 @@ where
     {
         let key = self.key.clone();
         let r2 = reduce.clone();
+        let backend = self.stream.env.state_backend();
         let out = self.stream.transform(name, move |ctx| {
             let key = key.clone();
-            let groups = super::keyed_state_api::state_config::<K>(
-                &sluice_runtime::state::StateBackendKind::Memory,
-                ctx,
-            );
             KeyedReduceOp::new(move |r: &T| key(r), reduce.clone())
                 .with_hot_keys(sluice_runtime::hotkeys::display_key::<K>)
-                .with_key_groups(groups.key_group_of, groups.key_groups)
+                .with_state(super::keyed_state_api::state_config::<K>(&backend, ctx))
         });
         // Remember how to rebuild this aggregation in two phases (for the plan fixer). Captures
         // the input edges, not the environment, so no reference cycle is created.

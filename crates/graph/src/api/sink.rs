@@ -74,6 +74,7 @@ impl<T: Data> DataStream<T> {
             in_type: Some(type_ops::<T>()),
             out_type: None,
             two_phase: None,
+            identity: Default::default(),
         });
         Sink {
             env: self.env.clone(),

@@ -122,6 +122,7 @@ impl<T: Data> DataStream<T> {
             in_type: Some(type_ops::<T>()),
             out_type: Some(type_ops::<U>()),
             two_phase: None,
+            identity: Default::default(),
         });
         DataStream::of_node(self.env.clone(), id)
     }

@@ -3,6 +3,7 @@
 use sluice_runtime::operators::{AdaptiveSaltOp, CombineOp, PreAggregateOp, SaltOp};
 use sluice_types::Data;
 
+use crate::operator_id::IdentityHint;
 use crate::partition::JavaHash;
 use crate::{DataStream, KeyedStream, Numeric};
 
@@ -69,28 +70,40 @@ where
     where
         R: Fn(T, T) -> T + Clone + Send + Sync + 'static,
     {
+        let _ = buckets;
+        mark(&salted, IdentityHint::role("two-phase salt"));
         let key = self.key.clone();
         let k1 = key.clone();
         let r1 = reduce.clone();
         let pre = salted
             .key_by(move |r: &(u32, T)| (k1(&r.1), r.0))
             .as_stream()
-            .transform("pre-aggregate (salted)", move |ctx| {
+            .transform("pre-aggregate (salted)", move |_| {
                 let k = key.clone();
-                let g = groups::<(K, u32)>(ctx);
                 PreAggregateOp::new(move |t: &T| k(t), r1.clone(), emit_every)
-                    .with_key_groups((g.key_group_of, g.key_groups))
             });
+        mark(&pre, IdentityHint::role("two-phase pre-aggregate"));
         let k2 = self.key.clone();
         let k3 = self.key.clone();
-        pre.key_by(move |r: &(u32, T)| k2(&r.1))
+        let backend = self.stream.env.state_backend();
+        let combine = pre
+            .key_by(move |r: &(u32, T)| k2(&r.1))
             .as_stream()
             .transform("combine", move |ctx| {
                 let k = k3.clone();
-                let g = groups::<K>(ctx);
-                CombineOp::new(move |t: &T| k(t), reduce.clone(), buckets)
-                    .with_key_groups((g.key_group_of, g.key_groups))
-            })
+                CombineOp::new(move |t: &T| k(t), reduce.clone())
+                    .with_state(super::keyed_state_api::state_config::<K>(&backend, ctx))
+            });
+        // The combiner keeps the one-phase aggregation's state, so it takes over its identity:
+        // a savepoint of either form restores into the other.
+        mark(
+            &combine,
+            IdentityHint {
+                role: None,
+                as_if_fed_by: Some(self.stream.inputs.iter().map(|e| e.from).collect()),
+            },
+        );
+        combine
     }
 
     /// Two-phase rolling sum of a field (see [`two_phase`](Self::two_phase)).
@@ -106,10 +119,9 @@ where
     }
 }
 
-/// Flink's key groups of the subtask (the backend is irrelevant: only the key-group function
-/// and range are used).
-fn groups<K: JavaHash + 'static>(
-    ctx: &sluice_types::OperatorContext,
-) -> sluice_runtime::state::KeyedStateConfig<K> {
-    super::keyed_state_api::state_config::<K>(&sluice_runtime::state::StateBackendKind::Memory, ctx)
+/// Sets how the operator producing `s` derives its stable id.
+fn mark<U: Data>(s: &DataStream<U>, hint: IdentityHint) {
+    if let Some(id) = s.node_id() {
+        s.env.with_node(id, |n| n.identity = hint);
+    }
 }

@@ -22,6 +22,7 @@
 pub mod coordinator;
 pub mod driver;
 pub mod hub;
+pub mod mapping;
 pub mod restart;
 pub mod storage;
 pub mod task;

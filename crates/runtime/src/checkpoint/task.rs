@@ -138,20 +138,25 @@ pub fn restored_channel_state<T: Clone + 'static>() -> Option<Vec<T>> {
 }
 
 /// The snapshots of operator `op` to restore, one per subtask of the run that took them (in
-/// subtask order), or `None` when the task does not restore. A keyed operator takes the key
-/// groups of its own range from all of them; others take their own subtask's.
+/// subtask order), or `None` when the task does not restore or the checkpoint holds no state
+/// of `op` (an operator new to the job starts empty, a new source from its beginning, as in
+/// Flink; the job master has checked that no state of the checkpoint is left unmapped). A
+/// keyed operator takes the key groups of its own range from all of them; others take their
+/// own subtask's.
 pub fn restored_parts(op: &str) -> Option<RestoredParts> {
     TASK.with(|t| {
         let t = t.borrow();
         let t = t.as_ref()?;
         let cp = t.restore.as_ref()?;
-        let state = cp.operators.get(op);
+        let state = cp.operators.get(op)?;
         Some(RestoredParts {
             checkpoint_id: cp.id,
-            parallelism: state.map_or(0, |s| s.parallelism),
+            parallelism: state.parallelism,
             parts: state
-                .map(|s| s.subtasks.iter().map(|(i, b)| (*i, b.clone())).collect())
-                .unwrap_or_default(),
+                .subtasks
+                .iter()
+                .map(|(i, b)| (*i, b.clone()))
+                .collect(),
         })
     })
 }

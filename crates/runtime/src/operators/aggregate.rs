@@ -23,7 +23,7 @@ pub const AGGREGATE_STATE: &str = "aggregate";
 /// The state name of [`ReduceFinalOp`].
 pub const REDUCE_STATE: &str = "reduce";
 
-fn open_store<K: StateKey>(
+pub(crate) fn open_store<K: StateKey>(
     config: &KeyedStateConfig<K>,
     ctx: &OperatorContext,
 ) -> Result<KeyedStateStore<K>, OperatorError> {
@@ -41,14 +41,14 @@ pub(crate) fn not_open() -> OperatorError {
 }
 
 /// The checkpoint of an operator whose only state is its keyed store (no timers).
-fn snapshot_store<K: StateKey>(
+pub(crate) fn snapshot_store<K: StateKey>(
     store: &Option<KeyedStateStore<K>>,
 ) -> Result<Option<Vec<u8>>, OperatorError> {
     let store = store.as_ref().ok_or_else(not_open)?;
     crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
 }
 
-fn restore_store<K: StateKey>(
+pub(crate) fn restore_store<K: StateKey>(
     store: &mut Option<KeyedStateStore<K>>,
     parts: &[(usize, Vec<u8>)],
 ) -> Result<(), OperatorError> {

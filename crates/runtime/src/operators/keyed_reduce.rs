@@ -2,46 +2,56 @@ use std::hash::Hash;
 
 use sluice_types::{Collector, Operator, OperatorContext, OperatorError};
 
-use crate::fasthash::FastHashMap;
+use super::aggregate::{open_store, restore_store, snapshot_store};
 use crate::hotkeys::{HotKeysConfig, HotKeysHook};
+use crate::state::{KeyedStateConfig, KeyedStateStore, StateBackendKind, StateKind};
+
+/// The value state a rolling reduce keeps its per-key result under. The two-phase combiner
+/// ([`super::CombineOp`]) keeps the same state under the same name, which is what lets a
+/// savepoint of either form restore into the other.
+pub const ROLLING_STATE: &str = "rolling";
 
 /// Rolling keyed reduce, as Flink's `StreamGroupedReduceOperator`: for each record, combine it
 /// with the key's current value (`reduce(current, record)`), store the result and emit it. The
 /// first record of a key is stored and emitted as is. One output per input.
 ///
-/// State lives in an in-memory hash map scoped to this subtask (the subtask only ever sees keys of
-/// its own key groups); the full keyed-state backends replace it in a later stage.
+/// The per-key value lives in the subtask's [`KeyedStateStore`] (value state
+/// [`ROLLING_STATE`]) on the job's backend, so it is checkpointed by key group like every
+/// other keyed state and its access time counts as state access.
 ///
 /// With [`with_hot_keys`](Self::with_hot_keys) it also sketches its keys (see
 /// [`crate::hotkeys`]): one decrement per record, 1 record in 8 offered to the sketch.
 pub struct KeyedReduceOp<K, T, KS, R> {
     key_of: KS,
     reduce: R,
-    state: FastHashMap<K, T>,
+    config: KeyedStateConfig<K>,
+    store: Option<KeyedStateStore<K>>,
     hot_keys: HotKeysHook<K>,
-    /// Key groups for checkpoints (which keys a restored subtask keeps).
-    key_groups: Option<(crate::state::KeyGroupFn<K>, std::ops::RangeInclusive<u32>)>,
+    _t: std::marker::PhantomData<fn(T) -> T>,
 }
 
 impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
+    /// A reduce on the memory backend with every key in key group 0 (for tests and embedding;
+    /// jobs use [`with_state`](Self::with_state)).
     pub fn new(key_of: KS, reduce: R) -> Self {
         KeyedReduceOp {
             key_of,
             reduce,
-            state: FastHashMap::default(),
+            config: KeyedStateConfig {
+                backend: StateBackendKind::Memory,
+                key_group_of: std::sync::Arc::new(|_: &K| 0),
+                key_groups: 0..=0,
+            },
+            store: None,
             hot_keys: HotKeysHook::default(),
-            key_groups: None,
+            _t: std::marker::PhantomData,
         }
     }
 
-    /// Makes the state checkpointable by key group: `key_group_of` is Flink's key → key group,
-    /// `range` the subtask's key groups (a restore keeps exactly the keys in it).
-    pub fn with_key_groups(
-        mut self,
-        key_group_of: crate::state::KeyGroupFn<K>,
-        range: std::ops::RangeInclusive<u32>,
-    ) -> Self {
-        self.key_groups = Some((key_group_of, range));
+    /// Keeps the state on `config`'s backend, by Flink's key groups (a restore keeps exactly
+    /// the keys of the subtask's range).
+    pub fn with_state(mut self, config: KeyedStateConfig<K>) -> Self {
+        self.config = config;
         self
     }
 
@@ -71,9 +81,21 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
         self.hot_keys.is_active()
     }
 
-    /// Number of keys with state.
-    pub fn keys(&self) -> usize {
-        self.state.len()
+    /// The subtask's state (after `open`).
+    pub fn state(&self) -> Option<&KeyedStateStore<K>> {
+        self.store.as_ref()
+    }
+}
+
+/// The context of an operator used outside a task (unit tests, embedding).
+fn standalone_context() -> OperatorContext {
+    OperatorContext {
+        operator_name: "Keyed Reduce".into(),
+        task_name: "Keyed Reduce".into(),
+        subtask_index: 0,
+        parallelism: 1,
+        max_parallelism: 128,
+        operator_id: String::new(),
     }
 }
 
@@ -88,20 +110,28 @@ where
     fn process(&mut self, r: T, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
         let key = (self.key_of)(&r);
         self.hot_keys.observe(&key);
-        match self.state.get_mut(&key) {
-            Some(acc) => {
-                let next = (self.reduce)(acc.clone(), r);
-                acc.clone_from(&next);
-                out.collect(next)
-            }
-            None => {
-                self.state.insert(key, r.clone());
-                out.collect(r)
-            }
-        }
+        let kg = (self.config.key_group_of)(&key);
+        let store = match &mut self.store {
+            Some(s) => s,
+            // Embedded use without a task: open on first use.
+            None => self
+                .store
+                .insert(open_store(&self.config, &standalone_context())?),
+        };
+        store.set_current_key(key, kg)?;
+        let reduce = &mut self.reduce;
+        let next = store.value_modify::<T, T>(ROLLING_STATE, StateKind::Value, |old| {
+            let next = match old {
+                Some(acc) => reduce(acc, r),
+                None => r,
+            };
+            (Some(next.clone()), next)
+        })?;
+        out.collect(next)
     }
 
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.store = Some(open_store(&self.config, ctx)?);
         self.hot_keys.open(ctx.subtask_index as u64);
         Ok(())
     }
@@ -116,32 +146,13 @@ where
         Ok(())
     }
 
-    /// `[(key group, key, value)]`, postcard-encoded.
+    /// The keyed store's snapshot ([`crate::state::snapshot`]): entries by key group.
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        let kg_of = self.key_groups.as_ref().map(|(f, _)| f.clone());
-        let mut entries: Vec<(u32, &K, &T)> = self
-            .state
-            .iter()
-            .map(|(k, v)| (kg_of.as_ref().map_or(0, |f| f(k)), k, v))
-            .collect();
-        entries.sort_by_key(|e| e.0);
-        crate::state::layout::encode(&entries).map(Some)
+        snapshot_store(&self.store)
     }
 
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        for (_, bytes) in parts {
-            let entries: Vec<(u32, K, T)> = crate::state::layout::decode(bytes)?;
-            for (kg, k, v) in entries {
-                if self
-                    .key_groups
-                    .as_ref()
-                    .is_none_or(|(_, range)| range.contains(&kg))
-                {
-                    self.state.insert(k, v);
-                }
-            }
-        }
-        Ok(())
+        restore_store(&mut self.store, parts)
     }
 }
 
@@ -161,7 +172,6 @@ mod tests {
             op.process(r, &mut out).unwrap();
         }
         assert_eq!(out.records, vec![(1, 5), (2, 1), (1, 12), (1, 10), (2, 11)]);
-        assert_eq!(op.keys(), 2);
     }
 
     #[test]

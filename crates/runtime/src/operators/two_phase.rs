@@ -1,16 +1,24 @@
-//! The three operators of a salted two-phase aggregation (`key_by(k).two_phase(...)`):
+//! The three operators of a salted two-phase aggregation (`key_by(k).two_phase(...)`), Flink's
+//! local-global aggregation:
 //!
 //! 1. [`SaltOp`] tags each record with a salt in `0..buckets` (round robin per subtask), so one
 //!    hot key is spread over `buckets` partial aggregates;
-//! 2. [`PreAggregateOp`], keyed by `(key, salt)`, folds records into partial aggregates and emits a
-//!    partial every `emit_every` records of a `(key, salt)` and, at end of input, every partial not
-//!    yet emitted — so the next stage receives a trickle instead of every record;
-//! 3. [`CombineOp`], keyed by the original key, keeps the latest partial per salt and emits the
-//!    fold of all of them whenever one changes.
+//! 2. [`PreAggregateOp`], keyed by `(key, salt)`, folds records into a partial aggregate and
+//!    sends it on — as a *delta*: what it folded since it last sent — every `emit_every`
+//!    records of a `(key, salt)`, before every checkpoint barrier and at end of input, so the
+//!    next stage receives a trickle instead of every record;
+//! 3. [`CombineOp`], keyed by the original key, folds the deltas into the key's rolling value,
+//!    exactly as the one-phase rolling reduce folds records, and emits it.
 //!
 //! When `reduce` is associative and commutative (sum, min, max, count), the last value the
 //! combiner emits per key equals the one-phase rolling result's last value: you cannot optimise
 //! by changing the answer.
+//!
+//! Because the pre-aggregation sends everything it holds before a barrier (Flink's
+//! `prepareSnapshotPreBarrier`), it has no state at a checkpoint; and the combiner keeps the
+//! one-phase reduce's state (value state [`super::keyed_reduce::ROLLING_STATE`] by key group).
+//! So a savepoint of the one-phase job restores into the two-phase one (the combiner takes the
+//! per-key values over, the pre-aggregation starts empty) and back, at any parallelism.
 
 use std::hash::Hash;
 
@@ -56,44 +64,48 @@ struct Partial<T> {
     unsent: u32,
 }
 
-/// Partial aggregation per `(key, salt)`.
+/// Partial aggregation per `(key, salt)`: holds only what it has not sent yet.
 pub struct PreAggregateOp<K, T, KS, R> {
     key_of: KS,
     reduce: R,
     emit_every: u32,
-    state: FastHashMap<(K, u32), Partial<T>>,
-    /// Key groups of `(key, salt)` for checkpoints.
-    key_groups: Option<KeyGroups<(K, u32)>>,
+    pending: FastHashMap<(K, u32), Partial<T>>,
 }
-
-/// Flink's key → key group function and the subtask's key-group range: which entries of a
-/// snapshot a restored subtask keeps.
-pub type KeyGroups<K> = (crate::state::KeyGroupFn<K>, std::ops::RangeInclusive<u32>);
 
 impl<K, T, KS, R> PreAggregateOp<K, T, KS, R> {
     pub fn new(key_of: KS, reduce: R, emit_every: u32) -> Self {
         PreAggregateOp {
             key_of,
             reduce,
-            key_groups: None,
             emit_every: emit_every.max(1),
-            state: FastHashMap::default(),
+            pending: FastHashMap::default(),
         }
+    }
+
+    /// `(key, salt)` partials not sent yet.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
     }
 }
 
-impl<K, T, KS, R> PreAggregateOp<K, T, KS, R> {
-    /// Makes the partials checkpointable by the key group of `(key, salt)`.
-    pub fn with_key_groups(mut self, key_groups: KeyGroups<(K, u32)>) -> Self {
-        self.key_groups = Some(key_groups);
-        self
+impl<K, T, KS, R> PreAggregateOp<K, T, KS, R>
+where
+    K: Hash + Eq,
+    T: Send,
+{
+    /// Sends every pending partial (deltas since the last send) and forgets them.
+    fn send_all(&mut self, out: &mut dyn Collector<(u32, T)>) -> Result<(), OperatorError> {
+        for ((_, salt), p) in self.pending.drain() {
+            out.collect((salt, p.acc))?;
+        }
+        Ok(())
     }
 }
 
 impl<K, T, KS, R> Operator<(u32, T), (u32, T)> for PreAggregateOp<K, T, KS, R>
 where
-    K: crate::state::StateKey,
-    T: crate::state::StateValue,
+    K: Hash + Eq + Send,
+    T: Clone + Send,
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
@@ -103,90 +115,62 @@ where
         (salt, r): (u32, T),
         out: &mut dyn Collector<(u32, T)>,
     ) -> Result<(), OperatorError> {
+        use std::collections::hash_map::Entry;
         let key = (self.key_of)(&r);
-        let p = match self.state.get_mut(&(key, salt)) {
-            Some(p) => {
+        match self.pending.entry((key, salt)) {
+            Entry::Occupied(mut e) => {
+                let p = e.get_mut();
                 let acc = std::mem::replace(&mut p.acc, r.clone());
                 p.acc = (self.reduce)(acc, r);
                 p.unsent += 1;
-                p
-            }
-            None => {
-                let key = (self.key_of)(&r);
-                self.state
-                    .entry((key, salt))
-                    .or_insert(Partial { acc: r, unsent: 1 })
-            }
-        };
-        if p.unsent >= self.emit_every {
-            p.unsent = 0;
-            return out.collect((salt, p.acc.clone()));
-        }
-        Ok(())
-    }
-
-    /// `[(key group, (key, salt), partial, unsent)]`.
-    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        let kg_of = self.key_groups.as_ref().map(|(f, _)| f.clone());
-        let entries: Vec<(u32, &(K, u32), &T, u32)> = self
-            .state
-            .iter()
-            .map(|(k, p)| (kg_of.as_ref().map_or(0, |f| f(k)), k, &p.acc, p.unsent))
-            .collect();
-        crate::state::layout::encode(&entries).map(Some)
-    }
-
-    fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        for (_, bytes) in parts {
-            let entries: Vec<(u32, (K, u32), T, u32)> = crate::state::layout::decode(bytes)?;
-            for (kg, k, acc, unsent) in entries {
-                if self
-                    .key_groups
-                    .as_ref()
-                    .is_none_or(|(_, r)| r.contains(&kg))
-                {
-                    self.state.insert(k, Partial { acc, unsent });
+                if p.unsent >= self.emit_every {
+                    let (_, p) = e.remove_entry();
+                    return out.collect((salt, p.acc));
                 }
+                Ok(())
+            }
+            Entry::Vacant(v) if self.emit_every <= 1 => {
+                drop(v);
+                out.collect((salt, r))
+            }
+            Entry::Vacant(v) => {
+                v.insert(Partial { acc: r, unsent: 1 });
+                Ok(())
             }
         }
-        Ok(())
+    }
+
+    /// Everything pending goes out ahead of the barrier, so nothing is left to snapshot.
+    fn prepare_snapshot_pre_barrier(
+        &mut self,
+        out: &mut dyn Collector<(u32, T)>,
+    ) -> Result<(), OperatorError> {
+        self.send_all(out)
     }
 
     fn finish(&mut self, out: &mut dyn Collector<(u32, T)>) -> Result<(), OperatorError> {
-        for ((_, salt), p) in self.state.iter_mut() {
-            if p.unsent > 0 {
-                p.unsent = 0;
-                out.collect((*salt, p.acc.clone()))?;
-            }
-        }
-        Ok(())
+        self.send_all(out)
     }
 }
 
-/// Per key, the latest partial of every salt; emits their fold on every update.
+/// Per key, the rolling fold of the partials received: the one-phase rolling reduce over the
+/// pre-aggregation's deltas, with the same state (see the [module docs](self)).
 pub struct CombineOp<K, T, KS, R> {
-    key_of: KS,
-    reduce: R,
-    buckets: usize,
-    state: FastHashMap<K, Vec<Option<T>>>,
-    key_groups: Option<KeyGroups<K>>,
+    rolling: super::KeyedReduceOp<K, T, KS, R>,
 }
 
 impl<K, T, KS, R> CombineOp<K, T, KS, R> {
-    pub fn new(key_of: KS, reduce: R, buckets: u32) -> Self {
+    pub fn new(key_of: KS, reduce: R) -> Self {
         CombineOp {
-            key_of,
-            reduce,
-            buckets: buckets.max(1) as usize,
-            state: FastHashMap::default(),
-            key_groups: None,
+            rolling: super::KeyedReduceOp::new(key_of, reduce),
         }
     }
 
-    /// Makes the latest partials checkpointable by the key group of the key.
-    pub fn with_key_groups(mut self, key_groups: KeyGroups<K>) -> Self {
-        self.key_groups = Some(key_groups);
-        self
+    /// Keeps the rolling values on `config`'s backend, by key group.
+    pub fn with_state(self, config: crate::state::KeyedStateConfig<K>) -> Self {
+        CombineOp {
+            rolling: self.rolling.with_state(config),
+        }
     }
 }
 
@@ -197,55 +181,25 @@ where
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
-    /// `[(key group, key, latest partial per salt)]`.
-    fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        let kg_of = self.key_groups.as_ref().map(|(f, _)| f.clone());
-        let entries: Vec<(u32, &K, &Vec<Option<T>>)> = self
-            .state
-            .iter()
-            .map(|(k, v)| (kg_of.as_ref().map_or(0, |f| f(k)), k, v))
-            .collect();
-        crate::state::layout::encode(&entries).map(Some)
+    #[inline]
+    fn process(
+        &mut self,
+        (_salt, partial): (u32, T),
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
+        self.rolling.process(partial, out)
+    }
+
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.rolling.open(ctx)
+    }
+
+    fn snapshot_state(&mut self, checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
+        self.rolling.snapshot_state(checkpoint_id)
     }
 
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        for (_, bytes) in parts {
-            let entries: Vec<(u32, K, Vec<Option<T>>)> = crate::state::layout::decode(bytes)?;
-            for (kg, k, mut slots) in entries {
-                if self
-                    .key_groups
-                    .as_ref()
-                    .is_none_or(|(_, r)| r.contains(&kg))
-                {
-                    slots.resize(self.buckets, None);
-                    self.state.insert(k, slots);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn process(
-        &mut self,
-        (salt, partial): (u32, T),
-        out: &mut dyn Collector<T>,
-    ) -> Result<(), OperatorError> {
-        let key = (self.key_of)(&partial);
-        let buckets = self.buckets;
-        let slots = self.state.entry(key).or_insert_with(|| vec![None; buckets]);
-        let i = salt as usize % buckets;
-        slots[i] = Some(partial);
-        let mut folded: Option<T> = None;
-        for p in slots.iter().flatten() {
-            folded = Some(match folded {
-                None => p.clone(),
-                Some(acc) => (self.reduce)(acc, p.clone()),
-            });
-        }
-        match folded {
-            Some(v) => out.collect(v),
-            None => Ok(()),
-        }
+        self.rolling.restore_state(parts)
     }
 }
 
@@ -260,7 +214,7 @@ mod tests {
         let key = |r: &(u8, i64)| r.0;
         let mut salt = SaltOp::new(3);
         let mut pre = PreAggregateOp::new(key, sum, 4);
-        let mut comb = CombineOp::new(key, sum, 3);
+        let mut comb = CombineOp::new(key, sum);
         let input: Vec<(u8, i64)> = (0..100).map(|i| ((i % 2) as u8, i as i64)).collect();
         let mut salted = VecCollector::default();
         for r in input.clone() {
