@@ -1,5 +1,7 @@
 //! `sluice savepoint DIR --stop` on a live job, then `sluice run … --from-savepoint` at another
-//! parallelism (the exactness of restores is proven in sluice-graph's checkpoint tests).
+//! parallelism with the two-phase fix applied, the same final sums as an uninterrupted run; state
+//! a job cannot take is refused (the exactness of restores is proven in sluice-graph's checkpoint
+//! tests and sluice-jobs' state migration tests).
 
 mod common;
 
@@ -39,7 +41,10 @@ fn savepoint_stop_and_resume_at_another_parallelism() {
     let meta = std::fs::read_to_string(sp.join("_metadata")).unwrap();
     assert!(meta.contains("\"kind\":\"SAVEPOINT\""), "{meta}");
 
-    // Resume at parallelism 3 from the savepoint: only the rest of the input is read.
+    // Resume with the doctor's fix for the hot key (two-phase aggregation) at parallelism 3:
+    // only the rest of the input is read, and every final sum equals an uninterrupted run of
+    // the original job's.
+    let resumed_csv = dir.join("resumed.csv");
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args([
             "run",
@@ -50,6 +55,7 @@ fn savepoint_stop_and_resume_at_another_parallelism() {
             "2000",
             "-p",
             "3",
+            "--two-phase",
         ])
         .args([
             "--from-savepoint",
@@ -57,6 +63,8 @@ fn savepoint_stop_and_resume_at_another_parallelism() {
             "--no-rest",
             "--no-progress",
             "--stats-json",
+            "--output",
+            resumed_csv.to_str().unwrap(),
         ])
         .output()
         .unwrap();
@@ -69,6 +77,71 @@ fn savepoint_stop_and_resume_at_another_parallelism() {
     let v: serde_json::Value = serde_json::from_str(stats.lines().last().unwrap()).unwrap();
     let resumed = v["records"].as_u64().unwrap();
     assert!(resumed > 0 && resumed < total, "read {resumed} of {total}");
+    let whole_csv = dir.join("whole.csv");
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "skew",
+            "--records",
+            &n,
+            "--map-work",
+            "2000",
+            "-p",
+            "2",
+        ])
+        .args(["--no-rest", "--no-progress", "--output"])
+        .arg(&whole_csv)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let whole = std::fs::read_to_string(&whole_csv).unwrap();
+    assert!(
+        whole.lines().count() > 9_000,
+        "a sum per key: {}",
+        whole.lines().count()
+    );
+    assert_eq!(
+        std::fs::read_to_string(&resumed_csv).unwrap(),
+        whole,
+        "the resumed two-phase job's sums"
+    );
+
+    // The same savepoint into a job whose aggregation has another identity (no such job among
+    // the built-in ones: the scenario job's operators differ) is refused, naming the state.
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "passthrough",
+            "--records",
+            "1000",
+            "--from-savepoint",
+            &loc,
+        ])
+        .args(["--no-rest", "--no-progress"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        !o.status.success()
+            && err.contains("does not have")
+            && err.contains("--allow-non-restored-state"),
+        "{err}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "passthrough",
+            "--records",
+            "1000",
+            "--from-savepoint",
+            &loc,
+        ])
+        .args(["--no-rest", "--no-progress", "--allow-non-restored-state"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("dropping the state of operator"), "{err}");
 
     // A directory that is not a savepoint is refused before the job starts.
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))

@@ -363,3 +363,75 @@ fn processing_time_timers_fire_while_the_input_is_open() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// Files under `dir`, recursively.
+fn files_under(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    if e.path().is_dir() {
+                        files_under(&e.path())
+                    } else {
+                        1
+                    }
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+/// A rolling `sum` keeps its per-key values on the job's backend: on the LSM backend its store
+/// has files on disk while the job runs and its state calls are timed into
+/// `stateAccessTimeMsPerSecond`; the store is removed when the job ends.
+#[test]
+fn rolling_sum_keeps_its_state_on_the_lsm_backend() {
+    let dir = TempDir::new("sum-lsm");
+    let d = dir.path().to_path_buf();
+    guarded("sum on lsm", Duration::from_secs(120), move || {
+        let env = StreamEnv::with_config(sluice_graph::EnvConfig {
+            metrics: sluice_runtime::telemetry::MetricsConfig {
+                update_interval: Duration::from_millis(200),
+                window_slots: 5,
+            },
+            ..sluice_graph::EnvConfig::default()
+        });
+        env.set_parallelism(2)
+            .set_state_backend(StateBackendKind::lsm(&d));
+        env.generate(u64::MAX, |i| ((i % 1000) as i64, 1i64))
+            .key_by(|r: &(i64, i64)| r.0)
+            .sum(|r: &mut (i64, i64)| &mut r.1)
+            .name("sum")
+            .discard();
+        let handle = env.launch().unwrap();
+        let m = handle.monitor();
+        let v = m
+            .graph
+            .vertices
+            .iter()
+            .position(|v| v.name.starts_with("sum"))
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let (mut on_disk, mut access) = (0, 0.0);
+        while on_disk == 0 || access <= 0.0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "files {on_disk}, state access {access} ms/s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+            on_disk = files_under(&d);
+            access = m.vertex_metrics()[v]
+                .subtasks
+                .iter()
+                .map(|s| s.state_access_ms_per_second)
+                .fold(0.0, f64::max);
+        }
+        handle.cancel();
+        let _ = handle.wait();
+    });
+    assert_eq!(
+        files_under(dir.path()),
+        0,
+        "working state removed at the end"
+    );
+}
