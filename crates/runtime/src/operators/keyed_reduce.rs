@@ -2,7 +2,8 @@ use std::hash::Hash;
 
 use sluice_types::{Collector, Operator, OperatorContext, OperatorError};
 
-use super::aggregate::{open_store, restore_store, snapshot_store};
+use super::aggregate::open_store;
+use crate::fasthash::FastHashMap;
 use crate::hotkeys::{HotKeysConfig, HotKeysHook};
 use crate::state::{KeyedStateConfig, KeyedStateStore, StateBackendKind, StateKind};
 
@@ -15,9 +16,13 @@ pub const ROLLING_STATE: &str = "rolling";
 /// with the key's current value (`reduce(current, record)`), store the result and emit it. The
 /// first record of a key is stored and emitted as is. One output per input.
 ///
-/// The per-key value lives in the subtask's [`KeyedStateStore`] (value state
-/// [`ROLLING_STATE`]) on the job's backend, so it is checkpointed by key group like every
-/// other keyed state and its access time counts as state access.
+/// The per-key value is keyed state (value state [`ROLLING_STATE`]) on the job's backend: on
+/// the LSM backend it lives in the subtask's [`KeyedStateStore`]; on the memory backend in a
+/// typed map of the operator's own (the store's memory backend costs a state lookup by name and
+/// a key context per record, about 28 ns, which would double the skew job's CPU time). Both
+/// snapshot in the store's format, by key group, so a checkpoint taken on one backend restores
+/// on the other, and both count their access time as state access (the map 1 call in
+/// [`MEMORY_SAMPLE_EVERY`], scaled).
 ///
 /// With [`with_hot_keys`](Self::with_hot_keys) it also sketches its keys (see
 /// [`crate::hotkeys`]): one decrement per record, 1 record in 8 offered to the sketch.
@@ -25,9 +30,34 @@ pub struct KeyedReduceOp<K, T, KS, R> {
     key_of: KS,
     reduce: R,
     config: KeyedStateConfig<K>,
-    store: Option<KeyedStateStore<K>>,
+    state: Option<Rolling<K, T>>,
     hot_keys: HotKeysHook<K>,
-    _t: std::marker::PhantomData<fn(T) -> T>,
+}
+
+/// Calls of the memory map between two timed ones.
+pub const MEMORY_SAMPLE_EVERY: u32 = 256;
+
+/// Where the rolling values live (see [`KeyedReduceOp`]).
+enum Rolling<K, T> {
+    Memory {
+        values: FastHashMap<K, T>,
+        countdown: u32,
+        metrics: Option<std::sync::Arc<crate::TaskMetrics>>,
+    },
+    Store(KeyedStateStore<K>),
+}
+
+impl<K: crate::state::StateKey, T: crate::state::StateValue> Rolling<K, T> {
+    fn open(config: &KeyedStateConfig<K>, ctx: &OperatorContext) -> Result<Self, OperatorError> {
+        Ok(match config.backend {
+            StateBackendKind::Memory => Rolling::Memory {
+                values: FastHashMap::default(),
+                countdown: MEMORY_SAMPLE_EVERY,
+                metrics: crate::hotkeys::current_task(),
+            },
+            StateBackendKind::Lsm { .. } => Rolling::Store(open_store(config, ctx)?),
+        })
+    }
 }
 
 impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
@@ -42,9 +72,8 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
                 key_group_of: std::sync::Arc::new(|_: &K| 0),
                 key_groups: 0..=0,
             },
-            store: None,
+            state: None,
             hot_keys: HotKeysHook::default(),
-            _t: std::marker::PhantomData,
         }
     }
 
@@ -81,9 +110,16 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
         self.hot_keys.is_active()
     }
 
-    /// The subtask's state (after `open`).
-    pub fn state(&self) -> Option<&KeyedStateStore<K>> {
-        self.store.as_ref()
+    /// Keys with a value (after `open`).
+    pub fn keys(&self) -> Result<usize, OperatorError>
+    where
+        K: crate::state::StateKey,
+    {
+        match &self.state {
+            None => Ok(0),
+            Some(Rolling::Memory { values, .. }) => Ok(values.len()),
+            Some(Rolling::Store(s)) => Ok(s.keys(ROLLING_STATE)?.len()),
+        }
     }
 }
 
@@ -110,28 +146,60 @@ where
     fn process(&mut self, r: T, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
         let key = (self.key_of)(&r);
         self.hot_keys.observe(&key);
-        let kg = (self.config.key_group_of)(&key);
-        let store = match &mut self.store {
+        let state = match &mut self.state {
             Some(s) => s,
             // Embedded use without a task: open on first use.
             None => self
-                .store
-                .insert(open_store(&self.config, &standalone_context())?),
+                .state
+                .insert(Rolling::open(&self.config, &standalone_context())?),
         };
-        store.set_current_key(key, kg)?;
-        let reduce = &mut self.reduce;
-        let next = store.value_modify::<T, T>(ROLLING_STATE, StateKind::Value, |old| {
-            let next = match old {
-                Some(acc) => reduce(acc, r),
-                None => r,
-            };
-            (Some(next.clone()), next)
-        })?;
+        let next = match state {
+            Rolling::Memory {
+                values,
+                countdown,
+                metrics,
+            } => {
+                *countdown -= 1;
+                let started = (*countdown == 0).then(std::time::Instant::now);
+                let next = match values.get_mut(&key) {
+                    Some(acc) => {
+                        let next = (self.reduce)(acc.clone(), r);
+                        acc.clone_from(&next);
+                        next
+                    }
+                    None => {
+                        values.insert(key, r.clone());
+                        r
+                    }
+                };
+                if let Some(t) = started {
+                    *countdown = MEMORY_SAMPLE_EVERY;
+                    if let Some(m) = metrics {
+                        let ns = t.elapsed().as_nanos() as u64 * u64::from(MEMORY_SAMPLE_EVERY);
+                        m.state_access_ns
+                            .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+                next
+            }
+            Rolling::Store(store) => {
+                let kg = (self.config.key_group_of)(&key);
+                store.set_current_key(key, kg)?;
+                let reduce = &mut self.reduce;
+                store.value_modify::<T, T>(ROLLING_STATE, StateKind::Value, |old| {
+                    let next = match old {
+                        Some(acc) => reduce(acc, r),
+                        None => r,
+                    };
+                    (Some(next.clone()), next)
+                })?
+            }
+        };
         out.collect(next)
     }
 
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
-        self.store = Some(open_store(&self.config, ctx)?);
+        self.state = Some(Rolling::open(&self.config, ctx)?);
         self.hot_keys.open(ctx.subtask_index as u64);
         Ok(())
     }
@@ -146,13 +214,40 @@ where
         Ok(())
     }
 
-    /// The keyed store's snapshot ([`crate::state::snapshot`]): entries by key group.
+    /// The keyed store's snapshot format ([`crate::state::snapshot`]): entries by key group.
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        snapshot_store(&self.store)
+        match &self.state {
+            Some(Rolling::Memory { values, .. }) => {
+                let kg = &self.config.key_group_of;
+                crate::state::snapshot::snapshot_values(
+                    ROLLING_STATE,
+                    values.iter().map(|(k, v)| (kg(k), k, v)),
+                )
+                .map(Some)
+            }
+            Some(Rolling::Store(store)) => {
+                crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
+            }
+            None => Err(super::aggregate::not_open()),
+        }
     }
 
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        restore_store(&mut self.store, parts)
+        match &mut self.state {
+            Some(Rolling::Memory { values, .. }) => {
+                let restored = crate::state::snapshot::restore_values::<K, T>(
+                    ROLLING_STATE,
+                    &self.config.key_groups,
+                    parts,
+                )?;
+                values.extend(restored.into_iter().map(|(_, k, v)| (k, v)));
+                Ok(())
+            }
+            Some(Rolling::Store(store)) => {
+                crate::state::snapshot::restore_keyed(store, &mut [], parts)
+            }
+            None => Err(super::aggregate::not_open()),
+        }
     }
 }
 

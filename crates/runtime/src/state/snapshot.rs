@@ -63,3 +63,57 @@ pub fn restore_keyed<K: StateKey>(
     }
     Ok(())
 }
+
+/// The snapshot [`snapshot_keyed`] takes of a store whose only state is the value state
+/// `state` holding `entries` (`(key group, key, value)`), without a store: for operators that
+/// keep one typed value per key in their own table on the memory backend.
+pub fn snapshot_values<'a, K: StateKey, V: super::StateValue>(
+    state: &str,
+    entries: impl Iterator<Item = (u32, &'a K, &'a V)>,
+) -> Result<Vec<u8>, OperatorError> {
+    let mut out = Vec::new();
+    let mut prefix = Vec::new();
+    for (kg, k, v) in entries {
+        layout::write_key_prefix(kg, &layout::encode(k)?, &mut prefix)?;
+        out.push((state.to_string(), prefix.clone(), layout::encode(v)?));
+    }
+    // The stores' order: by key group, then serialized key.
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    let snap: KeyedSnapshot = (out, Vec::new());
+    layout::encode(&snap)
+}
+
+/// The values of value state `state` in the key groups `range` from the snapshots of every old
+/// subtask (taken by [`snapshot_keyed`] or [`snapshot_values`]); entries of other states are
+/// refused, naming them (they would be lost).
+pub fn restore_values<K: StateKey, V: super::StateValue>(
+    state: &str,
+    range: &std::ops::RangeInclusive<u32>,
+    parts: &[(usize, Vec<u8>)],
+) -> Result<Vec<(u32, K, V)>, OperatorError> {
+    let mut out = Vec::new();
+    for (_, bytes) in parts {
+        let (entries, timers): KeyedSnapshot = layout::decode(bytes)?;
+        if timers.iter().any(|t| !t.is_empty()) {
+            return Err(OperatorError::failed(format!(
+                "the snapshot of value state '{state}' has timers, which this operator does not keep"
+            )));
+        }
+        for (name, key, value) in entries {
+            if name != state {
+                return Err(OperatorError::failed(format!(
+                    "the snapshot holds state '{name}', which this operator (state '{state}') cannot take"
+                )));
+            }
+            let (kg, k, _) = layout::split_key(&key).ok_or_else(|| {
+                OperatorError::failed(format!(
+                    "a malformed entry of state '{state}' in a snapshot"
+                ))
+            })?;
+            if range.contains(&kg) {
+                out.push((kg, layout::decode(k)?, layout::decode(&value)?));
+            }
+        }
+    }
+    Ok(out)
+}
