@@ -1,0 +1,266 @@
+//! Rules for a uniform bottleneck: the busy subtasks are alike, so the cause is in what each of
+//! them does (or in how many there are).
+
+use super::{Breakdown, Finding};
+use crate::{pct, Cause, FixProposal, PlanChange, LOW_CPU_RATIO, STATE_RATIO, TARGET_BUSY};
+
+/// Evidence shared by the uniform rules: all subtasks busy alike, and an oversubscribed
+/// machine when the busy time is largely waiting for a free CPU.
+pub(super) fn shape_evidence(b: &Breakdown) -> Vec<String> {
+    let mut evidence = vec![format!(
+        "all {} subtask(s) are busy alike ({} on average, min {})",
+        b.p,
+        pct(b.avg_busy()),
+        pct(b.busy.iter().copied().fold(f64::INFINITY, f64::min))
+    )];
+    if let (Some(c), Some(w)) = (b.cpu, b.cpu_wait) {
+        if w > 0.25 * b.hot_busy {
+            evidence.push(format!(
+                "the machine is oversubscribed: of busy {} the thread computed {} and waited {} for a free CPU",
+                pct(b.hot_busy),
+                pct(c),
+                pct(w)
+            ));
+        }
+    }
+    evidence
+}
+
+/// The record rate collapses now and then while the busy time stays up, in every subtask at
+/// once: pauses, not a lack of capacity.
+pub(super) fn stalls(b: &Breakdown) -> Option<Finding> {
+    let k = b.stall_samples?;
+    Some(Finding::new(
+        Cause::Stalls,
+        0.6,
+        vec![format!(
+            "in {k} of {} samples the record rate fell below a third of its median while the \
+             busy time stayed high, in every subtask at once",
+            b.sample_count
+        )],
+        None,
+        "look for allocation, compaction or pauses (GC, swapping) at those moments; more \
+         parallelism would stall the same way"
+            .to_string(),
+    ))
+}
+
+/// Busy but hardly on the CPU: the thread waits inside the operator. Async I/O keeps several
+/// requests in flight.
+pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
+    let hot_busy = b.hot_busy;
+    // Time waiting for a free core is not blocking: count it with the CPU time.
+    let c = b
+        .cpu
+        .filter(|c| *c + b.cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * hot_busy)?;
+    let capacity = ((hot_busy / c.max(1.0)).ceil() as usize).clamp(2, 100);
+    let op = &b.op_or_vertex;
+    Some(Finding::new(
+        Cause::BlockingCalls,
+        0.8,
+        vec![format!(
+            "busy {} but on the CPU only {}: the thread waits inside the operator (synchronous I/O, sleeps, locks)",
+            pct(hot_busy),
+            pct(c)
+        )],
+        Some(FixProposal {
+            description: format!(
+                "call the external system asynchronously (async I/O) so {capacity} requests per \
+                 subtask are in flight instead of one"
+            ),
+            change: format!("async I/O in `{op}` with capacity {capacity}"),
+            plan_change: Some(PlanChange::AsyncIo {
+                operator: op.clone(),
+                capacity,
+            }),
+        }),
+        format!(
+            "up to {:.1}x the throughput before the CPU becomes the limit",
+            hot_busy / c.max(1.0)
+        ),
+    ))
+}
+
+/// Most of the busy time goes to keyed-state calls.
+pub(super) fn state_access(b: &Breakdown) -> Option<Finding> {
+    let hot_busy = b.hot_busy;
+    let s = b.state.filter(|s| *s >= STATE_RATIO * hot_busy)?;
+    Some(Finding::new(
+        Cause::StateAccess,
+        0.7,
+        vec![format!(
+            "{} of the busy time goes to keyed-state calls ({} of {})",
+            pct(1000.0 * s / hot_busy.max(1.0)),
+            pct(s),
+            pct(hot_busy)
+        )],
+        Some(FixProposal {
+            description: "use the memory backend if the state fits in memory, keep less state \
+                          (TTL, smaller values), or raise the parallelism to split the key groups"
+                .to_string(),
+            change: format!("cheaper state access in `{}`", b.op_or_vertex),
+            plan_change: None,
+        }),
+        "the busy time falls with the state-access time".to_string(),
+    ))
+}
+
+/// The source operator itself (named, or alone in its vertex) runs flat out.
+pub(super) fn source_ceiling(b: &Breakdown) -> Option<Finding> {
+    let v = b.v;
+    let alone = b.operator.is_none() && v.operators.len() <= 1;
+    if !(v.is_source && (b.operator_is_first() || alone)) {
+        return None;
+    }
+    let n = b.n;
+    Some(Finding::new(
+        Cause::SourceCeiling,
+        if b.operator.is_some() { 0.75 } else { 0.6 },
+        vec![format!(
+            "the source itself runs flat out ({}) and nothing downstream holds it back",
+            pct(b.hot_busy)
+        )],
+        Some(FixProposal {
+            description: "read with more parallel source subtasks (up to the partitions/splits \
+                          of the input); if the source already has one subtask per partition, the \
+                          source system is the limit: add partitions"
+                .to_string(),
+            change: format!("raise the source to parallelism {n} if it has ≥ {n} partitions"),
+            plan_change: None,
+        }),
+        format!(
+            "up to {:.1}x the input rate with {n} source subtasks",
+            n as f64 / b.p as f64
+        ),
+    ))
+}
+
+/// A busy source chain whose operator times are not reported: the source cannot be told from
+/// the operators chained to it.
+pub(super) fn busy_source_chain(b: &Breakdown) -> Option<Finding> {
+    if !(b.v.is_source && b.operator.is_none()) {
+        return None;
+    }
+    Some(Finding::new(
+        Cause::SourceCeiling,
+        0.5,
+        vec![format!(
+            "a source chain is busy ({}) and not backpressured; without per-operator time the \
+             source cannot be told from the operators chained to it",
+            pct(b.hot_busy)
+        )],
+        None,
+        "unknown until the operator inside the chain is known".to_string(),
+    ))
+}
+
+/// The sink operator (named, or alone in its vertex) is busy writing.
+pub(super) fn sink_limit(b: &Breakdown) -> Option<Finding> {
+    let v = b.v;
+    let alone = b.operator.is_none() && v.operators.len() <= 1;
+    if !(v.is_sink && (b.operator_is_last() || alone)) {
+        return None;
+    }
+    let n = b.n;
+    let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
+    Some(Finding::new(
+        Cause::SinkLimit,
+        0.7,
+        vec![format!("the sink is busy writing ({})", pct(b.hot_busy))],
+        Some(FixProposal {
+            description: "batch the writes (larger, fewer requests) or scale the sink".to_string(),
+            change: format!(
+                "raise `{target}` to parallelism {n} behind REBALANCE, or batch its writes"
+            ),
+            plan_change: Some(PlanChange::Parallelism {
+                operator: target,
+                parallelism: n,
+                ship: "REBALANCE".to_string(),
+            }),
+        }),
+        format!(
+            "up to {:.1}x the write rate if the external system keeps up",
+            n as f64 / b.p as f64
+        ),
+    ))
+}
+
+/// Real work on every subtask: more subtasks (N for [`TARGET_BUSY`]), or cheaper work when no
+/// cores are free. Always matches a uniform breakdown.
+pub(super) fn under_provisioned(b: &Breakdown) -> Finding {
+    let (v, p, n) = (b.v, b.p, b.n);
+    let mut confidence = if b.operator.is_some() || v.operators.len() <= 1 {
+        0.75
+    } else {
+        0.6
+    };
+    let mut evidence = Vec::new();
+    if let Some(cpu) = b.cpu {
+        evidence.push(format!(
+            "the busy time is CPU time (cpu {} of busy {}): real work",
+            pct(cpu),
+            pct(b.hot_busy)
+        ));
+    }
+    let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
+    // A keyed operator heading its chain keeps HASH; anything else gets REBALANCE (a chained
+    // operator raised alone leaves its chain through a redistributing edge).
+    let ship = if b.keyed && (b.operator_is_first() || b.operator.is_none()) {
+        "HASH"
+    } else {
+        "REBALANCE"
+    };
+    let (fix, effect) = if n <= p {
+        evidence.push(format!("no free cores beyond the {p} subtasks in use"));
+        (
+            FixProposal {
+                description: format!("make `{target}` cheaper: no cores are free to scale it"),
+                change: format!("cheaper work in `{target}`"),
+                plan_change: None,
+            },
+            "the throughput rises as the per-record cost falls".to_string(),
+        )
+    } else {
+        let capped = if b.job.available_cores.is_some() {
+            " (capped by the free cores)"
+        } else {
+            ""
+        };
+        let fix = FixProposal {
+            description: format!(
+                "run `{target}` on more subtasks: N = ceil({p} × {:.2} / {TARGET_BUSY}) = \
+                 {n}{capped}, fed by {ship} instead of FORWARD; or make it cheaper",
+                b.busy_ratio
+            ),
+            change: format!("raise `{target}` to parallelism {n} behind {ship}"),
+            plan_change: Some(PlanChange::Parallelism {
+                operator: target.clone(),
+                parallelism: n,
+                ship: ship.to_string(),
+            }),
+        };
+        let effect = format!(
+            "{}{:.1}x the throughput, busy per subtask near {:.0}%",
+            if b.saturated { "at least " } else { "about " },
+            n as f64 / p as f64,
+            TARGET_BUSY * 100.0
+        );
+        if b.saturated {
+            evidence.push(
+                "the subtasks are saturated, so the true demand may be higher than N covers"
+                    .to_string(),
+            );
+        }
+        (fix, effect)
+    };
+    if b.cpu.is_none() {
+        confidence -= 0.1;
+    }
+    Finding::new(
+        Cause::UnderProvisioned,
+        confidence,
+        evidence,
+        Some(fix),
+        effect,
+    )
+}
