@@ -21,18 +21,19 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::Value;
+use sluice_doctor::flink_rest::{self, checkpoint_stats, read_graph, read_hot_keys, slot_cap};
+use sluice_doctor::CheckpointStats;
 use sluice_doctor::{
-    average, diagnose_window, Diagnosis, HotKey, JobView, PlanChange, Snapshot, SubtaskSample,
+    average, checkpoint_advice, diagnose_window, Diagnosis, HotKey, JobView, PlanChange, Snapshot,
     VertexView,
 };
-use sluice_doctor::{checkpoint_advice, CheckpointStats};
 use sluice_graph::fixer::{apply, Fix, PlanDiff};
 use sluice_types::ShipStrategy;
 
 use crate::args::{EnvArgs, JobCmd};
 use crate::http_client::{Endpoint, HttpError};
 use crate::run::{build_job, BuiltJob};
-use crate::top::{pick_job, read_job, read_values, subtask_view, SUBTASK_METRICS};
+use crate::top::pick_job;
 
 /// Arguments of `sluice doctor`.
 #[derive(clap::Args, Debug)]
@@ -84,91 +85,6 @@ pub struct DoctorFixArgs {
 }
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
-const OPERATOR_BUSY: &str = "busyTimeMsPerSecond";
-/// Sluice's time in keyed-state calls, ms/s (absent on Flink).
-const STATE_ACCESS: &str = "stateAccessTimeMsPerSecond";
-/// Sluice's time runnable but waiting for a free CPU, ms/s (absent on Flink).
-const CPU_WAIT: &str = "cpuWaitTimeMsPerSecond";
-
-/// Flink's metric-scope filter for operator names (as `sluice_rest::metrics` applies it).
-fn scope(name: &str) -> String {
-    name.chars()
-        .take(80)
-        .map(|c| match c {
-            ' ' | '.' | ':' | ',' => '_',
-            c => c,
-        })
-        .collect()
-}
-
-/// The job's vertices with inputs, ship strategies and chained operators (no metrics yet).
-fn read_graph(job: &Value) -> anyhow::Result<Vec<VertexView>> {
-    let (_, views) = read_job(job)?;
-    let ids: Vec<String> = views.iter().map(|v| v.id.clone()).collect();
-    let nodes = job["plan"]["nodes"].as_array().cloned().unwrap_or_default();
-    let mut vertices: Vec<VertexView> = views
-        .into_iter()
-        .map(|v| {
-            let inputs = nodes
-                .iter()
-                .find(|n| n["id"].as_str() == Some(v.id.as_str()))
-                .and_then(|n| n["inputs"].as_array().cloned())
-                .unwrap_or_default();
-            let (mut upstream, mut ships) = (Vec::new(), Vec::new());
-            for i in &inputs {
-                if let Some(u) = ids
-                    .iter()
-                    .position(|id| Some(id.as_str()) == i["id"].as_str())
-                {
-                    upstream.push(u);
-                    ships.push(i["ship_strategy"].as_str().unwrap_or("").to_string());
-                }
-            }
-            VertexView {
-                is_source: upstream.is_empty(),
-                operators: v.name.split(" -> ").map(str::to_string).collect(),
-                id: v.id,
-                name: v.name,
-                parallelism: v.parallelism,
-                inputs: upstream,
-                ship_strategies: ships,
-                ..VertexView::default()
-            }
-        })
-        .collect();
-    for i in 0..vertices.len() {
-        let consumed = vertices.iter().any(|d| d.inputs.contains(&i));
-        vertices[i].is_sink = !consumed;
-    }
-    Ok(vertices)
-}
-
-/// One subtask's sample from its metric values (`{id, value}` list).
-fn sample_of(
-    values: &std::collections::HashMap<String, f64>,
-    operators: &[String],
-) -> SubtaskSample {
-    let v = subtask_view(0, values);
-    SubtaskSample {
-        busy: v.busy,
-        backpressured: v.backpressured,
-        idle: v.idle,
-        records_in: v.records_in,
-        records_out: v.records_out,
-        cpu: v.cpu,
-        cpu_wait: values.get(CPU_WAIT).copied().filter(|v| v.is_finite()),
-        operator_busy: operators
-            .iter()
-            .filter_map(|op| {
-                Some((
-                    op.clone(),
-                    *values.get(&format!("{}.{OPERATOR_BUSY}", scope(op)))?,
-                ))
-            })
-            .collect(),
-        state_access: values.get(STATE_ACCESS).copied().filter(|v| v.is_finite()),
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Where REST answers come from
@@ -362,18 +278,13 @@ fn required(src: &dyn RestSource, path: &str) -> anyhow::Result<Value> {
 fn snapshot(src: &dyn RestSource, jid: &str, vertices: &[VertexView]) -> anyhow::Result<Snapshot> {
     let mut snap = Vec::with_capacity(vertices.len());
     for v in vertices {
-        let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS},{CPU_WAIT}");
-        for op in &v.operators {
-            names.push_str(&format!(",{}.{OPERATOR_BUSY}", scope(op)));
-        }
         let mut subs = Vec::with_capacity(v.parallelism);
         for n in 0..v.parallelism {
-            let path = format!(
-                "/jobs/{jid}/vertices/{}/subtasks/{n}/metrics?get={names}",
-                v.id
-            );
-            let values = read_values(&required(src, &path)?);
-            subs.push(sample_of(&values, &v.operators));
+            let path = flink_rest::subtask_metrics_path(jid, v, n);
+            subs.push(flink_rest::subtask_sample(
+                &required(src, &path)?,
+                &v.operators,
+            ));
         }
         snap.push(subs);
     }
@@ -381,27 +292,14 @@ fn snapshot(src: &dyn RestSource, jid: &str, vertices: &[VertexView]) -> anyhow:
 }
 
 /// `/hot-keys` (a Sluice extension): `None` when the source does not have it (Flink: 404).
-fn hot_keys(src: &dyn RestSource, jid: &str, vid: &str) -> anyhow::Result<Option<Vec<HotKey>>> {
-    let Some(body) = src.get(&format!("/jobs/{jid}/vertices/{vid}/hot-keys"))? else {
-        return Ok(None);
-    };
-    Ok(Some(
-        body["hot-keys"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|k| {
-                let key = match &k["key"] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                Some(HotKey {
-                    key,
-                    share: k["share-of-vertex"].as_f64()?,
-                })
-            })
-            .collect(),
-    ))
+fn hot_keys(
+    src: &dyn RestSource,
+    jid: &str,
+    v: &VertexView,
+) -> anyhow::Result<Option<Vec<HotKey>>> {
+    Ok(src
+        .get(&flink_rest::hot_keys_path(jid, v))?
+        .map(|body| read_hot_keys(&body)))
 }
 
 fn pct(ms: Option<f64>) -> String {
@@ -533,22 +431,10 @@ impl Report {
 }
 
 /// Flink's checkpoint statistics and configuration, when the server has them.
-fn checkpoint_stats(src: &dyn RestSource, jid: &str) -> Option<CheckpointStats> {
+fn read_checkpoint_stats(src: &dyn RestSource, jid: &str) -> Option<CheckpointStats> {
     let stats = src.get(&format!("/jobs/{jid}/checkpoints")).ok()??;
     let config = src.get(&format!("/jobs/{jid}/checkpoints/config")).ok()??;
-    let u = |v: &Value| v.as_u64().unwrap_or(0);
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let duration = &stats["summary"]["end_to_end_duration"];
-    Some(CheckpointStats {
-        unaligned: config["unaligned_checkpoints"].as_bool().unwrap_or(false),
-        aligned_timeout_ms: u(&config["aligned_checkpoint_timeout"]),
-        interval_ms: u(&config["interval"]),
-        timeout_ms: u(&config["timeout"]),
-        completed: u(&stats["counts"]["completed"]),
-        failed: u(&stats["counts"]["failed"]),
-        duration_p90_ms: f(&duration["p90"]),
-        duration_max_ms: f(&duration["max"]),
-    })
+    Some(checkpoint_stats(&stats, &config))
 }
 
 /// Samples a job through `src` (one sample per second over `window` seconds when the source is
@@ -587,26 +473,18 @@ pub fn sample_and_diagnose(
              backPressuredTimeMsPerSecond,idleTimeMsPerSecond",
             v.id
         ));
-        v.hot_keys = hot_keys(src, &jid, &v.id)?;
+        let hot = hot_keys(src, &jid, v)?;
+        v.hot_keys = hot;
         if v.hot_keys.is_none() {
             extra_unknown = Some("hot keys: not reported by this server".to_string());
         }
     }
-    // On a Flink cluster the slots cap the parallelism a fix may propose (with slot sharing a
-    // vertex can have one subtask per slot). Sluice's embedded cluster has no fixed slots (a
-    // subtask is a thread), so there is no cap to pass.
+    // On a Flink cluster the slots cap the parallelism a fix may propose; Sluice has no cap.
     let available_cores = src
         .get("/overview")
         .ok()
         .flatten()
-        .filter(|o| {
-            !o["flink-commit"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("sluice-"))
-        })
-        .and_then(|o| o["slots-total"].as_u64())
-        .filter(|&n| n > 0)
-        .map(|n| n as usize);
+        .and_then(|o| slot_cap(&o));
     let job = JobView {
         vertices,
         available_cores,
@@ -622,7 +500,7 @@ pub fn sample_and_diagnose(
         v.subtasks = subs;
     }
     let checkpoint_advice =
-        checkpoint_stats(src, &jid).and_then(|c| checkpoint_advice(&c, &averaged));
+        read_checkpoint_stats(src, &jid).and_then(|c| checkpoint_advice(&c, &averaged));
     Ok(Report {
         job_name: name,
         job_id: jid,
@@ -1050,8 +928,8 @@ mod tests {
         for (v, slug) in vertices.iter_mut().zip(slugs) {
             v.subtasks = (0..v.parallelism)
                 .map(|n| {
-                    let values = read_values(&fixture(&format!("{slug}-subtask{n}-metrics.json")));
-                    sample_of(&values, &v.operators)
+                    let answer = fixture(&format!("{slug}-subtask{n}-metrics.json"));
+                    flink_rest::subtask_sample(&answer, &v.operators)
                 })
                 .collect();
         }
@@ -1119,10 +997,5 @@ mod tests {
         assert_eq!(r.job_name, "RestScenario-skew");
         assert_eq!(r.diagnosis.cause.name(), "key-skew");
         assert!(r.text().contains("(1 sample)"));
-    }
-
-    #[test]
-    fn operator_scopes_follow_flink() {
-        assert_eq!(scope("Sink: final-sums"), "Sink__final-sums");
     }
 }

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use sluice_doctor::flink_rest::{number, text};
 
 use crate::http_client::Endpoint;
 
@@ -33,10 +34,9 @@ pub struct TopArgs {
     pub once: bool,
 }
 
-/// Per-subtask metrics asked for (Flink's names; the server omits those it does not have, which is
-/// how `cpuTimeMsPerSecond` shows up for Sluice and not for Flink).
-pub const SUBTASK_METRICS: &str = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,\
-idleTimeMsPerSecond,numRecordsInPerSecond,numRecordsOutPerSecond,cpuTimeMsPerSecond";
+/// Per-subtask metrics asked for (the doctor adapter's list: Flink's names plus
+/// `cpuTimeMsPerSecond`, which a Flink server omits).
+pub use sluice_doctor::flink_rest::SUBTASK_METRICS;
 /// Metrics aggregated over a vertex's subtasks.
 pub const VERTEX_METRICS: &str = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,\
 idleTimeMsPerSecond,numRecordsInPerSecond,numRecordsOutPerSecond";
@@ -171,74 +171,10 @@ impl VertexView {
 // JSON readers (pure)
 // ---------------------------------------------------------------------------------------------
 
-/// A finite number from a JSON number or a numeric string (Flink sends metric values as strings,
-/// NaN as `"NaN"`).
-fn number(v: &Value) -> Option<f64> {
-    let x = match v {
-        Value::Number(n) => n.as_f64()?,
-        Value::String(s) => s.trim().parse::<f64>().ok()?,
-        _ => return None,
-    };
-    x.is_finite().then_some(x)
-}
-
-fn text(v: &Value, key: &str) -> String {
-    match v.get(key) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    }
-}
-
-/// Chooses the job from `/jobs/overview`: `wanted` if given, else the first RUNNING job, else the
-/// one started last.
+/// Chooses the job from `/jobs/overview` ([`sluice_doctor::flink_rest::pick_job`]): `wanted` if
+/// given, else the first RUNNING job, else the one started last.
 pub fn pick_job(overview: &Value, wanted: Option<&str>, url: &str) -> anyhow::Result<String> {
-    let jobs = overview
-        .get("jobs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{url}/jobs/overview has no `jobs` list; is this a Flink-compatible REST API?"
-            )
-        })?;
-    if let Some(id) = wanted {
-        let id = id.trim();
-        if let Some(j) = jobs
-            .iter()
-            .find(|j| text(j, "jid").eq_ignore_ascii_case(id))
-        {
-            return Ok(text(j, "jid"));
-        }
-        let known: Vec<String> = jobs
-            .iter()
-            .map(|j| {
-                format!(
-                    "{} ({}, {})",
-                    text(j, "jid"),
-                    text(j, "name"),
-                    text(j, "state")
-                )
-            })
-            .collect();
-        anyhow::bail!(
-            "unknown job {id} on {url}; {}",
-            if known.is_empty() {
-                "it has no jobs".to_string()
-            } else {
-                format!("its jobs: {}", known.join(", "))
-            }
-        );
-    }
-    if let Some(j) = jobs.iter().find(|j| text(j, "state") == "RUNNING") {
-        return Ok(text(j, "jid"));
-    }
-    jobs.iter()
-        .max_by(|a, b| {
-            let t = |j: &Value| j.get("start-time").and_then(number).unwrap_or(f64::MIN);
-            t(a).total_cmp(&t(b))
-        })
-        .map(|j| text(j, "jid"))
-        .ok_or_else(|| anyhow::anyhow!("no jobs on {url}"))
+    Ok(sluice_doctor::flink_rest::pick_job(overview, wanted, url)?)
 }
 
 /// The header fields and the vertices (no metrics yet) of `/jobs/:id`.
@@ -298,15 +234,8 @@ pub fn read_aggregates(v: &Value) -> HashMap<String, Aggregate> {
     out
 }
 
-/// `…/subtasks/:n/metrics?get=…` (`[{"id","value"}]`, values are strings) by metric id; values
-/// that are not finite numbers are left out.
-pub fn read_values(v: &Value) -> HashMap<String, f64> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| Some((text(m, "id"), m.get("value").and_then(number)?)))
-        .collect()
-}
+/// `…/subtasks/:n/metrics?get=…` by metric id (non-finite values left out).
+pub use sluice_doctor::flink_rest::read_metric_values as read_values;
 
 /// Puts a vertex's aggregates into its view.
 pub fn apply_aggregates(v: &mut VertexView, agg: &HashMap<String, Aggregate>) {

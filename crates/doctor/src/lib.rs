@@ -1,7 +1,10 @@
 //! The doctor: finds a running job's bottleneck from its graph and metric samples, names the cause
-//! and proposes a fix (issue 5). Pure: no I/O, no threads; adapters (the CLI over a Flink-compatible
-//! REST API, tests over captured fixtures) build a [`JobView`] and call [`diagnose`] or
-//! [`diagnose_window`].
+//! and proposes a fix (issue 5). Pure: no I/O, no threads. Main types: [`JobView`] (vertices with
+//! their [`SubtaskSample`]s), [`Diagnosis`] (bottleneck, [`Cause`], evidence, [`FixProposal`]);
+//! [`flink_rest`] builds a `JobView` from Flink-compatible REST answers (the CLI's live sampler and
+//! `--from-dir`, tests over captured fixtures), the REST server builds one from its own snapshots;
+//! then [`diagnose`] or [`diagnose_window`]. The causes are an ordered list of rules
+//! (`rules/`), the first that matches the bottleneck's breakdown wins.
 //!
 //! The method: walk the vertices from the sources downstream, skip every vertex that is
 //! backpressured (it waits on someone else); the first vertex with a subtask that is busy and not
@@ -21,10 +24,13 @@
 use std::fmt;
 
 mod checkpoints;
+mod error;
+pub mod flink_rest;
 mod json;
 mod rules;
 
 pub use checkpoints::{checkpoint_advice, CheckpointStats};
+pub use error::DoctorError;
 pub use json::{plan_change_json, to_json};
 
 /// A subtask is busy from this many ms/s of busy time.

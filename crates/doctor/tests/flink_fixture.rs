@@ -2,7 +2,8 @@
 //! makes subtask 1 of `sum-per-key -> counting-sink: Writer` busy while subtask 0 idles.
 
 use serde_json::Value;
-use sluice_doctor::{diagnose, Cause, JobView, PlanChange, SubtaskSample, VertexView};
+use sluice_doctor::flink_rest::{read_graph, subtask_sample};
+use sluice_doctor::{diagnose, Cause, JobView, PlanChange};
 
 const DIR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -13,82 +14,22 @@ fn fixture(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(format!("{DIR}{name}")).unwrap()).unwrap()
 }
 
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse::<f64>().ok().filter(|x| x.is_finite()),
-        _ => None,
-    }
-}
-
-/// Builds the view as an adapter would: vertices and inputs from `/jobs/:id` (+ its plan), metrics
-/// from `/jobs/:id/vertices/:vid/subtasks/:n/metrics`. Flink has no hot-keys endpoint.
+/// Builds the view with the shared adapter ([`sluice_doctor::flink_rest`]), as the CLI does:
+/// vertices and inputs from `/jobs/:id` (+ its plan), metrics from
+/// `/jobs/:id/vertices/:vid/subtasks/:n/metrics`. Flink has no hot-keys endpoint.
 fn flink_job() -> JobView {
-    let job = fixture("job.json");
-    let vs = job["vertices"].as_array().unwrap();
-    let ids: Vec<&str> = vs.iter().map(|v| v["id"].as_str().unwrap()).collect();
+    let mut vertices = read_graph(&fixture("job.json")).unwrap();
     let slugs = [
         "v0-source-generator-map",
         "v1-sum-per-key-counting-sink-writer",
     ];
-    let nodes = job["plan"]["nodes"].as_array().unwrap();
-    let mut vertices: Vec<VertexView> = vs
-        .iter()
-        .zip(slugs)
-        .map(|(v, slug)| {
-            let id = v["id"].as_str().unwrap();
-            let node = nodes.iter().find(|n| n["id"] == id).unwrap();
-            let inputs = node["inputs"].as_array().cloned().unwrap_or_default();
-            let p = v["parallelism"].as_u64().unwrap() as usize;
-            let name = v["name"].as_str().unwrap().to_string();
-            VertexView {
-                id: id.to_string(),
-                parallelism: p,
-                inputs: inputs
-                    .iter()
-                    .map(|i| {
-                        ids.iter()
-                            .position(|x| *x == i["id"].as_str().unwrap())
-                            .unwrap()
-                    })
-                    .collect(),
-                ship_strategies: inputs
-                    .iter()
-                    .map(|i| i["ship_strategy"].as_str().unwrap().to_string())
-                    .collect(),
-                is_source: inputs.is_empty(),
-                operators: name.split(" -> ").map(str::to_string).collect(),
-                name,
-                subtasks: (0..p)
-                    .map(|n| {
-                        let values = fixture(&format!("{slug}-subtask{n}-metrics.json"));
-                        let get = |k: &str| {
-                            values
-                                .as_array()
-                                .unwrap()
-                                .iter()
-                                .find(|m| m["id"] == k)
-                                .and_then(|m| number(&m["value"]))
-                        };
-                        SubtaskSample {
-                            busy: get("busyTimeMsPerSecond"),
-                            backpressured: get("backPressuredTimeMsPerSecond"),
-                            idle: get("idleTimeMsPerSecond"),
-                            records_in: get("numRecordsInPerSecond"),
-                            records_out: get("numRecordsOutPerSecond"),
-                            cpu: get("cpuTimeMsPerSecond"),
-                            ..Default::default()
-                        }
-                    })
-                    .collect(),
-                ..Default::default()
-            }
-        })
-        .collect();
-    let n = vertices.len();
-    for i in 0..n {
-        let consumed = (0..n).any(|j| vertices[j].inputs.contains(&i));
-        vertices[i].is_sink = !consumed;
+    for (v, slug) in vertices.iter_mut().zip(slugs) {
+        v.subtasks = (0..v.parallelism)
+            .map(|n| {
+                let answer = fixture(&format!("{slug}-subtask{n}-metrics.json"));
+                subtask_sample(&answer, &v.operators)
+            })
+            .collect();
     }
     JobView {
         vertices,

@@ -94,4 +94,6 @@ pub use routes::dispatch;
 pub use server::{serve, RestError, RestServer, REQUEST_DEADLINE, WORKERS};
 
 pub use api::backpressure_level;
-pub use metrics::sanitize_operator_name;
+/// Flink's metric-scope filter for operator names (one function, shared with the doctor's
+/// REST adapter, which reads the metrics this server names with it).
+pub use sluice_doctor::flink_rest::sanitize_operator_name;

@@ -2,6 +2,7 @@
 //! derived from a [`SubtaskSnapshot`] (and the live counters), and the Java type Flink gives it,
 //! which decides how the value prints (`"800"` for a long, `"200.0"` for a double).
 
+use sluice_doctor::flink_rest::sanitize_operator_name;
 use sluice_graph::{JobGraph, JobMonitor};
 use sluice_runtime::telemetry::{OperatorSnapshot, SubtaskSnapshot, VertexSnapshot};
 use sluice_runtime::TaskMetrics;
@@ -266,18 +267,6 @@ pub static OPERATOR_METRICS: &[OperatorMetric] = &[
         get: |o| Value::Double(o.accumulated_busy_ms) },
 ];
 
-/// Flink's metric-scope character filter (`MetricQueryService`): space, `.`, `:` and `,`
-/// become `_`; operator names are cut to 80 characters first (`TaskMetricGroup`).
-pub fn sanitize_operator_name(name: &str) -> String {
-    name.chars()
-        .take(80)
-        .map(|c| match c {
-            ' ' | '.' | ':' | ',' => '_',
-            c => c,
-        })
-        .collect()
-}
-
 /// The operators of a vertex in chain order: `(name, metric-scope name)`, without duplicate
 /// scope names (Flink reuses the first group of a name).
 pub fn operators(graph: &JobGraph, vertex: usize) -> Vec<(String, String)> {
@@ -367,20 +356,6 @@ impl<'a> JobData<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn operator_names_are_sanitised_like_flink() {
-        assert_eq!(
-            sanitize_operator_name("Source: generator"),
-            "Source__generator"
-        );
-        assert_eq!(
-            sanitize_operator_name("counting-sink: Writer"),
-            "counting-sink__Writer"
-        );
-        assert_eq!(sanitize_operator_name("a.b,c"), "a_b_c");
-        assert_eq!(sanitize_operator_name(&"x".repeat(100)).len(), 80);
-    }
 
     #[test]
     fn values_print_as_flinks_java_types() {

@@ -1,0 +1,295 @@
+//! The adapter from Flink-compatible REST answers to the doctor's [`JobView`]: pure functions
+//! over already-parsed JSON (`serde_json::Value`s), so a live sampler over HTTP, a directory of
+//! saved answers and tests over captured fixtures build the same view. Uses Flink's paths and
+//! metric names, plus Sluice's extras when the server has them (`cpuTimeMsPerSecond`,
+//! `cpuWaitTimeMsPerSecond`, `stateAccessTimeMsPerSecond`, `<operator>.busyTimeMsPerSecond`,
+//! `/hot-keys`); what a server does not report stays `None`.
+//!
+//! The answers it reads: `/overview` ([`slot_cap`]), `/jobs/overview` ([`pick_job`]),
+//! `/jobs/:id` with its `plan` ([`read_graph`]), `/jobs/:id/vertices/:vid/subtasks/:n/metrics`
+//! ([`subtask_metrics_path`], [`subtask_sample`]), `/jobs/:id/vertices/:vid/hot-keys`
+//! ([`hot_keys_path`], [`read_hot_keys`]), `/jobs/:id/checkpoints` and its `/config`
+//! ([`checkpoint_stats`]).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::{CheckpointStats, DoctorError, HotKey, SubtaskSample, VertexView};
+
+pub const BUSY: &str = "busyTimeMsPerSecond";
+pub const BACKPRESSURED: &str = "backPressuredTimeMsPerSecond";
+pub const IDLE: &str = "idleTimeMsPerSecond";
+pub const RECORDS_IN: &str = "numRecordsInPerSecond";
+pub const RECORDS_OUT: &str = "numRecordsOutPerSecond";
+/// Sluice's CPU time of the task thread, ms/s (absent on Flink).
+pub const CPU: &str = "cpuTimeMsPerSecond";
+/// Sluice's time runnable but waiting for a free CPU, ms/s (absent on Flink).
+pub const CPU_WAIT: &str = "cpuWaitTimeMsPerSecond";
+/// Sluice's time in keyed-state calls, ms/s (absent on Flink).
+pub const STATE_ACCESS: &str = "stateAccessTimeMsPerSecond";
+/// Sluice's per-operator metric, as `<operator scope>.busyTimeMsPerSecond`.
+pub const OPERATOR_BUSY: &str = "busyTimeMsPerSecond";
+
+/// Per-subtask task metrics every view asks for (Flink's names; a server omits those it does
+/// not have, which is how `cpuTimeMsPerSecond` shows up for Sluice and not for Flink).
+pub const SUBTASK_METRICS: &str = "busyTimeMsPerSecond,backPressuredTimeMsPerSecond,\
+idleTimeMsPerSecond,numRecordsInPerSecond,numRecordsOutPerSecond,cpuTimeMsPerSecond";
+
+/// Flink's metric-scope character filter (`MetricQueryService`): space, `.`, `:` and `,`
+/// become `_`; operator names are cut to 80 characters first (`TaskMetricGroup`). Operator
+/// metrics are named `<this>.<metric>` by Sluice's REST server and by Flink.
+pub fn sanitize_operator_name(name: &str) -> String {
+    name.chars()
+        .take(80)
+        .map(|c| match c {
+            ' ' | '.' | ':' | ',' => '_',
+            c => c,
+        })
+        .collect()
+}
+
+/// A finite number from a JSON number or a numeric string (Flink sends metric values as strings,
+/// NaN as `"NaN"`).
+pub fn number(v: &Value) -> Option<f64> {
+    let x = match v {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    x.is_finite().then_some(x)
+}
+
+/// A field as text: strings as they are, null or absent as empty, anything else as JSON.
+pub fn text(v: &Value, key: &str) -> String {
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Chooses the job from `/jobs/overview`: `wanted` if given (case-insensitive), else the first
+/// RUNNING job, else the one started last. `source` names where the answer came from, for the
+/// error messages.
+pub fn pick_job(
+    overview: &Value,
+    wanted: Option<&str>,
+    source: &str,
+) -> Result<String, DoctorError> {
+    let jobs = overview
+        .get("jobs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| DoctorError::NoJobsList {
+            server: source.to_string(),
+        })?;
+    if let Some(id) = wanted {
+        let id = id.trim();
+        if let Some(j) = jobs
+            .iter()
+            .find(|j| text(j, "jid").eq_ignore_ascii_case(id))
+        {
+            return Ok(text(j, "jid"));
+        }
+        let known = jobs
+            .iter()
+            .map(|j| {
+                format!(
+                    "{} ({}, {})",
+                    text(j, "jid"),
+                    text(j, "name"),
+                    text(j, "state")
+                )
+            })
+            .collect();
+        return Err(DoctorError::UnknownJob {
+            id: id.to_string(),
+            server: source.to_string(),
+            known,
+        });
+    }
+    if let Some(j) = jobs.iter().find(|j| text(j, "state") == "RUNNING") {
+        return Ok(text(j, "jid"));
+    }
+    jobs.iter()
+        .max_by(|a, b| {
+            let t = |j: &Value| j.get("start-time").and_then(number).unwrap_or(f64::MIN);
+            t(a).total_cmp(&t(b))
+        })
+        .map(|j| text(j, "jid"))
+        .ok_or_else(|| DoctorError::NoJobs {
+            server: source.to_string(),
+        })
+}
+
+/// The job's vertices from `/jobs/:id` (and the `plan` inside it): ids, names, parallelism,
+/// inputs with their ship strategies, chained operators (the name split at ` -> `), sources
+/// (no inputs) and sinks (no consumers). No metrics yet.
+pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
+    let listed = job
+        .get("vertices")
+        .and_then(Value::as_array)
+        .ok_or(DoctorError::NoVertices)?;
+    let ids: Vec<String> = listed.iter().map(|v| text(v, "id")).collect();
+    let nodes = job["plan"]["nodes"].as_array().cloned().unwrap_or_default();
+    let mut vertices: Vec<VertexView> = listed
+        .iter()
+        .map(|v| {
+            let id = text(v, "id");
+            let name = text(v, "name");
+            let inputs = nodes
+                .iter()
+                .find(|n| n["id"].as_str() == Some(id.as_str()))
+                .and_then(|n| n["inputs"].as_array().cloned())
+                .unwrap_or_default();
+            let (mut upstream, mut ships) = (Vec::new(), Vec::new());
+            for i in &inputs {
+                if let Some(u) = ids
+                    .iter()
+                    .position(|id| Some(id.as_str()) == i["id"].as_str())
+                {
+                    upstream.push(u);
+                    ships.push(i["ship_strategy"].as_str().unwrap_or("").to_string());
+                }
+            }
+            VertexView {
+                is_source: upstream.is_empty(),
+                operators: name.split(" -> ").map(str::to_string).collect(),
+                parallelism: v
+                    .get("parallelism")
+                    .and_then(number)
+                    .filter(|p| *p >= 0.0)
+                    .map_or(0, |p| p as usize),
+                id,
+                name,
+                inputs: upstream,
+                ship_strategies: ships,
+                ..VertexView::default()
+            }
+        })
+        .collect();
+    for i in 0..vertices.len() {
+        let consumed = vertices.iter().any(|d| d.inputs.contains(&i));
+        vertices[i].is_sink = !consumed;
+    }
+    Ok(vertices)
+}
+
+/// The metric names to ask a subtask of `vertex` for: the task metrics, Sluice's state-access
+/// and CPU-wait time, and each chained operator's busy time.
+pub fn subtask_metric_names(vertex: &VertexView) -> String {
+    let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS},{CPU_WAIT}");
+    for op in &vertex.operators {
+        names.push_str(&format!(",{}.{OPERATOR_BUSY}", sanitize_operator_name(op)));
+    }
+    names
+}
+
+/// `/jobs/:jid/vertices/:vid/subtasks/:n/metrics?get=…` for [`subtask_sample`].
+pub fn subtask_metrics_path(jid: &str, vertex: &VertexView, n: usize) -> String {
+    format!(
+        "/jobs/{jid}/vertices/{}/subtasks/{n}/metrics?get={}",
+        vertex.id,
+        subtask_metric_names(vertex)
+    )
+}
+
+/// `…/subtasks/:n/metrics?get=…` (`[{"id","value"}]`, values are strings) by metric id; values
+/// that are not finite numbers are left out.
+pub fn read_metric_values(v: &Value) -> HashMap<String, f64> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| Some((text(m, "id"), m.get("value").and_then(number)?)))
+        .collect()
+}
+
+/// One subtask's sample from its `…/subtasks/:n/metrics` answer; `operators` are the vertex's
+/// chained operators, whose busy time is read when the server reports it.
+pub fn subtask_sample(answer: &Value, operators: &[String]) -> SubtaskSample {
+    sample_of_values(&read_metric_values(answer), operators)
+}
+
+/// [`subtask_sample`] over metric values already read.
+pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> SubtaskSample {
+    let get = |id: &str| values.get(id).copied();
+    SubtaskSample {
+        busy: get(BUSY),
+        backpressured: get(BACKPRESSURED),
+        idle: get(IDLE),
+        records_in: get(RECORDS_IN),
+        records_out: get(RECORDS_OUT),
+        cpu: get(CPU),
+        cpu_wait: get(CPU_WAIT),
+        operator_busy: operators
+            .iter()
+            .filter_map(|op| {
+                let id = format!("{}.{OPERATOR_BUSY}", sanitize_operator_name(op));
+                Some((op.clone(), get(&id)?))
+            })
+            .collect(),
+        state_access: get(STATE_ACCESS),
+    }
+}
+
+/// `/jobs/:jid/vertices/:vid/hot-keys` (a Sluice extension; Flink answers 404).
+pub fn hot_keys_path(jid: &str, vertex: &VertexView) -> String {
+    format!("/jobs/{jid}/vertices/{}/hot-keys", vertex.id)
+}
+
+/// The heavy keys of a `/hot-keys` answer with their share of the vertex's records (keys that
+/// are not strings are shown as JSON).
+pub fn read_hot_keys(answer: &Value) -> Vec<HotKey> {
+    answer["hot-keys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| {
+            let key = match &k["key"] {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            Some(HotKey {
+                key,
+                share: k["share-of-vertex"].as_f64()?,
+            })
+        })
+        .collect()
+}
+
+/// Checkpoint statistics from `/jobs/:id/checkpoints` and `/jobs/:id/checkpoints/config`
+/// (fields a server leaves out count as 0 / false).
+pub fn checkpoint_stats(stats: &Value, config: &Value) -> CheckpointStats {
+    let u = |v: &Value| v.as_u64().unwrap_or(0);
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let duration = &stats["summary"]["end_to_end_duration"];
+    CheckpointStats {
+        unaligned: config["unaligned_checkpoints"].as_bool().unwrap_or(false),
+        aligned_timeout_ms: u(&config["aligned_checkpoint_timeout"]),
+        interval_ms: u(&config["interval"]),
+        timeout_ms: u(&config["timeout"]),
+        completed: u(&stats["counts"]["completed"]),
+        failed: u(&stats["counts"]["failed"]),
+        duration_p90_ms: f(&duration["p90"]),
+        duration_max_ms: f(&duration["max"]),
+    }
+}
+
+/// The parallelism cap a fix may propose, from `/overview`: on a Flink cluster its slots (with
+/// slot sharing a vertex can have one subtask per slot). Sluice's embedded cluster
+/// (`flink-commit` `sluice-…`) has no fixed slots (a subtask is a thread), so no cap.
+pub fn slot_cap(overview: &Value) -> Option<usize> {
+    if overview["flink-commit"]
+        .as_str()
+        .is_some_and(|c| c.starts_with("sluice-"))
+    {
+        return None;
+    }
+    overview["slots-total"]
+        .as_u64()
+        .filter(|&n| n > 0)
+        .map(|n| n as usize)
+}
+
+#[cfg(test)]
+mod tests;
