@@ -1,0 +1,71 @@
+//! Flink's `IOMetricsInfo` (bytes and records in and out, accumulated busy/idle/backpressured
+//! time) of a subtask, or summed over a vertex.
+
+use sluice_graph::Json;
+
+use crate::metrics::{JobData, Subtask};
+
+/// Flink's `IOMetricsInfo` of one subtask or a sum of them.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Io {
+    pub read_bytes: i64,
+    pub write_bytes: i64,
+    pub read_records: i64,
+    pub write_records: i64,
+    pub backpressured: i64,
+    pub idle: i64,
+    pub busy: f64,
+}
+
+impl Io {
+    pub fn of(s: &Subtask) -> Io {
+        use std::sync::atomic::Ordering::Relaxed;
+        let c = |v: u64| v.min(i64::MAX as u64) as i64;
+        Io {
+            read_bytes: c(s.live.bytes_in.load(Relaxed)),
+            write_bytes: c(s.live.bytes_out.load(Relaxed)),
+            read_records: c(s.live.records_in.load(Relaxed)),
+            write_records: c(s.live.records_out.load(Relaxed)),
+            backpressured: s.snap.accumulated_backpressured_ms.max(0.0) as i64,
+            idle: s.snap.accumulated_idle_ms.max(0.0) as i64,
+            busy: if s.snap.accumulated_busy_ms.is_finite() {
+                s.snap.accumulated_busy_ms.floor()
+            } else {
+                0.0
+            },
+        }
+    }
+    pub fn add(&mut self, o: &Io) {
+        self.read_bytes = self.read_bytes.saturating_add(o.read_bytes);
+        self.write_bytes = self.write_bytes.saturating_add(o.write_bytes);
+        self.read_records = self.read_records.saturating_add(o.read_records);
+        self.write_records = self.write_records.saturating_add(o.write_records);
+        self.backpressured = self.backpressured.saturating_add(o.backpressured);
+        self.idle = self.idle.saturating_add(o.idle);
+        self.busy += o.busy;
+    }
+    pub fn json(&self) -> Json {
+        Json::obj()
+            .with("read-bytes", self.read_bytes)
+            .with("read-bytes-complete", true)
+            .with("write-bytes", self.write_bytes)
+            .with("write-bytes-complete", true)
+            .with("read-records", self.read_records)
+            .with("read-records-complete", true)
+            .with("write-records", self.write_records)
+            .with("write-records-complete", true)
+            .with("accumulated-backpressured-time", self.backpressured)
+            .with("accumulated-idle-time", self.idle)
+            .with("accumulated-busy-time", self.busy)
+    }
+}
+
+pub(super) fn vertex_io(d: &JobData, vertex: usize) -> Io {
+    let mut io = Io::default();
+    for i in 0..d.parallelism(vertex) {
+        if let Some(s) = d.subtask(vertex, i) {
+            io.add(&Io::of(&s));
+        }
+    }
+    io
+}
