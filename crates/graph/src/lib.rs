@@ -74,5 +74,8 @@ pub use sluice_runtime::sinks::{CollectHandle, DiscardHandle};
 pub use sluice_runtime::time::windows::TimeWindow;
 pub use sluice_runtime::JobResult;
 pub use sluice_types::Watermark;
-pub use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, ShipStrategy};
+pub use sluice_types::{
+    Collector, CollectorExt, ControlEvent, Data, Operator, OperatorContext, OperatorError,
+    ShipStrategy,
+};
 pub use stream_graph::{ChainingStrategy, NodeKind, StreamNode};

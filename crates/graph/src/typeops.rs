@@ -13,7 +13,9 @@ use sluice_channel::{ChannelSender, ExchangeConfig, GateCanceller, InputGate, Wa
 use sluice_runtime::chain::{Fanout, Link, TimedSink};
 use sluice_runtime::sources::{SourceContext, SourceFunction};
 use sluice_runtime::{JobControl, OperatorMetrics, TaskContext, TaskMetrics};
-use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, ShipStrategy};
+use sluice_types::{
+    Collector, CollectorExt, Data, Operator, OperatorContext, OperatorError, ShipStrategy,
+};
 
 use crate::selectors;
 

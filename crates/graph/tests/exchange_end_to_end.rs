@@ -13,8 +13,8 @@ use std::time::Duration;
 use common::{guarded, HANG_GUARD};
 use sluice_graph::partition::{assign_key_to_subtask, default_max_parallelism, pointwise_targets};
 use sluice_graph::{
-    Collector, DataStream, GraphError, JobResult, Operator, OperatorContext, OperatorError,
-    StreamEnv,
+    Collector, CollectorExt, DataStream, GraphError, JobResult, Operator, OperatorContext,
+    OperatorError, StreamEnv,
 };
 use sluice_runtime::sources::{split_range, SourceContext, SourceFunction};
 

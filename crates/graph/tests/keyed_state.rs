@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::{guarded, TempDir, HANG_GUARD};
 use sluice_graph::{
-    AggregateFunction, Collector, KeyedProcessFunction, OnTimerContext, OperatorError,
-    ProcessContext, StateBackendKind, StreamEnv,
+    AggregateFunction, Collector, CollectorExt, KeyedProcessFunction, OnTimerContext,
+    OperatorError, ProcessContext, StateBackendKind, StreamEnv,
 };
 use sluice_runtime::sources::{SourceContext, SourceFunction};
 

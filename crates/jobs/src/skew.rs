@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sluice_graph::{GraphError, StreamEnv};
+use sluice_graph::{ControlEvent, GraphError, StreamEnv};
 
 /// Settings of the skew job; names match the CLI flags.
 #[derive(Clone, Debug, PartialEq)]
@@ -243,20 +243,24 @@ impl sluice_graph::Collector<(i64, i64)> for FinalSums {
         self.latest.insert(k, s);
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), sluice_graph::OperatorError> {
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        out.extend(self.latest.drain());
-        Ok(())
-    }
-    fn emit_barrier(
-        &mut self,
-        _barrier: sluice_types::Barrier,
-    ) -> Result<(), sluice_graph::OperatorError> {
-        let sums: Vec<(i64, i64)> = self.latest.iter().map(|(k, s)| (*k, *s)).collect();
-        sluice_runtime::checkpoint::task::record(
-            &self.operator_id,
-            sluice_runtime::state::layout::encode(&sums)?,
-        );
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), sluice_graph::OperatorError> {
+        match event {
+            // The final sums are the latest per key at the end of input.
+            ControlEvent::EndOfInput => {
+                let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+                out.extend(self.latest.drain());
+            }
+            // The latest sums are the sink's state: snapshot them as the barrier passes.
+            ControlEvent::Barrier(_) => {
+                let sums: Vec<(i64, i64)> = self.latest.iter().map(|(k, s)| (*k, *s)).collect();
+                sluice_runtime::checkpoint::task::record(
+                    &self.operator_id,
+                    sluice_runtime::state::layout::encode(&sums)?,
+                );
+            }
+            // Nothing buffered, no notion of time.
+            ControlEvent::Flush | ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => {}
+        }
         Ok(())
     }
 }

@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sluice_types::{Barrier, Collector, Data, Operator, OperatorContext, OperatorError, Watermark};
+use sluice_types::{
+    Collector, CollectorExt, ControlEvent, Data, Operator, OperatorContext, OperatorError,
+};
 
 use crate::metrics::{OperatorMetrics, OPERATOR_SAMPLE_EVERY};
 
@@ -125,26 +127,11 @@ where
         self.timed(record)
     }
 
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        self.timing.publish();
-        self.link.finish()
-    }
-
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        self.timing.publish();
-        self.link.flush()
-    }
-
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        self.link.emit_watermark(watermark)
-    }
-
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        self.link.emit_idleness(idle)
-    }
-
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        self.link.emit_barrier(barrier)
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        if matches!(event, ControlEvent::Flush | ControlEvent::EndOfInput) {
+            self.timing.publish();
+        }
+        self.link.emit_event(event)
     }
 }
 
@@ -159,33 +146,31 @@ where
         self.op.process(record, &mut *self.out)
     }
 
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        self.op.finish(&mut *self.out)?;
-        self.out.finish()
-    }
-
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        self.op.tick(&mut *self.out)?;
-        self.out.flush()
-    }
-
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        self.op.on_watermark(watermark, &mut *self.out)
-    }
-
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        self.op.on_idleness(idle, &mut *self.out)
-    }
-
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        self.op.prepare_snapshot_pre_barrier(&mut *self.out)?;
-        match self.op.snapshot_state(barrier.checkpoint_id) {
-            Ok(Some(bytes)) => crate::checkpoint::task::record(&self.operator_id, bytes),
-            Ok(None) => {}
-            // The checkpoint fails, not the job (the coordinator decides about the job).
-            Err(e) => crate::checkpoint::task::decline(&self.operator_id, e.to_string()),
+    /// Each event goes to the operator's hook for it, which forwards it (the operator may emit
+    /// records first); a barrier snapshots the operator on its way through.
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            ControlEvent::EndOfInput => {
+                self.op.finish(&mut *self.out)?;
+                self.out.finish()
+            }
+            ControlEvent::Flush => {
+                self.op.tick(&mut *self.out)?;
+                self.out.flush()
+            }
+            ControlEvent::Watermark(w) => self.op.on_watermark(w, &mut *self.out),
+            ControlEvent::Idleness(idle) => self.op.on_idleness(idle, &mut *self.out),
+            ControlEvent::Barrier(barrier) => {
+                self.op.prepare_snapshot_pre_barrier(&mut *self.out)?;
+                match self.op.snapshot_state(barrier.checkpoint_id) {
+                    Ok(Some(bytes)) => crate::checkpoint::task::record(&self.operator_id, bytes),
+                    Ok(None) => {}
+                    // The checkpoint fails, not the job (the coordinator decides about the job).
+                    Err(e) => crate::checkpoint::task::decline(&self.operator_id, e.to_string()),
+                }
+                self.out.emit_barrier(barrier)
+            }
         }
-        self.out.emit_barrier(barrier)
     }
 }
 
@@ -212,33 +197,9 @@ impl<T: Data> Collector<T> for Fanout<T> {
         }
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), OperatorError> {
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         for o in &mut self.outs {
-            o.finish()?;
-        }
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        for o in &mut self.outs {
-            o.flush()?;
-        }
-        Ok(())
-    }
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        for o in &mut self.outs {
-            o.emit_watermark(watermark)?;
-        }
-        Ok(())
-    }
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        for o in &mut self.outs {
-            o.emit_idleness(idle)?;
-        }
-        Ok(())
-    }
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        for o in &mut self.outs {
-            o.emit_barrier(barrier)?;
+            o.emit_event(event)?;
         }
         Ok(())
     }
@@ -284,21 +245,99 @@ impl<T, C: Collector<T>> Collector<T> for TimedSink<C> {
         }
         self.timed(record)
     }
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        self.timing.publish();
-        self.inner.finish()
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        if matches!(event, ControlEvent::Flush | ControlEvent::EndOfInput) {
+            self.timing.publish();
+        }
+        self.inner.emit_event(event)
     }
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        self.timing.publish();
-        self.inner.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use sluice_types::{Barrier, CheckpointKind, VecCollector, Watermark};
+
+    use super::*;
+    use crate::operators::{FilterOp, FlatMapOp, MapOp};
+
+    /// A leaf that records into a vector the test keeps a handle on.
+    struct Shared(Arc<Mutex<VecCollector<i64>>>);
+
+    impl Collector<i64> for Shared {
+        fn collect(&mut self, r: i64) -> Result<(), OperatorError> {
+            self.0.lock().unwrap().collect(r)
+        }
+        fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+            self.0.lock().unwrap().emit_event(event)
+        }
     }
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        self.inner.emit_watermark(watermark)
+
+    fn ctx(name: &str) -> OperatorContext {
+        OperatorContext {
+            operator_name: name.into(),
+            task_name: "chain".into(),
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism: 128,
+            operator_id: name.into(),
+        }
     }
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        self.inner.emit_idleness(idle)
-    }
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        self.inner.emit_barrier(barrier)
+
+    /// Every wrapper a chain is built from passes every control event on, in order with the
+    /// records: a timed map link → filter link → flat_map link → fan-out into a timed sink and
+    /// a boxed map link over a second leaf.
+    #[test]
+    fn control_events_pass_through_every_wrapper() {
+        let (a, b) = (Arc::default(), Arc::default());
+        let leaf_a = TimedSink::new(Shared(Arc::clone(&a)), OperatorMetrics::new("sink a"));
+        let to_b = Link::open(
+            MapOp(|x: i64| x + 1000),
+            Box::new(Shared(Arc::clone(&b))),
+            &ctx("map b"),
+        )
+        .unwrap();
+        let fanout = Fanout::new(vec![Box::new(leaf_a), Box::new(to_b)]);
+        let flat_map = Link::open(
+            FlatMapOp(|x: i64| [x, -x]),
+            Box::new(fanout),
+            &ctx("flat_map"),
+        )
+        .unwrap();
+        let filter = Link::open(
+            FilterOp(|x: &i64| x % 2 == 0),
+            Box::new(flat_map),
+            &ctx("filter"),
+        )
+        .unwrap();
+        let mut head: Box<dyn Collector<i64>> = Box::new(
+            Link::open(MapOp(|x: i64| x * 2), Box::new(filter), &ctx("map"))
+                .unwrap()
+                .with_metrics(OperatorMetrics::new("map")),
+        );
+        let barrier = |id| Barrier {
+            checkpoint_id: id,
+            timestamp_ms: 0,
+            kind: CheckpointKind::Aligned,
+        };
+        head.collect(1).unwrap();
+        head.emit_barrier(barrier(1)).unwrap();
+        head.collect(2).unwrap();
+        head.emit_watermark(Watermark(7)).unwrap();
+        head.emit_idleness(true).unwrap();
+        head.emit_barrier(barrier(2)).unwrap();
+        head.flush().unwrap();
+        head.finish().unwrap();
+        for (leaf, offset) in [(a, 0), (b, 1000)] {
+            let leaf = leaf.lock().unwrap();
+            let expected: Vec<i64> = [2, -2, 4, -4].iter().map(|x| x + offset).collect();
+            assert_eq!(leaf.records, expected);
+            assert_eq!(leaf.barriers, vec![barrier(1), barrier(2)]);
+            assert_eq!(leaf.watermarks, vec![Watermark(7)]);
+            assert_eq!(leaf.idleness, vec![true]);
+            assert_eq!(leaf.flushes, 1);
+            assert!(leaf.finished);
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! The run loop of a task with one (possibly unioned) input.
 
 use sluice_channel::{ChannelEvent, GateItem, InputGate};
-use sluice_types::{Barrier, Collector, Data, OperatorError, Watermark};
+use sluice_types::{Barrier, Collector, CollectorExt, Data, OperatorError, Watermark};
 
 use crate::time::watermarks::{WatermarkCombiner, WatermarkEvent};
 use crate::TaskContext;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sluice_channel::ChannelEvent;
 use sluice_channel::{Cancelled, ChannelWriter};
-use sluice_types::{Barrier, Collector, Data, OperatorError, Watermark};
+use sluice_types::{Collector, ControlEvent, Data, OperatorError};
 
 use crate::{JobControl, TaskMetrics};
 
@@ -158,53 +158,48 @@ impl<T: Data, S: ChannelSelector<T>> Collector<T> for RecordWriter<T, S> {
         Ok(())
     }
 
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        for c in &mut self.channels {
-            c.finish().map_err(cancelled)?;
-        }
-        self.publish();
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        self.flush_all()
-    }
-
-    /// Broadcast to every channel behind the records written before it (shipping partial
-    /// buffers first, which may wait for credit: the watermark must not overtake them).
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        for c in &mut self.channels {
-            c.send_event(ChannelEvent::Watermark(watermark))
-                .map_err(cancelled)?;
-        }
-        self.publish();
-        self.metrics.output_watermark.set(watermark.0);
-        Ok(())
-    }
-
-    /// An aligned barrier keeps its place: ship the partial buffers, then the barrier on every
-    /// channel (events need no credit). An unaligned one overtakes: it goes to the front of
-    /// every channel, taking the partial buffer along without waiting for credit.
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        let unaligned = barrier.kind == sluice_types::CheckpointKind::Unaligned;
-        for c in &mut self.channels {
-            if unaligned {
-                c.send_unaligned_barrier(barrier).map_err(cancelled)?;
-            } else {
-                c.send_event(ChannelEvent::Barrier(barrier))
-                    .map_err(cancelled)?;
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            ControlEvent::EndOfInput => {
+                for c in &mut self.channels {
+                    c.finish().map_err(cancelled)?;
+                }
+                self.publish();
+            }
+            ControlEvent::Flush => self.flush_all()?,
+            // Broadcast to every channel behind the records written before it (shipping partial
+            // buffers first, which may wait for credit: the watermark must not overtake them).
+            ControlEvent::Watermark(watermark) => {
+                for c in &mut self.channels {
+                    c.send_event(ChannelEvent::Watermark(watermark))
+                        .map_err(cancelled)?;
+                }
+                self.publish();
+                self.metrics.output_watermark.set(watermark.0);
+            }
+            // An aligned barrier keeps its place: ship the partial buffers, then the barrier on
+            // every channel (events need no credit). An unaligned one overtakes: it goes to the
+            // front of every channel, taking the partial buffer along without waiting for credit.
+            ControlEvent::Barrier(barrier) => {
+                let unaligned = barrier.kind == sluice_types::CheckpointKind::Unaligned;
+                for c in &mut self.channels {
+                    if unaligned {
+                        c.send_unaligned_barrier(barrier).map_err(cancelled)?;
+                    } else {
+                        c.send_event(ChannelEvent::Barrier(barrier))
+                            .map_err(cancelled)?;
+                    }
+                }
+                self.publish();
+            }
+            ControlEvent::Idleness(idle) => {
+                for c in &mut self.channels {
+                    c.send_event(ChannelEvent::Idleness(idle))
+                        .map_err(cancelled)?;
+                }
+                self.publish();
             }
         }
-        self.publish();
-        Ok(())
-    }
-
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        for c in &mut self.channels {
-            c.send_event(ChannelEvent::Idleness(idle))
-                .map_err(cancelled)?;
-        }
-        self.publish();
         Ok(())
     }
 }

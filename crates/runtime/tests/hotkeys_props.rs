@@ -13,7 +13,7 @@ use sluice_runtime::hotkeys::{
 };
 use sluice_runtime::operators::KeyedReduceOp;
 use sluice_runtime::TaskMetrics;
-use sluice_types::{Collector, Operator, OperatorContext, OperatorError};
+use sluice_types::{Collector, ControlEvent, Operator, OperatorContext, OperatorError};
 
 fn splitmix(z: u64) -> u64 {
     let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -248,6 +248,9 @@ impl Collector<(i64, i64)> for Discard {
     #[inline]
     fn collect(&mut self, r: (i64, i64)) -> Result<(), OperatorError> {
         self.0 = self.0.wrapping_add(r.1 as u64);
+        Ok(())
+    }
+    fn emit_event(&mut self, _: ControlEvent) -> Result<(), OperatorError> {
         Ok(())
     }
 }

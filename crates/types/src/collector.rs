@@ -1,49 +1,148 @@
 //! Output side of an operator.
+//!
+//! A collector receives records ([`Collector::collect`]) and control events
+//! ([`Collector::emit_event`]: watermarks, idleness, checkpoint barriers, flushes, end of input).
+//! `emit_event` has no default: a wrapper that forgot to forward it would swallow checkpoint
+//! barriers silently, so every collector has to say what it does with each event, and the
+//! natural wrapper (`self.inner.emit_event(event)`) forwards all of them. The named forms
+//! (`finish`, `flush`, `emit_barrier`, ...) live in [`CollectorExt`], implemented for every
+//! collector and for nothing else, so no collector can override one of them and disagree with
+//! its own `emit_event`.
+//!
+//! A wrapper that handles records only does not compile:
+//!
+//! ```compile_fail,E0046
+//! use sluice_types::{Collector, OperatorError};
+//!
+//! struct Counting<C> {
+//!     inner: C,
+//!     seen: u64,
+//! }
+//!
+//! impl<T, C: Collector<T>> Collector<T> for Counting<C> {
+//!     fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+//!         self.seen += 1;
+//!         self.inner.collect(record)
+//!     }
+//!     // no `emit_event`: error[E0046], not a barrier lost at run time
+//! }
+//! ```
+//!
+//! nor does overriding one named event (the blanket impl already covers every collector):
+//!
+//! ```compile_fail,E0119
+//! use sluice_types::{Barrier, Collector, CollectorExt, ControlEvent, OperatorError};
+//!
+//! struct Sink;
+//!
+//! impl Collector<u8> for Sink {
+//!     fn collect(&mut self, _: u8) -> Result<(), OperatorError> {
+//!         Ok(())
+//!     }
+//!     fn emit_event(&mut self, _: ControlEvent) -> Result<(), OperatorError> {
+//!         Ok(())
+//!     }
+//! }
+//!
+//! impl CollectorExt<u8> for Sink {
+//!     fn emit_barrier(&mut self, _: Barrier) -> Result<(), OperatorError> {
+//!         Ok(())
+//!     }
+//! }
+//! ```
+//!
+//! The wrapper that compiles forwards every event:
+//!
+//! ```
+//! use sluice_types::{Collector, ControlEvent, OperatorError};
+//!
+//! struct Counting<C> {
+//!     inner: C,
+//!     seen: u64,
+//! }
+//!
+//! impl<T, C: Collector<T>> Collector<T> for Counting<C> {
+//!     fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+//!         self.seen += 1;
+//!         self.inner.collect(record)
+//!     }
+//!     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+//!         self.inner.emit_event(event)
+//!     }
+//! }
+//! ```
 
 use crate::{Barrier, OperatorError, Watermark};
 
-/// Receives the records an operator emits. Chained operators are collectors of their upstream;
-/// the last operator of a chain writes into a network writer or a sink, which are collectors too.
-///
-/// `collect` returns an error only when the record cannot be delivered: the downstream failed or
-/// the job is cancelled. Operators propagate it with `?`.
-pub trait Collector<T>: Send {
-    fn collect(&mut self, record: T) -> Result<(), OperatorError>;
-
-    /// End of input: flush what is buffered and forward end-of-input downstream. Called once.
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        Ok(())
-    }
-
-    /// The buffer timeout elapsed while the task had nothing to process: ship partial output
-    /// buffers if credit allows. Never blocks.
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        Ok(())
-    }
-
-    /// Event-time progress: no later record on this stream has a timestamp `<=` `watermark`.
+/// Everything but a record that travels down a chain, in stream order with the records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlEvent {
+    /// Event-time progress: no later record on this stream has a timestamp `<=` the watermark.
     /// Chains pass it to each operator's [`crate::Operator::on_watermark`], network writers
-    /// broadcast it to every channel after the records written before it. Sinks ignore it.
-    fn emit_watermark(&mut self, _watermark: Watermark) -> Result<(), OperatorError> {
-        Ok(())
-    }
-
+    /// broadcast it to every channel after the records written before it.
+    Watermark(Watermark),
     /// The stream became idle (`true`: downstream must not wait for its watermark) or active
     /// again (`false`). Flink's `WatermarkStatus`.
-    fn emit_idleness(&mut self, _idle: bool) -> Result<(), OperatorError> {
-        Ok(())
-    }
-
+    Idleness(bool),
     /// A checkpoint barrier: every record before it is part of checkpoint
     /// `barrier.checkpoint_id`, none after it. Chains snapshot each operator as the barrier
     /// passes ([`crate::Operator::snapshot_state`]); network writers send it on every channel
     /// behind the records written before it.
-    fn emit_barrier(&mut self, _barrier: Barrier) -> Result<(), OperatorError> {
-        Ok(())
+    Barrier(Barrier),
+    /// The buffer timeout elapsed while the task had nothing to process: ship partial output
+    /// buffers if credit allows. Never blocks.
+    Flush,
+    /// End of input: flush what is buffered and forward end-of-input downstream. Sent once.
+    EndOfInput,
+}
+
+/// Receives the records an operator emits. Chained operators are collectors of their upstream;
+/// the last operator of a chain writes into a network writer or a sink, which are collectors too.
+///
+/// `collect` and `emit_event` return an error only when the record or event cannot be
+/// delivered: the downstream failed or the job is cancelled. Operators propagate it with `?`.
+pub trait Collector<T>: Send {
+    fn collect(&mut self, record: T) -> Result<(), OperatorError>;
+
+    /// A control event (see [`ControlEvent`]). Required: wrappers forward it to what they wrap
+    /// (after their own bookkeeping), terminal collectors (sinks, writers) handle each kind
+    /// explicitly.
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError>;
+}
+
+/// The control events by name, for callers. Implemented for every [`Collector`] by the blanket
+/// impl below and for nothing else, so the named forms always mean exactly `emit_event`.
+pub trait CollectorExt<T>: Collector<T> {
+    /// [`ControlEvent::EndOfInput`].
+    fn finish(&mut self) -> Result<(), OperatorError> {
+        self.emit_event(ControlEvent::EndOfInput)
+    }
+
+    /// [`ControlEvent::Flush`].
+    fn flush(&mut self) -> Result<(), OperatorError> {
+        self.emit_event(ControlEvent::Flush)
+    }
+
+    /// [`ControlEvent::Watermark`].
+    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
+        self.emit_event(ControlEvent::Watermark(watermark))
+    }
+
+    /// [`ControlEvent::Idleness`].
+    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
+        self.emit_event(ControlEvent::Idleness(idle))
+    }
+
+    /// [`ControlEvent::Barrier`].
+    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
+        self.emit_event(ControlEvent::Barrier(barrier))
     }
 }
 
-/// Collects into a vector. For unit tests of operators and for embedding.
+impl<T, C: Collector<T> + ?Sized> CollectorExt<T> for C {}
+
+/// Collects into vectors: the records and every control event. For unit tests of operators and
+/// for embedding.
 #[derive(Debug)]
 pub struct VecCollector<T> {
     pub records: Vec<T>,
@@ -52,6 +151,10 @@ pub struct VecCollector<T> {
     pub watermarks: Vec<Watermark>,
     /// Idleness changes received, in order (`true` = became idle).
     pub idleness: Vec<bool>,
+    /// Checkpoint barriers received, in order.
+    pub barriers: Vec<Barrier>,
+    /// Flushes received.
+    pub flushes: usize,
 }
 
 impl<T> Default for VecCollector<T> {
@@ -61,6 +164,8 @@ impl<T> Default for VecCollector<T> {
             finished: false,
             watermarks: Vec::new(),
             idleness: Vec::new(),
+            barriers: Vec::new(),
+            flushes: 0,
         }
     }
 }
@@ -70,16 +175,15 @@ impl<T: Send> Collector<T> for VecCollector<T> {
         self.records.push(record);
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        self.finished = true;
-        Ok(())
-    }
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        self.watermarks.push(watermark);
-        Ok(())
-    }
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        self.idleness.push(idle);
+
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            ControlEvent::Watermark(w) => self.watermarks.push(w),
+            ControlEvent::Idleness(idle) => self.idleness.push(idle),
+            ControlEvent::Barrier(b) => self.barriers.push(b),
+            ControlEvent::Flush => self.flushes += 1,
+            ControlEvent::EndOfInput => self.finished = true,
+        }
         Ok(())
     }
 }
@@ -89,19 +193,37 @@ impl<T, C: Collector<T> + ?Sized> Collector<T> for Box<C> {
     fn collect(&mut self, record: T) -> Result<(), OperatorError> {
         (**self).collect(record)
     }
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        (**self).finish()
+
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        (**self).emit_event(event)
     }
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        (**self).flush()
-    }
-    fn emit_watermark(&mut self, watermark: Watermark) -> Result<(), OperatorError> {
-        (**self).emit_watermark(watermark)
-    }
-    fn emit_idleness(&mut self, idle: bool) -> Result<(), OperatorError> {
-        (**self).emit_idleness(idle)
-    }
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        (**self).emit_barrier(barrier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::CheckpointKind;
+
+    #[test]
+    fn named_events_are_emit_event_and_boxes_forward_them() {
+        let mut c = Box::new(VecCollector::<u8>::default());
+        let barrier = Barrier {
+            checkpoint_id: 7,
+            timestamp_ms: 1,
+            kind: CheckpointKind::Aligned,
+        };
+        c.collect(1).unwrap();
+        c.emit_watermark(Watermark(5)).unwrap();
+        c.emit_idleness(true).unwrap();
+        c.emit_barrier(barrier).unwrap();
+        c.flush().unwrap();
+        c.emit_event(ControlEvent::Flush).unwrap();
+        c.finish().unwrap();
+        assert_eq!(c.records, vec![1]);
+        assert_eq!(c.watermarks, vec![Watermark(5)]);
+        assert_eq!(c.idleness, vec![true]);
+        assert_eq!(c.barriers, vec![barrier]);
+        assert_eq!(c.flushes, 2);
+        assert!(c.finished);
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! - [`Data`]: what a record must be (owned, cloneable, sendable). It is blanket-implemented, so any
 //!   `Clone + Send + 'static` type is a record; nothing is serialized between subtasks of one process.
-//! - [`Collector`]: where an operator puts its output. A chain of operators is a chain of collectors.
+//! - [`Collector`]: where an operator puts its output (records, and [`ControlEvent`]s through
+//!   one required method, so no wrapper can drop a barrier by omission; [`CollectorExt`] names
+//!   them). A chain of operators is a chain of collectors.
 //! - [`Operator`]: the one-required-method trait every transformation implements, with defaulted
 //!   lifecycle hooks (`open`, `finish`).
 //! - [`ShipStrategy`]: how an edge redistributes records, printed exactly as Flink prints it.
@@ -34,7 +36,7 @@ pub mod ids;
 pub mod operator;
 pub mod ship;
 
-pub use collector::{Collector, VecCollector};
+pub use collector::{Collector, CollectorExt, ControlEvent, VecCollector};
 pub use error::OperatorError;
 pub use event::{Barrier, CheckpointKind, Watermark};
 pub use ids::{Id128, JobId, JobVertexId, NodeId, SubtaskIndex};

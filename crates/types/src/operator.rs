@@ -1,6 +1,6 @@
 //! The operator trait: one required method, defaulted lifecycle hooks.
 
-use crate::{Collector, OperatorError, Watermark};
+use crate::{Collector, CollectorExt, OperatorError, Watermark};
 
 /// Where an operator instance runs: which subtask of how many, under which names.
 #[derive(Clone, Debug)]

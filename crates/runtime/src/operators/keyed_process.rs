@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::aggregate::not_open;
-use sluice_types::{Collector, Operator, OperatorContext, OperatorError, Watermark};
+use sluice_types::{Collector, CollectorExt, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::state::{
     instance_dir_name, AggregateFunction, AggregatingState, KeyedStateConfig, KeyedStateStore,

@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
-use sluice_types::{Collector, Operator, OperatorError, Watermark};
+use sluice_types::{Collector, CollectorExt, Operator, OperatorError, Watermark};
 
 use crate::time::watermarks::{BoundedOutOfOrderness, WatermarkEvent};
 

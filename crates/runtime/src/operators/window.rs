@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::aggregate::not_open;
-use sluice_types::{Collector, Operator, OperatorContext, OperatorError, Watermark};
+use sluice_types::{Collector, CollectorExt, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::operators::keyed_process::{system_time_ms, ProcessingClock};
 use crate::state::{

@@ -1,6 +1,6 @@
 use std::sync::{Arc, Mutex};
 
-use sluice_types::{Collector, OperatorError};
+use sluice_types::{Collector, ControlEvent, OperatorError};
 
 /// Where the collect sink's subtasks deposit their records when they finish.
 #[derive(Debug)]
@@ -70,12 +70,22 @@ impl<T: Send> Collector<T> for CollectSink<T> {
         self.buf.push(record);
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        let mut p = self.handle.parts.lock().unwrap_or_else(|p| p.into_inner());
-        if p.len() <= self.subtask {
-            p.resize_with(self.subtask + 1, || None);
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            // The subtask's records are handed over once, at the end.
+            ControlEvent::EndOfInput => {
+                let mut p = self.handle.parts.lock().unwrap_or_else(|p| p.into_inner());
+                if p.len() <= self.subtask {
+                    p.resize_with(self.subtask + 1, || None);
+                }
+                p[self.subtask] = Some(std::mem::take(&mut self.buf));
+            }
+            // An in-memory result: nothing to ship early, not part of checkpoints, no time.
+            ControlEvent::Flush
+            | ControlEvent::Barrier(_)
+            | ControlEvent::Watermark(_)
+            | ControlEvent::Idleness(_) => {}
         }
-        p[self.subtask] = Some(std::mem::take(&mut self.buf));
         Ok(())
     }
 }

@@ -1,7 +1,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use sluice_types::{Collector, OperatorError};
+use sluice_types::{Collector, ControlEvent, OperatorError};
 
 /// The total count of a discard sink, across subtasks, readable while the job runs.
 #[derive(Clone, Debug, Default)]
@@ -41,9 +41,19 @@ impl<T: Send> Collector<T> for DiscardSink {
         }
         Ok(())
     }
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        self.total.fetch_add(self.local, Relaxed);
-        self.local = 0;
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            // The count is published in steps of 4096; the rest at the end.
+            ControlEvent::EndOfInput => {
+                self.total.fetch_add(self.local, Relaxed);
+                self.local = 0;
+            }
+            // Nothing buffered, no state, no notion of time.
+            ControlEvent::Flush
+            | ControlEvent::Barrier(_)
+            | ControlEvent::Watermark(_)
+            | ControlEvent::Idleness(_) => {}
+        }
         Ok(())
     }
 }

@@ -2,7 +2,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use sluice_types::{Collector, OperatorError};
+use sluice_types::{Collector, ControlEvent, OperatorError};
 
 /// Where subtask `index` of a file sink with `parallelism` subtasks writes: the path itself at
 /// parallelism 1, otherwise `path/part-<index>` (the path is a directory, created if missing).
@@ -79,10 +79,21 @@ where
         res.map_err(|e| OperatorError::io(format!("writing {}", self.path.display()), e))
     }
 
-    fn finish(&mut self) -> Result<(), OperatorError> {
-        // An empty share still produces its (possibly header-only) file, so readers find every part.
-        self.writer()?
-            .flush()
-            .map_err(|e| OperatorError::io(format!("writing {}", self.path.display()), e))
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            // An empty share still produces its (possibly header-only) file, so readers find
+            // every part.
+            ControlEvent::EndOfInput => self
+                .writer()?
+                .flush()
+                .map_err(|e| OperatorError::io(format!("writing {}", self.path.display()), e)),
+            // Lines stay in the write buffer until it fills or the input ends (the file is read
+            // after the job); not transactional, so a barrier has nothing to snapshot (that is
+            // the transactional file sink's job); time does not matter to a file.
+            ControlEvent::Flush
+            | ControlEvent::Barrier(_)
+            | ControlEvent::Watermark(_)
+            | ControlEvent::Idleness(_) => Ok(()),
+        }
     }
 }

@@ -13,7 +13,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use sluice_types::{Barrier, Collector, OperatorContext, OperatorError};
+use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError};
 
 use crate::checkpoint::{task, CheckpointHub};
 use crate::state::layout;
@@ -185,19 +185,27 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> Collector<T> for TransactionalFileS
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<(), OperatorError> {
-        self.commit_due()
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            // Publishes the files of checkpoints that completed meanwhile.
+            ControlEvent::Flush => self.commit_due(),
+            // Closes the current file as part of the checkpoint and snapshots the pending ones.
+            ControlEvent::Barrier(barrier) => {
+                self.close_current(barrier.checkpoint_id)?;
+                task::record(&self.operator_id, layout::encode(&self.pending)?);
+                Ok(())
+            }
+            ControlEvent::EndOfInput => self.end_of_input(),
+            // Files follow checkpoints, not event time.
+            ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => Ok(()),
+        }
     }
+}
 
-    fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
-        self.close_current(barrier.checkpoint_id)?;
-        task::record(&self.operator_id, layout::encode(&self.pending)?);
-        Ok(())
-    }
-
+impl<T: Send, F: Fn(&T, &mut String) + Send> TransactionalFileSink<T, F> {
     /// End of input: the last file is published when the whole job has finished (a failure
     /// before that restarts from the last checkpoint, which does not contain it).
-    fn finish(&mut self) -> Result<(), OperatorError> {
+    fn end_of_input(&mut self) -> Result<(), OperatorError> {
         self.close_current(u64::MAX)?;
         self.commit_due()?;
         let dir = self.dir.clone();

@@ -14,7 +14,7 @@ use std::cell::Cell;
 use std::ops::Range;
 use std::sync::Arc;
 
-use sluice_types::{Barrier, Collector, OperatorContext, OperatorError};
+use sluice_types::{Barrier, Collector, CollectorExt, OperatorContext, OperatorError};
 
 use crate::{DeadLetter, JobControl, TaskMetrics};
 
