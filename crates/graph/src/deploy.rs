@@ -387,7 +387,8 @@ pub(crate) fn launch(
 /// Builds one attempt of the job: fresh gates, channels and task bodies (operators are created
 /// on their task threads when the bodies run, restoring state if the hub says so).
 // Subtask indices address gates, senders and metrics alike; index loops read clearest here.
-#[allow(clippy::needless_range_loop)]
+// The arguments are the attempt's inputs, each used once; a struct would only rename them.
+#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
 fn build_attempt(
     graph: &JobGraph,
     by_id: &HashMap<NodeId, &StreamNode>,
