@@ -186,3 +186,18 @@ fn unmapped_state_is_refused_with_its_ids_unless_allowed() {
     env.execute()
         .expect("accepted with allow_non_restored_state");
 }
+
+#[test]
+fn a_manifest_edited_to_list_no_operators_is_refused() {
+    let sp = savepoint_of(&original(), "edited");
+    let meta_path = sp.join("_metadata");
+    let mut meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta_path).unwrap()).unwrap();
+    meta["operators"] = serde_json::json!([]);
+    std::fs::write(&meta_path, meta.to_string()).unwrap();
+    let env = StreamEnv::new();
+    env.restore_from(&sp);
+    build(&env, &original()).unwrap();
+    let err = env.launch().err().expect("refused").to_string();
+    assert!(err.contains("no operator state at all"), "{err}");
+}

@@ -45,6 +45,18 @@ pub struct StateAssignment {
     pub dropped: Vec<UnmappedState>,
 }
 
+/// Why a checkpoint's state cannot be restored into a job.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StateMappingError {
+    /// State of the checkpoint that the job has no operator for.
+    #[error(transparent)]
+    Unmapped(#[from] UnmappedStateError),
+    /// Every job checkpoints at least its sources' positions: a checkpoint without any state
+    /// was not written whole (or was edited), and restoring it would silently start afresh.
+    #[error("the checkpoint holds no operator state at all (not even source positions): it is not a checkpoint of a job, or its manifest was edited")]
+    Empty,
+}
+
 /// The refusal: state of the checkpoint that the job has no operator for.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -64,7 +76,10 @@ pub fn assign(
     cp: &CompletedCheckpoint,
     job: &BTreeMap<String, String>,
     allow_non_restored: bool,
-) -> Result<StateAssignment, UnmappedStateError> {
+) -> Result<StateAssignment, StateMappingError> {
+    if cp.operators.is_empty() {
+        return Err(StateMappingError::Empty);
+    }
     let mut out = StateAssignment::default();
     let mut unmapped = Vec::new();
     for (id, state) in &cp.operators {
@@ -78,7 +93,7 @@ pub fn assign(
         });
     }
     if !unmapped.is_empty() && !allow_non_restored {
-        return Err(UnmappedStateError { unmapped });
+        return Err(UnmappedStateError { unmapped }.into());
     }
     out.dropped = unmapped;
     for (id, name) in job {
@@ -155,5 +170,7 @@ mod tests {
         assert_eq!(a.dropped[0].operator_id, "old");
         let kept = without_dropped(&cp(&["src", "old"]), &a);
         assert_eq!(kept.operators.keys().collect::<Vec<_>>(), vec!["src"]);
+        let e = assign(&cp(&[]), &job(&["src"]), true).unwrap_err();
+        assert_eq!(e, StateMappingError::Empty);
     }
 }
