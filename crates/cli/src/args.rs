@@ -140,21 +140,29 @@ pub struct EnvArgs {
     /// Checkpoint timeout in ms [execution.checkpointing.timeout] (10 min).
     #[arg(long, value_name = "MS", default_value_t = 600_000)]
     pub checkpoint_timeout: u64,
-    /// Checkpoint failures tolerated before the job fails [execution.checkpointing.tolerable-failed-checkpoints].
-    #[arg(long, default_value_t = 0)]
-    pub tolerable_checkpoint_failures: u32,
-    /// Where checkpoints are written (chk-<id>/ with a _metadata manifest); a temporary directory by default.
+    /// Failed checkpoints in a row tolerated before the job fails; 0 = the first failure fails it [execution.checkpointing.tolerable-failed-checkpoints].
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        alias = "tolerable-checkpoint-failures"
+    )]
+    pub tolerable_failed_checkpoints: u32,
+    /// Where checkpoints are written (DIR/<job id>/chk-<n>/ with a _metadata manifest; checked writable at start); a temporary directory by default.
     #[arg(long, value_name = "DIR")]
     pub checkpoint_dir: Option<std::path::PathBuf>,
     /// none | fixed-delay:<attempts>:<delay ms> | failure-rate:<max>:<interval ms>:<delay ms> [restart-strategy.type].
     #[arg(long, value_name = "STRATEGY", value_parser = sluice_runtime::checkpoint::RestartStrategy::parse)]
     pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
-    /// Start from a checkpoint (chk-<id>) or savepoint directory, at any parallelism [execution.state-recovery.path].
-    #[arg(long, value_name = "DIR")]
+    /// Start from a savepoint or checkpoint (chk-<n>) directory, or a job's checkpoint directory (its newest complete chk-<n>), at any parallelism [execution.state-recovery.path].
+    #[arg(long, value_name = "DIR", conflicts_with = "from_checkpoint")]
     pub from_savepoint: Option<std::path::PathBuf>,
     /// Restoring, drop checkpoint state that no operator of this job takes instead of refusing to start [execution.state-recovery.ignore-unclaimed-state].
     #[arg(long)]
     pub allow_non_restored_state: bool,
+    /// Start from a job's checkpoint directory (DIR/<job id> of --checkpoint-dir: its newest complete chk-<n>) or one chk-<n> directory [execution.state-recovery.path].
+    #[arg(long, value_name = "DIR")]
+    pub from_checkpoint: Option<std::path::PathBuf>,
     /// Fail subtask SUBTASK of the vertex whose name contains VERTEX after it received N records: VERTEX:SUBTASK:N. Repeat for one failure per attempt.
     #[arg(long, value_name = "VERTEX:SUBTASK:N", value_parser = parse_fault)]
     pub inject_failure: Vec<sluice_graph::FaultSpec>,

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod checkpoint_log;
 mod demo;
 mod doctor_cmd;
 mod fix_cmd;

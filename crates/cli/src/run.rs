@@ -8,6 +8,7 @@ use sluice_graph::{EnvConfig, StreamEnv};
 use sluice_jobs::{passthrough, scenarios, skew};
 
 use crate::args::{EnvArgs, JobCmd, RunArgs};
+use crate::checkpoint_log::CheckpointLog;
 use crate::procstat;
 use crate::progress::{human, Progress};
 
@@ -48,12 +49,15 @@ fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
         checkpoints: sluice_runtime::checkpoint::CheckpointConfig {
             interval: a.checkpoint_interval.map(Duration::from_millis),
             timeout: Duration::from_millis(a.checkpoint_timeout),
-            tolerable_failures: a.tolerable_checkpoint_failures,
+            tolerable_failures: a.tolerable_failed_checkpoints,
             ..Default::default()
         },
         checkpoint_dir: a.checkpoint_dir.clone(),
         restart: a.restart.clone(),
-        restore_from: a.from_savepoint.clone(),
+        restore_from: a
+            .from_savepoint
+            .clone()
+            .or_else(|| a.from_checkpoint.clone()),
         allow_non_restored_state: a.allow_non_restored_state,
         faults: a.inject_failure.clone(),
         ..EnvConfig::default()
@@ -138,11 +142,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let (env, job, total) = build_job(&args.job)?;
     let rest = start_rest(&args)?;
+    let restore = env.config().restore_from.clone();
+    let checkpointing = env.config().checkpoints.interval.is_some();
     let handle = env.launch()?;
     let monitor = handle.monitor();
     if let Some((_, registry)) = &rest {
         registry.register(monitor.clone());
     }
+    let checkpoint_log = CheckpointLog::start(&monitor, checkpointing, restore.as_deref());
     // Start-up latency: from building the job to the sources' first published batch.
     let mut startup = None;
     while startup.is_none() && !handle.is_finished() {
@@ -159,6 +166,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     );
     let outcome = handle.wait();
     progress.finish();
+    checkpoint_log.finish();
     let exec = match outcome {
         Ok(exec) => exec,
         Err(e) => {

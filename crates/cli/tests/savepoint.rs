@@ -158,3 +158,57 @@ fn savepoint_stop_and_resume_at_another_parallelism() {
     assert!(!o.status.success() && err.contains("no _metadata"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_run_says_where_its_checkpoints_go_and_from_checkpoint_takes_the_newest_complete_one() {
+    let dir = std::env::temp_dir().join(format!("sluice-cli-chk-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["run", "skew", "--records", "200000", "--map-work", "2000"])
+            .args(["--no-rest", "--no-progress", "--stats-json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        let v: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&o.stdout).lines().last().unwrap())
+                .unwrap();
+        (err, v["records"].as_u64().unwrap())
+    };
+    let d = dir.to_str().unwrap();
+    let (err, records) = run(&[
+        "--checkpoint-interval",
+        "20",
+        "--checkpoint-dir",
+        d,
+        "--tolerable-failed-checkpoints",
+        "3",
+    ]);
+    assert_eq!(records, 200_000);
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("checkpoints: every 20 ms into "))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(line.ends_with("(tolerating 3 failed in a row)"), "{line}");
+    let job_dir = line
+        .trim_start_matches("checkpoints: every 20 ms into ")
+        .trim_end_matches(" (tolerating 3 failed in a row)")
+        .to_string();
+    assert!(job_dir.starts_with(d), "{line}");
+    let chk: Vec<String> = std::fs::read_dir(&job_dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("chk-"))
+        .collect();
+    assert_eq!(chk.len(), 1, "one retained: {chk:?}");
+
+    // The job's directory resolves to its newest complete checkpoint; only the rest is read.
+    let (err, resumed) = run(&["--from-checkpoint", &job_dir]);
+    let want = format!("restoring from {job_dir}/{}", chk[0]);
+    assert!(err.lines().any(|l| l == want), "{want}\n{err}");
+    assert!(resumed < 200_000, "read {resumed}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -38,7 +38,8 @@ pub struct EnvConfig {
     /// `restart-strategy.type`; when unset: fixed delay (unlimited attempts, 1 s) with
     /// checkpoints, no restart without (Flink's defaults).
     pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
-    /// Start from this checkpoint or savepoint directory (`execution.state-recovery.path`).
+    /// Start from this checkpoint or savepoint directory (`execution.state-recovery.path`), or
+    /// from the newest complete `chk-<n>` of a job's checkpoint directory.
     pub restore_from: Option<std::path::PathBuf>,
     /// Restoring, drop checkpoint state that no operator of the job takes instead of refusing
     /// to start (Flink's `--allowNonRestoredState`, `execution.state-recovery.ignore-unclaimed-state`).
@@ -125,11 +126,10 @@ impl EnvConfig {
             return bad(e);
         }
         if let Some(p) = &self.restore_from {
-            if !p.join("_metadata").is_file() {
-                return bad(format!(
-                    "cannot restore from {}: not a checkpoint or savepoint directory (no _metadata)",
-                    p.display()
-                ));
+            // A checkpoint or savepoint directory, or a job's checkpoint directory (its newest
+            // complete chk-<n> is taken).
+            if let Err(e) = sluice_runtime::checkpoint::storage::resolve_restore_dir(p) {
+                return bad(e.to_string());
             }
         }
         if self.exclusive_credits + self.floating_credits == 0 {

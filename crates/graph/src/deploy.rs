@@ -291,7 +291,10 @@ pub(crate) fn launch(
     }
     // A restore that would lose state is refused before anything starts.
     let initial_restore = match &cfg.restore_from {
-        Some(p) => {
+        Some(given) => {
+            // A job's checkpoint directory names its newest complete checkpoint.
+            let p = &sluice_runtime::checkpoint::storage::resolve_restore_dir(given)
+                .map_err(|e| GraphError::InvalidJob(e.to_string()))?;
             let cp = sluice_runtime::checkpoint::storage::read(p).map_err(|e| {
                 GraphError::InvalidJob(format!("cannot restore from {}: {e}", p.display()))
             })?;
@@ -571,14 +574,18 @@ fn checkpoint_hub(
     cfg: &EnvConfig,
     job_id: &Id128,
 ) -> Result<Option<Arc<sluice_runtime::checkpoint::CheckpointHub>>, GraphError> {
-    // Every job has a hub: savepoints work without periodic checkpoints, as in Flink. The
-    // directory is created when the first checkpoint is written.
+    // Every job has a hub: savepoints work without periodic checkpoints, as in Flink. A job
+    // that checkpoints is refused before it starts if its directory cannot be written.
     // As Flink: `<checkpoint dir>/<job id>/chk-<n>`.
     let dir = cfg
         .checkpoint_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"))
         .join(job_id.to_string());
+    if cfg.checkpoints.interval.is_some() {
+        sluice_runtime::checkpoint::storage::prepare_dir(&dir)
+            .map_err(|e| GraphError::InvalidConfig(e.to_string()))?;
+    }
     Ok(Some(sluice_runtime::checkpoint::CheckpointHub::new(
         cfg.checkpoints.clone(),
         dir,
@@ -658,11 +665,8 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
         if let Some(h) = &hub {
             // Where this attempt starts from: the latest completed checkpoint after a failure,
             // else the configured savepoint/checkpoint.
-            let from = if attempt > 0 {
-                storage::latest(&h.dir).or_else(|| cfg.restore_from.clone())
-            } else {
-                cfg.restore_from.clone()
-            };
+            let from = storage::restore_source(&h.dir, attempt, cfg.restore_from.as_deref())
+                .map_err(|e| JobError::job(e.to_string()))?;
             let restore = match (&from, attempt) {
                 // Read and mapped before the job started (see `launch`).
                 (Some(_), 0) => initial_restore.clone(),

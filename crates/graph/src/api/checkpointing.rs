@@ -25,8 +25,10 @@ impl StreamEnv {
         self
     }
 
-    /// Where completed checkpoints are written (`chk-<id>` directories with a `_metadata`
-    /// manifest). Default: a fresh temporary directory per job.
+    /// Where completed checkpoints are written: `<dir>/<job id>/chk-<id>` directories with a
+    /// `_metadata` manifest, stored durably (fsynced) before a checkpoint counts as complete.
+    /// A job that checkpoints is refused before it starts when the directory cannot be created
+    /// or written. Default: a temporary directory, removed when the job finishes.
     pub fn set_checkpoint_dir(&self, dir: impl Into<PathBuf>) -> &Self {
         self.inner.borrow_mut().config.checkpoint_dir = Some(dir.into());
         self
@@ -38,7 +40,9 @@ impl StreamEnv {
     }
 
     /// Starts the job from a checkpoint or savepoint directory (a `chk-<id>` directory or a
-    /// savepoint). The parallelism may differ from the run that wrote it: keyed state is split
+    /// savepoint), or from a job's checkpoint directory (`<checkpoint dir>/<job id>`, holding
+    /// `chk-<id>` directories): then the newest complete one (with a valid `_metadata`) is
+    /// taken. State files are verified against the manifest's sizes and CRC32s. The parallelism may differ from the run that wrote it: keyed state is split
     /// by key group, source positions are reassigned (the max parallelism must stay the same).
     pub fn restore_from(&self, dir: impl Into<PathBuf>) -> &Self {
         self.inner.borrow_mut().config.restore_from = Some(dir.into());

@@ -6,8 +6,14 @@
 //! - trigger every `interval`, but never sooner than `min_pause` after the last checkpoint
 //!   completed, and never with `max_concurrent` checkpoints already pending;
 //! - a pending checkpoint that is not fully acknowledged within `timeout` expires (fails);
-//! - each failure counts against `tolerable_failures`; one more than tolerated fails the job,
-//!   and any completion resets the count;
+//! - each failure (expiry, a task's decline, a failure to persist the snapshot) counts against
+//!   `tolerable_failures` (Flink's `execution.checkpointing.tolerable-failed-checkpoints`,
+//!   default 0: the first counted failure fails the job); one more than tolerated fails the
+//!   job, and any completion resets the count. Not counted, as in Flink: a subsumed checkpoint,
+//!   an aligned checkpoint retried unaligned, a failed savepoint;
+//! - a fully acknowledged checkpoint is complete only once it is durably stored: `ack` asks
+//!   for that ([`Action::Complete`]), the driver reports back with
+//!   [`persisted`](Coordinator::persisted) or [`persist_failed`](Coordinator::persist_failed);
 //! - checkpoint ids increase by one from 1.
 
 use std::collections::BTreeMap;
@@ -76,10 +82,16 @@ pub enum Action {
         kind: CheckpointKind,
         timestamp_ms: i64,
     },
-    /// Every task acknowledged `id`: persist it, then tell the tasks.
+    /// Every task acknowledged `id`: persist it durably, then report back with
+    /// [`Coordinator::persisted`] (which publishes it) or [`Coordinator::persist_failed`].
     Complete { id: u64 },
-    /// `id` failed (expired or declined); its partial acknowledgements are dropped.
-    Abort { id: u64, reason: String },
+    /// `id` failed (expired, declined, not persisted, subsumed, retried unaligned); its partial
+    /// acknowledgements are dropped. `counted`: it counts against the tolerable failures.
+    Abort {
+        id: u64,
+        reason: String,
+        counted: bool,
+    },
     /// More checkpoints failed in a row than tolerated.
     FailJob { reason: String },
 }
@@ -101,6 +113,8 @@ pub struct Coordinator {
     last_trigger_ms: Option<i64>,
     last_completion_ms: Option<i64>,
     consecutive_failures: u32,
+    /// Fully acknowledged checkpoints being persisted, with their kind.
+    persisting: BTreeMap<u64, CheckpointKind>,
     /// A savepoint requested by the user, triggered at the next opportunity.
     savepoint_requested: bool,
     /// No more triggers (a task finished, or the job is stopping).
@@ -119,6 +133,7 @@ impl Coordinator {
             last_trigger_ms: None,
             last_completion_ms: None,
             consecutive_failures: 0,
+            persisting: BTreeMap::new(),
             savepoint_requested: false,
             stopped: false,
         }
@@ -181,6 +196,7 @@ impl Coordinator {
                         "checkpoint {id}: alignment took longer than the aligned-checkpoint timeout \
                          ({aligned_timeout} ms); retried as an unaligned checkpoint"
                     ),
+                    counted: false,
                 });
                 let next = self.next_id;
                 self.next_id += 1;
@@ -243,8 +259,9 @@ impl Coordinator {
         actions
     }
 
-    /// A task acknowledged `id` (its snapshot is stored). Returns `Complete` once all did.
-    pub fn ack(&mut self, id: u64, now_ms: i64) -> Vec<Action> {
+    /// A task acknowledged `id` (its snapshot is stored). Returns `Complete` once all did: the
+    /// checkpoint is then to be persisted, and is no longer pending.
+    pub fn ack(&mut self, id: u64, _now_ms: i64) -> Vec<Action> {
         let Some(p) = self.pending.get_mut(&id) else {
             return Vec::new(); // expired or aborted: a late acknowledgement
         };
@@ -252,8 +269,18 @@ impl Coordinator {
         if p.acked < self.tasks {
             return Vec::new();
         }
+        let kind = p.kind;
         self.pending.remove(&id);
-        // Flink subsumes older pending checkpoints when a newer one completes.
+        self.persisting.insert(id, kind);
+        vec![Action::Complete { id }]
+    }
+
+    /// Checkpoint `id` is durably stored: it is complete. Resets the failure count and
+    /// subsumes older pending checkpoints (as Flink does).
+    pub fn persisted(&mut self, id: u64, now_ms: i64) -> Vec<Action> {
+        if self.persisting.remove(&id).is_none() {
+            return Vec::new();
+        }
         let older: Vec<u64> = self.pending.range(..id).map(|(i, _)| *i).collect();
         let mut actions = Vec::new();
         for o in older {
@@ -261,12 +288,20 @@ impl Coordinator {
             actions.push(Action::Abort {
                 id: o,
                 reason: format!("subsumed by checkpoint {id}"),
+                counted: false,
             });
         }
         self.consecutive_failures = 0;
         self.last_completion_ms = Some(now_ms);
-        actions.push(Action::Complete { id });
         actions
+    }
+
+    /// Checkpoint `id` could not be stored (e.g. an I/O error): a failure like an expiry.
+    pub fn persist_failed(&mut self, id: u64, reason: String) -> Vec<Action> {
+        match self.persisting.remove(&id) {
+            Some(kind) => self.count_failure(id, kind, reason),
+            None => Vec::new(),
+        }
     }
 
     /// A task declined `id` (it could not snapshot).
@@ -282,19 +317,33 @@ impl Coordinator {
         self.pending.get(&id).map(|p| p.kind)
     }
 
+    /// Consecutive counted failures since the last completion.
+    pub fn consecutive_failures(&self) -> u32 {
+        self.consecutive_failures
+    }
+
     fn fail(&mut self, id: u64, reason: String) -> Vec<Action> {
-        let kind = self.pending.remove(&id).map(|p| p.kind);
+        match self.pending.remove(&id) {
+            Some(p) => self.count_failure(id, p.kind, reason),
+            None => Vec::new(),
+        }
+    }
+
+    fn count_failure(&mut self, id: u64, kind: CheckpointKind, reason: String) -> Vec<Action> {
+        // A failed savepoint is reported, not counted against the job.
+        let counted = kind != CheckpointKind::Savepoint;
         let mut actions = vec![Action::Abort {
             id,
             reason: reason.clone(),
+            counted,
         }];
-        // A failed savepoint is reported, not counted against the job.
-        if kind != Some(CheckpointKind::Savepoint) {
+        if counted {
             self.consecutive_failures += 1;
             if self.consecutive_failures > self.config.tolerable_failures {
                 actions.push(Action::FailJob {
                     reason: format!(
-                        "exceeded the tolerable checkpoint failures ({}): {reason}",
+                        "checkpoint {id} failed and the job tolerates {} failed checkpoint(s) in \
+                         a row (execution.checkpointing.tolerable-failed-checkpoints): {reason}",
                         self.config.tolerable_failures
                     ),
                 });
@@ -334,6 +383,8 @@ mod tests {
         assert!(c.ack(1, 160).is_empty());
         assert!(c.ack(1, 161).is_empty());
         assert_eq!(c.ack(1, 162), vec![Action::Complete { id: 1 }]);
+        assert!(c.pending().is_empty(), "being persisted, no longer pending");
+        assert!(c.persisted(1, 163).is_empty());
         assert_eq!(
             trigger_ids(&c.tick(170)),
             vec![2],
@@ -354,6 +405,7 @@ mod tests {
         );
         c.tick(0);
         c.ack(1, 250);
+        c.persisted(1, 250);
         assert!(trigger_ids(&c.tick(400)).is_empty());
         assert_eq!(trigger_ids(&c.tick(550)), vec![2]);
     }
@@ -368,7 +420,9 @@ mod tests {
         );
         c.ack(42, 10);
         let a = c.tick(500);
-        assert!(matches!(&a[0], Action::Abort { id: 42, reason } if reason.contains("expired")));
+        assert!(
+            matches!(&a[0], Action::Abort { id: 42, reason, counted: true } if reason.contains("expired"))
+        );
         assert!(
             !a.iter().any(|a| matches!(a, Action::FailJob { .. })),
             "1 tolerated"
@@ -393,16 +447,15 @@ mod tests {
         );
         c.tick(0);
         c.tick(100);
-        let a = c.ack(2, 120);
+        assert_eq!(c.ack(2, 120), vec![Action::Complete { id: 2 }]);
+        assert_eq!(c.pending(), vec![1], "subsumed only once 2 is stored");
         assert_eq!(
-            a,
-            vec![
-                Action::Abort {
-                    id: 1,
-                    reason: "subsumed by checkpoint 2".into()
-                },
-                Action::Complete { id: 2 }
-            ]
+            c.persisted(2, 121),
+            vec![Action::Abort {
+                id: 1,
+                reason: "subsumed by checkpoint 2".into(),
+                counted: false,
+            }]
         );
         assert!(c.pending().is_empty());
     }
@@ -414,6 +467,7 @@ mod tests {
         c.request_savepoint();
         assert!(trigger_ids(&c.tick(10)).is_empty());
         c.ack(1, 20);
+        c.persisted(1, 20);
         let a = c.tick(30);
         assert_eq!(
             a,
@@ -440,7 +494,9 @@ mod tests {
         );
         c.tick(0);
         let a = c.tick(60);
-        assert!(matches!(&a[0], Action::Abort { id: 1, reason } if reason.contains("unaligned")));
+        assert!(
+            matches!(&a[0], Action::Abort { id: 1, reason, counted: false } if reason.contains("unaligned"))
+        );
         assert_eq!(
             a[1],
             Action::Trigger {
@@ -466,5 +522,42 @@ mod tests {
         }
         .validate()
         .is_err());
+    }
+
+    #[test]
+    fn by_default_the_first_counted_failure_fails_the_job() {
+        let mut c = Coordinator::new(
+            CheckpointConfig {
+                interval: Some(Duration::from_millis(100)),
+                timeout: Duration::from_millis(500),
+                ..CheckpointConfig::default()
+            },
+            1,
+            0,
+        );
+        assert_eq!(c.config().tolerable_failures, 0, "Flink's default");
+        c.tick(0);
+        let a = c.tick(500);
+        assert!(
+            matches!(&a[..], [Action::Abort { id: 1, counted: true, .. }, Action::FailJob { reason }]
+                if reason.contains("expired") && reason.contains("tolerates 0")),
+            "{a:?}"
+        );
+    }
+
+    #[test]
+    fn a_checkpoint_that_could_not_be_stored_counts_as_a_failure_and_does_not_reset_the_count() {
+        let mut c = Coordinator::new(cfg(100), 1, 0);
+        c.tick(0);
+        assert_eq!(c.decline(1, "declined".into()).len(), 1, "1 tolerated");
+        assert_eq!(c.consecutive_failures(), 1);
+        c.tick(100);
+        assert_eq!(c.ack(2, 110), vec![Action::Complete { id: 2 }]);
+        let a = c.persist_failed(2, "disk full".into());
+        assert!(
+            matches!(&a[..], [Action::Abort { id: 2, counted: true, .. }, Action::FailJob { reason }]
+                if reason.contains("disk full")),
+            "{a:?}"
+        );
     }
 }

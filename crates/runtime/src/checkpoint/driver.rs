@@ -1,6 +1,11 @@
 //! The coordinator thread of one job attempt: feeds the pure [`Coordinator`] with the clock
 //! and the tasks' acknowledgements, and carries out its actions (publish barriers, write
-//! completed checkpoints, record failures, fail the job).
+//! completed checkpoints, record and log failures, fail the job).
+//!
+//! Order of a completion: every task acknowledged → the checkpoint is written durably
+//! ([`storage::write`]: state files and `_metadata` fsynced, renamed, parent fsynced) → only
+//! then [`CheckpointHub::complete`] publishes its id, which is what transactional sinks wait
+//! for before they publish their files. A failure to write counts as a failed checkpoint.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -127,7 +132,8 @@ fn run(
         for (id, reason) in declines {
             actions.extend(coord.decline(id, reason));
         }
-        for action in actions {
+        let mut queue: std::collections::VecDeque<Action> = actions.into();
+        while let Some(action) = queue.pop_front() {
             match action {
                 Action::Trigger {
                     id,
@@ -144,6 +150,7 @@ fn run(
                         Some((req, Some(sid))) if *sid == id => Some(req.clone()),
                         _ => None,
                     };
+                    // Stored durably first; only then complete (tasks, transactional sinks).
                     let written = complete(
                         &hub,
                         id,
@@ -151,34 +158,36 @@ fn run(
                         &vertex_parallelism,
                         target.as_ref().map(|r| r.dir.as_path()),
                     );
-                    match (written, target) {
-                        (Ok(path), Some(req)) => {
-                            savepoint = None;
-                            hub.set_savepoint_status(
-                                &req.trigger_id,
-                                SavepointStatus::Completed(path),
-                            );
-                            if req.stop {
-                                control.cancel_by_user();
-                            }
-                        }
-                        (Ok(_), None) => {}
-                        (Err(e), target) => {
-                            hub.fail(id, e.to_string(), crate::executor::epoch_ms() as i64);
+                    match written {
+                        Ok(path) => {
+                            queue.extend(coord.persisted(id, now_ms()));
                             if let Some(req) = target {
                                 savepoint = None;
                                 hub.set_savepoint_status(
                                     &req.trigger_id,
-                                    SavepointStatus::Failed(e.to_string()),
+                                    SavepointStatus::Completed(path),
                                 );
+                                if req.stop {
+                                    control.cancel_by_user();
+                                }
                             }
+                        }
+                        Err(e) => {
+                            let reason = format!("checkpoint {id} could not be stored: {e}");
+                            queue.extend(coord.persist_failed(id, reason));
                         }
                     }
                 }
-                Action::Abort { id, reason } => {
+                Action::Abort {
+                    id,
+                    reason,
+                    counted,
+                } => {
                     acks.remove(&id);
+                    let mut what = "checkpoint";
                     if let Some((req, Some(sid))) = &savepoint {
                         if *sid == id {
+                            what = "savepoint";
                             hub.set_savepoint_status(
                                 &req.trigger_id,
                                 SavepointStatus::Failed(reason.clone()),
@@ -186,6 +195,15 @@ fn run(
                             savepoint = None;
                         }
                     }
+                    hub.log(if counted {
+                        format!(
+                            "{what} {id} failed ({} in a row, {} tolerated): {reason}",
+                            coord.consecutive_failures(),
+                            hub.config.tolerable_failures
+                        )
+                    } else {
+                        format!("{what} {id} aborted: {reason}")
+                    });
                     hub.fail(id, reason, crate::executor::epoch_ms() as i64);
                 }
                 Action::FailJob { reason } => control.fail(JobError::job(reason)),
@@ -236,12 +254,17 @@ fn complete(
             &cp,
             true,
         )?,
-        None => {
-            let p = storage::write(&hub.dir, &cp, false)?;
-            storage::prune(&hub.dir, hub.config.retained)?;
-            p
-        }
+        None => storage::write(&hub.dir, &cp, false)?,
     };
     hub.complete(id, acks, cp.size(), Some(path.display().to_string()));
+    if savepoint_dir.is_none() {
+        // The new checkpoint is complete whatever happens to the old ones: a failure to remove
+        // them is reported, not counted as a failed checkpoint.
+        if let Err(e) = storage::prune(&hub.dir, hub.config.retained) {
+            hub.log(format!(
+                "checkpoint {id} completed, but older checkpoints were not removed: {e}"
+            ));
+        }
+    }
     Ok(path)
 }

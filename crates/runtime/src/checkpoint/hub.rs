@@ -98,6 +98,9 @@ pub struct CheckpointHub {
     /// in memory (records are typed values, not serialized), so an unaligned checkpoint
     /// restores only in the process that took it.
     channel_states: Mutex<BTreeMap<u64, TaskChannelStates>>,
+    /// Every failed checkpoint and storage problem, in order, as one line each: what a
+    /// front end prints (`sluice run` to stderr). Never trimmed: failures are few.
+    log: Mutex<Vec<String>>,
 }
 
 /// One task's in-flight input records of an unaligned checkpoint (a `Vec<T>`).
@@ -179,6 +182,7 @@ impl CheckpointHub {
             savepoints: Mutex::new(BTreeMap::new()),
             savepoint_cv: Condvar::new(),
             channel_states: Mutex::new(BTreeMap::new()),
+            log: Mutex::new(Vec::new()),
         })
     }
 
@@ -488,6 +492,21 @@ impl CheckpointHub {
         }
         self.completed.fetch_max(id, Ordering::AcqRel);
         self.prune_channel_states(id);
+    }
+
+    /// Appends a line to the checkpoint log (see [`log_since`](Self::log_since)).
+    pub fn log(&self, line: String) {
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(line);
+    }
+
+    /// The log lines after the first `seen`: every failed checkpoint with its reason, and
+    /// problems removing old checkpoints.
+    pub fn log_since(&self, seen: usize) -> Vec<String> {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.get(seen..).map(<[String]>::to_vec).unwrap_or_default()
     }
 
     /// Records a failed checkpoint.

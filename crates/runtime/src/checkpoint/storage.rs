@@ -1,11 +1,26 @@
 //! Completed checkpoints on disk: `DIR/chk-<id>/` holds one file per operator subtask
 //! (`<operator>.<subtask>.state`, the bytes the operator's snapshot returned) and a
-//! `_metadata` manifest (JSON: id, kind, timestamp, and per operator its subtask files and
-//! sizes). A checkpoint is written under a temporary name and renamed when complete, so a
-//! directory named `chk-<id>` is always whole.
+//! `_metadata` manifest (JSON, [`Manifest`]: format version, id, kind, timestamp, and per
+//! operator its subtask files with their sizes and CRC32s).
+//!
+//! Durability: a checkpoint is written under a temporary name (`chk-<id>.inprogress`), every
+//! state file and then `_metadata` is fsynced, the temporary directory is fsynced (its entries),
+//! renamed to `chk-<id>`, and the parent directory is fsynced (the rename). Only then does
+//! [`write`] return, and only then does the coordinator mark the checkpoint complete, so a
+//! directory named `chk-<id>` is always whole, also after a power cut.
+//!
+//! Integrity: [`read`] refuses a manifest of an unknown format version, and a state file whose
+//! size or CRC32 differs from the manifest's (truncated or corrupt), naming the file. CRC32
+//! (`crc32fast`, hardware-accelerated) rather than SHA-256: the threat is accidental damage
+//! (torn writes, truncation, bit rot), which CRC32 detects at GB/s; anyone able to rewrite a
+//! state file could rewrite the manifest's hash just as well, so a cryptographic hash would
+//! buy nothing.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
 
 use sluice_types::{CheckpointKind, OperatorError};
 
@@ -42,21 +57,72 @@ fn io(what: String, e: std::io::Error) -> OperatorError {
     OperatorError::io(what, e)
 }
 
-fn kind_name(k: CheckpointKind) -> &'static str {
-    match k {
-        CheckpointKind::Aligned => "CHECKPOINT",
-        CheckpointKind::Unaligned => "UNALIGNED_CHECKPOINT",
-        CheckpointKind::Savepoint => "SAVEPOINT",
+/// The `_metadata` format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The file name of a checkpoint's manifest.
+pub const METADATA: &str = "_metadata";
+
+/// The `_metadata` manifest of a checkpoint or savepoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub version: u32,
+    pub id: u64,
+    pub kind: ManifestKind,
+    /// Trigger time, ms since the epoch.
+    pub timestamp: i64,
+    pub operators: Vec<ManifestOperator>,
+}
+
+/// Flink's names of the checkpoint types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ManifestKind {
+    #[serde(rename = "CHECKPOINT")]
+    Checkpoint,
+    #[serde(rename = "UNALIGNED_CHECKPOINT")]
+    UnalignedCheckpoint,
+    #[serde(rename = "SAVEPOINT")]
+    Savepoint,
+}
+
+impl From<CheckpointKind> for ManifestKind {
+    fn from(k: CheckpointKind) -> Self {
+        match k {
+            CheckpointKind::Aligned => ManifestKind::Checkpoint,
+            CheckpointKind::Unaligned => ManifestKind::UnalignedCheckpoint,
+            CheckpointKind::Savepoint => ManifestKind::Savepoint,
+        }
     }
 }
 
-fn kind_of(s: &str) -> Option<CheckpointKind> {
-    Some(match s {
-        "CHECKPOINT" => CheckpointKind::Aligned,
-        "UNALIGNED_CHECKPOINT" => CheckpointKind::Unaligned,
-        "SAVEPOINT" => CheckpointKind::Savepoint,
-        _ => return None,
-    })
+impl From<ManifestKind> for CheckpointKind {
+    fn from(k: ManifestKind) -> Self {
+        match k {
+            ManifestKind::Checkpoint => CheckpointKind::Aligned,
+            ManifestKind::UnalignedCheckpoint => CheckpointKind::Unaligned,
+            ManifestKind::Savepoint => CheckpointKind::Savepoint,
+        }
+    }
+}
+
+/// One operator of a manifest: its parallelism and the state file of each subtask with state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestOperator {
+    pub id: String,
+    pub parallelism: usize,
+    pub subtasks: Vec<ManifestFile>,
+}
+
+/// One state file, with what [`read`] verifies.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestFile {
+    pub subtask: usize,
+    /// A plain file name inside the checkpoint directory.
+    pub file: String,
+    pub bytes: u64,
+    /// CRC32 (IEEE) of the file's bytes.
+    pub crc32: u32,
 }
 
 /// Operator ids become file names: keep `[A-Za-z0-9_-]`, escape the rest.
@@ -69,8 +135,40 @@ fn file_stem(op: &str) -> String {
         .collect()
 }
 
-/// Writes `cp` as `dir/chk-<id>` (or into `dir` itself when `exact`, for savepoints) and
-/// returns the directory.
+/// Writes `bytes` to a new file at `path` and fsyncs it.
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), OperatorError> {
+    let mut f =
+        std::fs::File::create(path).map_err(|e| io(format!("creating {}", path.display()), e))?;
+    f.write_all(bytes)
+        .map_err(|e| io(format!("writing {}", path.display()), e))?;
+    f.sync_all()
+        .map_err(|e| io(format!("syncing {}", path.display()), e))
+}
+
+/// Fsyncs a directory, so the entries created, renamed or removed in it are durable.
+pub fn sync_dir(dir: &Path) -> Result<(), OperatorError> {
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io(format!("syncing directory {}", dir.display()), e))
+}
+
+/// Makes sure checkpoints can be written to `dir` before a job starts: creates it if missing
+/// and writes (and removes) a probe file. The error names the directory.
+pub fn prepare_dir(dir: &Path) -> Result<(), OperatorError> {
+    let unusable = |what: &str, e: std::io::Error| {
+        OperatorError::failed(format!(
+            "checkpoint directory {} is not usable: {what}: {e}",
+            dir.display()
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| unusable("cannot create it", e))?;
+    let probe = dir.join(format!(".sluice-write-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"probe").map_err(|e| unusable("cannot write to it", e))?;
+    std::fs::remove_file(&probe).map_err(|e| unusable("cannot remove a file from it", e))
+}
+
+/// Writes `cp` as `dir/chk-<id>` (or into `dir` itself when `exact`, for savepoints), durably
+/// (see the module docs), and returns the directory.
 pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBuf, OperatorError> {
     let target = if exact {
         dir.to_path_buf()
@@ -80,36 +178,37 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
     let tmp = target.with_extension("inprogress");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| io(format!("creating {}", tmp.display()), e))?;
-    let mut ops = Vec::new();
+    let mut operators = Vec::new();
     for (op, state) in &cp.operators {
-        let mut files = Vec::new();
+        let mut subtasks = Vec::new();
         for (sub, bytes) in &state.subtasks {
             let name = format!("{}.{sub}.state", file_stem(op));
-            let path = tmp.join(&name);
-            std::fs::write(&path, bytes)
-                .map_err(|e| io(format!("writing {}", path.display()), e))?;
-            files.push(format!(
-                "{{\"subtask\":{sub},\"file\":\"{name}\",\"bytes\":{}}}",
-                bytes.len()
-            ));
+            write_synced(&tmp.join(&name), bytes)?;
+            subtasks.push(ManifestFile {
+                subtask: *sub,
+                file: name,
+                bytes: bytes.len() as u64,
+                crc32: crc32fast::hash(bytes),
+            });
         }
-        ops.push(format!(
-            "{{\"id\":{},\"parallelism\":{},\"subtasks\":[{}]}}",
-            json_string(op),
-            state.parallelism,
-            files.join(",")
-        ));
+        operators.push(ManifestOperator {
+            id: op.clone(),
+            parallelism: state.parallelism,
+            subtasks,
+        });
     }
-    let meta = format!(
-        "{{\"id\":{},\"kind\":\"{}\",\"timestamp\":{},\"operators\":[{}]}}\n",
-        cp.id,
-        kind_name(cp.kind),
-        cp.timestamp_ms,
-        ops.join(",")
-    );
-    let meta_path = tmp.join("_metadata");
-    std::fs::write(&meta_path, meta)
-        .map_err(|e| io(format!("writing {}", meta_path.display()), e))?;
+    let manifest = Manifest {
+        version: FORMAT_VERSION,
+        id: cp.id,
+        kind: cp.kind.into(),
+        timestamp: cp.timestamp_ms,
+        operators,
+    };
+    let mut meta = serde_json::to_vec(&manifest)
+        .map_err(|e| OperatorError::failed(format!("encoding the checkpoint manifest: {e}")))?;
+    meta.push(b'\n');
+    write_synced(&tmp.join(METADATA), &meta)?;
+    sync_dir(&tmp)?;
     if target.exists() {
         if exact {
             // Never replace a directory we did not name ourselves.
@@ -129,98 +228,143 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
             e,
         )
     })?;
+    if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+        sync_dir(parent)?;
+    }
     Ok(target)
 }
 
-fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Reads a checkpoint directory written by [`write`] (a `chk-<id>` directory or a savepoint).
-pub fn read(dir: &Path) -> Result<CompletedCheckpoint, OperatorError> {
-    let meta_path = dir.join("_metadata");
-    let text = std::fs::read_to_string(&meta_path)
-        .map_err(|e| io(format!("reading {}", meta_path.display()), e))?;
-    let bad = |what: &str| {
+/// Reads and checks the manifest of checkpoint directory `dir` (format version, file names),
+/// without reading the state files.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, OperatorError> {
+    let meta_path = dir.join(METADATA);
+    let text =
+        std::fs::read(&meta_path).map_err(|e| io(format!("reading {}", meta_path.display()), e))?;
+    let bad = |what: String| {
         OperatorError::failed(format!(
             "{}: not a Sluice checkpoint manifest ({what})",
             meta_path.display()
         ))
     };
-    let meta = crate::checkpoint::storage::json::parse(&text).map_err(|e| bad(&e))?;
-    let id = meta
-        .get("id")
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| bad("no id"))?;
-    let kind = meta
-        .get("kind")
-        .and_then(|v| v.as_str())
-        .and_then(kind_of)
-        .ok_or_else(|| bad("no kind"))?;
-    let timestamp_ms = meta
-        .get("timestamp")
-        .and_then(|v| v.as_i64())
-        .ok_or_else(|| bad("no timestamp"))?;
+    // The version first, so a manifest of another format is named as such.
+    #[derive(Deserialize)]
+    struct Version {
+        version: Option<serde_json::Value>,
+    }
+    let v: Version = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+    match v.version {
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(FORMAT_VERSION as u64) => {}
+        Some(other) => {
+            return Err(OperatorError::failed(format!(
+                "{}: unsupported checkpoint format version {other} (this Sluice reads version \
+                 {FORMAT_VERSION})",
+                meta_path.display()
+            )))
+        }
+        None => return Err(bad("no format version".into())),
+    }
+    let m: Manifest = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+    for f in m.operators.iter().flat_map(|o| &o.subtasks) {
+        if f.file.contains('/') || f.file.contains('\\') || f.file.contains("..") {
+            return Err(bad(format!("file name with a path: {}", f.file)));
+        }
+    }
+    Ok(m)
+}
+
+/// Reads a checkpoint directory written by [`write`] (a `chk-<id>` directory or a savepoint),
+/// verifying every state file's size and CRC32.
+pub fn read(dir: &Path) -> Result<CompletedCheckpoint, OperatorError> {
+    let m = read_manifest(dir)?;
     let mut operators = BTreeMap::new();
-    for op in meta
-        .get("operators")
-        .and_then(|v| v.as_array())
-        .ok_or_else(|| bad("no operators"))?
-    {
-        let name = op
-            .get("id")
-            .and_then(|v| v.as_str())
-            .ok_or_else(|| bad("operator without id"))?;
-        let parallelism = op
-            .get("parallelism")
-            .and_then(|v| v.as_u64())
-            .ok_or_else(|| bad("operator without parallelism"))? as usize;
+    for op in m.operators {
         let mut subtasks = BTreeMap::new();
-        for s in op
-            .get("subtasks")
-            .and_then(|v| v.as_array())
-            .ok_or_else(|| bad("operator without subtasks"))?
-        {
-            let sub = s
-                .get("subtask")
-                .and_then(|v| v.as_u64())
-                .ok_or_else(|| bad("subtask without index"))? as usize;
-            let file = s
-                .get("file")
-                .and_then(|v| v.as_str())
-                .ok_or_else(|| bad("subtask without file"))?;
-            if file.contains('/') || file.contains("..") {
-                return Err(bad("file name with a path"));
-            }
-            let path = dir.join(file);
+        for f in op.subtasks {
+            let path = dir.join(&f.file);
             let bytes =
                 std::fs::read(&path).map_err(|e| io(format!("reading {}", path.display()), e))?;
-            subtasks.insert(sub, bytes);
+            let crc = crc32fast::hash(&bytes);
+            if bytes.len() as u64 != f.bytes || crc != f.crc32 {
+                return Err(OperatorError::failed(format!(
+                    "state file {} is corrupt or truncated: the manifest lists {} bytes with \
+                     CRC32 {:08x}, the file has {} bytes with CRC32 {crc:08x}",
+                    path.display(),
+                    f.bytes,
+                    f.crc32,
+                    bytes.len()
+                )));
+            }
+            subtasks.insert(f.subtask, bytes);
         }
         operators.insert(
-            name.to_string(),
+            op.id,
             OperatorState {
-                parallelism,
+                parallelism: op.parallelism,
                 subtasks,
             },
         );
     }
     Ok(CompletedCheckpoint {
-        id,
-        kind,
-        timestamp_ms,
+        id: m.id,
+        kind: m.kind.into(),
+        timestamp_ms: m.timestamp,
         operators,
     })
+}
+
+/// What a restore path names, as a checkpoint directory: `dir` itself when it holds a
+/// `_metadata` (a `chk-<id>` directory or a savepoint), else the newest complete `chk-<id>` in
+/// it (a job's checkpoint directory). The error says what was looked for.
+pub fn resolve_restore_dir(dir: &Path) -> Result<PathBuf, OperatorError> {
+    if dir.join(METADATA).is_file() {
+        return Ok(dir.to_path_buf());
+    }
+    if !dir.is_dir() {
+        return Err(OperatorError::failed(format!(
+            "cannot restore from {}: no such directory",
+            dir.display()
+        )));
+    }
+    if let Some(p) = latest(dir) {
+        return Ok(p);
+    }
+    // `--checkpoint-dir` itself holds one directory per job: say so.
+    let jobs: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| latest(&e.path()).is_some())
+        .map(|e| e.path().display().to_string())
+        .collect();
+    let hint = match jobs.first() {
+        Some(first) => format!(
+            "; it holds {} job checkpoint director{} (e.g. {first}): pass one of them",
+            jobs.len(),
+            if jobs.len() == 1 { "y" } else { "ies" }
+        ),
+        None => String::new(),
+    };
+    Err(OperatorError::failed(format!(
+        "cannot restore from {}: not a checkpoint or savepoint directory (no _metadata), \
+         and no complete chk-<n> directory in it{hint}",
+        dir.display()
+    )))
+}
+
+/// Where attempt `attempt` of a job starts from: after a failure (attempt > 0) the newest
+/// complete checkpoint in the job's directory `job_dir`, else (or if there is none yet) the
+/// configured restore path, resolved by [`resolve_restore_dir`].
+pub fn restore_source(
+    job_dir: &Path,
+    attempt: usize,
+    configured: Option<&Path>,
+) -> Result<Option<PathBuf>, OperatorError> {
+    if attempt > 0 {
+        if let Some(p) = latest(job_dir) {
+            return Ok(Some(p));
+        }
+    }
+    configured.map(resolve_restore_dir).transpose()
 }
 
 /// Deletes `chk-*` directories of `dir` older than the newest `retained`.
@@ -246,208 +390,22 @@ pub fn prune(dir: &Path, retained: usize) -> Result<(), OperatorError> {
     Ok(())
 }
 
-/// The newest completed checkpoint directory in `dir`, if any.
+/// The newest complete checkpoint directory in `dir` (a `chk-<id>` whose `_metadata` reads as
+/// a manifest of this format), if any.
 pub fn latest(dir: &Path) -> Option<PathBuf> {
     let entries = std::fs::read_dir(dir).ok()?;
-    entries
+    let mut found: Vec<(u64, PathBuf)> = entries
         .filter_map(|e| e.ok())
         .filter_map(|e| {
             let id: u64 = e.file_name().to_str()?.strip_prefix("chk-")?.parse().ok()?;
-            e.path()
-                .join("_metadata")
-                .exists()
-                .then_some((id, e.path()))
+            Some((id, e.path()))
         })
-        .max_by_key(|(id, _)| *id)
+        .collect();
+    found.sort_unstable_by_key(|(id, _)| std::cmp::Reverse(*id));
+    found
+        .into_iter()
         .map(|(_, p)| p)
-}
-
-/// A minimal JSON reader for the manifest (the runtime has no JSON dependency).
-mod json {
-    use std::collections::BTreeMap;
-
-    #[derive(Debug, Clone)]
-    pub enum Value {
-        Num(String),
-        Str(String),
-        Arr(Vec<Value>),
-        Obj(BTreeMap<String, Value>),
-        Other,
-    }
-
-    impl Value {
-        pub fn get(&self, k: &str) -> Option<&Value> {
-            match self {
-                Value::Obj(m) => m.get(k),
-                _ => None,
-            }
-        }
-        pub fn as_u64(&self) -> Option<u64> {
-            match self {
-                Value::Num(s) => s.parse().ok(),
-                _ => None,
-            }
-        }
-        pub fn as_i64(&self) -> Option<i64> {
-            match self {
-                Value::Num(s) => s.parse().ok(),
-                _ => None,
-            }
-        }
-        pub fn as_str(&self) -> Option<&str> {
-            match self {
-                Value::Str(s) => Some(s),
-                _ => None,
-            }
-        }
-        pub fn as_array(&self) -> Option<&Vec<Value>> {
-            match self {
-                Value::Arr(a) => Some(a),
-                _ => None,
-            }
-        }
-    }
-
-    pub fn parse(s: &str) -> Result<Value, String> {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let v = value(b, &mut i, 0)?;
-        ws(b, &mut i);
-        if i != b.len() {
-            return Err(format!("trailing bytes at {i}"));
-        }
-        Ok(v)
-    }
-
-    fn ws(b: &[u8], i: &mut usize) {
-        while *i < b.len() && b[*i].is_ascii_whitespace() {
-            *i += 1;
-        }
-    }
-
-    fn value(b: &[u8], i: &mut usize, depth: usize) -> Result<Value, String> {
-        if depth > 32 {
-            return Err("nested too deeply".into());
-        }
-        ws(b, i);
-        match b.get(*i) {
-            Some(b'{') => {
-                *i += 1;
-                let mut m = BTreeMap::new();
-                ws(b, i);
-                if b.get(*i) == Some(&b'}') {
-                    *i += 1;
-                    return Ok(Value::Obj(m));
-                }
-                loop {
-                    ws(b, i);
-                    let Value::Str(k) = string(b, i)? else {
-                        unreachable!()
-                    };
-                    ws(b, i);
-                    if b.get(*i) != Some(&b':') {
-                        return Err(format!("expected ':' at {i}"));
-                    }
-                    *i += 1;
-                    let v = value(b, i, depth + 1)?;
-                    m.insert(k, v);
-                    ws(b, i);
-                    match b.get(*i) {
-                        Some(b',') => *i += 1,
-                        Some(b'}') => {
-                            *i += 1;
-                            return Ok(Value::Obj(m));
-                        }
-                        _ => return Err(format!("expected ',' or '}}' at {i}")),
-                    }
-                }
-            }
-            Some(b'[') => {
-                *i += 1;
-                let mut a = Vec::new();
-                ws(b, i);
-                if b.get(*i) == Some(&b']') {
-                    *i += 1;
-                    return Ok(Value::Arr(a));
-                }
-                loop {
-                    a.push(value(b, i, depth + 1)?);
-                    ws(b, i);
-                    match b.get(*i) {
-                        Some(b',') => *i += 1,
-                        Some(b']') => {
-                            *i += 1;
-                            return Ok(Value::Arr(a));
-                        }
-                        _ => return Err(format!("expected ',' or ']' at {i}")),
-                    }
-                }
-            }
-            Some(b'"') => string(b, i),
-            Some(c) if c.is_ascii_digit() || *c == b'-' => {
-                let start = *i;
-                while *i < b.len() && (b[*i].is_ascii_digit() || b"-+.eE".contains(&b[*i])) {
-                    *i += 1;
-                }
-                let t = std::str::from_utf8(&b[start..*i]).map_err(|e| e.to_string())?;
-                t.parse::<f64>().map_err(|_| format!("bad number {t}"))?;
-                Ok(Value::Num(t.into()))
-            }
-            Some(_) => {
-                for lit in ["true", "false", "null"] {
-                    if b[*i..].starts_with(lit.as_bytes()) {
-                        *i += lit.len();
-                        return Ok(Value::Other);
-                    }
-                }
-                Err(format!("unexpected byte at {i}"))
-            }
-            None => Err("unexpected end".into()),
-        }
-    }
-
-    fn string(b: &[u8], i: &mut usize) -> Result<Value, String> {
-        if b.get(*i) != Some(&b'"') {
-            return Err(format!("expected a string at {i}"));
-        }
-        *i += 1;
-        let mut out = String::new();
-        loop {
-            match b.get(*i) {
-                None => return Err("unterminated string".into()),
-                Some(b'"') => {
-                    *i += 1;
-                    return Ok(Value::Str(out));
-                }
-                Some(b'\\') => {
-                    let c = *b.get(*i + 1).ok_or("bad escape")?;
-                    *i += 2;
-                    match c {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'n' => out.push('\n'),
-                        b't' => out.push('\t'),
-                        b'u' => {
-                            let h = std::str::from_utf8(b.get(*i..*i + 4).ok_or("bad \\u")?)
-                                .map_err(|e| e.to_string())?;
-                            let n = u32::from_str_radix(h, 16).map_err(|e| e.to_string())?;
-                            out.push(char::from_u32(n).unwrap_or('\u{fffd}'));
-                            *i += 4;
-                        }
-                        _ => return Err("bad escape".into()),
-                    }
-                }
-                Some(_) => {
-                    let start = *i;
-                    while *i < b.len() && b[*i] != b'"' && b[*i] != b'\\' {
-                        *i += 1;
-                    }
-                    out.push_str(std::str::from_utf8(&b[start..*i]).map_err(|e| e.to_string())?);
-                }
-            }
-        }
-    }
+        .find(|p| read_manifest(p).is_ok())
 }
 
 #[cfg(test)]
@@ -483,6 +441,93 @@ mod tests {
         std::fs::write(dir.join("chk-3/_metadata"), "{\"id\": 3}").unwrap();
         let e = read(&dir.join("chk-3")).unwrap_err().to_string();
         assert!(e.contains("not a Sluice checkpoint manifest"), "{e}");
+        assert!(e.contains("no format version"), "{e}");
+        // A broken newest manifest is not complete: the one before it is the latest.
+        assert_eq!(latest(&dir), Some(dir.join("chk-2")));
+        assert_eq!(resolve_restore_dir(&dir).unwrap(), dir.join("chk-2"));
+        assert_eq!(
+            resolve_restore_dir(&dir.join("chk-2")).unwrap(),
+            dir.join("chk-2")
+        );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn one_operator_checkpoint(dir: &Path) -> PathBuf {
+        let _ = std::fs::remove_dir_all(dir);
+        let cp = CompletedCheckpoint {
+            id: 7,
+            kind: CheckpointKind::Savepoint,
+            timestamp_ms: 5,
+            operators: [(
+                "op".to_string(),
+                OperatorState {
+                    parallelism: 1,
+                    subtasks: [(0, vec![9; 100])].into_iter().collect(),
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        write(dir, &cp, false).unwrap()
+    }
+
+    #[test]
+    fn a_truncated_or_corrupt_state_file_is_refused_naming_the_file() {
+        let dir = std::env::temp_dir().join(format!("sluice-cp-crc-{}", std::process::id()));
+        let chk = one_operator_checkpoint(&dir);
+        let meta = std::fs::read_to_string(chk.join(METADATA)).unwrap();
+        assert!(meta.contains("\"version\":1"), "{meta}");
+        assert!(meta.contains("\"crc32\":"), "{meta}");
+        let file = chk.join("op.0.state");
+        std::fs::write(&file, vec![9; 60]).unwrap();
+        let e = read(&chk).unwrap_err().to_string();
+        assert!(e.contains(&file.display().to_string()), "{e}");
+        assert!(e.contains("corrupt or truncated"), "{e}");
+        let mut flipped = vec![9; 100];
+        flipped[50] = 8;
+        std::fs::write(&file, flipped).unwrap();
+        let e = read(&chk).unwrap_err().to_string();
+        assert!(e.contains("op.0.state") && e.contains("CRC32"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_unknown_format_version_is_refused_clearly() {
+        let dir = std::env::temp_dir().join(format!("sluice-cp-ver-{}", std::process::id()));
+        let chk = one_operator_checkpoint(&dir);
+        let meta = std::fs::read_to_string(chk.join(METADATA)).unwrap();
+        std::fs::write(
+            chk.join(METADATA),
+            meta.replace("\"version\":1", "\"version\":99"),
+        )
+        .unwrap();
+        let e = read(&chk).unwrap_err().to_string();
+        assert!(
+            e.contains("unsupported checkpoint format version 99"),
+            "{e}"
+        );
+        assert!(e.contains(METADATA), "{e}");
+        assert_eq!(latest(&dir), None, "not complete for this version");
+        let e = resolve_restore_dir(&dir).unwrap_err().to_string();
+        assert!(e.contains("no complete chk-<n>"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_checkpoint_directory_that_cannot_be_created_is_named() {
+        let base = std::env::temp_dir().join(format!("sluice-cp-prep-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        prepare_dir(&base.join("a/b")).unwrap();
+        assert!(base.join("a/b").is_dir());
+        assert_eq!(std::fs::read_dir(base.join("a/b")).unwrap().count(), 0);
+        // Below a plain file nothing can be created (also as root).
+        std::fs::write(base.join("file"), b"x").unwrap();
+        let bad = base.join("file/chk");
+        let e = prepare_dir(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains(&bad.display().to_string()) && e.contains("not usable"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -7,6 +7,11 @@
 //! exactly once. At the end of a bounded job the last files are committed once every task has
 //! finished.
 //!
+//! Durability: a pending file is fsynced when it is closed (before its checkpoint can be
+//! acknowledged), and `DIR` is fsynced after each batch of renames, so a published file stays
+//! published after a power cut. Files are published only after their checkpoint is complete,
+//! which the coordinator declares only once the checkpoint is durably stored.
+//!
 //! Readers take every file of `DIR` without the `.pending` suffix.
 
 use std::io::{BufWriter, Write};
@@ -15,7 +20,7 @@ use std::sync::Arc;
 
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError};
 
-use crate::checkpoint::{task, CheckpointHub};
+use crate::checkpoint::{storage::sync_dir, task, CheckpointHub};
 use crate::state::layout;
 
 const PENDING: &str = ".pending";
@@ -66,6 +71,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
         // Old subtasks whose files this subtask takes care of.
         let mut owned = vec![me];
+        let mut changed = false;
         if let Some(restored) = task::restored_parts(&ctx.operator_id) {
             let old_p = restored.parallelism.max(1);
             owned = (0..old_p.max(p)).filter(|i| i % p == me).collect();
@@ -77,6 +83,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
                 for (id, name) in files {
                     if id <= restored.checkpoint_id {
                         commit(&dir, &name)?;
+                        changed = true;
                     }
                 }
             }
@@ -100,7 +107,11 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
             if owned.contains(&sub) && att != attempt {
                 std::fs::remove_file(entry.path())
                     .map_err(|e| io(format!("removing {}", entry.path().display()), e))?;
+                changed = true;
             }
+        }
+        if changed {
+            sync_dir(&dir)?;
         }
         Ok(TransactionalFileSink {
             dir,
@@ -153,13 +164,18 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         };
         let done = hub.completed_checkpoint();
         let mut i = 0;
+        let mut committed = false;
         while i < self.pending.len() {
             if self.pending[i].0 <= done {
                 let (_, name) = self.pending.remove(i);
                 commit(&self.dir, &name)?;
+                committed = true;
             } else {
                 i += 1;
             }
+        }
+        if committed {
+            sync_dir(&self.dir)?;
         }
         Ok(())
     }
@@ -214,7 +230,7 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> TransactionalFileSink<T, F> {
             for name in &files {
                 commit(&dir, name)?;
             }
-            Ok(())
+            sync_dir(&dir)
         };
         match &self.hub {
             Some(h) => h.register_final_commit(Box::new(publish)),
