@@ -4,8 +4,9 @@ Usage: nexmark_oracle.py EVENTS_CSV OUT_DIR QUERY [QUERY ...]   (writes OUT_DIR/
 
 Reads the one-table event export written by `sluice nexmark --export` (the ground truth both
 the engine and DuckDB read), runs the query's SQL, and writes its rows as CSV lines in the
-engine's canonical form (integers as digits, text quoted only when it holds a comma, quote or
-line break, NULL as an empty field), sorted. Shares no code with the engine.
+engine's canonical form (Sluice's one CSV rule, crates/csv: integers as digits, text quoted
+when it is empty, holds a comma, quote or line break, or has edge spaces; NULL as an empty
+field), sorted. Shares no code with the engine.
 """
 
 import sys
@@ -110,10 +111,12 @@ QUERIES = {
 
 
 def field(v):
+    # Sluice's one CSV rule (crates/csv): NULL is an empty field; text is quoted when it is
+    # empty, holds a comma, quote or line break, or starts or ends with a space or tab.
     if v is None:
         return ""
     s = str(v)
-    if any(c in s for c in ',"\n\r'):
+    if s == "" or s[0] in " \t" or s[-1] in " \t" or any(c in s for c in ',"\n\r'):
         return '"' + s.replace('"', '""') + '"'
     return s
 

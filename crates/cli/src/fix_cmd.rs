@@ -56,9 +56,7 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
     let g = env.job_graph()?;
     let plan = match a.format {
         PlanFormatArg::Json => env.execution_plan()?,
-        PlanFormatArg::JobGraph => {
-            job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_compact()
-        }
+        PlanFormatArg::JobGraph => job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_string(),
         PlanFormatArg::Text => job_graph_text(&g),
         PlanFormatArg::Dot => job_graph_dot(&g),
     };

@@ -15,7 +15,7 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         PlanFormatArg::JobGraph => {
             let g = env.job_graph()?;
             // A plan that is not running has no job id yet; derive a stable one from the name.
-            job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_compact()
+            job_plan_json(&g, Id128::hash_of(g.name.as_bytes())).to_string()
         }
         PlanFormatArg::Text => job_graph_text(&env.job_graph()?),
         PlanFormatArg::Dot => job_graph_dot(&env.job_graph()?),

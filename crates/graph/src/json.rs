@@ -1,9 +1,109 @@
-//! A minimal ordered JSON value with the two printers plans need: compact (REST responses) and
-//! Jackson's default pretty printer (Flink's `getExecutionPlan()`), so Sluice's output can be
-//! compared byte for byte with Flink's.
+//! JSON output, all through `serde_json`:
+//!
+//! - [`to_jackson_pretty`] prints any `Serialize` value with [`JacksonPretty`], a
+//!   `serde_json` formatter that reproduces Jackson's `DefaultPrettyPrinter` byte for byte
+//!   (Flink's `getExecutionPlan()`), so Sluice's plans compare exactly with Flink's.
+//! - [`Json`] is an ordered builder for REST responses (`Json::obj().with(k, v)`); it has no
+//!   printer of its own: it serializes through `serde_json` ([`Json::to_compact`]) and
+//!   converts to and from [`serde_json::Value`].
 
-use std::fmt::Write;
+use std::io;
 
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde_json::ser::Formatter;
+
+/// Jackson's `DefaultPrettyPrinter` layout: objects break lines and indent two spaces per
+/// enclosing object (arrays do not indent), fields print as `"k" : v`; arrays stay on the line
+/// as `[ a, b ]`; empty containers are `{ }` and `[ ]`; no trailing newline.
+#[derive(Debug, Default)]
+pub struct JacksonPretty {
+    /// Enclosing objects.
+    depth: usize,
+    /// Per open container: whether it has an entry yet.
+    has_entry: Vec<bool>,
+}
+
+impl JacksonPretty {
+    fn indent<W: ?Sized + io::Write>(&self, w: &mut W) -> io::Result<()> {
+        for _ in 0..self.depth {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl Formatter for JacksonPretty {
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth += 1;
+        self.has_entry.push(false);
+        w.write_all(b"{")
+    }
+
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.depth -= 1;
+        if self.has_entry.pop().unwrap_or(false) {
+            w.write_all(b"\n")?;
+            self.indent(w)?;
+            w.write_all(b"}")
+        } else {
+            w.write_all(b" }")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if let Some(h) = self.has_entry.last_mut() {
+            *h = true;
+        }
+        if !first {
+            w.write_all(b",")?;
+        }
+        w.write_all(b"\n")?;
+        self.indent(w)
+    }
+
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b" : ")
+    }
+
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.has_entry.push(false);
+        w.write_all(b"[")
+    }
+
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.has_entry.pop();
+        w.write_all(b" ]")
+    }
+
+    fn begin_array_value<W: ?Sized + io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> io::Result<()> {
+        if let Some(h) = self.has_entry.last_mut() {
+            *h = true;
+        }
+        w.write_all(if first { b" " } else { b", " })
+    }
+}
+
+/// `value` as Jackson's default pretty printer prints it (see [`JacksonPretty`]).
+pub fn to_jackson_pretty<T: Serialize + ?Sized>(value: &T) -> String {
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, JacksonPretty::default());
+    // Serializing a value into memory fails only for a map with non-string keys, which
+    // `Value`/`Json` cannot hold.
+    if value.serialize(&mut ser).is_err() {
+        return String::new();
+    }
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// An ordered JSON value for building REST responses.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Json {
     Null,
@@ -36,127 +136,60 @@ impl Json {
         }
     }
 
+    /// Compact JSON, by `serde_json`.
     pub fn to_compact(&self) -> String {
-        let mut s = String::new();
-        self.write_compact(&mut s);
-        s
+        serde_json::to_string(self).unwrap_or_default()
     }
 
-    fn write_compact(&self, out: &mut String) {
-        match self {
-            Json::Arr(items) => {
-                out.push('[');
-                for (i, v) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    v.write_compact(out);
-                }
-                out.push(']');
-            }
-            Json::Obj(fields) => {
-                out.push('{');
-                for (i, (k, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write_str(out, k);
-                    out.push(':');
-                    v.write_compact(out);
-                }
-                out.push('}');
-            }
-            scalar => scalar.write_scalar(out),
-        }
-    }
-
-    /// Jackson's `DefaultPrettyPrinter`: objects break lines and indent two spaces per enclosing
-    /// object, fields print as `"k" : v`; arrays stay on the line as `[ a, b ]`; empty containers
-    /// are `{ }` and `[ ]`; no trailing newline.
+    /// Jackson's default pretty layout (see [`JacksonPretty`]).
     pub fn to_jackson_pretty(&self) -> String {
-        let mut s = String::new();
-        self.write_pretty(&mut s, 0);
-        s
+        to_jackson_pretty(self)
     }
+}
 
-    fn write_pretty(&self, out: &mut String, depth: usize) {
+impl Serialize for Json {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Json::Arr(items) if items.is_empty() => out.push_str("[ ]"),
-            Json::Arr(items) => {
-                out.push_str("[ ");
-                for (i, v) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(", ");
-                    }
-                    v.write_pretty(out, depth);
-                }
-                out.push_str(" ]");
-            }
-            Json::Obj(fields) if fields.is_empty() => out.push_str("{ }"),
-            Json::Obj(fields) => {
-                out.push('{');
-                for (i, (k, v)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push('\n');
-                    indent(out, depth + 1);
-                    write_str(out, k);
-                    out.push_str(" : ");
-                    v.write_pretty(out, depth + 1);
-                }
-                out.push('\n');
-                indent(out, depth);
-                out.push('}');
-            }
-            scalar => scalar.write_scalar(out),
-        }
-    }
-
-    fn write_scalar(&self, out: &mut String) {
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Int(i) => {
-                let _ = write!(out, "{i}");
-            }
-            Json::Float(f) if f.is_finite() => {
-                if f.fract() == 0.0 && f.abs() < 1e15 {
-                    let _ = write!(out, "{f:.1}");
-                } else {
-                    let _ = write!(out, "{f}");
-                }
-            }
+            Json::Null => s.serialize_unit(),
+            Json::Bool(b) => s.serialize_bool(*b),
+            Json::Int(i) => s.serialize_i64(*i),
+            Json::Float(f) if f.is_finite() => s.serialize_f64(*f),
             // JSON has no NaN/Infinity; Flink's Jackson writes them as strings.
-            Json::Float(f) => write_str(out, &f.to_string().replace("inf", "Infinity")),
-            Json::Str(s) => write_str(out, s),
-            Json::Arr(_) | Json::Obj(_) => unreachable!("containers are handled by the callers"),
-        }
-    }
-}
-
-fn indent(out: &mut String, depth: usize) {
-    for _ in 0..depth {
-        out.push_str("  ");
-    }
-}
-
-fn write_str(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
+            Json::Float(f) => s.serialize_str(&f.to_string().replace("inf", "Infinity")),
+            Json::Str(v) => s.serialize_str(v),
+            Json::Arr(items) => {
+                let mut seq = s.serialize_seq(Some(items.len()))?;
+                for i in items {
+                    seq.serialize_element(i)?;
+                }
+                seq.end()
             }
-            c => out.push(c),
+            Json::Obj(fields) => {
+                let mut map = s.serialize_map(Some(fields.len()))?;
+                for (k, v) in fields {
+                    map.serialize_entry(k, v)?;
+                }
+                map.end()
+            }
         }
     }
-    out.push('"');
+}
+
+impl From<serde_json::Value> for Json {
+    fn from(v: serde_json::Value) -> Json {
+        use serde_json::Value;
+        match v {
+            Value::Null => Json::Null,
+            Value::Bool(b) => Json::Bool(b),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Json::Int(i),
+                None => Json::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            Value::String(s) => Json::Str(s),
+            Value::Array(a) => Json::Arr(a.into_iter().map(Json::from).collect()),
+            Value::Object(m) => Json::Obj(m.into_iter().map(|(k, v)| (k, v.into())).collect()),
+        }
+    }
 }
 
 impl From<&str> for Json {
@@ -203,31 +236,48 @@ impl From<Vec<Json>> for Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn jackson_pretty_matches_flink_layout() {
-        let j = Json::obj().with(
-            "nodes",
-            vec![
-                Json::obj().with("id", 1i64).with("type", "a"),
-                Json::obj().with(
-                    "predecessors",
-                    vec![Json::obj().with("id", 1i64).with("side", "second")],
-                ),
-            ],
-        );
+        let j = json!({
+            "nodes": [
+                {"id": 1, "type": "a"},
+                {"predecessors": [{"id": 1, "side": "second"}]}
+            ]
+        });
         let expected = "{\n  \"nodes\" : [ {\n    \"id\" : 1,\n    \"type\" : \"a\"\n  }, {\n    \"predecessors\" : [ {\n      \"id\" : 1,\n      \"side\" : \"second\"\n    } ]\n  } ]\n}";
-        assert_eq!(j.to_jackson_pretty(), expected);
-        assert_eq!(Json::obj().to_jackson_pretty(), "{ }");
-        assert_eq!(Json::Arr(vec![]).to_jackson_pretty(), "[ ]");
+        assert_eq!(to_jackson_pretty(&j), expected);
+        assert_eq!(to_jackson_pretty(&json!({})), "{ }");
+        assert_eq!(to_jackson_pretty(&json!([])), "[ ]");
+        assert_eq!(
+            to_jackson_pretty(&json!({"a": [], "b": {}, "c": [1, "x"]})),
+            "{\n  \"a\" : [ ],\n  \"b\" : { },\n  \"c\" : [ 1, \"x\" ]\n}"
+        );
+        assert_eq!(
+            to_jackson_pretty(&json!([{}, {"k": {"n": null}}])),
+            "[ { }, {\n  \"k\" : {\n    \"n\" : null\n  }\n} ]"
+        );
     }
 
     #[test]
-    fn compact_escapes_strings() {
+    fn the_builder_prints_through_serde_json() {
         let j = Json::obj()
             .with("d", "a \"q\"\n\\")
             .with("f", 2.0)
-            .with("n", Json::Null);
-        assert_eq!(j.to_compact(), r#"{"d":"a \"q\"\n\\","f":2.0,"n":null}"#);
+            .with("n", Json::Null)
+            .with("i", Json::Float(f64::INFINITY));
+        assert_eq!(
+            j.to_compact(),
+            r#"{"d":"a \"q\"\n\\","f":2.0,"n":null,"i":"Infinity"}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&j.to_compact()).unwrap();
+        assert_eq!(Json::from(v).to_compact(), j.to_compact());
+        assert_eq!(
+            Json::obj()
+                .with("a", vec![Json::Int(1)])
+                .to_jackson_pretty(),
+            "{\n  \"a\" : [ 1 ]\n}"
+        );
     }
 }

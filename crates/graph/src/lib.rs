@@ -66,7 +66,7 @@ pub use config::{EnvConfig, FaultSpec};
 pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
-pub use json::Json;
+pub use json::{to_jackson_pretty, JacksonPretty, Json};
 pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
 pub use sluice_runtime::fasthash::FastHashMap;
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};

@@ -289,7 +289,7 @@ fn write_csv_quotes_commas_quotes_and_newlines() {
         "2,\"with, comma\",\"2\"\"\"\n",
         "3,\"say \"\"hi\"\"\",\"3\"\"\"\n",
         "4,\"two\nlines\",\"4\"\"\"\n",
-        "5,,\"5\"\"\"\n",
+        "5,\"\",\"5\"\"\"\n",
         "6,\"cr\rhere\",\"6\"\"\"\n",
     );
     assert_eq!(text, want);

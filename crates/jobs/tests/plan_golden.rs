@@ -107,7 +107,7 @@ fn stream_plan_matches_flinks_for_the_shared_operators() {
 fn job_graph_plan_has_flinks_shape() {
     let env = env_for(&SkewConfig::default());
     let g = env.job_graph().unwrap();
-    let ours = job_plan_json(&g, Id128::hash_of(b"skew")).to_compact();
+    let ours = job_plan_json(&g, Id128::hash_of(b"skew")).to_string();
     golden("skew-job-graph.json", &ours);
     let flink: Value = serde_json::from_str(
         &std::fs::read_to_string(format!(

@@ -8,9 +8,10 @@
 //!   (event time in integer ms since the Unix epoch, UTC), then the person, auction and bid
 //!   columns, and the shared `extra`. All timestamps (`ts`, `auction_expires`) are integer ms.
 //! * Columns that do not belong to the record's kind are **empty and unquoted** (read as NULL).
-//! * String fields follow RFC 4180: a field is enclosed in double quotes when it contains `,`,
-//!   `"`, CR or LF, or starts or ends with a space or tab; a `"` inside a quoted field is
-//!   doubled. An **empty string** is written as `""`, so it stays distinguishable from NULL.
+//! * String fields follow Sluice's one CSV rule (`sluice_csv`, RFC 4180): a field is enclosed in
+//!   double quotes when it is empty, contains `,`, `"`, CR or LF, or starts or ends with a space
+//!   or tab; a `"` inside a quoted field is doubled. So an **empty string** is written as `""`
+//!   and stays distinguishable from NULL.
 //!   Generated values never need quotes except that rare empty string (a `nextString` of only
 //!   spaces trims to "").
 //!
@@ -156,28 +157,11 @@ pub fn push_record(buf: &mut Vec<u8>, id: u64, event: &Event) {
     buf.push(b'\n');
 }
 
-/// Appends `s` as one RFC 4180 field (quoted only when needed; `""` for the empty string).
+/// Appends `s` as one field under Sluice's CSV rule ([`sluice_csv`]: RFC 4180, quoted only
+/// when needed, `""` for the empty string).
+#[inline]
 fn push_str(buf: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    let edge_space = |b: Option<&u8>| matches!(b, Some(b' ' | b'\t'));
-    let needs_quotes = bytes.is_empty()
-        || edge_space(bytes.first())
-        || edge_space(bytes.last())
-        || bytes
-            .iter()
-            .any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r'));
-    if !needs_quotes {
-        buf.extend_from_slice(bytes);
-        return;
-    }
-    buf.push(b'"');
-    for &b in bytes {
-        if b == b'"' {
-            buf.push(b'"');
-        }
-        buf.push(b);
-    }
-    buf.push(b'"');
+    sluice_csv::push_field_bytes(buf, s)
 }
 
 fn push_u64(buf: &mut Vec<u8>, mut v: u64) {

@@ -256,7 +256,8 @@ impl StreamEnv {
     pub fn execution_plan(&self) -> Result<String, GraphError> {
         self.check_errors()?;
         let i = self.inner.borrow();
-        crate::plan::stream_plan_json(&i.nodes, &i.config).map(|j| j.to_jackson_pretty())
+        crate::plan::stream_plan_json(&i.nodes, &i.config)
+            .map(|j| crate::json::to_jackson_pretty(&j))
     }
 
     /// Starts the job on background threads and returns at once.

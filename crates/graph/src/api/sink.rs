@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use sluice_runtime::sinks::{
-    csv_field, part_path, CollectHandle, DiscardHandle, FnSink, PrintSink, TextFileSink,
+    part_path, CollectHandle, DiscardHandle, FnSink, PrintSink, TextFileSink,
 };
 use sluice_types::{Collector, Data, NodeId, OperatorContext, OperatorError};
 
@@ -143,17 +143,14 @@ impl<T: Data> DataStream<T> {
         self.write_lines("Text File", path.into(), None, format)
     }
 
-    /// Writes CSV: a header line, then one row per record (fields quoted when needed).
+    /// Writes CSV: a header line, then one row per record, fields under Sluice's one CSV rule
+    /// ([`sluice_csv`]: RFC 4180 quoting when needed; an empty string is written `""`).
     /// Paths as for [`write_text`](Self::write_text).
     pub fn write_csv<F>(&self, path: impl Into<PathBuf>, header: &[&str], row: F) -> Sink<()>
     where
         F: Fn(&T) -> Vec<String> + Clone + Send + Sync + 'static,
     {
-        let header = header
-            .iter()
-            .map(|h| csv_field(h).into_owned())
-            .collect::<Vec<_>>()
-            .join(",");
+        let header = sluice_csv::record(header.iter().copied());
         self.write_lines(
             "CSV File",
             path.into(),
@@ -163,7 +160,7 @@ impl<T: Data> DataStream<T> {
                     if i > 0 {
                         line.push(',');
                     }
-                    line.push_str(&csv_field(f));
+                    sluice_csv::push_field(line, f);
                 }
             },
         )

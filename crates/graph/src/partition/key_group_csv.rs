@@ -59,8 +59,8 @@ pub fn key_group_csv_header() -> &'static str {
 /// One CSV line (without line terminator) `key,key_group,subtask` for `raw_key`.
 ///
 /// An `i64` key is printed in canonical form (`+05` → `5`); a string key is printed verbatim,
-/// RFC 4180-quoted if it contains a comma, quote, CR or LF. The empty string is a valid key and
-/// prints as an empty field.
+/// as one CSV field under Sluice's rule ([`sluice_csv`]: RFC 4180-quoted if it contains a comma,
+/// quote, CR or LF or has edge spaces). The empty string is a valid key and prints as `""`.
 ///
 /// Errors (instead of panicking) on an `i64` key that does not parse, naming the key, and on an
 /// invalid parallelism/max-parallelism pair.
@@ -78,19 +78,11 @@ pub fn key_group_line(
                 .map_err(|e| format!("invalid i64 key {raw_key:?}: {e}"))?;
             (Cow::Owned(v.to_string()), v.java_hash_code())
         }
-        KeyType::String => (csv_field(raw_key), raw_key.java_hash_code()),
+        KeyType::String => (sluice_csv::field(raw_key), raw_key.java_hash_code()),
     };
     let key_group = assign_to_key_group(hash, max_parallelism);
     let subtask = key_group_to_subtask(max_parallelism, parallelism, key_group);
     Ok(format!("{shown},{key_group},{subtask}"))
-}
-
-fn csv_field(s: &str) -> Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
-    } else {
-        Cow::Borrowed(s)
-    }
 }
 
 #[cfg(test)]
@@ -103,7 +95,8 @@ mod tests {
         assert_eq!(line(KeyType::I64, "-5", 16, 32_768), "-5,16647,8");
         assert_eq!(line(KeyType::I64, "-4", 5, 1000), "-4,505,2");
         assert_eq!(line(KeyType::String, "a", 3, 128), "a,81,1");
-        assert_eq!(line(KeyType::String, "", 7, 128), ",94,5");
+        // The empty key is `""` (Sluice's CSV rule: an empty field would read as NULL).
+        assert_eq!(line(KeyType::String, "", 7, 128), "\"\",94,5");
         assert_eq!(
             line(KeyType::String, "VIP_CUSTOMER", 16, 32_768),
             "VIP_CUSTOMER,30217,14"

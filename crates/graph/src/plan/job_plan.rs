@@ -1,7 +1,8 @@
 use sluice_types::JobId;
 
 use crate::job_graph::chain_successors;
-use crate::json::Json;
+use serde_json::{json, Value};
+
 use crate::JobGraph;
 
 /// HTML-escapes a vertex description as Flink's JSON plan generator does.
@@ -46,44 +47,46 @@ pub fn tree_description(g: &JobGraph, vertex: usize) -> String {
 /// Flink's REST `/jobs/:id/plan` body (as Flink 2.3 emits it): `{"plan":{jid, name, type, nodes}}`,
 /// nodes `{id, operator, parallelism, operator_strategy, description, optimizer_properties[, inputs]}`
 /// in the order Flink creates vertices; inputs `{id, num, exchange, ship_strategy}`.
-pub fn job_plan_json(g: &JobGraph, job_id: JobId) -> Json {
+pub fn job_plan_json(g: &JobGraph, job_id: JobId) -> Value {
     let nodes = g
         .flink_vertex_order()
         .into_iter()
         .map(|vi| {
             let v = &g.vertices[vi];
             let desc = html_escape(&tree_description(g, vi)).replace('\n', "<br/>");
-            let mut j = Json::obj()
-                .with("id", v.id.to_string())
-                .with("operator", "")
-                .with("parallelism", v.parallelism)
-                .with("operator_strategy", "")
-                .with("description", desc)
-                .with("optimizer_properties", Json::obj());
+            let mut j = json!({
+                "id": v.id.to_string(),
+                "operator": "",
+                "parallelism": v.parallelism,
+                "operator_strategy": "",
+                "description": desc,
+                "optimizer_properties": {},
+            });
             let inputs = g.inputs_of(vi);
             if !inputs.is_empty() {
                 let ins = inputs
                     .iter()
                     .enumerate()
                     .map(|(num, e)| {
-                        Json::obj()
-                            .with("id", g.vertices[e.from_vertex].id.to_string())
-                            .with("num", num)
-                            .with("exchange", "pipelined_bounded")
-                            .with("ship_strategy", e.strategy.as_str())
+                        json!({
+                            "id": g.vertices[e.from_vertex].id.to_string(),
+                            "num": num,
+                            "exchange": "pipelined_bounded",
+                            "ship_strategy": e.strategy.as_str(),
+                        })
                     })
                     .collect::<Vec<_>>();
-                j = j.with("inputs", ins);
+                j["inputs"] = Value::Array(ins);
             }
             j
         })
         .collect::<Vec<_>>();
-    Json::obj().with(
-        "plan",
-        Json::obj()
-            .with("jid", job_id.to_string())
-            .with("name", g.name.as_str())
-            .with("type", "STREAMING")
-            .with("nodes", nodes),
-    )
+    json!({
+        "plan": {
+            "jid": job_id.to_string(),
+            "name": g.name,
+            "type": "STREAMING",
+            "nodes": nodes,
+        }
+    })
 }

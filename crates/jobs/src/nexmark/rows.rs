@@ -33,7 +33,7 @@ impl Field for u64 {
     }
 }
 
-/// Text, quoted (RFC 4180) only when it holds a comma, quote or line break.
+/// Text, under Sluice's one CSV rule ([`sluice_csv`]; the oracle prints the same).
 impl Field for String {
     fn write_field(&self, out: &mut String) {
         write_text(self, out)
@@ -52,14 +52,18 @@ impl Field for &str {
     }
 }
 
-fn write_text(s: &str, out: &mut String) {
-    if s.contains([',', '"', '\n', '\r']) {
-        out.push('"');
-        out.push_str(&s.replace('"', "\"\""));
-        out.push('"');
-    } else {
-        out.push_str(s);
+/// NULL (`None`) as an empty unquoted field, as the oracle prints it.
+impl<T: Field> Field for Option<T> {
+    fn write_field(&self, out: &mut String) {
+        match self {
+            Some(v) => v.write_field(out),
+            None => sluice_csv::push_null(out),
+        }
     }
+}
+
+fn write_text(s: &str, out: &mut String) {
+    sluice_csv::push_field(out, s)
 }
 
 /// An exact DECIMAL with three fractional digits, held as thousandths (`0.908 * price`).

@@ -14,7 +14,7 @@ use crate::http::{shorten, Response};
 use crate::metrics::JobData;
 
 fn plan_of(m: &JobMonitor) -> Json {
-    job_plan_json(&m.graph, m.job_id)
+    Json::from(job_plan_json(&m.graph, m.job_id))
         .get("plan")
         .cloned()
         .unwrap_or_else(Json::obj)
@@ -80,7 +80,7 @@ pub fn job(ctx: &Ctx, jid: &str) -> ApiResult {
 
 pub fn job_plan(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
-    ok(job_plan_json(&m.graph, m.job_id))
+    ok(job_plan_json(&m.graph, m.job_id).into())
 }
 
 pub fn job_config(ctx: &Ctx, jid: &str) -> ApiResult {

@@ -14,15 +14,6 @@ pub fn part_path(path: &Path, index: usize, parallelism: usize) -> PathBuf {
     }
 }
 
-/// Quotes a CSV field when it needs it (comma, quote, CR or LF), doubling inner quotes.
-pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\"")).into()
-    } else {
-        s.into()
-    }
-}
-
 /// Writes one line per record, formatted by a closure (`write_text`, `write_csv`).
 pub struct TextFileSink<F> {
     path: PathBuf,

@@ -9,7 +9,7 @@ mod transactional;
 
 pub use collect::{CollectHandle, CollectSink};
 pub use discard::{DiscardHandle, DiscardSink};
-pub use file::{csv_field, part_path, TextFileSink};
+pub use file::{part_path, TextFileSink};
 pub use func::FnSink;
 pub use print::PrintSink;
 pub use transactional::{committed_lines, TransactionalFileSink};
