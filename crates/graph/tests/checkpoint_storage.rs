@@ -101,7 +101,10 @@ fn a_checkpoint_directory_that_cannot_be_written_refuses_the_job_before_it_start
     keyed_job(&env);
     env.enable_checkpointing(Duration::from_millis(20))
         .set_checkpoint_dir(&bad);
-    let e = env.launch().err().expect("refused").to_string();
+    let Err(e) = env.launch() else {
+        panic!("the job should be refused")
+    };
+    let e = e.to_string();
     assert!(e.contains(&bad.display().to_string()), "{e}");
     assert!(e.contains("not usable"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -131,7 +134,10 @@ fn by_default_the_first_expired_checkpoint_fails_the_job_with_the_reason_and_is_
     assert_eq!(env.config().checkpoints.tolerable_failures, 0);
     let handle = env.launch().unwrap();
     let hub = handle.monitor().control.checkpoints().unwrap().clone();
-    let e = handle.wait().err().expect("the job fails").to_string();
+    let Err(e) = handle.wait() else {
+        panic!("the job should fail")
+    };
+    let e = e.to_string();
     assert!(e.contains("expired"), "{e}");
     assert!(e.contains("tolerable-failed-checkpoints"), "{e}");
     let stats = hub.stats();
@@ -156,7 +162,10 @@ fn tolerated_failures_are_each_logged_and_counted_and_the_next_one_fails_the_job
         .set_restart_strategy(RestartStrategy::NoRestart);
     let handle = env.launch().unwrap();
     let hub = handle.monitor().control.checkpoints().unwrap().clone();
-    let e = handle.wait().err().expect("the job fails").to_string();
+    let Err(e) = handle.wait() else {
+        panic!("the job should fail")
+    };
+    let e = e.to_string();
     assert!(e.contains("tolerates 2"), "{e}");
     let stats = hub.stats();
     assert_eq!(stats.failed, 3, "{stats:?}");

@@ -2,7 +2,8 @@
 //! capture): `/jobs/:id/checkpoints`, `/checkpoints/config`, `/checkpoints/details/:cid` and
 //! `/checkpoints/details/:cid/subtasks/:vid`.
 
-use sluice_graph::{JobMonitor, Json};
+use serde_json::{json, Value};
+use sluice_graph::JobMonitor;
 use sluice_runtime::checkpoint::{CheckpointHub, CheckpointRecord, CheckpointStatus, TaskAck};
 use sluice_types::CheckpointKind;
 
@@ -14,12 +15,13 @@ fn hub(m: &JobMonitor) -> Result<&std::sync::Arc<CheckpointHub>, ApiError> {
         .ok_or_else(|| ApiError::not_found("Checkpointing has not been enabled for this job."))
 }
 
-fn int(v: u64) -> Json {
-    Json::Int(v.min(i64::MAX as u64) as i64)
+/// Flink's longs: counts and sizes saturate at `i64::MAX`.
+fn int(v: u64) -> i64 {
+    v.min(i64::MAX as u64) as i64
 }
 
 /// Flink's statistics object: min/max/avg as integers, percentiles as doubles.
-fn summary(values: &[f64]) -> Json {
+fn summary(values: &[f64]) -> Value {
     let mut v: Vec<f64> = values.to_vec();
     v.sort_by(f64::total_cmp);
     let pct = |p: f64| -> f64 {
@@ -47,15 +49,16 @@ fn summary(values: &[f64]) -> Json {
     } else {
         v.iter().sum::<f64>() / v.len() as f64
     };
-    Json::obj()
-        .with("min", Json::Int(min as i64))
-        .with("max", Json::Int(max as i64))
-        .with("avg", Json::Int(avg as i64))
-        .with("p50", pct(0.5))
-        .with("p90", pct(0.9))
-        .with("p95", pct(0.95))
-        .with("p99", pct(0.99))
-        .with("p999", pct(0.999))
+    json!({
+        "min": min as i64,
+        "max": max as i64,
+        "avg": avg as i64,
+        "p50": pct(0.5),
+        "p90": pct(0.9),
+        "p95": pct(0.95),
+        "p99": pct(0.99),
+        "p999": pct(0.999),
+    })
 }
 
 fn checkpoint_type(k: CheckpointKind) -> &'static str {
@@ -74,40 +77,41 @@ fn status(s: CheckpointStatus) -> (&'static str, &'static str) {
     }
 }
 
-fn entry(r: &CheckpointRecord, num_subtasks: usize, tasks: Json) -> Json {
+fn entry(r: &CheckpointRecord, num_subtasks: usize, tasks: Value) -> Value {
     let (class, st) = status(r.status);
-    let mut j = Json::obj()
-        .with("className", class)
-        .with("id", int(r.id))
-        .with("status", st)
-        .with("is_savepoint", r.kind == CheckpointKind::Savepoint)
-        .with("savepointFormat", Json::Null)
-        .with("trigger_timestamp", r.trigger_ms)
-        .with("latest_ack_timestamp", r.latest_ack_ms)
-        .with("checkpointed_size", int(r.state_size))
-        .with("state_size", int(r.state_size))
-        .with("end_to_end_duration", r.end_to_end_ms())
-        .with("alignment_buffered", 0i64)
-        .with("processed_data", 0i64)
-        .with("persisted_data", 0i64)
-        .with("num_subtasks", num_subtasks)
-        .with("num_acknowledged_subtasks", r.acks.len())
-        .with("checkpoint_type", checkpoint_type(r.kind))
-        .with("tasks", tasks);
-    j = match r.status {
-        CheckpointStatus::Completed => j
-            .with(
-                "external_path",
-                r.external_path
-                    .clone()
-                    .unwrap_or_else(|| "<checkpoint-not-externally-addressable>".into()),
-            )
-            .with("discarded", false),
-        CheckpointStatus::Failed => j
-            .with("failure_timestamp", r.latest_ack_ms)
-            .with("failure_message", r.failure.clone().unwrap_or_default()),
-        CheckpointStatus::InProgress => j,
-    };
+    let mut j = json!({
+        "className": class,
+        "id": int(r.id),
+        "status": st,
+        "is_savepoint": r.kind == CheckpointKind::Savepoint,
+        "savepointFormat": null,
+        "trigger_timestamp": r.trigger_ms,
+        "latest_ack_timestamp": r.latest_ack_ms,
+        "checkpointed_size": int(r.state_size),
+        "state_size": int(r.state_size),
+        "end_to_end_duration": r.end_to_end_ms(),
+        "alignment_buffered": 0,
+        "processed_data": 0,
+        "persisted_data": 0,
+        "num_subtasks": num_subtasks,
+        "num_acknowledged_subtasks": r.acks.len(),
+        "checkpoint_type": checkpoint_type(r.kind),
+        "tasks": tasks,
+    });
+    match r.status {
+        CheckpointStatus::Completed => {
+            j["external_path"] = json!(r
+                .external_path
+                .clone()
+                .unwrap_or_else(|| "<checkpoint-not-externally-addressable>".into()));
+            j["discarded"] = json!(false);
+        }
+        CheckpointStatus::Failed => {
+            j["failure_timestamp"] = json!(r.latest_ack_ms);
+            j["failure_message"] = json!(r.failure.clone().unwrap_or_default());
+        }
+        CheckpointStatus::InProgress => {}
+    }
     j
 }
 
@@ -122,50 +126,45 @@ pub fn checkpoints(ctx: &Ctx, jid: &str) -> ApiResult {
     let s = h.stats();
     let n = total_subtasks(&m);
     let latest =
-        |r: &Option<CheckpointRecord>| r.as_ref().map_or(Json::Null, |r| entry(r, n, Json::obj()));
+        |r: &Option<CheckpointRecord>| r.as_ref().map_or(Value::Null, |r| entry(r, n, json!({})));
     let durations: Vec<f64> = s.durations.iter().map(|d| *d as f64).collect();
     let sizes: Vec<f64> = s.sizes.iter().map(|d| *d as f64).collect();
     let zeros = vec![0.0; s.sizes.len()];
     let restored = match &s.restored_from {
-        Some((id, at, path)) => Json::obj()
-            .with("id", int(*id))
-            .with("restore_timestamp", *at)
-            .with("is_savepoint", false)
-            .with("external_path", path.as_str()),
-        None => Json::Null,
+        Some((id, at, path)) => json!({
+            "id": int(*id),
+            "restore_timestamp": at,
+            "is_savepoint": false,
+            "external_path": path,
+        }),
+        None => Value::Null,
     };
-    ok(Json::obj()
-        .with(
-            "counts",
-            Json::obj()
-                .with("restored", int(s.restored))
-                .with("total", int(s.completed + s.failed + s.in_progress))
-                .with("in_progress", int(s.in_progress))
-                .with("completed", int(s.completed))
-                .with("failed", int(s.failed)),
-        )
-        .with(
-            "summary",
-            Json::obj()
-                .with("checkpointed_size", summary(&sizes))
-                .with("state_size", summary(&sizes))
-                .with("end_to_end_duration", summary(&durations))
-                .with("alignment_buffered", summary(&zeros))
-                .with("processed_data", summary(&zeros))
-                .with("persisted_data", summary(&zeros)),
-        )
-        .with(
-            "latest",
-            Json::obj()
-                .with("completed", latest(&s.latest_completed))
-                .with("savepoint", latest(&s.latest_savepoint))
-                .with("failed", latest(&s.latest_failed))
-                .with("restored", restored),
-        )
-        .with(
-            "history",
-            Json::Arr(s.history.iter().map(|r| entry(r, n, Json::obj())).collect()),
-        ))
+    let history: Vec<Value> = s.history.iter().map(|r| entry(r, n, json!({}))).collect();
+    ok(json!({
+        "counts": {
+            "restored": int(s.restored),
+            "total": int(s.completed + s.failed + s.in_progress),
+            "in_progress": int(s.in_progress),
+            "completed": int(s.completed),
+            "failed": int(s.failed),
+        },
+        "summary": {
+            "checkpointed_size": summary(&sizes),
+            "state_size": summary(&sizes),
+            "end_to_end_duration": summary(&durations),
+            "alignment_buffered": summary(&zeros),
+            "processed_data": summary(&zeros),
+            "persisted_data": summary(&zeros),
+        },
+        "latest": {
+            "completed": latest(&s.latest_completed),
+            "savepoint": latest(&s.latest_savepoint),
+            "failed": latest(&s.latest_failed),
+            "restored": restored,
+        },
+        "history": history,
+    })
+    .into())
 }
 
 /// `GET /jobs/:jid/checkpoints/config`.
@@ -177,33 +176,24 @@ pub fn checkpoint_config(ctx: &Ctx, jid: &str) -> ApiResult {
         sluice_runtime::state::StateBackendKind::Memory => "HashMapStateBackend",
         sluice_runtime::state::StateBackendKind::Lsm { .. } => "EmbeddedLsmStateBackend",
     };
-    ok(Json::obj()
-        .with("mode", "exactly_once")
-        .with(
-            "interval",
-            c.interval.map_or(i64::MAX, |i| i.as_millis() as i64),
-        )
-        .with("timeout", c.timeout.as_millis() as i64)
-        .with("min_pause", c.min_pause.as_millis() as i64)
-        .with("max_concurrent", c.max_concurrent)
-        .with(
-            "externalization",
-            Json::obj()
-                .with("enabled", true)
-                .with("delete_on_cancellation", false),
-        )
-        .with("state_backend", backend)
-        .with("checkpoint_storage", "FileSystemCheckpointStorage")
-        .with("unaligned_checkpoints", c.unaligned)
-        .with("tolerable_failed_checkpoints", c.tolerable_failures)
-        .with(
-            "aligned_checkpoint_timeout",
-            c.aligned_timeout.as_millis() as i64,
-        )
-        .with("checkpoints_after_tasks_finish", false)
-        .with("state_changelog_enabled", false)
-        .with("changelog_periodic_materialization_interval", 600_000i64)
-        .with("changelog_storage", "memory"))
+    ok(json!({
+        "mode": "exactly_once",
+        "interval": c.interval.map_or(i64::MAX, |i| i.as_millis() as i64),
+        "timeout": c.timeout.as_millis() as i64,
+        "min_pause": c.min_pause.as_millis() as i64,
+        "max_concurrent": c.max_concurrent,
+        "externalization": {"enabled": true, "delete_on_cancellation": false},
+        "state_backend": backend,
+        "checkpoint_storage": "FileSystemCheckpointStorage",
+        "unaligned_checkpoints": c.unaligned,
+        "tolerable_failed_checkpoints": c.tolerable_failures,
+        "aligned_checkpoint_timeout": c.aligned_timeout.as_millis() as i64,
+        "checkpoints_after_tasks_finish": false,
+        "state_changelog_enabled": false,
+        "changelog_periodic_materialization_interval": 600_000,
+        "changelog_storage": "memory",
+    })
+    .into())
 }
 
 fn find(h: &CheckpointHub, raw: &str) -> Result<CheckpointRecord, ApiError> {
@@ -224,22 +214,23 @@ fn find(h: &CheckpointHub, raw: &str) -> Result<CheckpointRecord, ApiError> {
         })
 }
 
-fn task_stats(m: &JobMonitor, r: &CheckpointRecord, vi: usize) -> Json {
+fn task_stats(m: &JobMonitor, r: &CheckpointRecord, vi: usize) -> Value {
     let acks: Vec<&TaskAck> = r.acks.iter().filter(|a| a.vertex == vi).collect();
     let size: usize = acks.iter().map(|a| a.state_bytes).sum();
     let latest = acks.iter().map(|a| a.ack_ms).max().unwrap_or(r.trigger_ms);
-    Json::obj()
-        .with("id", int(r.id))
-        .with("status", status(r.status).1)
-        .with("latest_ack_timestamp", latest)
-        .with("checkpointed_size", size)
-        .with("state_size", size)
-        .with("end_to_end_duration", (latest - r.trigger_ms).max(0))
-        .with("alignment_buffered", 0i64)
-        .with("processed_data", 0i64)
-        .with("persisted_data", 0i64)
-        .with("num_subtasks", m.graph.vertices[vi].parallelism)
-        .with("num_acknowledged_subtasks", acks.len())
+    json!({
+        "id": int(r.id),
+        "status": status(r.status).1,
+        "latest_ack_timestamp": latest,
+        "checkpointed_size": size,
+        "state_size": size,
+        "end_to_end_duration": (latest - r.trigger_ms).max(0),
+        "alignment_buffered": 0,
+        "processed_data": 0,
+        "persisted_data": 0,
+        "num_subtasks": m.graph.vertices[vi].parallelism,
+        "num_acknowledged_subtasks": acks.len(),
+    })
 }
 
 /// `GET /jobs/:jid/checkpoints/details/:cid`.
@@ -247,11 +238,11 @@ pub fn checkpoint_details(ctx: &Ctx, jid: &str, cid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let h = hub(&m)?;
     let r = find(h, cid)?;
-    let mut tasks = Json::obj();
+    let mut tasks = serde_json::Map::new();
     for (vi, v) in m.graph.vertices.iter().enumerate() {
-        tasks = tasks.with(&v.id.to_string(), task_stats(&m, &r, vi));
+        tasks.insert(v.id.to_string(), task_stats(&m, &r, vi));
     }
-    ok(entry(&r, total_subtasks(&m), tasks))
+    ok(entry(&r, total_subtasks(&m), Value::Object(tasks)).into())
 }
 
 /// `GET /jobs/:jid/checkpoints/details/:cid/subtasks/:vid`: per-subtask sync/async,
@@ -276,65 +267,45 @@ pub fn checkpoint_subtasks(ctx: &Ctx, jid: &str, cid: &str, vid: &str) -> ApiRes
                 sync.push(ms(a.sync_ns));
                 align.push(ms(a.alignment_ns));
                 delay.push(a.start_delay_ms as f64);
-                subtasks.push(
-                    Json::obj()
-                        .with("index", i)
-                        .with("status", "completed")
-                        .with("ack_timestamp", a.ack_ms)
-                        .with("end_to_end_duration", d)
-                        .with("state_size", size)
-                        .with("checkpointed_size", size)
-                        .with(
-                            "checkpoint",
-                            Json::obj()
-                                .with("sync", Json::Int((a.sync_ns / 1_000_000) as i64))
-                                .with("async", 0i64),
-                        )
-                        .with(
-                            "alignment",
-                            Json::obj()
-                                .with("buffered", 0i64)
-                                .with("processed", 0i64)
-                                .with("persisted", 0i64)
-                                .with("duration", Json::Int((a.alignment_ns / 1_000_000) as i64)),
-                        )
-                        .with("start_delay", a.start_delay_ms as i64)
-                        .with("unaligned_checkpoint", r.kind == CheckpointKind::Unaligned)
-                        .with("aborted", false),
-                );
+                subtasks.push(json!({
+                    "index": i,
+                    "status": "completed",
+                    "ack_timestamp": a.ack_ms,
+                    "end_to_end_duration": d,
+                    "state_size": size,
+                    "checkpointed_size": size,
+                    "checkpoint": {"sync": (a.sync_ns / 1_000_000) as i64, "async": 0},
+                    "alignment": {
+                        "buffered": 0,
+                        "processed": 0,
+                        "persisted": 0,
+                        "duration": (a.alignment_ns / 1_000_000) as i64,
+                    },
+                    "start_delay": a.start_delay_ms as i64,
+                    "unaligned_checkpoint": r.kind == CheckpointKind::Unaligned,
+                    "aborted": false,
+                }));
             }
-            None => subtasks.push(
-                Json::obj()
-                    .with("index", i)
-                    .with("status", "pending_or_failed"),
-            ),
+            None => subtasks.push(json!({"index": i, "status": "pending_or_failed"})),
         }
     }
     let zeros = vec![0.0; sizes.len()];
-    ok(task_stats(&m, &r, vi)
-        .with(
-            "summary",
-            Json::obj()
-                .with("checkpointed_size", summary(&sizes))
-                .with("state_size", summary(&sizes))
-                .with("end_to_end_duration", summary(&e2e))
-                .with(
-                    "checkpoint_duration",
-                    Json::obj()
-                        .with("sync", summary(&sync))
-                        .with("async", summary(&zeros)),
-                )
-                .with(
-                    "alignment",
-                    Json::obj()
-                        .with("buffered", summary(&zeros))
-                        .with("processed", summary(&zeros))
-                        .with("persisted", summary(&zeros))
-                        .with("duration", summary(&align)),
-                )
-                .with("start_delay", summary(&delay)),
-        )
-        .with("subtasks", Json::Arr(subtasks)))
+    let mut j = task_stats(&m, &r, vi);
+    j["summary"] = json!({
+        "checkpointed_size": summary(&sizes),
+        "state_size": summary(&sizes),
+        "end_to_end_duration": summary(&e2e),
+        "checkpoint_duration": {"sync": summary(&sync), "async": summary(&zeros)},
+        "alignment": {
+            "buffered": summary(&zeros),
+            "processed": summary(&zeros),
+            "persisted": summary(&zeros),
+            "duration": summary(&align),
+        },
+        "start_delay": summary(&delay),
+    });
+    j["subtasks"] = Value::Array(subtasks);
+    ok(j.into())
 }
 
 /// `POST /jobs/:jid/savepoints` (`stop` false: body `target-directory`, `cancel-job`) and
@@ -390,7 +361,7 @@ pub fn trigger_savepoint(ctx: &Ctx, jid: &str, body: &[u8], stop: bool) -> ApiRe
     let id = h.request_savepoint(std::path::PathBuf::from(dir), stop);
     Ok(crate::http::Response::json(
         202,
-        Json::obj().with("request-id", id.as_str()).to_compact(),
+        json!({ "request-id": id }).to_string(),
     ))
 }
 
@@ -405,25 +376,22 @@ pub fn savepoint_status(ctx: &Ctx, jid: &str, trigger: &str) -> ApiResult {
             crate::http::shorten(trigger)
         ))
     })?;
-    let status = |id: &str| Json::obj().with("id", id);
     ok(match st {
-        SavepointStatus::InProgress => Json::obj().with("status", status("IN_PROGRESS")),
-        SavepointStatus::Completed(path) => Json::obj().with("status", status("COMPLETED")).with(
-            "operation",
-            Json::obj().with("location", format!("file:{}", path.display())),
-        ),
-        SavepointStatus::Failed(why) => Json::obj().with("status", status("COMPLETED")).with(
-            "operation",
-            Json::obj().with(
-                "failure-cause",
-                Json::obj()
-                    .with(
-                        "class",
-                        "org.apache.flink.runtime.checkpoint.CheckpointException",
-                    )
-                    .with("stack-trace", why.as_str())
-                    .with("serialized-throwable", Json::Null),
-            ),
-        ),
-    })
+        SavepointStatus::InProgress => json!({"status": {"id": "IN_PROGRESS"}}),
+        SavepointStatus::Completed(path) => json!({
+            "status": {"id": "COMPLETED"},
+            "operation": {"location": format!("file:{}", path.display())},
+        }),
+        SavepointStatus::Failed(why) => json!({
+            "status": {"id": "COMPLETED"},
+            "operation": {
+                "failure-cause": {
+                    "class": "org.apache.flink.runtime.checkpoint.CheckpointException",
+                    "stack-trace": why,
+                    "serialized-throwable": null,
+                }
+            },
+        }),
+    }
+    .into())
 }
