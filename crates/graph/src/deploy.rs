@@ -124,7 +124,9 @@ impl JobMonitor {
             .control
             .checkpoints()
             .ok_or_else(|| GraphError::InvalidJob("this job cannot take savepoints".into()))?;
-        let id = hub.request_savepoint(dir, stop);
+        let id = hub
+            .request_savepoint(dir, stop)
+            .map_err(|e| GraphError::InvalidJob(format!("savepoint refused: {e}")))?;
         match hub.wait_savepoint(&id, std::time::Duration::from_secs(600)) {
             SavepointStatus::Completed(p) => Ok(p),
             SavepointStatus::Failed(why) => {

@@ -310,8 +310,15 @@ pub fn checkpoint_subtasks(ctx: &Ctx, jid: &str, cid: &str, vid: &str) -> ApiRes
 
 /// `POST /jobs/:jid/savepoints` (`stop` false: body `target-directory`, `cancel-job`) and
 /// `POST /jobs/:jid/stop` (`stop` true: body `targetDirectory`, `drain`): 202 with the
-/// request id to poll.
-pub fn trigger_savepoint(ctx: &Ctx, jid: &str, body: &[u8], stop: bool) -> ApiResult {
+/// request id to poll. The target must lie under `savepoint_dir` (the default when the body
+/// names none); a request the job cannot queue is answered 409.
+pub fn trigger_savepoint(
+    ctx: &Ctx,
+    jid: &str,
+    body: &[u8],
+    stop: bool,
+    savepoint_dir: &std::path::Path,
+) -> ApiResult {
     let m = ctx.job(jid)?;
     let h = hub(&m)?;
     let v: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
@@ -328,19 +335,19 @@ pub fn trigger_savepoint(ctx: &Ctx, jid: &str, body: &[u8], stop: bool) -> ApiRe
     } else {
         "target-directory"
     };
-    let dir = match v.get(dir_key) {
-        Some(serde_json::Value::String(d)) if !d.trim().is_empty() && !d.contains('\0') => d,
+    let requested = match v.get(dir_key) {
+        Some(serde_json::Value::String(d)) if !d.trim().is_empty() && !d.contains('\0') => {
+            Some(d.as_str())
+        }
+        None | Some(serde_json::Value::Null) => None,
         Some(_) => {
             return Err(ApiError::bad_request(format!(
                 "'{dir_key}' must be a non-empty directory path."
             )))
         }
-        None => {
-            return Err(ApiError::bad_request(format!(
-                "No savepoint directory given: set '{dir_key}' in the request body."
-            )))
-        }
     };
+    let dir = crate::savepoint_dir::resolve_target(savepoint_dir, requested)
+        .map_err(ApiError::bad_request)?;
     let stop = stop
         || match v.get("cancel-job") {
             None | Some(serde_json::Value::Null) => false,
@@ -358,7 +365,10 @@ pub fn trigger_savepoint(ctx: &Ctx, jid: &str, body: &[u8], stop: bool) -> ApiRe
             message: format!("Job {jid} is not running; no savepoint can be taken."),
         });
     }
-    let id = h.request_savepoint(std::path::PathBuf::from(dir), stop);
+    let id = h.request_savepoint(dir, stop).map_err(|e| ApiError {
+        status: 409,
+        message: format!("Savepoint of job {jid} refused: {e}."),
+    })?;
     Ok(crate::http::Response::json(
         202,
         json!({ "request-id": id }).to_string(),
@@ -376,6 +386,19 @@ pub fn savepoint_status(ctx: &Ctx, jid: &str, trigger: &str) -> ApiResult {
             crate::http::shorten(trigger)
         ))
     })?;
+    // A request the job can no longer take (it ended, e.g. after a failure without restart)
+    // is answered as failed rather than left in progress.
+    let st = if st == SavepointStatus::InProgress && m.outcome() != sluice_graph::JobOutcome::Running
+    {
+        let why = SavepointStatus::Failed(format!(
+            "the job ended ({}) before this savepoint was taken",
+            crate::api::job_state(&m)
+        ));
+        h.set_savepoint_status(trigger, why.clone());
+        why
+    } else {
+        st
+    };
     ok(match st {
         SavepointStatus::InProgress => json!({"status": {"id": "IN_PROGRESS"}}),
         SavepointStatus::Completed(path) => json!({

@@ -1,6 +1,6 @@
 //! # sluice-rest: Flink's REST monitoring API, served from inside the process
 //!
-//! [`serve`] starts an HTTP/1.1 server that answers Flink 2.3's REST paths with Flink's JSON
+//! [`serve`] (or [`serve_with`] and a [`RestConfig`]) starts an HTTP/1.1 server that answers Flink 2.3's REST paths with Flink's JSON
 //! shapes (keys, key order and value types as captured from a real Flink 2.3 in
 //! `tests/fixtures/flink/flink-rest/`) for every job in a [`JobRegistry`], plus Prometheus text
 //! metrics on `/metrics` and an OpenAPI 3.0 description on `/openapi.json`.
@@ -67,14 +67,17 @@
 //!   the backpressure endpoint use the same values.
 //! - `/jobs/overview` lists the newest job first; finished jobs stay listed.
 //!
-//! ## Why a hand-written server
+//! ## Serving and security
 //!
-//! The API is small (GET and one PATCH, no bodies to read, small JSON answers, one request per
-//! connection) and must never panic or answer 5xx on hostile input. About 400 lines over
-//! `std::net` give exact control over limits (request line 8 KiB → 414, head 16 KiB → 431, body
-//! 64 KiB → 413, 5 s to send a request → 408) and add no dependencies to build — `tiny_http`
-//! would bring several crates and its own threading for no feature we need. HTTP/1.1 keep-alive is
-//! not offered (`Connection: close`), which costs nothing measurable for a monitoring API.
+//! hyper (HTTP/1.1) on a current-thread tokio runtime of its own thread; answers are computed
+//! on up to [`WORKERS`] handler threads. Limits: target 8 KiB → 414, head 16 KiB → 431, body
+//! 64 KiB → 413, [`MAX_CONNECTIONS`] connections, [`REQUEST_DEADLINE`] for a request head
+//! (and for its body, → 408), [`CONNECTION_DEADLINE`] and [`KEEP_ALIVE_REQUESTS`] per
+//! connection — so slow or idle clients cannot hold the server (see `server`). Safe by default
+//! ([`policy`]): the `Host` must name this server (DNS rebinding), mutating routes need
+//! `Content-Type: application/json`, no foreign `Origin` and the token when one is set, and get
+//! no CORS headers; a non-loopback bind needs a token; savepoints go only under
+//! [`RestConfig::savepoint_dir`] and are queued, or refused with 409 — never dropped.
 
 mod api;
 mod checkpoints_api;
@@ -83,15 +86,21 @@ mod format;
 mod http;
 mod metrics;
 mod openapi;
+pub mod policy;
 mod prometheus;
 mod registry;
+mod savepoint_dir;
 pub mod routes;
 mod server;
 
 pub use http::Response;
 pub use registry::JobRegistry;
 pub use routes::dispatch;
-pub use server::{serve, RestError, RestServer, REQUEST_DEADLINE, WORKERS};
+pub use savepoint_dir::{default_savepoint_dir, resolve_target as resolve_savepoint_target};
+pub use server::{
+    serve, serve_with, RestConfig, RestError, RestServer, CLOSE_GRACE, CONNECTION_DEADLINE,
+    KEEP_ALIVE_REQUESTS, MAX_CONNECTIONS, REQUEST_DEADLINE, WORKERS,
+};
 
 pub use api::backpressure_level;
 /// Flink's metric-scope filter for operator names (one function, shared with the doctor's

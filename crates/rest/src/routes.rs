@@ -87,6 +87,10 @@ pub struct Operation {
     pub method: &'static str,
     pub summary: &'static str,
     pub query: &'static [QueryParam],
+    /// Changes a job (cancel, stop, savepoints): needs a JSON content type, no foreign origin
+    /// and the token when one is configured; never answered with wildcard CORS
+    /// (`crate::policy`).
+    pub mutating: bool,
 }
 
 /// A served path in Flink's notation (`/jobs/:jobid`).
@@ -102,6 +106,7 @@ const fn get(summary: &'static str) -> Operation {
         method: "GET",
         summary,
         query: &[],
+        mutating: false,
     }
 }
 
@@ -121,7 +126,7 @@ pub static ROUTES: &[Route] = &[
     Route { path: "/jobs/:jobid", endpoint: Endpoint::Job,
         operations: &[
             get("Job details: state, timestamps, vertices with IO metrics, plan."),
-            Operation { method: "PATCH", summary: "Cancels the job (202 with an empty object).", query: &[MODE_PARAM] },
+            Operation { method: "PATCH", summary: "Cancels the job (202 with an empty object). Needs Content-Type: application/json (and the token when the server has one).", query: &[MODE_PARAM], mutating: true },
         ] },
     Route { path: "/jobs/:jobid/config", endpoint: Endpoint::JobConfig,
         operations: &[get("The job's execution configuration.")] },
@@ -136,15 +141,15 @@ pub static ROUTES: &[Route] = &[
     Route { path: "/jobs/:jobid/vertices/:vertexid/taskmanagers", endpoint: Endpoint::VertexTaskManagers,
         operations: &[get("The vertex's subtasks grouped by task manager (one, in-process).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/metrics", endpoint: Endpoint::VertexMetrics,
-        operations: &[Operation { method: "GET", query: &[GET_PARAM],
+        operations: &[Operation { method: "GET", query: &[GET_PARAM], mutating: false,
             summary: "Metric ids '<subtask>.<name>' of the vertex, or their values (strings) with ?get=." }] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/subtasks/metrics", endpoint: Endpoint::SubtasksMetrics,
-        operations: &[Operation { method: "GET", query: &[GET_PARAM, AGG_PARAM, SUBTASKS_PARAM],
+        operations: &[Operation { method: "GET", query: &[GET_PARAM, AGG_PARAM, SUBTASKS_PARAM], mutating: false,
             summary: "Subtask metric names, or with ?get= their min/max/avg/sum/skew over subtasks (numbers)." }] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex", endpoint: Endpoint::Subtask,
         operations: &[get("One subtask: state, times, IO metrics.")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics", endpoint: Endpoint::SubtaskMetrics,
-        operations: &[Operation { method: "GET", query: &[GET_PARAM],
+        operations: &[Operation { method: "GET", query: &[GET_PARAM], mutating: false,
             summary: "Metric names of one subtask, or their values (strings) with ?get=." }] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/watermarks", endpoint: Endpoint::Watermarks,
         operations: &[get("Input watermark per subtask (`<i>.currentInputWatermark`, ms as a string; -9223372036854775808 before the first).")] },
@@ -153,13 +158,13 @@ pub static ROUTES: &[Route] = &[
     Route { path: "/jobs/:jobid/vertices/:vertexid/hot-keys", endpoint: Endpoint::HotKeys,
         operations: &[get("Sluice extension: the vertex's hottest keys (a Space-Saving sketch per keyed subtask, sampled), with their share of the subtask's and the vertex's records. Empty for non-keyed vertices.")] },
     Route { path: "/jobs/:jobid/savepoints", endpoint: Endpoint::Savepoints,
-        operations: &[Operation { method: "POST", query: &[],
-            summary: "Triggers a savepoint: body {\"target-directory\": DIR, \"cancel-job\": bool}; 202 {\"request-id\"}. The savepoint goes to a new savepoint-<job>-<id> directory inside DIR." }] },
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "Triggers a savepoint: body {\"target-directory\": DIR, \"cancel-job\": bool}; 202 {\"request-id\"}. The savepoint goes to a new savepoint-<job>-<id> directory inside DIR, which must lie under the server's savepoint directory (state.savepoints.dir; the default when DIR is omitted). Requests are queued; 409 when the queue is full or the job is being stopped." }] },
     Route { path: "/jobs/:jobid/savepoints/:triggerid", endpoint: Endpoint::SavepointStatus,
         operations: &[get("Status of a savepoint request: IN_PROGRESS, or COMPLETED with operation.location or operation.failure-cause.")] },
     Route { path: "/jobs/:jobid/stop", endpoint: Endpoint::Stop,
-        operations: &[Operation { method: "POST", query: &[],
-            summary: "Stop-with-savepoint: body {\"targetDirectory\": DIR, \"drain\": false}; 202 {\"request-id\"}, then the job stops once the savepoint completed." }] },
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "Stop-with-savepoint: body {\"targetDirectory\": DIR, \"drain\": false}; 202 {\"request-id\"}, then the job stops once the savepoint completed. DIR as for savepoints." }] },
     Route { path: "/jobs/:jobid/checkpoints", endpoint: Endpoint::Checkpoints,
         operations: &[get("Checkpoint statistics: counts, summary, latest completed/savepoint/failed/restored, history (404 when the job does not checkpoint).")] },
     Route { path: "/jobs/:jobid/checkpoints/config", endpoint: Endpoint::CheckpointConfig,
@@ -198,6 +203,18 @@ pub fn match_route(segments: &[String]) -> Option<(&'static Route, Vec<&str>)> {
     None
 }
 
+/// The route and operation a request targets (`HEAD` finds `GET`); `None` when the path is
+/// unknown or the method not allowed (dispatch answers those).
+pub fn operation_of(
+    segments: &[String],
+    method: &str,
+) -> Option<(&'static Route, &'static Operation)> {
+    let (route, _) = match_route(segments)?;
+    let effective = if method == "HEAD" { "GET" } else { method };
+    let op = route.operations.iter().find(|o| o.method == effective)?;
+    Some((route, op))
+}
+
 /// The dashboard (`dashboard/`): one page, its stylesheet and script inlined, built once.
 fn index_html() -> &'static str {
     static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -209,9 +226,11 @@ fn index_html() -> &'static str {
 }
 
 /// Answers one request. `method` is upper case as sent; `HEAD` is answered like `GET` (the
-/// caller drops the body).
+/// caller drops the body). Savepoint targets must lie under `savepoint_dir`. The caller
+/// applies [`crate::policy`] first.
 pub fn dispatch(
     registry: &JobRegistry,
+    savepoint_dir: &std::path::Path,
     method: &str,
     segments: &[String],
     query: &[(String, String)],
@@ -272,9 +291,11 @@ pub fn dispatch(
         (Endpoint::Accumulators, _) => api::accumulators(&ctx, p(0), p(1)),
         (Endpoint::HotKeys, _) => api::hot_keys(&ctx, p(0), p(1)),
         (Endpoint::Savepoints, _) => {
-            crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, false)
+            crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, false, savepoint_dir)
         }
-        (Endpoint::Stop, _) => crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, true),
+        (Endpoint::Stop, _) => {
+            crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, true, savepoint_dir)
+        }
         (Endpoint::SavepointStatus, _) => {
             crate::checkpoints_api::savepoint_status(&ctx, p(0), p(1))
         }
@@ -331,26 +352,28 @@ mod tests {
     #[test]
     fn errors_are_4xx_with_flinks_body() {
         let reg = JobRegistry::new();
-        let r = dispatch(&reg, "GET", &segs("/nope"), &[], &[]);
+        let sp = crate::savepoint_dir::default_savepoint_dir();
+        let r = dispatch(&reg, &sp, "GET", &segs("/nope"), &[], &[]);
         assert_eq!(r.status, 404);
         assert_eq!(r.body, br#"{"errors":["Not found: /nope"]}"#);
-        let r = dispatch(&reg, "GET", &segs("/jobs/xyz"), &[], &[]);
+        let r = dispatch(&reg, &sp, "GET", &segs("/jobs/xyz"), &[], &[]);
         assert_eq!(r.status, 400);
         let r = dispatch(
             &reg,
+            &sp,
             "GET",
             &segs("/jobs/0123456789abcdef0123456789abcdef"),
             &[],
             &[],
         );
         assert_eq!(r.status, 404);
-        let r = dispatch(&reg, "DELETE", &segs("/jobs/overview"), &[], &[]);
+        let r = dispatch(&reg, &sp, "DELETE", &segs("/jobs/overview"), &[], &[]);
         assert_eq!(r.status, 405);
         assert_eq!(r.headers, vec![("Allow", "GET, HEAD".to_string())]);
-        let r = dispatch(&reg, "POST", &segs("/jobs/x"), &[], &[]);
+        let r = dispatch(&reg, &sp, "POST", &segs("/jobs/x"), &[], &[]);
         assert_eq!(r.status, 405);
         assert_eq!(
-            dispatch(&reg, "HEAD", &segs("/overview"), &[], &[]).status,
+            dispatch(&reg, &sp, "HEAD", &segs("/overview"), &[], &[]).status,
             200
         );
     }

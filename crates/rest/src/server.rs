@@ -1,23 +1,48 @@
-//! The HTTP/1.1 server: one acceptor thread hands connections to a few worker threads; each
-//! connection carries one request (`Connection: close`).
+//! The HTTP/1.1 server: hyper on a current-thread tokio runtime that lives on one `rest-io`
+//! thread (the engine never sees tokio); answers are computed on a small pool of blocking
+//! `rest-handler` threads, so a slow answer never stalls I/O.
+//!
+//! Nothing a client does can hold the server: every connection is a cheap task, at most
+//! [`MAX_CONNECTIONS`] at once (more are closed on arrival); each request head must arrive
+//! within [`REQUEST_DEADLINE`] (also the idle time allowed between keep-alive requests), its body
+//! within the same deadline, and a connection lives at most [`CONNECTION_DEADLINE`] and
+//! [`KEEP_ALIVE_REQUESTS`] requests, reading, handling and sending included; then it is closed
+//! (gracefully, then for good after [`CLOSE_GRACE`]).
 
-use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
-use std::sync::{Arc, Mutex};
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::http::{check_partial_head, head_end, parse_head, Response};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderMap, HeaderValue};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{watch, Semaphore};
+
+use crate::http::{parse_target, shorten, Response, MAX_BODY, MAX_HEAD, MAX_REQUEST_LINE};
+use crate::policy::{Policy, RequestHeaders};
 use crate::registry::JobRegistry;
-use crate::routes::dispatch;
+use crate::routes::{dispatch, operation_of};
 
-/// Worker threads answering requests.
+/// Threads computing answers at once (more requests wait for one).
 pub const WORKERS: usize = 4;
-/// How long a client may take to send its request (head and body).
+/// Open connections at once; a connection beyond is closed on arrival.
+pub const MAX_CONNECTIONS: usize = 512;
+/// Time for a request's head to arrive (from the connection's start or the previous answer),
+/// and again for its body.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Longest life of a connection, keep-alive included: reading, handling and sending.
+pub const CONNECTION_DEADLINE: Duration = Duration::from_secs(30);
+/// Requests answered on one connection before it is closed.
+pub const KEEP_ALIVE_REQUESTS: usize = 100;
+/// How long a connection told to close may finish its answer.
+pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -28,24 +53,51 @@ pub enum RestError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Insecure(String),
     #[error("cannot start the REST server: {0}")]
     Io(#[from] std::io::Error),
 }
 
-struct Shared {
-    stop: AtomicBool,
-    /// Open connections, so shutdown can unblock workers waiting on slow clients.
-    open: Mutex<HashMap<u64, TcpStream>>,
-    next_id: AtomicU64,
+/// How a server is set up: where it listens and its security settings (see [`crate::policy`]).
+#[derive(Clone, Debug)]
+pub struct RestConfig {
+    pub addr: SocketAddr,
+    /// Bearer token required by mutating routes; required to bind a non-loopback address.
+    pub token: Option<String>,
+    /// Host names (`name` or `name:port`) accepted in `Host` besides the bound address.
+    pub allowed_hosts: Vec<String>,
+    /// Savepoints requested over REST must lie under this directory
+    /// (`state.savepoints.dir`); it is also the target when a request names none.
+    pub savepoint_dir: PathBuf,
+}
+
+impl RestConfig {
+    /// Loopback-safe defaults: no token, no extra host names, the default savepoint directory.
+    pub fn new(addr: SocketAddr) -> RestConfig {
+        RestConfig {
+            addr,
+            token: None,
+            allowed_hosts: Vec::new(),
+            savepoint_dir: crate::savepoint_dir::default_savepoint_dir(),
+        }
+    }
+}
+
+/// What every connection task shares.
+struct State {
+    registry: Arc<JobRegistry>,
+    policy: Policy,
+    savepoint_dir: PathBuf,
 }
 
 /// A running server. Dropping it (or [`shutdown`](Self::shutdown)) stops it and joins its
 /// threads.
 pub struct RestServer {
     addr: SocketAddr,
-    shared: Arc<Shared>,
-    acceptor: Option<JoinHandle<()>>,
-    workers: Vec<JoinHandle<()>>,
+    savepoint_dir: PathBuf,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for RestServer {
@@ -56,51 +108,56 @@ impl std::fmt::Debug for RestServer {
     }
 }
 
-/// Starts serving the Flink-compatible REST API for `registry` on `addr` (port 0 picks a free
-/// port; see [`RestServer::local_addr`]).
+/// Starts serving the Flink-compatible REST API for `registry` on `addr` with the defaults of
+/// [`RestConfig::new`] (port 0 picks a free port; see [`RestServer::local_addr`]).
 pub fn serve(addr: SocketAddr, registry: Arc<JobRegistry>) -> Result<RestServer, RestError> {
-    let listener = TcpListener::bind(addr).map_err(|source| RestError::Bind { addr, source })?;
-    let local = listener.local_addr()?;
-    let shared = Arc::new(Shared {
-        stop: AtomicBool::new(false),
-        open: Mutex::new(HashMap::new()),
-        next_id: AtomicU64::new(0),
-    });
-    let (tx, rx) = sync_channel::<TcpStream>(64);
-    let rx = Arc::new(Mutex::new(rx));
-    let mut server = RestServer {
-        addr: local,
-        shared: shared.clone(),
-        acceptor: None,
-        workers: Vec::new(),
-    };
-    for i in 0..WORKERS {
-        let (rx, shared, registry) = (rx.clone(), shared.clone(), registry.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("rest-worker-{i}"))
-            .spawn(move || worker(&rx, &shared, &registry))?;
-        server.workers.push(h);
+    serve_with(RestConfig::new(addr), registry)
+}
+
+/// Starts serving with `config`. Refuses a non-loopback address without a token.
+pub fn serve_with(
+    config: RestConfig,
+    registry: Arc<JobRegistry>,
+) -> Result<RestServer, RestError> {
+    let policy = Policy::new(config.token.clone(), &config.allowed_hosts);
+    if let Some(why) = policy.bind_refusal(config.addr) {
+        return Err(RestError::Insecure(why));
     }
-    let acc_shared = shared.clone();
-    let acceptor = std::thread::Builder::new()
-        .name("rest-acceptor".into())
+    let addr = config.addr;
+    let savepoint_dir = std::path::absolute(&config.savepoint_dir)?;
+    let listener =
+        std::net::TcpListener::bind(addr).map_err(|source| RestError::Bind { addr, source })?;
+    listener.set_nonblocking(true)?;
+    let local = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(WORKERS)
+        .thread_name("rest-handler")
+        .build()?;
+    let listener = {
+        let _guard = runtime.enter();
+        tokio::net::TcpListener::from_std(listener)?
+    };
+    let state = Arc::new(State {
+        registry,
+        policy,
+        savepoint_dir: savepoint_dir.clone(),
+    });
+    let (stop, stopped) = watch::channel(false);
+    let thread = std::thread::Builder::new()
+        .name("rest-io".into())
         .spawn(move || {
-            for conn in listener.incoming() {
-                if acc_shared.stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(stream) = conn else {
-                    // Transient accept errors (EMFILE, aborted handshakes): back off briefly.
-                    std::thread::sleep(Duration::from_millis(10));
-                    continue;
-                };
-                if tx.send(stream).is_err() {
-                    break;
-                }
-            }
+            runtime.block_on(accept_loop(listener, state, stopped));
+            // Connections still open after their grace are dropped with the runtime.
+            runtime.shutdown_timeout(CLOSE_GRACE);
         })?;
-    server.acceptor = Some(acceptor);
-    Ok(server)
+    Ok(RestServer {
+        addr: local,
+        savepoint_dir,
+        stop,
+        thread: Some(thread),
+    })
 }
 
 impl RestServer {
@@ -109,41 +166,20 @@ impl RestServer {
         self.addr
     }
 
+    /// Where savepoints requested over REST go (absolute).
+    pub fn savepoint_dir(&self) -> &std::path::Path {
+        &self.savepoint_dir
+    }
+
     /// Stops accepting, closes open connections and joins the server's threads.
     pub fn shutdown(mut self) {
         self.stop();
     }
 
     fn stop(&mut self) {
-        if self.shared.stop.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        // Wake the acceptor with a connection of our own.
-        let mut wake = self.addr;
-        if wake.ip().is_unspecified() {
-            wake.set_ip(match wake {
-                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
-                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
-            });
-        }
-        let woke = TcpStream::connect_timeout(&wake, Duration::from_secs(1)).is_ok();
-        for s in self
-            .shared
-            .open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-        if let Some(a) = self.acceptor.take() {
-            if woke {
-                let _ = a.join();
-            }
-            // else: the acceptor stays blocked in accept(); it exits at the next connection.
-        }
-        for w in self.workers.drain(..) {
-            let _ = w.join();
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }
@@ -154,120 +190,245 @@ impl Drop for RestServer {
     }
 }
 
-fn worker(rx: &Mutex<Receiver<TcpStream>>, shared: &Shared, registry: &JobRegistry) {
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    state: Arc<State>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut tasks = tokio::task::JoinSet::new();
     loop {
-        let next = rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
-        let Ok(stream) = next else { return };
-        if shared.stop.load(Ordering::SeqCst) {
-            let _ = stream.shutdown(Shutdown::Both);
-            continue;
-        }
-        let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
-        if let Ok(clone) = stream.try_clone() {
-            shared
-                .open
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, clone);
-        }
-        handle_connection(stream, registry);
-        shared
-            .open
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
-    }
-}
-
-/// Reads one request, answers it, closes. Never panics on input: a handler panic (a bug) is
-/// caught and answered with 500.
-fn handle_connection(mut stream: TcpStream, registry: &JobRegistry) {
-    let _ = stream.set_nodelay(true);
-    let _ = stream.set_write_timeout(Some(REQUEST_DEADLINE));
-    let deadline = Instant::now() + REQUEST_DEADLINE;
-    let mut buf: Vec<u8> = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 4096];
-    let head_len = loop {
-        if let Some(n) = head_end(&buf) {
-            break n;
-        }
-        if let Err(e) = check_partial_head(&buf) {
-            respond(&mut stream, &Response::error(e.status, &e.reason), false);
-            return;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            if !buf.is_empty() {
-                respond(&mut stream, &Response::error(408, "Request timeout"), false);
-            }
-            return;
-        }
-        let _ = stream.set_read_timeout(Some(left));
-        match stream.read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                if !buf.is_empty() {
-                    respond(&mut stream, &Response::error(408, "Request timeout"), false);
-                }
-                return;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return,
-        }
-    };
-    let head = match parse_head(&buf[..head_len]) {
-        Ok(h) => h,
-        Err(e) => {
-            respond(&mut stream, &Response::error(e.status, &e.reason), false);
-            return;
-        }
-    };
-    // Read the body (bounded by MAX_BODY in parse_head); the savepoint endpoints read it.
-    let mut body: Vec<u8> = buf[head_len..].to_vec();
-    while body.len() < head.content_length {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            respond(&mut stream, &Response::error(408, "Request timeout"), false);
-            return;
-        }
-        let _ = stream.set_read_timeout(Some(left));
-        match stream.read(&mut chunk) {
-            Ok(0) => return,
-            Ok(n) => body.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+        let accepted = tokio::select! {
+            _ = stopped.changed() => break,
+            a = listener.accept() => a,
+        };
+        while tasks.try_join_next().is_some() {}
+        let stream = match accepted {
+            Ok((stream, _peer)) => stream,
             Err(_) => {
-                respond(&mut stream, &Response::error(408, "Request timeout"), false);
-                return;
+                // EMFILE and friends: back off briefly rather than spin.
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
             }
-        }
+        };
+        // Over the limit the connection is closed at once: the ones holding slots end by
+        // their deadlines, so the server is never blocked for longer than that.
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            continue;
+        };
+        let (state, stopped) = (state.clone(), stopped.clone());
+        tasks.spawn(async move {
+            connection(stream, state, stopped).await;
+            drop(slot);
+        });
     }
-    body.truncate(head.content_length);
-    let head_only = head.method == "HEAD";
-    let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        dispatch(registry, &head.method, &head.segments, &head.query, &body)
-    }))
-    .unwrap_or_else(|_| Response::error(500, "Internal server error"));
-    respond(&mut stream, &response, head_only);
+    drop(listener);
+    // Open connections finish their current answer, then close.
+    let _ = tokio::time::timeout(CLOSE_GRACE, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
 }
 
-fn respond(stream: &mut TcpStream, response: &Response, head_only: bool) {
-    let _ = stream.write_all(&response.to_bytes(head_only));
-    let _ = stream.flush();
-    let _ = stream.shutdown(Shutdown::Write);
-    // Give the client a moment to read before the socket closes (avoids RST on unread input).
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
-    let mut sink = [0u8; 1024];
-    let mut drained = 0usize;
-    while drained < 64 * 1024 {
-        match stream.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => drained += n,
+/// Serves one connection until the client closes it or a limit closes it.
+async fn connection(
+    stream: tokio::net::TcpStream,
+    state: Arc<State>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let _ = stream.set_nodelay(true);
+    let Ok(local) = stream.local_addr() else {
+        return;
+    };
+    let served = Arc::new(AtomicUsize::new(0));
+    let service = service_fn(move |req| {
+        let (state, served) = (state.clone(), served.clone());
+        async move {
+            let n = served.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut resp = answer(req, local, &state).await;
+            if n >= KEEP_ALIVE_REQUESTS {
+                resp.headers_mut()
+                    .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok::<_, Infallible>(resp)
+        }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(REQUEST_DEADLINE)
+        .max_buf_size(MAX_HEAD)
+        .max_headers(100)
+        // A client may half-close after its request and still read the answer.
+        .half_close(true)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    let lifetime = tokio::time::sleep(CONNECTION_DEADLINE);
+    tokio::pin!(lifetime);
+    tokio::select! {
+        _ = conn.as_mut() => return,
+        _ = &mut lifetime => {}
+        _ = stopped.changed() => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: hyper::header::HeaderName) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Answers one request: target limits, the Host check, the mutating-route policy, the body,
+/// then the route's handler on a handler thread.
+async fn answer(
+    req: hyper::Request<Incoming>,
+    local: SocketAddr,
+    state: &Arc<State>,
+) -> hyper::Response<Full<Bytes>> {
+    let method = req.method().as_str().to_string();
+    let read_only = method == "GET" || method == "HEAD";
+    let response = match prepare(req, local, state).await {
+        Ok(work) => {
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || {
+                dispatch(
+                    &state.registry,
+                    &state.savepoint_dir,
+                    &work.method,
+                    &work.segments,
+                    &work.query,
+                    &work.body,
+                )
+            })
+            .await
+            // A handler panic is a bug: answer 500 rather than drop the connection.
+            .unwrap_or_else(|_| Response::error(500, "Internal server error"))
+        }
+        Err(refusal) => refusal,
+    };
+    to_hyper(response, read_only)
+}
+
+/// A request that passed every check, ready for its handler.
+struct Work {
+    method: String,
+    segments: Vec<String>,
+    query: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+async fn prepare(
+    req: hyper::Request<Incoming>,
+    local: SocketAddr,
+    state: &State,
+) -> Result<Work, Response> {
+    let (parts, body) = req.into_parts();
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    if target.len() > MAX_REQUEST_LINE {
+        return Err(Response::error(
+            414,
+            &format!("Request target longer than {MAX_REQUEST_LINE} bytes"),
+        ));
+    }
+    if parts.uri.path() == "*" || (parts.uri.authority().is_some() && parts.uri.path().is_empty())
+    {
+        return Err(Response::error(400, "Request target must start with '/'"));
+    }
+    // An absolute target's authority takes the place of Host (RFC 9112 §3.2.2).
+    let host = match parts.uri.authority() {
+        Some(a) => Some(a.as_str().to_string()),
+        None => {
+            let mut hosts = parts.headers.get_all(hyper::header::HOST).iter();
+            let first = hosts.next();
+            if hosts.next().is_some() {
+                return Err(Response::error(400, "More than one Host header"));
+            }
+            match first.map(|h| h.to_str()) {
+                None => None,
+                Some(Ok(h)) => Some(h.to_string()),
+                Some(Err(_)) => return Err(Response::error(400, "Host header is not ASCII")),
+            }
+        }
+    };
+    state.policy.check_host(host.as_deref(), local)?;
+    let (segments, query) =
+        parse_target(target).map_err(|e| Response::error(e.status, &e.reason))?;
+    let method = parts.method.as_str().to_string();
+    if let Some((route, op)) = operation_of(&segments, &method) {
+        if op.mutating {
+            let headers = RequestHeaders {
+                content_type: header(&parts.headers, hyper::header::CONTENT_TYPE),
+                origin: header(&parts.headers, hyper::header::ORIGIN),
+                authorization: header(&parts.headers, hyper::header::AUTHORIZATION),
+            };
+            let what = format!("{} {}", op.method, route.path);
+            state.policy.check_mutating(&what, &headers, local)?;
         }
     }
+    let too_large = || Response::error(413, &format!("Request body larger than {MAX_BODY} bytes"));
+    if let Some(len) = parts.headers.get(hyper::header::CONTENT_LENGTH) {
+        let len = len
+            .to_str()
+            .ok()
+            .and_then(|l| l.trim().parse::<u64>().ok())
+            .ok_or_else(|| Response::error(400, "Content-Length is not a number"))?;
+        if len > MAX_BODY as u64 {
+            return Err(too_large());
+        }
+    }
+    let body = match tokio::time::timeout(REQUEST_DEADLINE, Limited::new(body, MAX_BODY).collect())
+        .await
+    {
+        Err(_) => {
+            return Err(Response::error(
+                408,
+                &format!(
+                    "Request timeout: the body did not arrive within {} s",
+                    REQUEST_DEADLINE.as_secs()
+                ),
+            ))
+        }
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => return Err(too_large()),
+        Ok(Err(e)) => {
+            return Err(Response::error(
+                400,
+                &format!("Cannot read the request body: {}", shorten(&e.to_string())),
+            ))
+        }
+        Ok(Ok(collected)) => collected.to_bytes().to_vec(),
+    };
+    Ok(Work {
+        method,
+        segments,
+        query,
+        body,
+    })
+}
+
+/// Our response as hyper's. Read-only answers allow any origin to read them (Flink's
+/// monitoring API does); others never carry CORS headers.
+fn to_hyper(r: Response, read_only: bool) -> hyper::Response<Full<Bytes>> {
+    let mut out = hyper::Response::new(Full::new(Bytes::from(r.body)));
+    *out.status_mut() =
+        hyper::StatusCode::from_u16(r.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = out.headers_mut();
+    h.insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static(r.content_type),
+    );
+    if read_only {
+        h.insert(
+            hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
+    }
+    for (name, value) in r.headers {
+        if let (Ok(n), Ok(v)) = (
+            hyper::header::HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            h.append(n, v);
+        }
+    }
+    out
 }

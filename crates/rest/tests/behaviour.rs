@@ -221,7 +221,7 @@ fn aggregated_subtask_metrics_are_numbers_and_skew_follows_the_formula() {
     assert_error(&r, 404, "subtasks 0 to 1");
 
     // Cancelling a finished job is a conflict.
-    let r = request(s.addr, "PATCH", &format!("/jobs/{jid}"));
+    let r = send_json(s.addr, "PATCH", &format!("/jobs/{jid}"), "");
     assert_error(&r, 409, "FINISHED");
 }
 
@@ -340,7 +340,7 @@ fn patch_cancels_the_job_and_the_overview_shows_it() {
         get_json(s.addr, "/jobs/overview")["jobs"][0]["state"],
         "RUNNING"
     );
-    let r = request(s.addr, "PATCH", &format!("/jobs/{jid}"));
+    let r = send_json(s.addr, "PATCH", &format!("/jobs/{jid}"), "");
     assert_eq!(r.status, 202, "{}", r.body);
     assert_eq!(r.body, "{}");
     let job = eventually("job canceled", || {
@@ -354,7 +354,7 @@ fn patch_cancels_the_job_and_the_overview_shows_it() {
     assert_eq!(details["state"], "CANCELED");
     assert!(details["timestamps"]["CANCELED"].as_i64().unwrap() > 0);
     assert_eq!(get_json(s.addr, "/overview")["jobs-cancelled"], 1);
-    let again = request(s.addr, "PATCH", &format!("/jobs/{jid}?mode=cancel"));
+    let again = send_json(s.addr, "PATCH", &format!("/jobs/{jid}?mode=cancel"), "");
     assert_error(&again, 409, "CANCELED");
 }
 
@@ -515,7 +515,8 @@ const SERVED: &[&str] = &[
 #[test]
 fn openapi_document_describes_every_served_path() {
     let env = slow_operator_env();
-    let s = Served::start(&env);
+    let dir = std::env::temp_dir().join(format!("sluice-openapi-sp-{}", std::process::id()));
+    let s = Served::start_with(&env, |c| c.savepoint_dir = dir.clone());
     s.wait_for_metrics();
     let doc = get_json(s.addr, "/openapi.json");
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
@@ -537,7 +538,6 @@ fn openapi_document_describes_every_served_path() {
         );
     }
     let (jid, v) = (s.jid.clone(), s.vertices[0].clone());
-    let dir = std::env::temp_dir().join(format!("sluice-openapi-sp-{}", std::process::id()));
     let r = send_json(
         s.addr,
         "POST",
@@ -666,9 +666,9 @@ fn hot_keys_name_the_hot_key_with_its_share() {
 #[test]
 fn savepoints_over_rest_trigger_poll_and_stop() {
     let env = slow_operator_env();
-    let s = Served::start(&env);
-    let jid = s.jid.clone();
     let dir = std::env::temp_dir().join(format!("sluice-rest-sp-{}", std::process::id()));
+    let s = Served::start_with(&env, |c| c.savepoint_dir = dir.clone());
+    let jid = s.jid.clone();
     let body = format!("{{\"target-directory\": \"{}\"}}", dir.display());
     let r = send_json(s.addr, "POST", &format!("/jobs/{jid}/savepoints"), &body);
     assert_eq!(r.status, 202, "{}", r.body);
@@ -684,11 +684,11 @@ fn savepoints_over_rest_trigger_poll_and_stop() {
         "{done}"
     );
 
-    // Bad requests: not JSON, no directory, wrong types, unknown trigger.
+    // Bad requests: not JSON, an empty directory, wrong types, unknown trigger.
     for bad in [
         "{",
         "[]",
-        "{}",
+        "{\"target-directory\": \" \"}",
         "{\"target-directory\": 3}",
         "{\"target-directory\": \"/x\", \"cancel-job\": 1}",
     ] {

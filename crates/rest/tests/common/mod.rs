@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sluice_graph::{EnvConfig, JobHandle, StreamEnv};
-use sluice_rest::{serve, JobRegistry, RestServer};
+use sluice_rest::{serve_with, JobRegistry, RestConfig, RestServer};
 use sluice_runtime::telemetry::MetricsConfig;
 
 /// Upper bound for waiting on a condition that depends on a running job. Only a hang guard.
@@ -162,11 +162,18 @@ pub struct Served {
 
 impl Served {
     pub fn start(env: &StreamEnv) -> Served {
+        Served::start_with(env, |_| {})
+    }
+
+    /// Like [`Served::start`], with the server's configuration adjusted by `configure`.
+    pub fn start_with(env: &StreamEnv, configure: impl FnOnce(&mut RestConfig)) -> Served {
         let handle = env.launch().expect("launch");
         let m = handle.monitor();
         let registry = Arc::new(JobRegistry::new());
         registry.register(m.clone());
-        let server = serve("127.0.0.1:0".parse().unwrap(), registry.clone()).expect("serve");
+        let mut config = RestConfig::new("127.0.0.1:0".parse().unwrap());
+        configure(&mut config);
+        let server = serve_with(config, registry.clone()).expect("serve");
         let addr = server.local_addr();
         Served {
             jid: m.job_id.to_string(),

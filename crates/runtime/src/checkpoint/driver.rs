@@ -77,27 +77,17 @@ fn run(
     let mut savepoint: Option<(SavepointRequest, Option<u64>)> = None;
     while !stop.load(Ordering::SeqCst) && !control.is_cancelled() {
         if hub.finished_tasks() > 0 {
+            const FINISHING: &str = "the job is finishing: some tasks have ended";
             coord.stop_triggering();
             if let Some((req, _)) = savepoint.take() {
-                hub.set_savepoint_status(
-                    &req.trigger_id,
-                    SavepointStatus::Failed("the job is finishing: some tasks have ended".into()),
-                );
+                hub.set_savepoint_status(&req.trigger_id, SavepointStatus::Failed(FINISHING.into()));
             }
+            hub.fail_queued_savepoints(FINISHING);
         }
         if savepoint.is_none() {
             if let Some(req) = hub.take_savepoint_request() {
-                if hub.finished_tasks() > 0 {
-                    hub.set_savepoint_status(
-                        &req.trigger_id,
-                        SavepointStatus::Failed(
-                            "the job is finishing: some tasks have ended".into(),
-                        ),
-                    );
-                } else {
-                    coord.request_savepoint();
-                    savepoint = Some((req, None));
-                }
+                coord.request_savepoint();
+                savepoint = Some((req, None));
             }
         }
         let mut actions = coord.tick(now_ms());
@@ -209,6 +199,17 @@ fn run(
                 Action::FailJob { reason } => control.fail(JobError::job(reason)),
             }
         }
+    }
+    // No request is left without an answer: a user's cancel or stop ends the job, so what
+    // waits fails; otherwise (a failed attempt) the next attempt takes the request again.
+    if control.is_user_cancelled() {
+        const ENDED: &str = "the job was cancelled or stopped before this savepoint was taken";
+        if let Some((req, _)) = savepoint.take() {
+            hub.set_savepoint_status(&req.trigger_id, SavepointStatus::Failed(ENDED.into()));
+        }
+        hub.fail_queued_savepoints(ENDED);
+    } else if let Some((req, _)) = savepoint.take() {
+        hub.requeue_savepoint_request(req);
     }
 }
 

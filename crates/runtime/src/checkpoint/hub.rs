@@ -9,6 +9,8 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use sluice_types::{Barrier, CheckpointKind};
 
+use super::savepoints::Savepoints;
+pub use super::savepoints::{SavepointRefused, SavepointRequest, SavepointStatus};
 use super::{CheckpointConfig, CompletedCheckpoint};
 
 /// One task's acknowledgement of a checkpoint: the snapshots of its operators.
@@ -89,11 +91,8 @@ pub struct CheckpointHub {
     /// last checkpoint): run only after every task ended successfully.
     final_commits: Mutex<Vec<FinalCommit>>,
     created_ms: u64,
-    /// A savepoint asked for and not yet triggered.
-    savepoint_request: Mutex<Option<SavepointRequest>>,
-    /// Savepoint requests by trigger id.
-    savepoints: Mutex<BTreeMap<String, SavepointStatus>>,
-    savepoint_cv: Condvar,
+    /// Savepoint requests waiting to be triggered, and every request's status.
+    savepoints: Savepoints,
     /// In-flight records of unaligned checkpoints, by checkpoint and `(vertex, subtask)`. Kept
     /// in memory (records are typed values, not serialized), so an unaligned checkpoint
     /// restores only in the process that took it.
@@ -108,24 +107,6 @@ pub type ChannelState = Arc<Mutex<Box<dyn std::any::Any + Send>>>;
 
 /// The channel states of one checkpoint by `(vertex, subtask)`.
 type TaskChannelStates = BTreeMap<(usize, usize), ChannelState>;
-
-/// A user's request for a savepoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SavepointRequest {
-    pub trigger_id: String,
-    /// The savepoint is written into this directory (its `_metadata` and state files).
-    pub dir: PathBuf,
-    /// Stop the job once the savepoint completed (stop-with-savepoint).
-    pub stop: bool,
-}
-
-/// Where a savepoint request stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SavepointStatus {
-    InProgress,
-    Completed(PathBuf),
-    Failed(String),
-}
 
 /// A sink's publication of its last output, run when the job finishes successfully.
 pub type FinalCommit = Box<dyn FnOnce() -> Result<(), sluice_types::OperatorError> + Send>;
@@ -164,6 +145,7 @@ pub struct StatsView {
 
 impl CheckpointHub {
     pub fn new(config: CheckpointConfig, dir: PathBuf) -> Arc<CheckpointHub> {
+        let created_ms = crate::executor::epoch_ms();
         Arc::new(CheckpointHub {
             config,
             dir,
@@ -177,62 +159,43 @@ impl CheckpointHub {
             finished_tasks: AtomicU64::new(0),
             attempt: AtomicU64::new(0),
             final_commits: Mutex::new(Vec::new()),
-            created_ms: crate::executor::epoch_ms(),
-            savepoint_request: Mutex::new(None),
-            savepoints: Mutex::new(BTreeMap::new()),
-            savepoint_cv: Condvar::new(),
+            created_ms,
+            savepoints: Savepoints::new(created_ms),
             channel_states: Mutex::new(BTreeMap::new()),
             log: Mutex::new(Vec::new()),
         })
     }
 
-    /// Asks for a savepoint into `dir` (stopping the job after it when `stop`); returns the
-    /// trigger id to poll with [`savepoint_status`](Self::savepoint_status).
-    pub fn request_savepoint(&self, dir: PathBuf, stop: bool) -> String {
-        let n = self
-            .savepoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len();
-        let trigger_id = format!("{:016x}{:016x}", self.created_ms, n + 1);
-        self.savepoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(trigger_id.clone(), SavepointStatus::InProgress);
-        *self
-            .savepoint_request
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(SavepointRequest {
-            trigger_id: trigger_id.clone(),
-            dir,
-            stop,
-        });
+    /// Queues a savepoint into `dir` (stopping the job after it when `stop`); returns the
+    /// trigger id to poll with [`savepoint_status`](Self::savepoint_status), or why it was
+    /// refused (the queue is full, or a stop is already requested).
+    pub fn request_savepoint(&self, dir: PathBuf, stop: bool) -> Result<String, SavepointRefused> {
+        let id = self.savepoints.request(dir, stop)?;
         self.ack_cv.notify_all();
-        trigger_id
+        Ok(id)
     }
 
-    /// The coordinator takes the pending savepoint request.
+    /// The coordinator takes the oldest waiting savepoint request.
     pub fn take_savepoint_request(&self) -> Option<SavepointRequest> {
-        self.savepoint_request
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
+        self.savepoints.take()
+    }
+
+    /// A request the coordinator took and could not finish goes back to the front.
+    pub fn requeue_savepoint_request(&self, req: SavepointRequest) {
+        self.savepoints.requeue(req);
+    }
+
+    /// Fails every waiting savepoint request with `reason`.
+    pub fn fail_queued_savepoints(&self, reason: &str) {
+        self.savepoints.fail_queued(reason);
     }
 
     pub fn savepoint_status(&self, trigger_id: &str) -> Option<SavepointStatus> {
-        self.savepoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(trigger_id)
-            .cloned()
+        self.savepoints.status(trigger_id)
     }
 
     pub fn set_savepoint_status(&self, trigger_id: &str, status: SavepointStatus) {
-        self.savepoints
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(trigger_id.to_string(), status);
-        self.savepoint_cv.notify_all();
+        self.savepoints.set_status(trigger_id, status);
     }
 
     /// Waits until savepoint `trigger_id` completed or failed (or `timeout` passed).
@@ -241,28 +204,7 @@ impl CheckpointHub {
         trigger_id: &str,
         timeout: std::time::Duration,
     ) -> SavepointStatus {
-        let deadline = std::time::Instant::now() + timeout;
-        let mut s = self.savepoints.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            let st = s
-                .get(trigger_id)
-                .cloned()
-                .unwrap_or(SavepointStatus::Failed(format!(
-                    "no savepoint request {trigger_id}"
-                )));
-            if st != SavepointStatus::InProgress {
-                return st;
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return SavepointStatus::Failed("timed out waiting for the savepoint".into());
-            }
-            s = self
-                .savepoint_cv
-                .wait_timeout(s, left)
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
+        self.savepoints.wait(trigger_id, timeout)
     }
 
     /// Keeps a task's in-flight records of unaligned checkpoint `id`.

@@ -24,12 +24,14 @@ pub mod driver;
 pub mod hub;
 pub mod mapping;
 pub mod restart;
+pub mod savepoints;
 pub mod storage;
 pub mod task;
 
 pub use coordinator::{Action, CheckpointConfig, Coordinator};
 pub use hub::{
-    CheckpointHub, CheckpointRecord, CheckpointStatus, SavepointRequest, SavepointStatus,
+    CheckpointHub, CheckpointRecord, CheckpointStatus, SavepointRefused, SavepointRequest,
+    SavepointStatus,
     StatsView, TaskAck,
 };
 pub use restart::RestartStrategy;

@@ -1,0 +1,204 @@
+//! Savepoint requests of one job: a bounded FIFO queue of requests waiting to be triggered and
+//! the status of every request by trigger id. A request is queued or refused, never dropped:
+//! the coordinator takes one at a time, and whatever it cannot take is failed with a reason.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// Most savepoint requests waiting at once; one more is refused (HTTP 409).
+pub const MAX_QUEUED_SAVEPOINTS: usize = 16;
+
+/// A user's request for a savepoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavepointRequest {
+    pub trigger_id: String,
+    /// The savepoint is written into this directory (its `_metadata` and state files).
+    pub dir: PathBuf,
+    /// Stop the job once the savepoint completed (stop-with-savepoint).
+    pub stop: bool,
+}
+
+/// Where a savepoint request stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SavepointStatus {
+    InProgress,
+    Completed(PathBuf),
+    Failed(String),
+}
+
+/// Why a savepoint request was refused (nothing was queued).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SavepointRefused {
+    #[error("{MAX_QUEUED_SAVEPOINTS} savepoint requests are already waiting; try again once one completed")]
+    QueueFull,
+    #[error("a stop-with-savepoint is already requested: the job stops after it, so no further savepoint can be taken")]
+    Stopping,
+}
+
+#[derive(Default)]
+struct Inner {
+    queue: VecDeque<SavepointRequest>,
+    statuses: BTreeMap<String, SavepointStatus>,
+    requested: u64,
+    /// The queued or running request that stops the job (a failed one no longer does).
+    stopping: Option<String>,
+}
+
+/// The queue and the statuses; shared through the job's checkpoint hub.
+pub struct Savepoints {
+    inner: Mutex<Inner>,
+    done: Condvar,
+    /// Prefix of trigger ids (the hub's creation time), unique per job.
+    id_prefix: u64,
+}
+
+impl Savepoints {
+    pub fn new(id_prefix: u64) -> Savepoints {
+        Savepoints {
+            inner: Mutex::new(Inner::default()),
+            done: Condvar::new(),
+            id_prefix,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a request; returns its trigger id.
+    pub fn request(&self, dir: PathBuf, stop: bool) -> Result<String, SavepointRefused> {
+        let mut s = self.lock();
+        if s.stopping.is_some() {
+            return Err(SavepointRefused::Stopping);
+        }
+        if s.queue.len() >= MAX_QUEUED_SAVEPOINTS {
+            return Err(SavepointRefused::QueueFull);
+        }
+        s.requested += 1;
+        let trigger_id = format!("{:016x}{:016x}", self.id_prefix, s.requested);
+        s.statuses
+            .insert(trigger_id.clone(), SavepointStatus::InProgress);
+        if stop {
+            s.stopping = Some(trigger_id.clone());
+        }
+        s.queue.push_back(SavepointRequest {
+            trigger_id: trigger_id.clone(),
+            dir,
+            stop,
+        });
+        Ok(trigger_id)
+    }
+
+    /// The oldest waiting request, for the coordinator to trigger.
+    pub fn take(&self) -> Option<SavepointRequest> {
+        self.lock().queue.pop_front()
+    }
+
+    /// Puts a request the coordinator took but could not finish back at the front (a job
+    /// attempt ended; the next attempt takes it).
+    pub fn requeue(&self, req: SavepointRequest) {
+        self.lock().queue.push_front(req);
+    }
+
+    /// Fails every waiting request with `reason` (the job ends: none can be taken).
+    pub fn fail_queued(&self, reason: &str) {
+        let mut s = self.lock();
+        let queued: Vec<SavepointRequest> = s.queue.drain(..).collect();
+        for r in queued {
+            s.statuses
+                .insert(r.trigger_id, SavepointStatus::Failed(reason.to_string()));
+        }
+        drop(s);
+        self.done.notify_all();
+    }
+
+    pub fn status(&self, trigger_id: &str) -> Option<SavepointStatus> {
+        self.lock().statuses.get(trigger_id).cloned()
+    }
+
+    pub fn set_status(&self, trigger_id: &str, status: SavepointStatus) {
+        let mut s = self.lock();
+        if matches!(status, SavepointStatus::Failed(_))
+            && s.stopping.as_deref() == Some(trigger_id)
+        {
+            s.stopping = None;
+        }
+        s.statuses.insert(trigger_id.to_string(), status);
+        drop(s);
+        self.done.notify_all();
+    }
+
+    /// Waits until request `trigger_id` completed or failed (or `timeout` passed).
+    pub fn wait(&self, trigger_id: &str, timeout: Duration) -> SavepointStatus {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.lock();
+        loop {
+            let st = s
+                .statuses
+                .get(trigger_id)
+                .cloned()
+                .unwrap_or(SavepointStatus::Failed(format!(
+                    "no savepoint request {trigger_id}"
+                )));
+            if st != SavepointStatus::InProgress {
+                return st;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return SavepointStatus::Failed("timed out waiting for the savepoint".into());
+            }
+            s = self
+                .done
+                .wait_timeout(s, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_queue_in_order_until_full_and_none_is_lost() {
+        let q = Savepoints::new(7);
+        let ids: Vec<String> = (0..MAX_QUEUED_SAVEPOINTS)
+            .map(|i| q.request(PathBuf::from(format!("/sp/{i}")), false).unwrap())
+            .collect();
+        let unique: std::collections::BTreeSet<_> = ids.iter().collect();
+        assert_eq!(unique.len(), ids.len(), "trigger ids are unique");
+        assert_eq!(
+            q.request("/sp/x".into(), false),
+            Err(SavepointRefused::QueueFull)
+        );
+        let first = q.take().unwrap();
+        assert_eq!(first.trigger_id, ids[0]);
+        q.requeue(first.clone());
+        assert_eq!(q.take().unwrap(), first);
+        q.fail_queued("the job ended");
+        for id in &ids[1..] {
+            assert_eq!(
+                q.status(id),
+                Some(SavepointStatus::Failed("the job ended".into()))
+            );
+        }
+        assert_eq!(q.status(&ids[0]), Some(SavepointStatus::InProgress));
+    }
+
+    #[test]
+    fn nothing_is_accepted_after_a_stop() {
+        let q = Savepoints::new(1);
+        q.request("/a".into(), true).unwrap();
+        let stop = q.take().unwrap();
+        assert_eq!(
+            q.request("/b".into(), false),
+            Err(SavepointRefused::Stopping)
+        );
+        // A stop that failed does not stop the job: savepoints are accepted again.
+        q.set_status(&stop.trigger_id, SavepointStatus::Failed("expired".into()));
+        assert!(q.request("/b".into(), false).is_ok());
+    }
+}
