@@ -50,9 +50,25 @@ pub struct RunArgs {
     /// Print the run's figures as one JSON line on stdout (used by `sluice bench`).
     #[arg(long, global = true)]
     pub stats_json: bool,
-    /// Port of the embedded REST API on 127.0.0.1 (Flink's paths; 0 picks a free port).
+    /// Port of the embedded REST API (Flink's paths; 0 picks a free port) [rest.port].
     #[arg(long, global = true, default_value_t = 8081)]
     pub rest_port: u16,
+    /// Address the REST API listens on [rest.bind-address]; anything but loopback needs
+    /// --rest-token.
+    #[arg(long, global = true, default_value = "127.0.0.1", value_name = "IP")]
+    pub rest_address: std::net::IpAddr,
+    /// Bearer token that cancel, stop and savepoint requests must carry.
+    #[arg(long, global = true, env = "SLUICE_REST_TOKEN", hide_env_values = true)]
+    pub rest_token: Option<String>,
+    /// A host name (NAME or NAME:PORT) the REST API answers to besides its address and
+    /// localhost, e.g. behind a proxy; repeat for several. Other Host headers are refused
+    /// (DNS rebinding).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub rest_allowed_host: Vec<String>,
+    /// The only directory REST clients may have savepoints written under, and their default
+    /// target [state.savepoints.dir]; default: sluice-savepoints in the temporary directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub savepoint_dir: Option<PathBuf>,
     /// Do not start the REST API.
     #[arg(long, global = true, conflicts_with = "keep_rest")]
     pub no_rest: bool,

@@ -39,9 +39,11 @@ use crate::top::pick_job;
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct DoctorArgs {
-    /// REST API of the job: Sluice's, or an Apache Flink JobManager's (plain http only).
+    /// REST API of the job: Sluice's, or an Apache Flink JobManager's (http:// or https://).
     #[arg(long, default_value = "http://127.0.0.1:8081")]
     pub url: String,
+    #[command(flatten)]
+    pub client: crate::http_client::ClientArgs,
     /// Job id; default: the first RUNNING job, else the most recently started one.
     #[arg(long)]
     pub job: Option<String>,
@@ -106,9 +108,15 @@ pub struct LiveSource {
 }
 
 impl LiveSource {
+    /// A loopback Sluice server with the default client settings.
     pub fn new(url: &str) -> anyhow::Result<LiveSource> {
+        LiveSource::with(url, &crate::http_client::ClientArgs::default())
+    }
+
+    /// A server reached with `client`'s TLS trust and token.
+    pub fn with(url: &str, client: &crate::http_client::ClientArgs) -> anyhow::Result<LiveSource> {
         Ok(LiveSource {
-            ep: Endpoint::parse(url).map_err(anyhow::Error::msg)?,
+            ep: Endpoint::with(url, client).map_err(anyhow::Error::msg)?,
         })
     }
 }
@@ -524,7 +532,7 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     let report = match (&args.from_dir, &args.save) {
         (Some(dir), _) => sample_and_diagnose(&DirSource::open(dir)?, args.job.as_deref(), 0.0)?,
         (None, Some(dir)) => {
-            let live = LiveSource::new(&args.url)?;
+            let live = LiveSource::with(&args.url, &args.client)?;
             let saving = SavingSource::new(&live, dir)?;
             let r = sample_and_diagnose(&saving, args.job.as_deref(), window)?;
             eprintln!(
@@ -533,9 +541,11 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             );
             r
         }
-        (None, None) => {
-            sample_and_diagnose(&LiveSource::new(&args.url)?, args.job.as_deref(), window)?
-        }
+        (None, None) => sample_and_diagnose(
+            &LiveSource::with(&args.url, &args.client)?,
+            args.job.as_deref(),
+            window,
+        )?,
     };
     if args.json {
         println!(

@@ -124,14 +124,24 @@ fn start_rest(
         return Ok(None);
     }
     let registry = std::sync::Arc::new(sluice_rest::JobRegistry::new());
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], args.rest_port));
-    let server = sluice_rest::serve(addr, registry.clone()).with_context(|| {
+    let addr = std::net::SocketAddr::new(args.rest_address, args.rest_port);
+    let config = sluice_rest::RestConfig {
+        addr,
+        token: args.rest_token.clone(),
+        allowed_hosts: args.rest_allowed_host.clone(),
+        savepoint_dir: args
+            .savepoint_dir
+            .clone()
+            .unwrap_or_else(sluice_rest::default_savepoint_dir),
+    };
+    let server = sluice_rest::serve_with(config, registry.clone()).with_context(|| {
         format!("cannot start the REST API on {addr} (choose another --rest-port, or --no-rest)")
     })?;
     if !args.stats_json {
         eprintln!(
-            "REST API: http://{}/ (Flink-compatible paths)",
-            server.local_addr()
+            "REST API: http://{}/ (Flink-compatible paths); savepoints under {}",
+            server.local_addr(),
+            server.savepoint_dir().display()
         );
     }
     Ok(Some((server, registry)))

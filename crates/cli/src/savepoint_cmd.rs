@@ -14,14 +14,18 @@ use crate::top::pick_job;
 
 #[derive(Args, Debug)]
 pub struct SavepointArgs {
-    /// The directory to write the savepoint into (a new savepoint-<job>-<id> directory inside it).
-    pub dir: PathBuf,
+    /// The directory to write the savepoint into (a new savepoint-<job>-<id> directory inside
+    /// it); it must lie under the job's savepoint directory (`state.savepoints.dir`, `sluice
+    /// run --savepoint-dir`), which is the default.
+    pub dir: Option<PathBuf>,
     /// Stop the job once the savepoint completed (stop-with-savepoint).
     #[arg(long)]
     pub stop: bool,
-    /// The REST API of the job.
+    /// The REST API of the job (http:// or https://).
     #[arg(long, default_value = "http://127.0.0.1:8081")]
     pub url: String,
+    #[command(flatten)]
+    pub client: crate::http_client::ClientArgs,
     /// The job id (default: the first running job).
     #[arg(long)]
     pub job: Option<String>,
@@ -33,23 +37,25 @@ pub struct SavepointArgs {
 const REQUEST: Duration = Duration::from_secs(5);
 
 pub fn savepoint(a: SavepointArgs) -> anyhow::Result<ExitCode> {
-    let ep = Endpoint::parse(&a.url).map_err(anyhow::Error::msg)?;
-    let dir = std::path::absolute(&a.dir)?;
+    let ep = Endpoint::with(&a.url, &a.client).map_err(anyhow::Error::msg)?;
+    let dir = match &a.dir {
+        Some(d) => Some(std::path::absolute(d)?.display().to_string()),
+        None => None,
+    };
     let overview = ep.get_json("/jobs/overview", REQUEST)?;
     let jid = pick_job(&overview, a.job.as_deref(), &ep.base_url())?;
-    let dir = dir.display().to_string();
     let trigger = if a.stop {
-        ep.post_json(
-            &format!("/jobs/{jid}/stop"),
-            &json!({ "targetDirectory": dir, "drain": false }),
-            REQUEST,
-        )?
+        let mut body = json!({ "drain": false });
+        if let Some(d) = &dir {
+            body["targetDirectory"] = json!(d);
+        }
+        ep.post_json(&format!("/jobs/{jid}/stop"), &body, REQUEST)?
     } else {
-        ep.post_json(
-            &format!("/jobs/{jid}/savepoints"),
-            &json!({ "target-directory": dir, "cancel-job": false }),
-            REQUEST,
-        )?
+        let mut body = json!({ "cancel-job": false });
+        if let Some(d) = &dir {
+            body["target-directory"] = json!(d);
+        }
+        ep.post_json(&format!("/jobs/{jid}/savepoints"), &body, REQUEST)?
     };
     let id = trigger["request-id"]
         .as_str()

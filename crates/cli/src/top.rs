@@ -20,9 +20,11 @@ use crate::http_client::Endpoint;
 /// Arguments of `sluice top`.
 #[derive(clap::Args, Debug)]
 pub struct TopArgs {
-    /// REST API of the job: Sluice's, or an Apache Flink JobManager's (plain http only).
+    /// REST API of the job: Sluice's, or an Apache Flink JobManager's (http:// or https://).
     #[arg(long, default_value = "http://127.0.0.1:8081")]
     pub url: String,
+    #[command(flatten)]
+    pub client: crate::http_client::ClientArgs,
     /// Job id; default: the first RUNNING job, else the most recently started one.
     #[arg(long)]
     pub job: Option<String>,
@@ -524,7 +526,7 @@ fn draw(frame: &str, first: bool) -> std::io::Result<()> {
 }
 
 pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
-    let ep = Endpoint::parse(&args.url).map_err(anyhow::Error::msg)?;
+    let ep = Endpoint::with(&args.url, &args.client).map_err(anyhow::Error::msg)?;
     if !(args.interval.is_finite() && args.interval >= 0.05) {
         anyhow::bail!("--interval must be at least 0.05 seconds");
     }

@@ -14,8 +14,19 @@ fn savepoint_stop_and_resume_at_another_parallelism() {
     // Expensive records (map work 2000) keep the job alive long enough to be stopped.
     let total = 300_000u64;
     let n = total.to_string();
-    let (job, url) =
-        common::start_live(&["skew", "--records", &n, "--map-work", "2000", "-p", "2"]);
+    // The savepoint directory is the job's `--savepoint-dir` (REST clients may write nowhere else).
+    let sp_root = dir.display().to_string();
+    let (job, url) = common::start_live(&[
+        "skew",
+        "--records",
+        &n,
+        "--map-work",
+        "2000",
+        "-p",
+        "2",
+        "--savepoint-dir",
+        &sp_root,
+    ]);
     let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["savepoint", dir.to_str().unwrap(), "--stop", "--url", &url])
         .output()

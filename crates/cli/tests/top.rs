@@ -330,9 +330,13 @@ fn unreachable_url_exits_1_naming_it() {
 
 #[test]
 fn other_schemes_are_refused() {
-    let o = sluice(&["top", "--url", "https://127.0.0.1:8081", "--once"]);
+    let o = sluice(&["top", "--url", "ftp://127.0.0.1:8081", "--once"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("only plain http"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("only http:// and https://"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -178,7 +178,16 @@ mod tests {
 
     #[test]
     fn rejects_malformed_targets_with_400() {
-        for target in ["a", "*", "/%zz", "/%ff%fe", "/?a=%e2%82", "/%", "/%f", "/%c0%af"] {
+        for target in [
+            "a",
+            "*",
+            "/%zz",
+            "/%ff%fe",
+            "/?a=%e2%82",
+            "/%",
+            "/%f",
+            "/%c0%af",
+        ] {
             let e = parse_target(target).unwrap_err();
             assert_eq!(e.status, 400, "{target}");
         }

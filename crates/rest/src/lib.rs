@@ -41,7 +41,9 @@
 //!
 //! Errors are Flink's `{"errors":["..."]}`: unknown path/job/vertex/subtask/metric → 404,
 //! malformed ids, aggregations or subtask ranges → 400, wrong method → 405 (with `Allow`),
-//! cancelling an ended job → 409.
+//! cancelling an ended job → 409; refused by [`policy`]: missing/wrong token → 401, foreign
+//! `Host`/`Origin` → 403, mutating request not JSON → 415; a savepoint target outside the
+//! savepoint directory → 400, a full savepoint queue → 409; a body too slow → 408.
 //!
 //! ## Where the answers differ from Flink (by choice)
 //!
@@ -89,8 +91,8 @@ mod openapi;
 pub mod policy;
 mod prometheus;
 mod registry;
-mod savepoint_dir;
 pub mod routes;
+mod savepoint_dir;
 mod server;
 
 pub use http::Response;

@@ -572,7 +572,22 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         responses = responses.with("409", error_response("The job has already ended"));
     }
     if op.method == "POST" {
-        responses = responses.with("400", error_response("Malformed request body"));
+        responses = responses.with(
+            "400",
+            error_response("Malformed request body, or a target outside the savepoint directory"),
+        );
+    }
+    if op.mutating {
+        responses = responses
+            .with(
+                "401",
+                error_response("The server's bearer token is missing or wrong"),
+            )
+            .with("403", error_response("A foreign Host or Origin"))
+            .with(
+                "415",
+                error_response("The Content-Type is not application/json"),
+            );
     }
     responses = responses.with("405", error_response("Method not allowed on this path"));
     let id = operation_id(route, op);
@@ -581,6 +596,16 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         .with("summary", op.summary)
         .with("parameters", params)
         .with("responses", responses);
+    if op.method == "PATCH" {
+        // No body is read, but a JSON content type is required (see `crate::policy`).
+        operation = operation.with(
+            "requestBody",
+            Json::obj().with("required", false).with(
+                "content",
+                Json::obj().with("application/json", Json::obj().with("schema", ty("object"))),
+            ),
+        );
+    }
     if op.method == "POST" {
         let props = if route.endpoint == Endpoint::Stop {
             obj(vec![

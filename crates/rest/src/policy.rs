@@ -103,9 +103,13 @@ impl Policy {
         headers: &RequestHeaders<'_>,
         local: SocketAddr,
     ) -> Result<(), Refusal> {
-        let media = headers
-            .content_type
-            .map(|c| c.split(';').next().unwrap_or("").trim().to_ascii_lowercase());
+        let media = headers.content_type.map(|c| {
+            c.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        });
         if media.as_deref() != Some("application/json") {
             return Err(Response::error(
                 415,
@@ -230,7 +234,14 @@ mod tests {
         ] {
             assert!(p.check_host(Some(ok), local()).is_ok(), "{ok}");
         }
-        for bad in ["evil.example:8081", "proxy:80", "10.0.0.1:8081", "", ":8081", "a:b"] {
+        for bad in [
+            "evil.example:8081",
+            "proxy:80",
+            "10.0.0.1:8081",
+            "",
+            ":8081",
+            "a:b",
+        ] {
             let r = p.check_host(Some(bad), local()).unwrap_err();
             assert_eq!(r.status, 403, "{bad}");
         }
@@ -271,7 +282,9 @@ mod tests {
         assert!(open.check_mutating("POST /x", &same, local()).is_ok());
 
         let locked = Policy::new(Some("s3cret".into()), &[]);
-        let r = locked.check_mutating("POST /x", &json, local()).unwrap_err();
+        let r = locked
+            .check_mutating("POST /x", &json, local())
+            .unwrap_err();
         assert_eq!(r.status, 401);
         assert_eq!(r.headers[0].0, "WWW-Authenticate");
         let wrong = RequestHeaders {
@@ -300,7 +313,9 @@ mod tests {
         assert!(Policy::new(Some(String::new()), &[])
             .bind_refusal(any)
             .is_some());
-        assert!(Policy::new(Some("t".into()), &[]).bind_refusal(any).is_none());
+        assert!(Policy::new(Some("t".into()), &[])
+            .bind_refusal(any)
+            .is_none());
         assert!(Policy::new(None, &[]).bind_refusal(local()).is_none());
     }
 }

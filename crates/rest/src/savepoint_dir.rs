@@ -42,9 +42,12 @@ pub fn resolve_target(root: &Path, requested: Option<&str>) -> Result<PathBuf, S
             root.display()
         )
     })?;
-    let real_root = root
-        .canonicalize()
-        .map_err(|e| format!("Cannot resolve the savepoint directory {}: {e}", root.display()))?;
+    let real_root = root.canonicalize().map_err(|e| {
+        format!(
+            "Cannot resolve the savepoint directory {}: {e}",
+            root.display()
+        )
+    })?;
     let existing = target
         .ancestors()
         .find(|a| a.exists())
@@ -52,7 +55,9 @@ pub fn resolve_target(root: &Path, requested: Option<&str>) -> Result<PathBuf, S
         .canonicalize()
         .map_err(|e| outside(&format!("cannot be resolved ({e})")))?;
     if !existing.starts_with(&real_root) {
-        return Err(outside("leads outside the savepoint directory through a link"));
+        return Err(outside(
+            "leads outside the savepoint directory through a link",
+        ));
     }
     Ok(target.to_path_buf())
 }
@@ -80,13 +85,16 @@ mod tests {
             (format!("{}-evil", root.display()), "outside"),
         ] {
             let e = resolve_target(&root, Some(&bad)).unwrap_err();
-            assert!(e.contains(why) && e.contains(&root.display().to_string()), "{bad}: {e}");
+            assert!(
+                e.contains(why) && e.contains(&root.display().to_string()),
+                "{bad}: {e}"
+            );
         }
         #[cfg(unix)]
         {
             std::os::unix::fs::symlink("/", root.join("link")).unwrap();
-            let e = resolve_target(&root, Some(&format!("{}/link/tmp", root.display())))
-                .unwrap_err();
+            let e =
+                resolve_target(&root, Some(&format!("{}/link/tmp", root.display()))).unwrap_err();
             assert!(e.contains("link"), "{e}");
         }
         let _ = std::fs::remove_dir_all(&root);

@@ -115,10 +115,7 @@ pub fn serve(addr: SocketAddr, registry: Arc<JobRegistry>) -> Result<RestServer,
 }
 
 /// Starts serving with `config`. Refuses a non-loopback address without a token.
-pub fn serve_with(
-    config: RestConfig,
-    registry: Arc<JobRegistry>,
-) -> Result<RestServer, RestError> {
+pub fn serve_with(config: RestConfig, registry: Arc<JobRegistry>) -> Result<RestServer, RestError> {
     let policy = Policy::new(config.token.clone(), &config.allowed_hosts);
     if let Some(why) = policy.bind_refusal(config.addr) {
         return Err(RestError::Insecure(why));
@@ -274,7 +271,7 @@ async fn connection(
     let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
 }
 
-fn header<'a>(headers: &'a HeaderMap, name: hyper::header::HeaderName) -> Option<&'a str> {
+fn header(headers: &HeaderMap, name: hyper::header::HeaderName) -> Option<&str> {
     headers.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -330,8 +327,7 @@ async fn prepare(
             &format!("Request target longer than {MAX_REQUEST_LINE} bytes"),
         ));
     }
-    if parts.uri.path() == "*" || (parts.uri.authority().is_some() && parts.uri.path().is_empty())
-    {
+    if parts.uri.path() == "*" || (parts.uri.authority().is_some() && parts.uri.path().is_empty()) {
         return Err(Response::error(400, "Request target must start with '/'"));
     }
     // An absolute target's authority takes the place of Host (RFC 9112 §3.2.2).

@@ -109,13 +109,21 @@ fn a_web_page_cannot_stop_a_job_or_write_files() {
         "",
     );
     assert_eq!(r.status, 415, "{}", r.body);
-    assert!(error_of(&r).starts_with("PATCH /jobs/:jobid requires"), "{}", r.body);
+    assert!(
+        error_of(&r).starts_with("PATCH /jobs/:jobid requires"),
+        "{}",
+        r.body
+    );
 
     assert_eq!(state(&s), "RUNNING");
     assert!(!target.exists(), "no directory may be created");
 
     // Read-only answers stay readable by other web tools, as Flink's are.
-    let r = send(addr, &format!("GET /overview HTTP/1.1\r\nHost: {addr}\r\n"), "");
+    let r = send(
+        addr,
+        &format!("GET /overview HTTP/1.1\r\nHost: {addr}\r\n"),
+        "",
+    );
     assert_eq!(r.status, 200);
     assert_eq!(r.header("Access-Control-Allow-Origin"), Some("*"));
     let _ = std::fs::remove_dir_all(&root);
@@ -129,7 +137,11 @@ fn a_foreign_host_is_refused() {
     let addr = s.addr;
     let port = addr.port();
     let get_with_host = |host: &str| {
-        send(addr, &format!("GET /overview HTTP/1.1\r\nHost: {host}\r\n"), "")
+        send(
+            addr,
+            &format!("GET /overview HTTP/1.1\r\nHost: {host}\r\n"),
+            "",
+        )
     };
     // A DNS-rebinding page: its own name, resolved to 127.0.0.1.
     let r = get_with_host(&format!("rebind.evil.example:{port}"));
@@ -168,7 +180,10 @@ fn savepoints_outside_the_directory_are_refused() {
     let outside = temp("sp-outside");
     let root_s = root.display().to_string();
     for (dir, why) in [
-        (outside.display().to_string(), "is outside the savepoint directory"),
+        (
+            outside.display().to_string(),
+            "is outside the savepoint directory",
+        ),
         (format!("{root_s}/../escape"), "contains '..'"),
         ("relative/dir".to_string(), "is not an absolute path"),
     ] {
@@ -194,7 +209,10 @@ fn savepoints_outside_the_directory_are_refused() {
         (st["status"]["id"] == "COMPLETED").then_some(st)
     });
     let loc = done["operation"]["location"].as_str().unwrap();
-    assert!(loc.starts_with(&format!("file:{root_s}/savepoint-")), "{done}");
+    assert!(
+        loc.starts_with(&format!("file:{root_s}/savepoint-")),
+        "{done}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -231,7 +249,11 @@ fn back_to_back_savepoint_requests_are_all_taken_or_refused() {
             other => panic!("request {i}: {other} {}", r.body),
         }
     }
-    assert_eq!(locations.len(), 5, "5 requests fit the queue: {locations:?}");
+    assert_eq!(
+        locations.len(),
+        5,
+        "5 requests fit the queue: {locations:?}"
+    );
 
     // After a stop is queued nothing more can be: 409, with the reason.
     let stop = send_json(addr, "POST", &format!("/jobs/{jid}/stop"), "{}");
@@ -277,7 +299,10 @@ fn the_token_guards_mutating_routes_and_network_binds() {
         "PATCH /jobs/:jobid requires the server's token: send 'Authorization: Bearer <token>' \
          (sluice: --token or SLUICE_REST_TOKEN)."
     );
-    assert_eq!(r.header("WWW-Authenticate"), Some("Bearer realm=\"sluice\""));
+    assert_eq!(
+        r.header("WWW-Authenticate"),
+        Some("Bearer realm=\"sluice\"")
+    );
     let r = patch("Authorization: Bearer guess\r\n");
     assert_eq!(r.status, 401);
     assert_eq!(error_of(&r), "PATCH /jobs/:jobid: wrong bearer token.");
@@ -302,6 +327,8 @@ fn the_token_guards_mutating_routes_and_network_binds() {
     );
     let mut with_token = RestConfig::new(any);
     with_token.token = Some("t".into());
-    serve_with(with_token, registry).expect("a token allows it").shutdown();
+    serve_with(with_token, registry)
+        .expect("a token allows it")
+        .shutdown();
     let _ = std::fs::remove_dir_all(&root);
 }

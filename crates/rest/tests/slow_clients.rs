@@ -46,14 +46,14 @@ fn slow_and_idle_clients_do_not_delay_a_normal_one() {
     let addr = s.addr;
     let started = Instant::now();
 
-    let mut slowloris: Vec<TcpStream> = (0..200)
+    let slowloris: Vec<TcpStream> = (0..200)
         .map(|_| {
             let mut c = TcpStream::connect(addr).expect("connect");
             c.write_all(b"G").unwrap();
             c
         })
         .collect();
-    let mut draining: Vec<TcpStream> = (0..4)
+    let draining: Vec<TcpStream> = (0..4)
         .map(|_| {
             let mut c = TcpStream::connect(addr).expect("connect");
             c.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
@@ -79,12 +79,8 @@ fn slow_and_idle_clients_do_not_delay_a_normal_one() {
             conns
         })
     };
-    let loris = trickle(
-        slowloris.drain(..).collect(),
-        Duration::from_secs(1),
-        b"E",
-    );
-    let drain = trickle(draining.drain(..).collect(), Duration::from_millis(80), b"x");
+    let loris = trickle(slowloris, Duration::from_secs(1), b"E");
+    let drain = trickle(draining, Duration::from_millis(80), b"x");
 
     let mut latencies = Vec::new();
     for _ in 0..10 {
@@ -108,7 +104,10 @@ fn slow_and_idle_clients_do_not_delay_a_normal_one() {
     // Every one of them is closed by the server by its deadline (plus scheduling slack).
     let patience = REQUEST_DEADLINE + CLOSE_GRACE + Duration::from_secs(10);
     for c in &mut idle {
-        assert!(closed_by_server(c, patience), "an idle connection stayed open");
+        assert!(
+            closed_by_server(c, patience),
+            "an idle connection stayed open"
+        );
     }
     stop.store(true, Ordering::Relaxed);
     let mut slowloris = loris.join().unwrap();

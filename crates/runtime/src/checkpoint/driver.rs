@@ -80,7 +80,10 @@ fn run(
             const FINISHING: &str = "the job is finishing: some tasks have ended";
             coord.stop_triggering();
             if let Some((req, _)) = savepoint.take() {
-                hub.set_savepoint_status(&req.trigger_id, SavepointStatus::Failed(FINISHING.into()));
+                hub.set_savepoint_status(
+                    &req.trigger_id,
+                    SavepointStatus::Failed(FINISHING.into()),
+                );
             }
             hub.fail_queued_savepoints(FINISHING);
         }

@@ -31,8 +31,7 @@ pub mod task;
 pub use coordinator::{Action, CheckpointConfig, Coordinator};
 pub use hub::{
     CheckpointHub, CheckpointRecord, CheckpointStatus, SavepointRefused, SavepointRequest,
-    SavepointStatus,
-    StatsView, TaskAck,
+    SavepointStatus, StatsView, TaskAck,
 };
 pub use restart::RestartStrategy;
 pub use storage::{CompletedCheckpoint, OperatorState};

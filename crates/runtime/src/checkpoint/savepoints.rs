@@ -120,8 +120,7 @@ impl Savepoints {
 
     pub fn set_status(&self, trigger_id: &str, status: SavepointStatus) {
         let mut s = self.lock();
-        if matches!(status, SavepointStatus::Failed(_))
-            && s.stopping.as_deref() == Some(trigger_id)
+        if matches!(status, SavepointStatus::Failed(_)) && s.stopping.as_deref() == Some(trigger_id)
         {
             s.stopping = None;
         }
