@@ -134,9 +134,15 @@ fn start_rest(
             .clone()
             .unwrap_or_else(sluice_rest::default_savepoint_dir),
     };
-    let server = sluice_rest::serve_with(config, registry.clone()).with_context(|| {
-        format!("cannot start the REST API on {addr} (choose another --rest-port, or --no-rest)")
-    })?;
+    let server = match sluice_rest::serve_with(config, registry.clone()) {
+        Ok(s) => s,
+        Err(e @ sluice_rest::RestError::Insecure(_)) => return Err(e.into()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "cannot start the REST API on {addr} (choose another --rest-port, or --no-rest)"
+            )))
+        }
+    };
     if !args.stats_json {
         eprintln!(
             "REST API: http://{}/ (Flink-compatible paths); savepoints under {}",

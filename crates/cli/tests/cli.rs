@@ -187,3 +187,30 @@ fn stats_json_reports_the_run() {
     assert!(s.contains("\"records\":100000"), "{s}");
     assert!(s.contains("\"peak_rss_kib\":"), "{s}");
 }
+
+#[test]
+fn a_network_rest_address_needs_a_token() {
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "run",
+            "skew",
+            "--records",
+            "1000",
+            "--rest-address",
+            "0.0.0.0",
+        ])
+        .args(["--rest-port", "0", "--no-progress"])
+        .env_remove("SLUICE_REST_TOKEN")
+        .output()
+        .expect("sluice runs");
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains(
+            "refusing to serve the REST API on 0.0.0.0:0 without a token: on a non-loopback \
+             address anyone who can reach it could cancel or stop jobs and write savepoints. Set a \
+             token (sluice run --rest-token, or SLUICE_REST_TOKEN) or bind 127.0.0.1"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
