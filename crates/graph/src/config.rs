@@ -138,6 +138,15 @@ impl EnvConfig {
         Ok(())
     }
 
+    /// The settings the planner reads.
+    pub fn plan_config(&self) -> sluice_plan::PlanConfig {
+        sluice_plan::PlanConfig {
+            parallelism: self.parallelism,
+            max_parallelism: self.max_parallelism,
+            chaining: self.chaining,
+        }
+    }
+
     pub(crate) fn exchange(&self) -> sluice_channel::ExchangeConfig {
         sluice_channel::ExchangeConfig {
             buffer_bytes: self.buffer_bytes,

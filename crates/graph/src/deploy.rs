@@ -15,8 +15,9 @@ use sluice_runtime::{
 };
 use sluice_types::{Id128, JobId, NodeId, OperatorContext, OperatorError, ShipStrategy};
 
+use crate::node_body::{NodeBody, NodeImpl};
 use crate::partition::{pointwise_sources, pointwise_targets};
-use crate::stream_graph::{NodeBody, StreamNode};
+use crate::stream_graph::StreamNode;
 use crate::typeops::{AnyBox, TypeOps, WriterArgs, WriterFactory};
 use crate::{EnvConfig, GraphError, JobGraph};
 
@@ -245,10 +246,10 @@ fn seed_of(edge: usize, subtask: usize) -> u64 {
 pub(crate) fn launch(
     graph: JobGraph,
     nodes: &[StreamNode],
+    impls: &BTreeMap<NodeId, NodeImpl>,
     cfg: &EnvConfig,
 ) -> Result<JobHandle, GraphError> {
     let control = JobControl::new(cfg.buffer_timeout);
-    let by_id: HashMap<NodeId, &StreamNode> = nodes.iter().map(|n| (n.id, n)).collect();
     let job_id = Id128::hash_of(
         format!(
             "{}:{:?}",
@@ -261,7 +262,7 @@ pub(crate) fn launch(
     );
 
     for n in nodes {
-        if let NodeBody::Sink(f) = &n.body {
+        if let NodeBody::Sink(f) = &impls[&n.id].body {
             let p = graph.nodes[&n.id].parallelism;
             f.prepare(p).map_err(|e| {
                 GraphError::InvalidJob(format!("cannot prepare sink '{}': {e}", n.name))
@@ -283,7 +284,7 @@ pub(crate) fn launch(
     let mut emitted: HashMap<(usize, usize), Arc<AtomicU64>> = HashMap::new();
     let mut source_emitted = Vec::new();
     for v in &graph.vertices {
-        if matches!(by_id[&v.head].body, NodeBody::Source(_)) {
+        if matches!(impls[&v.head].body, NodeBody::Source(_)) {
             for i in 0..v.parallelism {
                 let e = Arc::new(AtomicU64::new(0));
                 source_emitted.push(e.clone());
@@ -312,6 +313,7 @@ pub(crate) fn launch(
     }
     let graph_owned = graph.clone();
     let nodes_owned: Vec<StreamNode> = nodes.to_vec();
+    let impls_owned = impls.clone();
     let cfg_owned = cfg.clone();
     let metrics_owned = metrics.clone();
     let monitor = Arc::new(JobMonitor {
@@ -356,6 +358,7 @@ pub(crate) fn launch(
                 name: &name,
                 graph: &graph_owned,
                 nodes: &nodes_owned,
+                impls: &impls_owned,
                 cfg: &cfg_owned,
                 control: &control,
                 metrics: &metrics_owned,
@@ -397,6 +400,7 @@ pub(crate) fn launch(
 fn build_attempt(
     graph: &JobGraph,
     by_id: &HashMap<NodeId, &StreamNode>,
+    impls: &BTreeMap<NodeId, NodeImpl>,
     cfg: &EnvConfig,
     control: &Arc<JobControl>,
     metrics: &[Vec<Arc<TaskMetrics>>],
@@ -423,8 +427,7 @@ fn build_attempt(
         if inputs.is_empty() {
             continue;
         }
-        let head = by_id[&v.head];
-        let in_type = head
+        let in_type = impls[&v.head]
             .in_type
             .clone()
             .expect("a vertex with inputs has an input type");
@@ -475,6 +478,7 @@ fn build_attempt(
             let mut members = Vec::new();
             for &nid in &v.nodes {
                 let n = by_id[&nid];
+                let body = &impls[&nid];
                 let r = &graph.nodes[&nid];
                 let mut network = Vec::new();
                 for (ei, e) in graph
@@ -491,9 +495,8 @@ fn build_attempt(
                             || ss.len()
                                 == pointwise_targets(v.parallelism, down.parallelism, i).len()
                     );
-                    let target = by_id[&e.to_node];
                     network.push(NetworkOut {
-                        writer: target.inputs[e.input].writer.clone(),
+                        writer: impls[&e.to_node].input_writers[e.input].clone(),
                         strategy: e.strategy,
                         downstream_parallelism: down.parallelism,
                         downstream_max_parallelism: graph.nodes[&e.to_node].max_parallelism,
@@ -511,14 +514,14 @@ fn build_attempt(
                         max_parallelism: r.max_parallelism,
                         operator_id: op_ids[&nid].to_string(),
                     },
-                    body: n.body.clone(),
-                    out_type: n.out_type.clone(),
+                    body: body.body.clone(),
+                    out_type: body.out_type.clone(),
                     chained: crate::job_graph::chain_successors(graph, nid),
                     network,
                 });
             }
             let gate = gates.remove(&(v.index, i));
-            let head_in = by_id[&v.head].in_type.clone();
+            let head_in = impls[&v.head].in_type.clone();
             let emitted = emitted
                 .get(&(v.index, i))
                 .cloned()
@@ -563,6 +566,7 @@ struct AttemptPlan<'a> {
     name: &'a str,
     graph: &'a JobGraph,
     nodes: &'a [StreamNode],
+    impls: &'a BTreeMap<NodeId, NodeImpl>,
     cfg: &'a EnvConfig,
     control: &'a Arc<JobControl>,
     metrics: &'a [Vec<Arc<TaskMetrics>>],
@@ -648,6 +652,7 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
         name,
         graph,
         nodes,
+        impls,
         cfg,
         control,
         metrics,
@@ -699,6 +704,7 @@ fn run_attempts(plan: AttemptPlan<'_>) -> Result<sluice_runtime::JobResult, JobE
         let tasks = build_attempt(
             graph,
             &by_id,
+            impls,
             cfg,
             control,
             metrics,

@@ -1,3 +1,4 @@
+use sluice_plan::PlanError;
 use sluice_runtime::JobError;
 
 /// Everything that can go wrong building or running a job from the DataStream API.
@@ -23,4 +24,24 @@ pub enum GraphError {
     /// The job ran and failed.
     #[error(transparent)]
     Failed(#[from] JobError),
+}
+
+impl From<PlanError> for GraphError {
+    fn from(e: PlanError) -> GraphError {
+        match e {
+            PlanError::InvalidConfig(m) => GraphError::InvalidConfig(m),
+            PlanError::ForwardParallelismMismatch {
+                upstream,
+                upstream_parallelism,
+                downstream,
+                downstream_parallelism,
+            } => GraphError::ForwardParallelismMismatch {
+                upstream,
+                upstream_parallelism,
+                downstream,
+                downstream_parallelism,
+            },
+            PlanError::InvalidJob(m) => GraphError::InvalidJob(m),
+        }
+    }
 }

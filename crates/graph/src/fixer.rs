@@ -212,7 +212,7 @@ fn find(env: &StreamEnv, operator: &str) -> Result<NodeId, FixError> {
 /// graph is left unchanged.
 pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
     let cfg = env.config();
-    let before = resolve(&env.stream_nodes(), &cfg)?;
+    let before = resolve(&env.stream_nodes(), &cfg.plan_config()).map_err(GraphError::from)?;
     match fix {
         Fix::Parallelism {
             operator,
@@ -282,11 +282,7 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
             if *buckets == 0 {
                 return Err(FixError::Invalid("buckets must be at least 1".into()));
             }
-            let rewrite = env
-                .stream_nodes()
-                .into_iter()
-                .find(|n| n.id == id)
-                .and_then(|n| n.two_phase);
+            let rewrite = env.two_phase_rewrite(id);
             let Some(rewrite) = rewrite else {
                 return Err(FixError::Invalid(format!(
                     "'{}' is not a keyed aggregation built with sum/min/max/reduce, so it has no two-phase form",
@@ -311,6 +307,6 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
             env.replace_node(id, combine);
         }
     }
-    let after = resolve(&env.stream_nodes(), &cfg)?;
+    let after = resolve(&env.stream_nodes(), &cfg.plan_config()).map_err(GraphError::from)?;
     Ok(PlanDiff::between(&before, &after))
 }

@@ -1,22 +1,18 @@
-//! # sluice-graph: from a typed DataStream program to running subtasks
+//! # sluice-graph: the DataStream API
 //!
-//! This crate is what a Sluice user programs against, and the compiler between that program and
-//! the runtime:
+//! This crate is what a Sluice user programs against:
 //!
 //! 1. **API** — [`StreamEnv`] (settings, sources), [`DataStream<T>`] (map, filter, flat_map,
 //!    union, partitioning, sinks) and [`KeyedStream<K, T>`] (rolling reduce/sum/min/max). Every
-//!    call adds a node to the **stream graph** ([`StreamNode`]), Flink's `StreamGraph`, with ids
-//!    handed out like Flink's transformation ids (virtual nodes such as `key_by` take an id too).
-//! 2. **Job graph** — [`job_graph::build`] resolves parallelism, max parallelism and ship
-//!    strategies (FORWARD at equal parallelism, REBALANCE otherwise; an explicit FORWARD across
-//!    different parallelisms is an error naming both operators), then chains operators by Flink's
-//!    rules (spec §2) into [`JobVertex`]es named `a -> b`.
-//! 3. **Plans** — [`plan`] renders Flink's `getExecutionPlan()` JSON, its REST `/plan` JSON, text
-//!    and DOT.
-//! 4. **Partitioning** — [`partition`] reproduces Flink's placement exactly: Java `hashCode`,
-//!    murmur, key groups, rebalance/rescale channel choice and pointwise wiring.
-//! 5. **Deployment** — `deploy` creates a credit-based input gate per downstream subtask and a
+//!    call adds a node to the **stream graph** ([`StreamNode`], a `sluice-plan` descriptor), with
+//!    ids handed out like Flink's transformation ids (virtual nodes such as `key_by` take an id
+//!    too), and keeps what the node runs (typed factories, `typeops`) beside it by node id.
+//! 2. **Planning** is `sluice-plan`'s (stream graph → chained [`JobGraph`], Flink's partitioners
+//!    and key groups, plan renderers), re-exported here as [`job_graph`], [`partition`],
+//!    [`plan`] and [`json`].
+//! 3. **Deployment** — `deploy` creates a credit-based input gate per downstream subtask and a
 //!    record writer per upstream subtask and edge, and hands the runtime one closure per subtask.
+//! 4. **Plan fixes** — [`fixer`] rewrites the stream graph to remove a bottleneck.
 //!
 //! ```
 //! use sluice_graph::StreamEnv;
@@ -43,14 +39,13 @@ pub mod config;
 pub mod deploy;
 pub mod error;
 pub mod fixer;
-pub mod job_graph;
-pub mod json;
+mod node_body;
 pub mod operator_id;
-pub mod partition;
-pub mod plan;
 pub mod selectors;
-pub mod stream_graph;
 mod typeops;
+
+// The plan layer, re-exported under the paths users know.
+pub use sluice_plan::{job_graph, json, partition, plan, stream_graph};
 
 pub use api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,

@@ -26,26 +26,8 @@ use sluice_types::{Id128, NodeId};
 
 use crate::stream_graph::{NodeKind, StreamNode};
 
-/// How a node without a uid derives its id, when not only from its own inputs.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct IdentityHint {
-    /// Tells apart a node a rewrite adds from the node whose identity the rewrite keeps
-    /// (e.g. `salt`, `pre-aggregate`).
-    pub role: Option<&'static str>,
-    /// Hash as if fed by these inputs: the node takes over the identity, and so the state, of
-    /// the operator those inputs fed before the rewrite.
-    pub as_if_fed_by: Option<Vec<NodeId>>,
-}
-
-impl IdentityHint {
-    /// A helper node of a rewrite, told apart by `role`.
-    pub fn role(role: &'static str) -> IdentityHint {
-        IdentityHint {
-            role: Some(role),
-            as_if_fed_by: None,
-        }
-    }
-}
+/// How a node without a uid derives its id (a field of the plan's node descriptor).
+pub use sluice_plan::IdentityHint;
 
 /// An operator's stable id: 32 lowercase hex digits (Flink's `OperatorID` form).
 pub type OperatorId = Id128;

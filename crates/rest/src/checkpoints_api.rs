@@ -388,17 +388,17 @@ pub fn savepoint_status(ctx: &Ctx, jid: &str, trigger: &str) -> ApiResult {
     })?;
     // A request the job can no longer take (it ended, e.g. after a failure without restart)
     // is answered as failed rather than left in progress.
-    let st = if st == SavepointStatus::InProgress && m.outcome() != sluice_graph::JobOutcome::Running
-    {
-        let why = SavepointStatus::Failed(format!(
-            "the job ended ({}) before this savepoint was taken",
-            crate::api::job_state(&m)
-        ));
-        h.set_savepoint_status(trigger, why.clone());
-        why
-    } else {
-        st
-    };
+    let st =
+        if st == SavepointStatus::InProgress && m.outcome() != sluice_graph::JobOutcome::Running {
+            let why = SavepointStatus::Failed(format!(
+                "the job ended ({}) before this savepoint was taken",
+                crate::api::job_state(&m)
+            ));
+            h.set_savepoint_status(trigger, why.clone());
+            why
+        } else {
+            st
+        };
     ok(match st {
         SavepointStatus::InProgress => json!({"status": {"id": "IN_PROGRESS"}}),
         SavepointStatus::Completed(path) => json!({

@@ -1,4 +1,5 @@
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -10,7 +11,8 @@ use sluice_runtime::sources::{
 };
 use sluice_types::{Data, NodeId, OperatorError};
 
-use crate::stream_graph::{ChainingStrategy, NodeBody, NodeKind, StreamNode};
+use crate::node_body::{NodeBody, NodeImpl, TwoPhaseRewrite};
+use crate::stream_graph::{ChainingStrategy, NodeKind, StreamNode};
 use crate::typeops::{type_ops, TypedSourceFactory};
 use crate::{DataStream, EnvConfig, GraphError, JobExecution, JobGraph, JobHandle};
 
@@ -19,6 +21,8 @@ pub(crate) struct EnvInner {
     /// Like Flink's transformation counter: every transformation, virtual or not, takes an id.
     pub next_id: NodeId,
     pub nodes: Vec<StreamNode>,
+    /// What each node runs, by node id (the plan descriptors above hold only the topology).
+    pub impls: BTreeMap<NodeId, NodeImpl>,
     /// API misuse found while building (reported when the job is planned or run).
     pub errors: Vec<String>,
 }
@@ -56,6 +60,7 @@ impl StreamEnv {
                 config,
                 next_id: 1,
                 nodes: Vec::new(),
+                impls: BTreeMap::new(),
                 errors: Vec::new(),
             })),
         }
@@ -107,8 +112,10 @@ impl StreamEnv {
         id
     }
 
-    pub(crate) fn add_node(&self, node: StreamNode) {
-        self.inner.borrow_mut().nodes.push(node);
+    pub(crate) fn add_node(&self, node: StreamNode, body: NodeImpl) {
+        let mut i = self.inner.borrow_mut();
+        i.impls.insert(node.id, body);
+        i.nodes.push(node);
     }
 
     /// Points every consumer of node `old` at node `new` and removes `old` (a plan rewrite).
@@ -122,6 +129,7 @@ impl StreamEnv {
             }
         }
         i.nodes.retain(|n| n.id != old);
+        i.impls.remove(&old);
     }
 
     pub(crate) fn record_error(&self, e: String) {
@@ -136,6 +144,22 @@ impl StreamEnv {
             .find(|n| n.id == id)
             .expect("node ids handed out by this env exist");
         f(n)
+    }
+
+    pub(crate) fn with_node_impl<R>(&self, id: NodeId, f: impl FnOnce(&mut NodeImpl) -> R) -> R {
+        let mut i = self.inner.borrow_mut();
+        f(i.impls
+            .get_mut(&id)
+            .expect("node ids handed out by this env exist"))
+    }
+
+    /// How to rebuild node `id` in two phases, if it is a keyed rolling aggregation.
+    pub(crate) fn two_phase_rewrite(&self, id: NodeId) -> Option<TwoPhaseRewrite> {
+        self.inner
+            .borrow()
+            .impls
+            .get(&id)
+            .and_then(|n| n.two_phase.clone())
     }
 
     /// A source from a factory called once per subtask with `(subtask, parallelism)`.
@@ -155,25 +179,30 @@ impl StreamEnv {
         F: Fn(usize, usize) -> Result<S, OperatorError> + Send + Sync + 'static,
     {
         let id = self.alloc_id();
-        self.add_node(StreamNode {
-            id,
-            name,
-            kind: NodeKind::Source,
-            uid: None,
-            parallelism: None,
-            non_parallel,
-            max_parallelism: None,
-            chaining: ChainingStrategy::Head,
-            inputs: Vec::new(),
-            body: NodeBody::Source(Arc::new(TypedSourceFactory {
-                make,
-                _t: PhantomData,
-            })),
-            in_type: None,
-            out_type: Some(type_ops::<T>()),
-            two_phase: None,
-            identity: Default::default(),
-        });
+        self.add_node(
+            StreamNode {
+                id,
+                name,
+                kind: NodeKind::Source,
+                uid: None,
+                parallelism: None,
+                non_parallel,
+                max_parallelism: None,
+                chaining: ChainingStrategy::Head,
+                inputs: Vec::new(),
+                identity: Default::default(),
+            },
+            NodeImpl {
+                body: NodeBody::Source(Arc::new(TypedSourceFactory {
+                    make,
+                    _t: PhantomData,
+                })),
+                in_type: None,
+                out_type: Some(type_ops::<T>()),
+                input_writers: Vec::new(),
+                two_phase: None,
+            },
+        );
         DataStream::of_node(self.clone(), id)
     }
 
@@ -249,22 +278,28 @@ impl StreamEnv {
     pub fn job_graph(&self) -> Result<JobGraph, GraphError> {
         self.check_errors()?;
         let i = self.inner.borrow();
-        crate::job_graph::build(&i.config.job_name, &i.nodes, &i.config)
+        i.config.validate()?;
+        Ok(crate::job_graph::build(
+            &i.config.job_name,
+            &i.nodes,
+            &i.config.plan_config(),
+        )?)
     }
 
     /// Flink's `getExecutionPlan()`: the stream graph as JSON, pretty-printed as Flink prints it.
     pub fn execution_plan(&self) -> Result<String, GraphError> {
         self.check_errors()?;
         let i = self.inner.borrow();
-        crate::plan::stream_plan_json(&i.nodes, &i.config)
-            .map(|j| crate::json::to_jackson_pretty(&j))
+        Ok(crate::json::to_jackson_pretty(
+            &crate::plan::stream_plan_json(&i.nodes, &i.config.plan_config())?,
+        ))
     }
 
     /// Starts the job on background threads and returns at once.
     pub fn launch(&self) -> Result<JobHandle, GraphError> {
         let graph = self.job_graph()?;
         let i = self.inner.borrow();
-        crate::deploy::launch(graph, &i.nodes, &i.config)
+        crate::deploy::launch(graph, &i.nodes, &i.impls, &i.config)
     }
 
     /// Runs the job to completion (bounded inputs) and returns its result.

@@ -90,7 +90,7 @@ where
         // the input edges, not the environment, so no reference cycle is created.
         let inputs = self.unkeyed.inputs.clone();
         let key = self.key.clone();
-        let rewrite: crate::stream_graph::TwoPhaseRewrite =
+        let rewrite: crate::node_body::TwoPhaseRewrite =
             std::sync::Arc::new(move |env: &crate::StreamEnv, buckets: u32| {
                 let unkeyed = DataStream::<T> {
                     env: env.clone(),
@@ -107,7 +107,7 @@ where
                     .expect("two_phase ends in an operator")
             });
         if let Some(id) = out.node_id() {
-            out.env.with_node(id, |n| n.two_phase = Some(rewrite));
+            out.env.with_node_impl(id, |n| n.two_phase = Some(rewrite));
         }
         out
     }

@@ -8,7 +8,8 @@ use sluice_runtime::sinks::{
 };
 use sluice_types::{Collector, Data, NodeId, OperatorContext, OperatorError};
 
-use crate::stream_graph::{ChainingStrategy, NodeBody, NodeKind, StreamNode};
+use crate::node_body::{split_inputs, NodeBody, NodeImpl};
+use crate::stream_graph::{ChainingStrategy, NodeKind, StreamNode};
 use crate::typeops::{type_ops, TypedSinkFactory};
 use crate::{DataStream, StreamEnv};
 
@@ -56,26 +57,32 @@ impl<T: Data> DataStream<T> {
         F: Fn(&OperatorContext) -> Result<C, OperatorError> + Send + Sync + 'static,
     {
         let id = self.env.alloc_id();
-        self.env.add_node(StreamNode {
-            id,
-            name: format!("Sink: {name}"),
-            kind: NodeKind::Sink,
-            uid: None,
-            parallelism: None,
-            non_parallel: false,
-            max_parallelism: None,
-            chaining: ChainingStrategy::Always,
-            inputs: self.inputs.clone(),
-            body: NodeBody::Sink(Arc::new(TypedSinkFactory::<T, C, P, F> {
-                prepare,
-                make,
-                _t: PhantomData,
-            })),
-            in_type: Some(type_ops::<T>()),
-            out_type: None,
-            two_phase: None,
-            identity: Default::default(),
-        });
+        let (inputs, input_writers) = split_inputs(&self.inputs);
+        self.env.add_node(
+            StreamNode {
+                id,
+                name: format!("Sink: {name}"),
+                kind: NodeKind::Sink,
+                uid: None,
+                parallelism: None,
+                non_parallel: false,
+                max_parallelism: None,
+                chaining: ChainingStrategy::Always,
+                inputs,
+                identity: Default::default(),
+            },
+            NodeImpl {
+                body: NodeBody::Sink(Arc::new(TypedSinkFactory::<T, C, P, F> {
+                    prepare,
+                    make,
+                    _t: PhantomData,
+                })),
+                in_type: Some(type_ops::<T>()),
+                out_type: None,
+                input_writers,
+                two_phase: None,
+            },
+        );
         Sink {
             env: self.env.clone(),
             node: id,

@@ -4,8 +4,9 @@ use std::sync::Arc;
 use sluice_runtime::operators::{FilterOp, FlatMapOp, MapOp, TimestampFn};
 use sluice_types::{Data, NodeId, Operator, OperatorContext, ShipStrategy};
 
+use crate::node_body::{split_inputs, InputEdge, NodeBody, NodeImpl};
 use crate::partition::JavaHash;
-use crate::stream_graph::{ChainingStrategy, NodeBody, NodeKind, StreamEdge, StreamNode};
+use crate::stream_graph::{ChainingStrategy, NodeKind, StreamNode};
 use crate::typeops::{type_ops, TypedOperatorFactory, TypedWriterFactory};
 use crate::{KeyedStream, StreamEnv};
 
@@ -15,7 +16,7 @@ pub struct DataStream<T> {
     pub(crate) env: StreamEnv,
     /// The operator whose direct output this is, if any.
     pub(crate) node: Option<NodeId>,
-    pub(crate) inputs: Vec<StreamEdge>,
+    pub(crate) inputs: Vec<InputEdge>,
     /// How to read a record's event timestamp, once known (set by
     /// `assign_timestamps_and_watermarks` or `with_timestamps`, kept by operations that pass
     /// records through unchanged: filter, partitioning, key_by, union).
@@ -40,7 +41,7 @@ impl<T: Data> DataStream<T> {
         DataStream {
             env,
             node: Some(id),
-            inputs: vec![StreamEdge {
+            inputs: vec![InputEdge {
                 from: id,
                 strategy: None,
                 writer: Arc::new(TypedWriterFactory::<T> { key_hash: None }),
@@ -105,25 +106,31 @@ impl<T: Data> DataStream<T> {
         F: Fn(&OperatorContext) -> Op + Send + Sync + 'static,
     {
         let id = self.env.alloc_id();
-        self.env.add_node(StreamNode {
-            id,
-            name: name.to_string(),
-            kind: NodeKind::Operator,
-            uid: None,
-            parallelism: None,
-            non_parallel: false,
-            max_parallelism: None,
-            chaining: ChainingStrategy::Always,
-            inputs: self.inputs.clone(),
-            body: NodeBody::Operator(Arc::new(TypedOperatorFactory::<T, U, F> {
-                make,
-                _t: PhantomData,
-            })),
-            in_type: Some(type_ops::<T>()),
-            out_type: Some(type_ops::<U>()),
-            two_phase: None,
-            identity: Default::default(),
-        });
+        let (inputs, input_writers) = split_inputs(&self.inputs);
+        self.env.add_node(
+            StreamNode {
+                id,
+                name: name.to_string(),
+                kind: NodeKind::Operator,
+                uid: None,
+                parallelism: None,
+                non_parallel: false,
+                max_parallelism: None,
+                chaining: ChainingStrategy::Always,
+                inputs,
+                identity: Default::default(),
+            },
+            NodeImpl {
+                body: NodeBody::Operator(Arc::new(TypedOperatorFactory::<T, U, F> {
+                    make,
+                    _t: PhantomData,
+                })),
+                in_type: Some(type_ops::<T>()),
+                out_type: Some(type_ops::<U>()),
+                input_writers,
+                two_phase: None,
+            },
+        );
         DataStream::of_node(self.env.clone(), id)
     }
 
@@ -183,7 +190,7 @@ impl<T: Data> DataStream<T> {
             inputs: self
                 .inputs
                 .iter()
-                .map(|e| StreamEdge {
+                .map(|e| InputEdge {
                     from: e.from,
                     strategy: Some(s),
                     writer: writer.clone(),

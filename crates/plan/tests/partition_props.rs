@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use sluice_graph::partition::{
+use sluice_plan::partition::{
     assign_key_to_subtask, assign_to_key_group, check_max_parallelism, default_max_parallelism,
     key_group_line, key_group_range_for_subtask, key_group_to_subtask, pointwise_sources,
     pointwise_targets, JavaHash, KeyType, RoundRobin, SplitMix64, UPPER_BOUND_MAX_PARALLELISM,

@@ -2,12 +2,12 @@ use crate::job_graph::resolve;
 use serde_json::{json, Value};
 
 use crate::stream_graph::{NodeKind, StreamNode};
-use crate::{EnvConfig, GraphError};
+use crate::{PlanConfig, PlanError};
 
 /// Flink's `getExecutionPlan()` (spec §1.1): `{"nodes":[...]}` with non-sink nodes by id, then
 /// sinks by id; fields `id, type, pact, contents, parallelism[, predecessors]`; predecessors
 /// `{id, ship_strategy, side: "second"}` pointing through virtual nodes to real ones.
-pub fn stream_plan_json(nodes: &[StreamNode], cfg: &EnvConfig) -> Result<Value, GraphError> {
+pub fn stream_plan_json(nodes: &[StreamNode], cfg: &PlanConfig) -> Result<Value, PlanError> {
     let resolved = resolve(nodes, cfg)?;
     let mut ordered: Vec<_> = resolved.values().collect();
     ordered.sort_by_key(|n| (n.kind == NodeKind::Sink, n.id));

@@ -6,7 +6,18 @@ use sluice_types::{Id128, JobVertexId, NodeId, ShipStrategy};
 
 use crate::partition::{check_max_parallelism, default_max_parallelism};
 use crate::stream_graph::{ChainingStrategy, NodeKind, StreamNode};
-use crate::{EnvConfig, GraphError};
+use crate::PlanError;
+
+/// The job-wide settings planning reads (the rest of a job's configuration is the runtime's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlanConfig {
+    /// `parallelism.default`: the parallelism of an operator that sets none.
+    pub parallelism: usize,
+    /// `pipeline.max-parallelism`; `None` = derived per operator from its parallelism.
+    pub max_parallelism: Option<u32>,
+    /// `pipeline.operator-chaining.enabled`.
+    pub chaining: bool,
+}
 
 /// A node with everything resolved.
 #[derive(Clone, Debug)]
@@ -102,21 +113,21 @@ impl JobGraph {
 /// Resolves parallelism, max parallelism and ship strategies of every node.
 pub fn resolve(
     nodes: &[StreamNode],
-    cfg: &EnvConfig,
-) -> Result<BTreeMap<NodeId, ResolvedNode>, GraphError> {
+    cfg: &PlanConfig,
+) -> Result<BTreeMap<NodeId, ResolvedNode>, PlanError> {
     let mut out: BTreeMap<NodeId, ResolvedNode> = BTreeMap::new();
     for n in topological(nodes)? {
         let parallelism = n
             .parallelism
             .unwrap_or(if n.non_parallel { 1 } else { cfg.parallelism });
         if parallelism == 0 {
-            return Err(GraphError::InvalidConfig(format!(
+            return Err(PlanError::InvalidConfig(format!(
                 "operator '{}' has parallelism 0; it must be at least 1",
                 n.name
             )));
         }
         if n.non_parallel && parallelism != 1 {
-            return Err(GraphError::InvalidJob(format!(
+            return Err(PlanError::InvalidJob(format!(
                 "source '{}' cannot be split (it reads one iterator), so its parallelism must be 1, not {parallelism}",
                 n.name
             )));
@@ -126,11 +137,11 @@ pub fn resolve(
             .or(cfg.max_parallelism)
             .unwrap_or_else(|| default_max_parallelism(parallelism as u32));
         check_max_parallelism(parallelism as u32, max_parallelism)
-            .map_err(|m| GraphError::InvalidConfig(format!("operator '{}': {m}", n.name)))?;
+            .map_err(|m| PlanError::InvalidConfig(format!("operator '{}': {m}", n.name)))?;
         let mut inputs = Vec::with_capacity(n.inputs.len());
         for e in &n.inputs {
             let up = out.get(&e.from).ok_or_else(|| {
-                GraphError::InvalidJob(format!(
+                PlanError::InvalidJob(format!(
                     "operator '{}' reads node {} which does not exist",
                     n.name, e.from
                 ))
@@ -139,7 +150,7 @@ pub fn resolve(
                 None if up.parallelism == parallelism => ShipStrategy::Forward,
                 None => ShipStrategy::Rebalance,
                 Some(ShipStrategy::Forward) if up.parallelism != parallelism => {
-                    return Err(GraphError::ForwardParallelismMismatch {
+                    return Err(PlanError::ForwardParallelismMismatch {
                         upstream: up.name.clone(),
                         upstream_parallelism: up.parallelism,
                         downstream: n.name.clone(),
@@ -168,7 +179,7 @@ pub fn resolve(
 
 /// Nodes ordered so that every node comes after its inputs. Usually that is id order; a rewrite
 /// (the plan fixer's two-phase form) can add upstream nodes with higher ids.
-fn topological(nodes: &[StreamNode]) -> Result<Vec<&StreamNode>, GraphError> {
+fn topological(nodes: &[StreamNode]) -> Result<Vec<&StreamNode>, PlanError> {
     let mut done: std::collections::BTreeSet<NodeId> = std::collections::BTreeSet::new();
     let mut order = Vec::with_capacity(nodes.len());
     let mut pending: Vec<&StreamNode> = nodes.iter().collect();
@@ -186,7 +197,7 @@ fn topological(nodes: &[StreamNode]) -> Result<Vec<&StreamNode>, GraphError> {
         });
         if pending.len() == before {
             let n = pending[0];
-            return Err(GraphError::InvalidJob(format!(
+            return Err(PlanError::InvalidJob(format!(
                 "operator '{}' reads node {} which does not exist (or the graph has a cycle)",
                 n.name,
                 n.inputs
@@ -205,7 +216,7 @@ fn chainable(
     up: &ResolvedNode,
     down: &ResolvedNode,
     strategy: ShipStrategy,
-    cfg: &EnvConfig,
+    cfg: &PlanConfig,
 ) -> bool {
     down.inputs.len() == 1
         && cfg.chaining
@@ -216,8 +227,7 @@ fn chainable(
 }
 
 /// Builds the chained job graph.
-pub fn build(name: &str, nodes: &[StreamNode], cfg: &EnvConfig) -> Result<JobGraph, GraphError> {
-    cfg.validate()?;
+pub fn build(name: &str, nodes: &[StreamNode], cfg: &PlanConfig) -> Result<JobGraph, PlanError> {
     let resolved = resolve(nodes, cfg)?;
     let mut has_consumer: BTreeMap<NodeId, bool> = BTreeMap::new();
     let mut chained_into: BTreeMap<NodeId, NodeId> = BTreeMap::new();
@@ -235,14 +245,14 @@ pub fn build(name: &str, nodes: &[StreamNode], cfg: &EnvConfig) -> Result<JobGra
     }
     for n in resolved.values() {
         if n.kind != NodeKind::Sink && !has_consumer.contains_key(&n.id) {
-            return Err(GraphError::InvalidJob(format!(
+            return Err(PlanError::InvalidJob(format!(
                 "operator '{}' (node {}) has no consumer: add a sink (collect, print, discard, write_*) to every stream you build",
                 n.name, n.id
             )));
         }
     }
     if !resolved.values().any(|n| n.kind == NodeKind::Sink) {
-        return Err(GraphError::InvalidJob("the job has no sink".into()));
+        return Err(PlanError::InvalidJob("the job has no sink".into()));
     }
 
     let mut vertices = Vec::new();
