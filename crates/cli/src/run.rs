@@ -63,7 +63,8 @@ fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
         ..EnvConfig::default()
     };
     // Reject a bad configuration before anything starts.
-    cfg.validate()?;
+    cfg.validate()
+        .map_err(sluice_graph::GraphError::InvalidConfig)?;
     Ok(StreamEnv::with_config(cfg))
 }
 

@@ -35,7 +35,6 @@
 //! sources and sinks the user asked for.
 
 pub mod api;
-pub mod config;
 pub mod deploy;
 pub mod error;
 pub mod fixer;
@@ -57,8 +56,13 @@ pub use api::{
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
 pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
-pub use config::{EnvConfig, FaultSpec};
-pub use deploy::{JobExecution, JobHandle, JobMonitor, JobOutcome};
+pub use sluice_runtime::job_master::{
+    EnvConfig, FaultSpec, JobExecution, JobHandle, JobMonitor, JobOutcome,
+};
+/// The job's settings (moved to the runtime's job master; this path is kept for users).
+pub mod config {
+    pub use sluice_runtime::job_master::{EnvConfig, FaultSpec};
+}
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::{to_jackson_pretty, JacksonPretty, Json};

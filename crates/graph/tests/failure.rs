@@ -317,7 +317,7 @@ fn a_failure_while_other_subtasks_are_backpressured_or_waiting_for_input_ends_th
         );
         assert!(!handle.is_finished());
         fail.store(true, Ordering::SeqCst);
-        expect_failure(handle.wait())
+        expect_failure(handle.wait().map_err(GraphError::from))
     });
     assert_eq!(err.vertex, "Source: ctl");
     assert_eq!(err.subtask, 1);
@@ -356,7 +356,7 @@ fn job_threads_are_visible_while_running_and_gone_after_cancel() {
         });
         assert!(up, "job threads not all visible: {:?}", job_threads());
         handle.cancel();
-        expect_failure(handle.wait())
+        expect_failure(handle.wait().map_err(GraphError::from))
     });
     assert!(err.message.contains("cancelled"), "{err:?}");
     audit.assert_none_left();

@@ -3,8 +3,8 @@
 //! `/checkpoints/details/:cid/subtasks/:vid`.
 
 use serde_json::{json, Value};
-use sluice_graph::JobMonitor;
 use sluice_runtime::checkpoint::{CheckpointHub, CheckpointRecord, CheckpointStatus, TaskAck};
+use sluice_runtime::JobMonitor;
 use sluice_types::CheckpointKind;
 
 use crate::api::{ok, vertex_index, ApiError, ApiResult, Ctx};
@@ -359,7 +359,7 @@ pub fn trigger_savepoint(
             "'drain' is not supported: Sluice stops without emitting the final watermark.",
         ));
     }
-    if m.outcome() != sluice_graph::JobOutcome::Running {
+    if m.outcome() != sluice_runtime::JobOutcome::Running {
         return Err(ApiError {
             status: 409,
             message: format!("Job {jid} is not running; no savepoint can be taken."),
@@ -388,17 +388,18 @@ pub fn savepoint_status(ctx: &Ctx, jid: &str, trigger: &str) -> ApiResult {
     })?;
     // A request the job can no longer take (it ended, e.g. after a failure without restart)
     // is answered as failed rather than left in progress.
-    let st =
-        if st == SavepointStatus::InProgress && m.outcome() != sluice_graph::JobOutcome::Running {
-            let why = SavepointStatus::Failed(format!(
-                "the job ended ({}) before this savepoint was taken",
-                crate::api::job_state(&m)
-            ));
-            h.set_savepoint_status(trigger, why.clone());
-            why
-        } else {
-            st
-        };
+    let st = if st == SavepointStatus::InProgress
+        && m.outcome() != sluice_runtime::JobOutcome::Running
+    {
+        let why = SavepointStatus::Failed(format!(
+            "the job ended ({}) before this savepoint was taken",
+            crate::api::job_state(&m)
+        ));
+        h.set_savepoint_status(trigger, why.clone());
+        why
+    } else {
+        st
+    };
     ok(match st {
         SavepointStatus::InProgress => json!({"status": {"id": "IN_PROGRESS"}}),
         SavepointStatus::Completed(path) => json!({

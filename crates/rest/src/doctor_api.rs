@@ -7,8 +7,9 @@ use std::num::NonZeroUsize;
 
 use serde_json::{json, Value};
 use sluice_doctor::{diagnose, HotKey, JobView, PlanChange, SubtaskSample, VertexView};
-use sluice_graph::{JobGraph, JobMonitor};
+use sluice_plan::JobGraph;
 use sluice_runtime::telemetry::{SubtaskSnapshot, VertexSnapshot};
+use sluice_runtime::JobMonitor;
 
 use crate::api::{ApiResult, Ctx};
 use crate::http::Response;

@@ -38,8 +38,8 @@ impl Response {
 
     /// Flink's error body: `{"errors":["..."]}`.
     pub fn error(status: u16, message: &str) -> Response {
-        let body = sluice_graph::Json::obj()
-            .with("errors", vec![sluice_graph::Json::from(message)])
+        let body = sluice_plan::Json::obj()
+            .with("errors", vec![sluice_plan::Json::from(message)])
             .to_compact();
         Response::json(status, body)
     }

@@ -3,8 +3,9 @@
 //! which decides how the value prints (`"800"` for a long, `"200.0"` for a double).
 
 use sluice_doctor::flink_rest::sanitize_operator_name;
-use sluice_graph::{JobGraph, JobMonitor};
+use sluice_plan::JobGraph;
 use sluice_runtime::telemetry::{OperatorSnapshot, SubtaskSnapshot, VertexSnapshot};
+use sluice_runtime::JobMonitor;
 use sluice_runtime::TaskMetrics;
 use std::sync::atomic::Ordering::Relaxed;
 

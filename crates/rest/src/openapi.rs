@@ -1,7 +1,7 @@
 //! `/openapi.json`: an OpenAPI 3.0 document generated from the route table, so every served
 //! path is described (parameters, success body, and the 400/404/405 error bodies).
 
-use sluice_graph::Json;
+use sluice_plan::Json;
 
 use crate::routes::{Endpoint, Operation, QuerySchema, Route, ROUTES};
 

@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, RwLock};
 
-use sluice_graph::JobMonitor;
+use sluice_runtime::JobMonitor;
 use sluice_types::JobId;
 
 /// The running and finished jobs of this process, in registration order. Finished jobs stay

@@ -1,11 +1,16 @@
 //! # sluice-runtime: subtasks on threads, the operator run loop, built-in operators
 //!
-//! The runtime executes what the graph layer deployed: a list of [`TaskSpec`]s, one per subtask
-//! of each chained vertex. Each runs on its own OS thread named like Flink's tasks
+//! The runtime executes a planned job. The [`job_master::JobMaster`] owns a job's life: it takes
+//! the job graph (`sluice-plan`) and a way to build the tasks of an attempt (the DataStream API
+//! implements it), and runs attempts, restarts, restores, final commits and savepoints; its
+//! [`JobMonitor`] is what REST and the CLI read. An attempt is a list of [`TaskSpec`]s, one per
+//! subtask of each chained vertex. Each runs on its own OS thread named like Flink's tasks
 //! (`Map -> Filter (2/4)`), and [`run_job`] joins them into a [`JobResult`] or the first
 //! [`JobError`].
 //!
 //! Main types:
+//! - [`job_master::JobMaster`], [`JobHandle`], [`JobMonitor`], [`EnvConfig`]: one job's life and
+//!   its settings.
 //! - [`JobControl`]: the job-wide switchboard: cancellation, the first failure, the gates to wake
 //!   on cancel, the buffer-timeout flush clock and the dead-letter output.
 //! - [`TaskMetrics`]: per-subtask counters (records and bytes in/out, idle and backpressured time),
@@ -18,8 +23,9 @@
 //!   push its records through the chain, release it (which returns the credit).
 //! - [`sources`], [`sinks`], [`operators`]: the built-in functions.
 //!
-//! Invariant: the runtime never looks at a job graph. It runs closures and counts; deciding what
-//! runs where (chaining, partitioning, parallelism) belongs to `sluice-graph`.
+//! Invariant: the runtime never decides placement. The job master reads the job graph to deploy
+//! and restart it, tasks run closures and count; deciding what runs where (chaining,
+//! partitioning, parallelism) belongs to `sluice-plan`.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -42,6 +48,7 @@ pub mod executor;
 pub mod fasthash;
 pub mod hotkeys;
 pub mod input;
+pub mod job_master;
 pub mod metrics;
 pub mod operators;
 pub mod sinks;
@@ -53,4 +60,8 @@ pub mod writer;
 
 pub use control::{DeadLetter, JobControl};
 pub use executor::{run_job, JobError, JobResult, TaskContext, TaskSpec, VertexInfo, VertexResult};
+pub use job_master::{
+    AttemptBuilder, EnvConfig, FaultSpec, JobExecution, JobHandle, JobMaster, JobMonitor,
+    JobOutcome,
+};
 pub use metrics::{OperatorMetrics, TaskMetrics, TaskState};

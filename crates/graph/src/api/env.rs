@@ -278,7 +278,7 @@ impl StreamEnv {
     pub fn job_graph(&self) -> Result<JobGraph, GraphError> {
         self.check_errors()?;
         let i = self.inner.borrow();
-        i.config.validate()?;
+        i.config.validate().map_err(GraphError::InvalidConfig)?;
         Ok(crate::job_graph::build(
             &i.config.job_name,
             &i.nodes,
@@ -304,6 +304,6 @@ impl StreamEnv {
 
     /// Runs the job to completion (bounded inputs) and returns its result.
     pub fn execute(&self) -> Result<JobExecution, GraphError> {
-        self.launch()?.wait()
+        Ok(self.launch()?.wait()?)
     }
 }

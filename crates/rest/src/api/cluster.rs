@@ -1,7 +1,8 @@
 //! Cluster-level endpoints: `/config`, `/overview`, `/jobs`, `/jobs/overview`, `/taskmanagers`,
 //! and the identity of the process's single in-process "task manager".
 
-use sluice_graph::{JobOutcome, Json};
+use sluice_plan::Json;
+use sluice_runtime::JobOutcome;
 use sluice_types::Id128;
 
 use super::states::{job_counts, job_state, job_times, last_modification, OVERVIEW_TASKS_ORDER};

@@ -1,7 +1,7 @@
 //! Flink's `IOMetricsInfo` (bytes and records in and out, accumulated busy/idle/backpressured
 //! time) of a subtask, or summed over a vertex.
 
-use sluice_graph::Json;
+use sluice_plan::Json;
 
 use crate::metrics::{JobData, Subtask};
 

@@ -1,8 +1,9 @@
 //! Job-level endpoints: `/jobs/:id` (and `PATCH` to cancel), `/jobs/:id/plan`,
 //! `/jobs/:id/config`.
 
-use sluice_graph::plan::job_plan_json;
-use sluice_graph::{JobMonitor, JobOutcome, Json};
+use sluice_plan::plan::job_plan_json;
+use sluice_plan::Json;
+use sluice_runtime::{JobMonitor, JobOutcome};
 use sluice_types::Id128;
 
 use super::io::vertex_io;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use sluice_graph::Json;
+use sluice_plan::Json;
 use sluice_runtime::telemetry::data_skew_percent;
 
 use super::{ok, subtask_index, vertex_index, ApiError, ApiResult, Ctx};

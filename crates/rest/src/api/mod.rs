@@ -4,7 +4,8 @@
 //! [`cluster`], [`job`], [`vertex`], [`metric_queries`]; [`states`] and [`io`] are the execution
 //! states/times and IO metrics they report.
 
-use sluice_graph::{JobMonitor, Json};
+use sluice_plan::Json;
+use sluice_runtime::JobMonitor;
 use sluice_types::Id128;
 
 use crate::http::{shorten, Response};

@@ -1,8 +1,9 @@
 //! Execution states and times: Flink's state names and key orders, per-state subtask counts,
 //! a vertex's aggregate state, job status, and start/end/duration of subtasks, vertices, jobs.
 
-use sluice_graph::{JobMonitor, JobOutcome, Json};
+use sluice_plan::Json;
 use sluice_runtime::TaskMetrics;
+use sluice_runtime::{JobMonitor, JobOutcome};
 
 /// Execution states in Flink's `ExecutionState` declaration order.
 pub(super) const EXEC_STATES: [&str; 10] = [

@@ -1,7 +1,8 @@
 //! Vertex-level endpoints: `/jobs/:id/vertices/:vid` and its `subtasks/:n`, `subtasktimes`,
 //! `taskmanagers`, `backpressure`, `accumulators`, `watermarks`, and Sluice's `hot-keys`.
 
-use sluice_graph::{JobMonitor, Json};
+use sluice_plan::Json;
+use sluice_runtime::JobMonitor;
 use sluice_runtime::{TaskMetrics, TaskState};
 
 use super::cluster::{taskmanager_id, ENDPOINT};

@@ -1,11 +1,12 @@
-//! Environment settings, with Flink's names and defaults.
+//! A job's settings (what a `StreamEnv` configures), with Flink's names and defaults.
 
 use std::time::Duration;
 
-use crate::partition::UPPER_BOUND_MAX_PARALLELISM;
-use crate::GraphError;
+use sluice_plan::partition::UPPER_BOUND_MAX_PARALLELISM;
 
-/// Settings of a [`StreamEnv`](crate::StreamEnv). Validated before a job starts.
+/// Settings of a job: planning (parallelism, chaining), the exchange, metrics, state,
+/// checkpoints and recovery. Validated before a job starts; the job master keeps them for the
+/// job's life (the REST API shows them).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EnvConfig {
     pub job_name: String,
@@ -24,20 +25,20 @@ pub struct EnvConfig {
     /// `pipeline.operator-chaining.enabled` (true).
     pub chaining: bool,
     /// Metric update interval and window (Flink: 5 s over 60 s).
-    pub metrics: sluice_runtime::telemetry::MetricsConfig,
+    pub metrics: crate::telemetry::MetricsConfig,
     /// Sample the time spent in each chained operator (one record in 256 is timed).
     pub operator_timing: bool,
     /// Where keyed state lives (`state.backend.type`): in memory (default) or in an embedded LSM
     /// store. Read when a stateful keyed operator is added to the job.
-    pub state_backend: sluice_runtime::state::StateBackendKind,
+    pub state_backend: crate::state::StateBackendKind,
     /// Checkpointing (off unless an interval is set): `execution.checkpointing.*`.
-    pub checkpoints: sluice_runtime::checkpoint::CheckpointConfig,
+    pub checkpoints: crate::checkpoint::CheckpointConfig,
     /// Where completed checkpoints go (`execution.checkpointing.dir`); a fresh temporary
     /// directory per job when unset.
     pub checkpoint_dir: Option<std::path::PathBuf>,
     /// `restart-strategy.type`; when unset: fixed delay (unlimited attempts, 1 s) with
     /// checkpoints, no restart without (Flink's defaults).
-    pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
+    pub restart: Option<crate::checkpoint::RestartStrategy>,
     /// Start from this checkpoint or savepoint directory (`execution.state-recovery.path`), or
     /// from the newest complete `chk-<n>` of a job's checkpoint directory.
     pub restore_from: Option<std::path::PathBuf>,
@@ -59,8 +60,8 @@ pub struct FaultSpec {
 
 impl EnvConfig {
     /// The restart strategy in force (see [`EnvConfig::restart`]).
-    pub fn restart_strategy(&self) -> sluice_runtime::checkpoint::RestartStrategy {
-        use sluice_runtime::checkpoint::RestartStrategy;
+    pub fn restart_strategy(&self) -> crate::checkpoint::RestartStrategy {
+        use crate::checkpoint::RestartStrategy;
         self.restart
             .clone()
             .unwrap_or(if self.checkpoints.interval.is_some() {
@@ -87,10 +88,10 @@ impl Default for EnvConfig {
             exclusive_credits: 2,
             floating_credits: 8,
             chaining: true,
-            metrics: sluice_runtime::telemetry::MetricsConfig::default(),
+            metrics: crate::telemetry::MetricsConfig::default(),
             operator_timing: true,
-            state_backend: sluice_runtime::state::StateBackendKind::Memory,
-            checkpoints: sluice_runtime::checkpoint::CheckpointConfig::default(),
+            state_backend: crate::state::StateBackendKind::Memory,
+            checkpoints: crate::checkpoint::CheckpointConfig::default(),
             checkpoint_dir: None,
             restart: None,
             restore_from: None,
@@ -101,8 +102,9 @@ impl Default for EnvConfig {
 }
 
 impl EnvConfig {
-    pub fn validate(&self) -> Result<(), GraphError> {
-        let bad = |m: String| Err(GraphError::InvalidConfig(m));
+    /// Checks every setting; the error names the setting and the allowed range.
+    pub fn validate(&self) -> Result<(), String> {
+        let bad = |m: String| Err(m);
         if self.parallelism == 0 || self.parallelism > UPPER_BOUND_MAX_PARALLELISM as usize {
             return bad(format!(
                 "parallelism must be between 1 and {UPPER_BOUND_MAX_PARALLELISM}, got {}",
@@ -128,7 +130,7 @@ impl EnvConfig {
         if let Some(p) = &self.restore_from {
             // A checkpoint or savepoint directory, or a job's checkpoint directory (its newest
             // complete chk-<n> is taken).
-            if let Err(e) = sluice_runtime::checkpoint::storage::resolve_restore_dir(p) {
+            if let Err(e) = crate::checkpoint::storage::resolve_restore_dir(p) {
                 return bad(e.to_string());
             }
         }
@@ -147,7 +149,8 @@ impl EnvConfig {
         }
     }
 
-    pub(crate) fn exchange(&self) -> sluice_channel::ExchangeConfig {
+    /// The exchange settings of every input gate and channel.
+    pub fn exchange(&self) -> sluice_channel::ExchangeConfig {
         sluice_channel::ExchangeConfig {
             buffer_bytes: self.buffer_bytes,
             exclusive_credits: self.exclusive_credits,

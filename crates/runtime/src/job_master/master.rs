@@ -1,0 +1,331 @@
+//! The job thread: deploy, restart, restore, final commits, outcome.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use sluice_plan::{JobGraph, NodeKind};
+use sluice_types::{Id128, JobId};
+
+use super::restore::assign_state;
+use super::{Attempt, AttemptBuilder, EnvConfig, JobHandle, JobMonitor, JobOutcome};
+use crate::checkpoint::{CheckpointHub, CompletedCheckpoint};
+use crate::telemetry::Sampler;
+use crate::{JobControl, JobError, JobResult, TaskMetrics, VertexInfo};
+
+/// Owns one job's life: its attempts, their restore points and restarts (see the module docs).
+pub struct JobMaster {
+    job_id: JobId,
+    graph: JobGraph,
+    cfg: EnvConfig,
+    /// The job's operators, stable id → name: what a restore maps checkpoint state onto.
+    operators: BTreeMap<String, String>,
+    /// The checkpoint the first attempt restores from, its state already mapped onto the job.
+    initial_restore: Option<Arc<CompletedCheckpoint>>,
+    builder: Box<dyn AttemptBuilder>,
+}
+
+/// What the job thread runs with, once launched.
+struct Running {
+    master: JobMaster,
+    control: Arc<JobControl>,
+    metrics: Vec<Vec<Arc<TaskMetrics>>>,
+    emitted: HashMap<(usize, usize), Arc<AtomicU64>>,
+}
+
+impl JobMaster {
+    /// The master of a job: `operators` (stable id → name) are the operators whose state a
+    /// restore maps. A restore that would lose state (checkpoint state no operator takes, unless
+    /// `allow_non_restored_state`) is refused here, before anything starts.
+    pub fn new(
+        graph: JobGraph,
+        cfg: EnvConfig,
+        operators: BTreeMap<String, String>,
+        builder: Box<dyn AttemptBuilder>,
+    ) -> Result<JobMaster, JobError> {
+        let initial_restore = match &cfg.restore_from {
+            Some(given) => {
+                // A job's checkpoint directory names its newest complete checkpoint.
+                let p = &crate::checkpoint::storage::resolve_restore_dir(given)
+                    .map_err(|e| JobError::job(e.to_string()))?;
+                let cp = crate::checkpoint::storage::read(p).map_err(|e| {
+                    JobError::job(format!("cannot restore from {}: {e}", p.display()))
+                })?;
+                Some(Arc::new(assign_state(&cp, p, &operators, &cfg, 0)?))
+            }
+            None => None,
+        };
+        let job_id = Id128::hash_of(
+            format!(
+                "{}:{:?}",
+                graph.name,
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+        Ok(JobMaster {
+            job_id,
+            graph,
+            cfg,
+            operators,
+            initial_restore,
+            builder,
+        })
+    }
+
+    /// Where the job's checkpoints go: `<checkpoint dir>/<job id>/chk-<n>`, as in Flink.
+    fn checkpoint_dir(&self) -> std::path::PathBuf {
+        self.cfg
+            .checkpoint_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"))
+            .join(self.job_id.to_string())
+    }
+
+    /// Makes sure a job that checkpoints can write its checkpoint directory (call before
+    /// [`launch`](Self::launch), to refuse the job before it starts); the message says why not.
+    pub fn prepare_checkpoint_dir(&self) -> Result<(), String> {
+        if self.cfg.checkpoints.interval.is_some() {
+            crate::checkpoint::storage::prepare_dir(&self.checkpoint_dir())
+                .map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// Starts the job on a job thread and returns at once.
+    pub fn launch(self) -> Result<JobHandle, JobError> {
+        let JobMaster {
+            job_id, graph, cfg, ..
+        } = &self;
+        let job_id = *job_id;
+        let control = JobControl::new(cfg.buffer_timeout);
+        let metrics: Vec<Vec<Arc<TaskMetrics>>> = graph
+            .vertices
+            .iter()
+            .map(|v| {
+                (0..v.parallelism)
+                    .map(|_| Arc::new(TaskMetrics::default()))
+                    .collect()
+            })
+            .collect();
+
+        // Records emitted per source subtask, kept across restarts (progress displays).
+        let mut emitted: HashMap<(usize, usize), Arc<AtomicU64>> = HashMap::new();
+        let mut source_emitted = Vec::new();
+        for v in &graph.vertices {
+            if graph.nodes[&v.head].kind == NodeKind::Source {
+                for i in 0..v.parallelism {
+                    let e = Arc::new(AtomicU64::new(0));
+                    source_emitted.push(e.clone());
+                    emitted.insert((v.index, i), e);
+                }
+            }
+        }
+        // Every job has a hub: savepoints work without periodic checkpoints, as in Flink.
+        control.set_checkpoints(CheckpointHub::new(
+            cfg.checkpoints.clone(),
+            self.checkpoint_dir(),
+        ));
+        let monitor = Arc::new(JobMonitor {
+            job_id,
+            graph: graph.clone(),
+            sampler: Mutex::new(Sampler::new(cfg.metrics, &metrics)),
+            subtasks: metrics.clone(),
+            source_emitted,
+            control: control.clone(),
+            started: Instant::now(),
+            start_time_ms: crate::executor::epoch_ms(),
+            config: cfg.clone(),
+            last_sample_ms: AtomicU64::new(0),
+            outcome: Mutex::new(JobOutcome::Running),
+        });
+        let name = graph.name.clone();
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler_thread = {
+            let (m, done) = (monitor.clone(), done.clone());
+            let every = cfg.metrics.update_interval;
+            std::thread::Builder::new()
+                .name("metrics-sampler".into())
+                .spawn(move || {
+                    while !done.load(Ordering::Relaxed) {
+                        std::thread::park_timeout(every);
+                        if !done.load(Ordering::Relaxed) {
+                            m.sample_now();
+                        }
+                    }
+                })
+                .map_err(|e| JobError::job(format!("cannot start the metrics sampler: {e}")))?
+        };
+        let running = Running {
+            master: self,
+            control,
+            metrics,
+            emitted,
+        };
+        let m = monitor.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("job {name}"))
+            .spawn(move || {
+                let r = running.run_attempts();
+                done.store(true, Ordering::Relaxed);
+                sampler_thread.thread().unpark();
+                let _ = sampler_thread.join();
+                // The final sample: every subtask's values as of its end.
+                m.sample_now();
+                let end_time_ms = crate::executor::epoch_ms();
+                m.set_outcome(match &r {
+                    Ok(_) => JobOutcome::Finished { end_time_ms },
+                    Err(e) if e.task == "job" && e.message.contains("cancelled") => {
+                        JobOutcome::Canceled { end_time_ms }
+                    }
+                    Err(e) => JobOutcome::Failed {
+                        end_time_ms,
+                        message: e.to_string(),
+                    },
+                });
+                r
+            })
+            .map_err(|e| JobError::job(format!("cannot start the job thread: {e}")))?;
+        Ok(JobHandle {
+            monitor,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Running {
+    /// Runs the job; on a failure, restarts it from the latest completed checkpoint as long as
+    /// the restart strategy allows. A successful run publishes the sinks' final output.
+    fn run_attempts(self) -> Result<JobResult, JobError> {
+        use crate::checkpoint::{driver::CoordinatorThread, storage};
+        let Running {
+            master:
+                JobMaster {
+                    job_id: _,
+                    graph,
+                    cfg,
+                    operators,
+                    initial_restore,
+                    builder,
+                },
+            control,
+            metrics,
+            emitted,
+        } = self;
+        let graph = &graph;
+        let cfg = &cfg;
+        let control = &control;
+        let name = graph.name.as_str();
+        let hub = control.checkpoints().cloned();
+        let strategy = cfg.restart_strategy();
+        let started = Instant::now();
+        let mut failures_ms: Vec<i64> = Vec::new();
+        let parallelism: Vec<usize> = graph.vertices.iter().map(|v| v.parallelism).collect();
+        let mut attempt = 0usize;
+        loop {
+            if let Some(h) = &hub {
+                // Where this attempt starts from: the latest completed checkpoint after a failure,
+                // else the configured savepoint/checkpoint.
+                let from = storage::restore_source(&h.dir, attempt, cfg.restore_from.as_deref())
+                    .map_err(|e| JobError::job(e.to_string()))?;
+                let restore = match (&from, attempt) {
+                    // Read and mapped before the job started (see `JobMaster::new`).
+                    (Some(_), 0) => initial_restore.clone(),
+                    (Some(p), _) => {
+                        let cp = storage::read(p).map_err(|e| {
+                            JobError::job(format!("cannot restore from {}: {e}", p.display()))
+                        })?;
+                        Some(Arc::new(assign_state(&cp, p, &operators, cfg, attempt)?))
+                    }
+                    (None, _) => None,
+                };
+                if let Some(cp) = &restore {
+                    let has_inputs = !graph.edges.is_empty();
+                    if cp.kind == sluice_types::CheckpointKind::Unaligned
+                        && has_inputs
+                        && !h.has_channel_state(cp.id)
+                    {
+                        return Err(JobError::job(format!(
+                            "checkpoint {} is unaligned: its in-flight records are kept in the memory \
+                             of the process that took it; restore an aligned checkpoint or a savepoint",
+                            cp.id
+                        )));
+                    }
+                }
+                let path = from.map(|p| p.display().to_string()).unwrap_or_default();
+                h.set_restore_point(restore, path, crate::executor::epoch_ms() as i64);
+            }
+            let mut tasks = builder.build(&Attempt {
+                number: attempt,
+                graph,
+                config: cfg,
+                control,
+                metrics: &metrics,
+                emitted: &emitted,
+            });
+            if let Some(f) = cfg.faults.get(attempt) {
+                for t in &mut tasks {
+                    if t.vertex_name.contains(&f.vertex) && t.subtask == f.subtask {
+                        t.fail_after_records = Some(f.after_records);
+                    }
+                }
+            }
+            let vertex_infos: Vec<VertexInfo> = graph
+                .vertices
+                .iter()
+                .map(|v| VertexInfo::new(v.name.clone(), v.parallelism))
+                .collect();
+            let coordinator = match &hub {
+                Some(h) => Some(
+                    CoordinatorThread::spawn(h.clone(), control.clone(), parallelism.clone())
+                        .map_err(|e| {
+                            JobError::job(format!("cannot start the checkpoint coordinator: {e}"))
+                        })?,
+                ),
+                _ => None,
+            };
+            let r = crate::run_job(name, vertex_infos, tasks, control.clone());
+            if let Some(c) = coordinator {
+                c.stop();
+            }
+            match r {
+                Ok(result) => {
+                    if let Some(h) = &hub {
+                        h.run_final_commits().map_err(|e| {
+                            JobError::job(format!("publishing the sinks' output: {e}"))
+                        })?;
+                        // Checkpoints in the default temporary place are discarded with a finished
+                        // job (Flink's NO_EXTERNALIZED_CHECKPOINTS); a configured directory keeps
+                        // them.
+                        if cfg.checkpoint_dir.is_none() {
+                            let _ = std::fs::remove_dir_all(&h.dir);
+                        }
+                    }
+                    return Ok(result);
+                }
+                Err(e) if control.is_user_cancelled() => return Err(e),
+                Err(e) => {
+                    failures_ms.push(started.elapsed().as_millis() as i64);
+                    let Some(delay) = strategy.decide(&failures_ms) else {
+                        return Err(e);
+                    };
+                    std::thread::sleep(delay);
+                    if control.is_user_cancelled() {
+                        return Err(e);
+                    }
+                    attempt += 1;
+                    control.reset_for_restart();
+                    if let Some(h) = &hub {
+                        h.reset_for_attempt();
+                    }
+                    for m in metrics.iter().flatten() {
+                        m.reset_for_attempt();
+                    }
+                }
+            }
+        }
+    }
+}

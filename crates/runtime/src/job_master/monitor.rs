@@ -1,0 +1,134 @@
+//! The live view of a running job that the REST API, the CLI and tests read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use sluice_plan::JobGraph;
+use sluice_types::JobId;
+
+use super::EnvConfig;
+use crate::telemetry::{MetricsConfig, Sampler, VertexSnapshot};
+use crate::{JobControl, JobError, TaskMetrics};
+
+/// Live view of a running job: its graph, every subtask's counters and their per-second metrics.
+pub struct JobMonitor {
+    pub job_id: JobId,
+    pub graph: JobGraph,
+    /// `subtasks[vertex][subtask]`.
+    pub subtasks: Vec<Vec<Arc<TaskMetrics>>>,
+    /// Records emitted so far by each source subtask.
+    pub source_emitted: Vec<Arc<AtomicU64>>,
+    pub control: Arc<JobControl>,
+    pub started: Instant,
+    /// Wall-clock start, ms since the Unix epoch.
+    pub start_time_ms: u64,
+    pub config: EnvConfig,
+    pub(super) sampler: Mutex<Sampler>,
+    /// Wall-clock time of the latest metrics sample, ms since the Unix epoch; 0 = none yet.
+    pub(super) last_sample_ms: AtomicU64,
+    pub(super) outcome: Mutex<JobOutcome>,
+}
+
+/// Where a job is in its life (Flink's `JobStatus` subset).
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobOutcome {
+    Running,
+    Finished { end_time_ms: u64 },
+    Failed { end_time_ms: u64, message: String },
+    Canceled { end_time_ms: u64 },
+}
+
+impl JobOutcome {
+    /// Flink's job status name.
+    pub fn status(&self) -> &'static str {
+        match self {
+            JobOutcome::Running => "RUNNING",
+            JobOutcome::Finished { .. } => "FINISHED",
+            JobOutcome::Failed { .. } => "FAILED",
+            JobOutcome::Canceled { .. } => "CANCELED",
+        }
+    }
+    pub fn end_time_ms(&self) -> Option<u64> {
+        match self {
+            JobOutcome::Running => None,
+            JobOutcome::Finished { end_time_ms }
+            | JobOutcome::Failed { end_time_ms, .. }
+            | JobOutcome::Canceled { end_time_ms } => Some(*end_time_ms),
+        }
+    }
+}
+
+impl JobMonitor {
+    /// The latest per-second metrics of every subtask, per vertex (updated every
+    /// `config.metrics.update_interval`, and once more when the job ends).
+    pub fn vertex_metrics(&self) -> Vec<VertexSnapshot> {
+        self.sampler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .vertices()
+    }
+
+    /// Takes a metrics sample now (the sampler thread does this every update interval).
+    pub fn sample_now(&self) {
+        self.sampler
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .tick();
+        self.last_sample_ms
+            .store(crate::executor::epoch_ms(), Ordering::Relaxed);
+    }
+
+    /// When the latest metrics sample was taken (ms since the Unix epoch), `None` before the
+    /// first one.
+    pub fn last_sample_ms(&self) -> Option<u64> {
+        match self.last_sample_ms.load(Ordering::Relaxed) {
+            0 => None,
+            t => Some(t),
+        }
+    }
+
+    pub fn outcome(&self) -> JobOutcome {
+        self.outcome
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub(super) fn set_outcome(&self, outcome: JobOutcome) {
+        *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = outcome;
+    }
+
+    pub fn metrics_config(&self) -> MetricsConfig {
+        self.config.metrics
+    }
+
+    /// Asks for a savepoint (see [`JobHandle::savepoint`](super::JobHandle::savepoint)) and
+    /// waits up to 10 minutes.
+    pub fn savepoint(
+        &self,
+        dir: std::path::PathBuf,
+        stop: bool,
+    ) -> Result<std::path::PathBuf, JobError> {
+        use crate::checkpoint::SavepointStatus;
+        let hub = self
+            .control
+            .checkpoints()
+            .ok_or_else(|| JobError::job("this job cannot take savepoints"))?;
+        let id = hub
+            .request_savepoint(dir, stop)
+            .map_err(|e| JobError::job(format!("savepoint refused: {e}")))?;
+        match hub.wait_savepoint(&id, std::time::Duration::from_secs(600)) {
+            SavepointStatus::Completed(p) => Ok(p),
+            SavepointStatus::Failed(why) => Err(JobError::job(format!("savepoint failed: {why}"))),
+            SavepointStatus::InProgress => unreachable!("wait_savepoint returns a final status"),
+        }
+    }
+
+    pub fn records_emitted_by_sources(&self) -> u64 {
+        self.source_emitted
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .sum()
+    }
+}
