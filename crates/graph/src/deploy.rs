@@ -225,6 +225,8 @@ fn build_attempt(
                         parallelism: v.parallelism,
                         max_parallelism: r.max_parallelism,
                         operator_id: op_ids[&nid].to_string(),
+                        // The task's services, set when the task builds its chain.
+                        services: sluice_types::ServicesHandle::none(),
                     },
                     body: body.body.clone(),
                     out_type: body.out_type.clone(),
@@ -282,7 +284,7 @@ struct SubtaskPlan {
 
 fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError> {
     let SubtaskPlan {
-        members,
+        mut members,
         head,
         gate,
         head_in,
@@ -290,6 +292,11 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
         exch,
         operator_timing,
     } = plan;
+    // Every operator of the chain reaches this task's services (checkpoints, metrics) through
+    // its context.
+    for m in &mut members {
+        m.op_ctx.services = ctx.services.handle();
+    }
     let mut built: BTreeMap<NodeId, AnyBox> = BTreeMap::new();
     let mut source_runner = None;
     let mut head_source_ctx = None;
@@ -368,7 +375,7 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
             control: ctx.control.clone(),
             metrics: ctx.metrics.clone(),
             emitted,
-            checkpoints: sluice_runtime::checkpoint::task::hub(),
+            checkpoints: ctx.services.hub().cloned(),
             last_barrier: std::cell::Cell::new(0),
         };
         return run(&sctx);

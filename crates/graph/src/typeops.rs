@@ -145,7 +145,7 @@ where
 {
     fn runner(&self, op: &OperatorContext, out: AnyBox) -> Result<SourceRunner, OperatorError> {
         let mut src = (self.make)(op.subtask_index, op.parallelism)?;
-        if let Some(restored) = sluice_runtime::checkpoint::task::restored_parts(&op.operator_id) {
+        if let Some(restored) = sluice_runtime::services::restored_parts(op) {
             src.restore_position(&restored.parts, op)?;
         }
         let mut out = unbox_collector::<T>(out);

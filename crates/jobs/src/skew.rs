@@ -207,6 +207,8 @@ struct FinalSums {
     latest: sluice_graph::FastHashMap<i64, i64>,
     out: Arc<Mutex<BTreeMap<i64, i64>>>,
     operator_id: String,
+    /// The task's services: where the latest sums are recorded at a barrier.
+    services: sluice_types::ServicesHandle,
 }
 
 impl FinalSums {
@@ -214,9 +216,8 @@ impl FinalSums {
         out: Arc<Mutex<BTreeMap<i64, i64>>>,
         ctx: &sluice_graph::OperatorContext,
     ) -> Result<Self, sluice_graph::OperatorError> {
-        use sluice_runtime::checkpoint::task;
         let mut latest = sluice_graph::FastHashMap::default();
-        if let Some(restored) = task::restored_parts(&ctx.operator_id) {
+        if let Some(restored) = sluice_runtime::services::restored_parts(ctx) {
             for (_, bytes) in &restored.parts {
                 let sums: Vec<(i64, i64)> = sluice_runtime::state::layout::decode(bytes)?;
                 latest.extend(sums.into_iter().filter(|(k, _)| {
@@ -233,6 +234,7 @@ impl FinalSums {
             latest,
             out,
             operator_id: ctx.operator_id.clone(),
+            services: ctx.services.clone(),
         })
     }
 }
@@ -253,10 +255,10 @@ impl sluice_graph::Collector<(i64, i64)> for FinalSums {
             // The latest sums are the sink's state: snapshot them as the barrier passes.
             ControlEvent::Barrier(_) => {
                 let sums: Vec<(i64, i64)> = self.latest.iter().map(|(k, s)| (*k, *s)).collect();
-                sluice_runtime::checkpoint::task::record(
-                    &self.operator_id,
-                    sluice_runtime::state::layout::encode(&sums)?,
-                );
+                let bytes = sluice_runtime::state::layout::encode(&sums)?;
+                if let Some(s) = self.services.get::<sluice_runtime::TaskServices>() {
+                    s.record(&self.operator_id, bytes);
+                }
             }
             // Nothing buffered, no notion of time.
             ControlEvent::Flush | ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => {}

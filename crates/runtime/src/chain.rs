@@ -55,6 +55,8 @@ pub struct Link<In, Out, Op> {
     out: Box<dyn Collector<Out>>,
     /// The operator's id in checkpoints.
     operator_id: String,
+    /// The task's services (where snapshots are recorded at a barrier).
+    services: sluice_types::ServicesHandle,
     _types: PhantomData<fn(In) -> Out>,
 }
 
@@ -72,13 +74,14 @@ where
         ctx: &OperatorContext,
     ) -> Result<Self, OperatorError> {
         op.open(ctx)?;
-        if let Some(restored) = crate::checkpoint::task::restored_parts(&ctx.operator_id) {
+        if let Some(restored) = crate::services::restored_parts(ctx) {
             op.restore_state(&restored.parts)?;
         }
         Ok(Link {
             op,
             out,
             operator_id: ctx.operator_id.clone(),
+            services: ctx.services.clone(),
             _types: PhantomData,
         })
     }
@@ -162,11 +165,20 @@ where
             ControlEvent::Idleness(idle) => self.op.on_idleness(idle, &mut *self.out),
             ControlEvent::Barrier(barrier) => {
                 self.op.prepare_snapshot_pre_barrier(&mut *self.out)?;
+                let services = self.services.get::<crate::TaskServices>();
                 match self.op.snapshot_state(barrier.checkpoint_id) {
-                    Ok(Some(bytes)) => crate::checkpoint::task::record(&self.operator_id, bytes),
+                    Ok(Some(bytes)) => {
+                        if let Some(s) = services {
+                            s.record(&self.operator_id, bytes);
+                        }
+                    }
                     Ok(None) => {}
                     // The checkpoint fails, not the job (the coordinator decides about the job).
-                    Err(e) => crate::checkpoint::task::decline(&self.operator_id, e.to_string()),
+                    Err(e) => {
+                        if let Some(s) = services {
+                            s.decline(&self.operator_id, e.to_string());
+                        }
+                    }
                 }
                 self.out.emit_barrier(barrier)
             }
@@ -282,6 +294,7 @@ mod tests {
             parallelism: 1,
             max_parallelism: 128,
             operator_id: name.into(),
+            services: sluice_types::ServicesHandle::none(),
         }
     }
 

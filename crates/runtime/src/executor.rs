@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use sluice_types::OperatorError;
 
 use crate::metrics::TaskState;
-use crate::{JobControl, TaskMetrics};
+use crate::{JobControl, TaskMetrics, TaskServices};
 
 /// Wall-clock milliseconds since the Unix epoch (REST timestamps).
 pub fn epoch_ms() -> u64 {
@@ -51,6 +51,19 @@ pub struct TaskContext {
     pub parallelism: usize,
     /// Fault injection: fail the task after it received this many records.
     pub fail_after_records: Option<u64>,
+    /// What the task offers its operators (metrics, checkpoint reporting); the chain passes its
+    /// handle in every operator's context.
+    pub services: Arc<TaskServices>,
+}
+
+/// Tells the checkpoint hub that the task ended, however it ended (dropped last on the task
+/// thread).
+struct TaskEnded(Arc<TaskServices>);
+
+impl Drop for TaskEnded {
+    fn drop(&mut self) {
+        self.0.task_finished();
+    }
 }
 
 impl TaskContext {
@@ -199,21 +212,20 @@ pub fn run_job(
             subtask: t.subtask,
             parallelism: t.parallelism,
             fail_after_records: t.fail_after_records,
+            services: TaskServices::new(
+                t.metrics.clone(),
+                control.checkpoints().cloned(),
+                t.vertex_index,
+                t.subtask,
+            ),
         };
         let name = ctx.display_name();
         let body = t.body;
-        let (vertex_index, subtask) = (t.vertex_index, t.subtask);
         let spawned = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 let m = ctx.metrics.clone();
-                // Operators find their subtask's counters (hot keys, state access time) here.
-                let _task = crate::hotkeys::enter_task(m.clone());
-                // ... and the job's checkpoints (snapshots, acknowledgements, restore).
-                let _checkpoints = ctx
-                    .control
-                    .checkpoints()
-                    .map(|h| crate::checkpoint::task::enter(h.clone(), vertex_index, subtask));
+                let _ended = TaskEnded(ctx.services.clone());
                 m.thread_id.store(
                     crate::telemetry::current_thread_id().unwrap_or(0),
                     Ordering::Relaxed,

@@ -75,16 +75,14 @@
 //! # How an operator finds its subtask's metrics
 //!
 //! Operators are built by factories that receive an [`OperatorContext`](sluice_types::OperatorContext)
-//! only (`sluice-types` cannot name runtime types). The task thread therefore installs its
-//! `Arc<TaskMetrics>` in a thread-local ([`enter_task`]) before it builds its chain; an operator
-//! with a [`HotKeysHook`] picks it up in `open` (which runs on the task thread). Without an
-//! installed task (e.g. an operator driven by hand in a unit test) the hook stays off and costs a
+//! only (`sluice-types` cannot name runtime types). The context carries the task's services
+//! handle ([`TaskServices`](crate::TaskServices)), and an operator with a [`HotKeysHook`] attaches
+//! to the services' `TaskMetrics` in `open`, whatever thread runs it. Without a task (e.g. an
+//! operator driven by hand in a unit test, with the empty handle) the hook stays off and costs a
 //! decrement and a branch per record, like an active one.
 
 use std::any::Any;
-use std::cell::RefCell;
 use std::hash::{Hash, Hasher};
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -645,40 +643,6 @@ impl Default for HotKeysConfig {
     }
 }
 
-thread_local! {
-    static TASK: RefCell<Option<Arc<TaskMetrics>>> = const { RefCell::new(None) };
-}
-
-/// While alive, [`current_task`] on this thread returns the metrics it was created with.
-/// Restores the previous value when dropped; not `Send` (it belongs to the thread).
-#[must_use = "the task is current only while the guard lives"]
-pub struct TaskGuard {
-    previous: Option<Arc<TaskMetrics>>,
-    _not_send: PhantomData<*const ()>,
-}
-
-impl Drop for TaskGuard {
-    fn drop(&mut self) {
-        let previous = self.previous.take();
-        TASK.with(|t| *t.borrow_mut() = previous);
-    }
-}
-
-/// Makes `metrics` the current task of this thread (call on the task thread before building the
-/// chain, keep the guard until the subtask ends).
-pub fn enter_task(metrics: Arc<TaskMetrics>) -> TaskGuard {
-    let previous = TASK.with(|t| t.borrow_mut().replace(metrics));
-    TaskGuard {
-        previous,
-        _not_send: PhantomData,
-    }
-}
-
-/// The metrics of the task running on this thread, if one was entered.
-pub fn current_task() -> Option<Arc<TaskMetrics>> {
-    TASK.with(|t| t.borrow().clone())
-}
-
 /// The sampled path of an attached hook: sampler, sketch and publishing in one concrete type
 /// behind one pointer, type-erased so that the operator does not need `K: Clone`.
 trait HookCore<K>: Send {
@@ -757,8 +721,8 @@ impl<K: Hash + Eq + Clone + Send> HookCore<K> for SketchCore<K> {
 type Attach<K> = Box<dyn FnOnce(Arc<TaskMetrics>, u64) -> Box<dyn HookCore<K>> + Send>;
 
 /// What a keyed operator embeds to report its hot keys: off by default; [`HotKeysHook::new`]
-/// configures it, [`open`](Self::open) attaches it to the current task's metrics (see
-/// [`enter_task`]), [`observe`](Self::observe) is called per record, [`publish`](Self::publish)
+/// configures it, [`open`](Self::open) attaches it to the metrics of the operator's task,
+/// [`observe`](Self::observe) is called per record, [`publish`](Self::publish)
 /// at end of input.
 ///
 /// The per-record path touches one `u32` of the hook (a decrement and a branch), so it adds
@@ -810,10 +774,14 @@ impl<K: Hash + Eq + Clone + Send + 'static> HotKeysHook<K> {
 }
 
 impl<K> HotKeysHook<K> {
-    /// Attaches to the task entered on this thread (no-op if none, or if not configured).
-    /// `seed` makes the sampling differ between subtasks (use the subtask index).
-    pub fn open(&mut self, seed: u64) {
-        if let Some(target) = self.pending.is_some().then(current_task).flatten() {
+    /// Attaches to the metrics of the task running `ctx`'s operator (no-op outside a task, or
+    /// if not configured). `seed` makes the sampling differ between subtasks (use the subtask
+    /// index).
+    pub fn open(&mut self, ctx: &sluice_types::OperatorContext, seed: u64) {
+        if self.pending.is_none() {
+            return;
+        }
+        if let Some(target) = crate::services::task_metrics(ctx) {
             self.open_with(target, seed);
         }
     }
@@ -1030,32 +998,43 @@ mod tests {
     }
 
     #[test]
-    fn hook_attaches_to_the_entered_task_only() {
+    fn hook_attaches_to_the_task_of_its_context_only() {
+        let ctx = |services| sluice_types::OperatorContext {
+            operator_name: "Keyed Aggregation".into(),
+            task_name: "Keyed Aggregation".into(),
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism: 128,
+            operator_id: "op".into(),
+            services,
+        };
         let mut off: HotKeysHook<u32> = HotKeysHook::new(HotKeysConfig::default(), display_key);
-        off.open(0);
+        off.open(&ctx(sluice_types::ServicesHandle::none()), 0);
         assert!(!off.is_active());
 
         let m = Arc::new(TaskMetrics::default());
-        {
-            let _g = enter_task(m.clone());
-            assert!(current_task().is_some());
-            let mut on: HotKeysHook<u32> = HotKeysHook::new(
-                HotKeysConfig {
-                    sample_every: 1,
-                    ..Default::default()
-                },
-                display_key,
-            );
-            on.open(0);
-            assert!(on.is_active());
-            for k in [1, 1, 1, 2] {
-                on.observe(&k);
-            }
-            on.tick(); // within the publish interval: nothing yet
-            assert!(subtask_hot_keys(&m).is_none());
-            on.publish();
-        }
-        assert!(current_task().is_none());
+        let services = crate::TaskServices::metrics_only(m.clone());
+        // Opened and driven on other threads than the one that created the services.
+        let on_ctx = ctx(services.handle());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut on: HotKeysHook<u32> = HotKeysHook::new(
+                    HotKeysConfig {
+                        sample_every: 1,
+                        ..Default::default()
+                    },
+                    display_key,
+                );
+                on.open(&on_ctx, 0);
+                assert!(on.is_active());
+                for k in [1, 1, 1, 2] {
+                    on.observe(&k);
+                }
+                on.tick(); // within the publish interval: nothing yet
+                assert!(subtask_hot_keys(&m).is_none());
+                on.publish();
+            });
+        });
         let snap = subtask_hot_keys(&m).unwrap();
         assert_eq!(snap.subtask_records, 4);
         assert_eq!(snap.keys[0].key, "1");

@@ -4,7 +4,7 @@ use sluice_channel::{ChannelEvent, GateItem, InputGate};
 use sluice_types::{Barrier, Collector, CollectorExt, Data, OperatorError, Watermark};
 
 use crate::time::watermarks::{WatermarkCombiner, WatermarkEvent};
-use crate::TaskContext;
+use crate::{TaskContext, TaskServices};
 
 /// Pulls buffers from `gate` and pushes every record through `head` (the chain), until every
 /// input channel has ended; then finishes the chain. Waiting for input counts as idle time (in
@@ -41,7 +41,11 @@ pub fn run_one_input<T: Data>(
     // An unaligned checkpoint whose barrier has not arrived on every channel yet.
     let mut unaligned: Option<Unaligned<T>> = None;
     // Restoring from an unaligned checkpoint: its in-flight records come first.
-    if let Some(records) = crate::checkpoint::task::restored_channel_state::<T>() {
+    let services = &*ctx.services;
+    if let Some(records) = services
+        .checkpoints()
+        .and_then(|c| c.restored_channel_state::<T>())
+    {
         for r in records {
             head.collect(r)?;
         }
@@ -87,18 +91,23 @@ pub fn run_one_input<T: Data>(
                     ChannelEvent::Idleness(true) => valve.mark_idle(channel),
                     ChannelEvent::EndOfPartition => {
                         if let Some(done) = aligner.on_end(channel, &mut gate) {
-                            done.pass(head)?;
+                            done.pass(head, services)?;
                         }
                         if let Some(u) = &mut unaligned {
                             u.received[channel] = true;
                         }
-                        finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last);
+                        finish_unaligned(
+                            &mut unaligned,
+                            &aligner.ended,
+                            &mut aligner.last,
+                            services,
+                        );
                         valve.mark_idle(channel)
                     }
                     ChannelEvent::Idleness(false) => valve.mark_active(channel),
                     ChannelEvent::Barrier(b) => {
                         if let Some(done) = aligner.on_barrier(channel, b, &mut gate) {
-                            done.pass(head)?;
+                            done.pass(head, services)?;
                         }
                         None
                     }
@@ -143,7 +152,7 @@ pub fn run_one_input<T: Data>(
                             u.in_flight.extend(gate.in_flight(channel, overtaken));
                         }
                     }
-                    finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last);
+                    finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last, services);
                 }
             }
             Some(GateItem::Idle) => {
@@ -178,9 +187,13 @@ struct Aligned {
 }
 
 impl Aligned {
-    fn pass<T>(self, head: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn pass<T>(
+        self,
+        head: &mut dyn Collector<T>,
+        services: &TaskServices,
+    ) -> Result<(), OperatorError> {
         head.emit_barrier(self.barrier)?;
-        crate::checkpoint::task::ack(
+        services.ack(
             self.barrier.checkpoint_id,
             self.barrier.timestamp_ms,
             self.alignment_ns,
@@ -264,7 +277,12 @@ struct Unaligned<T> {
 
 /// Acknowledges the unaligned checkpoint once its barrier came on every channel (or the
 /// channel ended), storing the in-flight records as its channel state.
-fn finish_unaligned<T: Data>(u: &mut Option<Unaligned<T>>, ended: &[bool], last: &mut u64) {
+fn finish_unaligned<T: Data>(
+    u: &mut Option<Unaligned<T>>,
+    ended: &[bool],
+    last: &mut u64,
+    services: &TaskServices,
+) {
     let done = u
         .as_ref()
         .is_some_and(|u| u.received.iter().zip(ended).all(|(r, e)| *r || *e));
@@ -274,8 +292,10 @@ fn finish_unaligned<T: Data>(u: &mut Option<Unaligned<T>>, ended: &[bool], last:
     let u = u.take().expect("checked above");
     let id = u.barrier.checkpoint_id;
     *last = id;
-    crate::checkpoint::task::store_channel_state(id, Box::new(u.in_flight));
-    crate::checkpoint::task::ack(
+    if let Some(c) = services.checkpoints() {
+        c.store_channel_state(id, Box::new(u.in_flight));
+    }
+    services.ack(
         id,
         u.barrier.timestamp_ms,
         u.started.elapsed().as_nanos() as u64,

@@ -13,6 +13,8 @@
 //!   its settings.
 //! - [`JobControl`]: the job-wide switchboard: cancellation, the first failure, the gates to wake
 //!   on cancel, the buffer-timeout flush clock and the dead-letter output.
+//! - [`TaskServices`]: what a task offers the operators of its chain (its metrics, checkpoint
+//!   reporting and restore data), reached through the handle in their `OperatorContext`.
 //! - [`TaskMetrics`]: per-subtask counters (records and bytes in/out, idle and backpressured time),
 //!   updated per buffer and readable while the job runs.
 //! - [`chain::Link`]: an [`Operator`](sluice_types::Operator) bound to its downstream collector;
@@ -51,6 +53,7 @@ pub mod input;
 pub mod job_master;
 pub mod metrics;
 pub mod operators;
+pub mod services;
 pub mod sinks;
 pub mod sources;
 pub mod state;
@@ -65,3 +68,4 @@ pub use job_master::{
     JobOutcome,
 };
 pub use metrics::{OperatorMetrics, TaskMetrics, TaskState};
+pub use services::TaskServices;

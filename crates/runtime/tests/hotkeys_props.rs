@@ -8,11 +8,10 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use sluice_runtime::hotkeys::{
-    display_key, enter_task, subtask_hot_keys, vertex_hot_keys, HotKeysConfig, SampledSketch,
-    SpaceSaving,
+    display_key, subtask_hot_keys, vertex_hot_keys, HotKeysConfig, SampledSketch, SpaceSaving,
 };
 use sluice_runtime::operators::KeyedReduceOp;
-use sluice_runtime::TaskMetrics;
+use sluice_runtime::{TaskMetrics, TaskServices};
 use sluice_types::{Collector, ControlEvent, Operator, OperatorContext, OperatorError};
 
 fn splitmix(z: u64) -> u64 {
@@ -255,7 +254,8 @@ impl Collector<(i64, i64)> for Discard {
     }
 }
 
-fn op_ctx(subtask: usize, parallelism: usize) -> OperatorContext {
+/// The context of subtask `subtask` whose task reports into `metrics`.
+fn op_ctx(subtask: usize, parallelism: usize, metrics: &Arc<TaskMetrics>) -> OperatorContext {
     OperatorContext {
         operator_name: "sum-per-key".into(),
         task_name: "sum-per-key".into(),
@@ -263,6 +263,7 @@ fn op_ctx(subtask: usize, parallelism: usize) -> OperatorContext {
         parallelism,
         max_parallelism: 128,
         operator_id: "op".into(),
+        services: TaskServices::metrics_only(metrics.clone()).handle(),
     }
 }
 
@@ -275,7 +276,7 @@ fn sum_op() -> impl Operator<(i64, i64), (i64, i64)> {
 }
 
 /// The skew job's sum at parallelism 2, each subtask's operator attached to its own metrics
-/// the way a task thread attaches it: the vertex view names key 0 with ~80% of the vertex.
+/// the way its task attaches it: the vertex view names key 0 with ~80% of the vertex.
 #[test]
 fn skew_vertex_view_names_the_hot_key() {
     let limit = skew::hot_limit(0.8);
@@ -285,9 +286,8 @@ fn skew_vertex_view_names_the_hot_key() {
         .collect();
     let mut ops: Vec<_> = (0..parallelism)
         .map(|i| {
-            let _task = enter_task(metrics[i].clone());
             let mut op = sum_op();
-            op.open(&op_ctx(i, parallelism)).unwrap();
+            op.open(&op_ctx(i, parallelism, &metrics[i])).unwrap();
             op
         })
         .collect();
@@ -339,7 +339,6 @@ fn measure_overhead() {
     let records: Vec<(i64, i64)> = (0..N).map(|i| skew::record(i, limit, 10_000)).collect();
     let keys: Vec<i64> = records.iter().map(|r| r.0).collect();
     let metrics = Arc::new(TaskMetrics::default());
-    let _task = enter_task(metrics.clone());
 
     let run_op = |hot: Option<u32>| {
         let op = KeyedReduceOp::new(
@@ -356,7 +355,7 @@ fn measure_overhead() {
             ),
             None => op,
         };
-        op.open(&op_ctx(0, 1)).unwrap();
+        op.open(&op_ctx(0, 1, &metrics)).unwrap();
         let mut out = Discard(0);
         let t = Instant::now();
         for r in &records {

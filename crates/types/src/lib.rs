@@ -12,6 +12,8 @@
 //! - [`ShipStrategy`]: how an edge redistributes records, printed exactly as Flink prints it.
 //! - [`ids`]: job, vertex and subtask identifiers, including Flink's 32-hex vertex id format.
 //! - [`event`]: the control events that travel with data (end of partition, watermarks, barriers).
+//! - [`ServicesHandle`]: the opaque handle in an [`OperatorContext`] through which an operator
+//!   reaches its task's services (the runtime defines them).
 //!
 //! Invariant: no I/O, no threads, no allocation-heavy logic. Everything here is plain data or a trait.
 //!
@@ -34,6 +36,7 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod operator;
+pub mod services;
 pub mod ship;
 
 pub use collector::{Collector, CollectorExt, ControlEvent, VecCollector};
@@ -41,6 +44,7 @@ pub use error::OperatorError;
 pub use event::{Barrier, CheckpointKind, Watermark};
 pub use ids::{Id128, JobId, JobVertexId, NodeId, SubtaskIndex};
 pub use operator::{Operator, OperatorContext};
+pub use services::ServicesHandle;
 pub use ship::ShipStrategy;
 
 /// A record. Records move between subtasks as owned values in typed buffers, never serialized,

@@ -1,6 +1,6 @@
 //! The operator trait: one required method, defaulted lifecycle hooks.
 
-use crate::{Collector, CollectorExt, OperatorError, Watermark};
+use crate::{Collector, CollectorExt, OperatorError, ServicesHandle, Watermark};
 
 /// Where an operator instance runs: which subtask of how many, under which names.
 #[derive(Clone, Debug)]
@@ -15,6 +15,9 @@ pub struct OperatorContext {
     /// The operator's stable identity for state: its uid when set, else its stream-graph node
     /// id. Checkpoints store each operator's state under it.
     pub operator_id: String,
+    /// The services of the task running the operator (checkpoints, metrics); empty outside a
+    /// task. Set by the runtime when the task builds its chain.
+    pub services: ServicesHandle,
 }
 
 impl OperatorContext {

@@ -12,11 +12,12 @@
 //!   channels aligns: a channel that delivered barrier `n` is not read again until every
 //!   channel did ([`sluice_channel::InputGate::set_blocked`]); then the barrier moves on.
 //! - When the barrier has passed its whole chain, the task acknowledges with its operators'
-//!   snapshots ([`task::ack`]). When every task has, the coordinator writes the checkpoint
+//!   snapshots ([`task::TaskCheckpoints::ack`], reached through the operator context's
+//!   [`TaskServices`](crate::TaskServices)). When every task has, the coordinator writes the checkpoint
 //!   (one file per operator subtask and a `_metadata` manifest, [`storage`]), marks it
 //!   complete, and transactional sinks publish what they wrote before it.
 //! - On a failure the job restarts from the latest completed checkpoint: sources rewind to
-//!   their positions, operators restore their state ([`task::restored_parts`]; keyed state is
+//!   their positions, operators restore their state ([`task::TaskCheckpoints::restored_parts`]; keyed state is
 //!   split by key group, so a restore may change the parallelism).
 
 pub mod coordinator;

@@ -32,7 +32,7 @@ pub(crate) fn open_store<K: StateKey>(
         &instance_dir_name(&ctx.operator_name, ctx.subtask_index),
         config.key_groups.clone(),
     )?;
-    store.attach_metrics(crate::hotkeys::current_task());
+    store.attach_metrics(crate::services::task_metrics(ctx));
     Ok(store)
 }
 
@@ -249,6 +249,7 @@ mod tests {
             parallelism: 1,
             max_parallelism: 8,
             operator_id: "op".into(),
+            services: sluice_types::ServicesHandle::none(),
         }
     }
 

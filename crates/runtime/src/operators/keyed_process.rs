@@ -382,7 +382,7 @@ where
             &instance_dir_name(&ctx.operator_name, ctx.subtask_index),
             self.config.key_groups.clone(),
         )?;
-        store.attach_metrics(crate::hotkeys::current_task());
+        store.attach_metrics(crate::services::task_metrics(ctx));
         self.store = Some(store);
         self.func.open(ctx)
     }
@@ -505,6 +505,7 @@ mod tests {
             parallelism: 1,
             max_parallelism: 4,
             operator_id: "op".into(),
+            services: sluice_types::ServicesHandle::none(),
         }
     }
 

@@ -53,7 +53,7 @@ impl<K: crate::state::StateKey, T: crate::state::StateValue> Rolling<K, T> {
             StateBackendKind::Memory => Rolling::Memory {
                 values: FastHashMap::default(),
                 countdown: MEMORY_SAMPLE_EVERY,
-                metrics: crate::hotkeys::current_task(),
+                metrics: crate::services::task_metrics(ctx),
             },
             StateBackendKind::Lsm { .. } => Rolling::Store(open_store(config, ctx)?),
         })
@@ -85,8 +85,8 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
     }
 
     /// Reports this subtask's hot keys (default sketch settings), keys rendered by `to_string`
-    /// (e.g. [`crate::hotkeys::display_key`]). Attaches in `open` to the task entered with
-    /// [`crate::hotkeys::enter_task`] on the task thread; stays off without one.
+    /// (e.g. [`crate::hotkeys::display_key`]). Attaches in `open` to the metrics of the task in
+    /// the operator's context ([`crate::TaskServices`]); stays off without one.
     pub fn with_hot_keys<F>(self, to_string: F) -> Self
     where
         K: Hash + Eq + Clone + Send + 'static,
@@ -132,6 +132,7 @@ fn standalone_context() -> OperatorContext {
         parallelism: 1,
         max_parallelism: 128,
         operator_id: String::new(),
+        services: sluice_types::ServicesHandle::none(),
     }
 }
 
@@ -200,7 +201,7 @@ where
 
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
         self.state = Some(Rolling::open(&self.config, ctx)?);
-        self.hot_keys.open(ctx.subtask_index as u64);
+        self.hot_keys.open(ctx, ctx.subtask_index as u64);
         Ok(())
     }
 
@@ -270,10 +271,10 @@ mod tests {
     }
 
     #[test]
-    fn publishes_hot_keys_of_the_entered_task_at_finish() {
+    fn publishes_hot_keys_of_its_task_at_finish() {
         use std::sync::Arc;
         let metrics = Arc::new(crate::TaskMetrics::default());
-        let _task = crate::hotkeys::enter_task(metrics.clone());
+        let services = crate::TaskServices::metrics_only(metrics.clone());
         let mut op = KeyedReduceOp::new(
             |r: &(u8, i64)| r.0,
             |a: (u8, i64), b: (u8, i64)| (a.0, a.1 + b.1),
@@ -287,6 +288,7 @@ mod tests {
             parallelism: 1,
             max_parallelism: 128,
             operator_id: "op".into(),
+            services: services.handle(),
         };
         op.open(&ctx).unwrap();
         assert!(op.hot_keys_active());

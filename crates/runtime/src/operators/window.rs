@@ -419,7 +419,7 @@ where
             &instance_dir_name(&ctx.operator_name, ctx.subtask_index),
             self.config.key_groups.clone(),
         )?;
-        let task = crate::hotkeys::current_task();
+        let task = crate::services::task_metrics(ctx);
         store.attach_metrics(task.clone());
         self.metrics = task;
         self.store = Some(store);
@@ -590,6 +590,7 @@ mod tests {
             parallelism: 1,
             max_parallelism: 4,
             operator_id: "op".into(),
+            services: sluice_types::ServicesHandle::none(),
         }
     }
 

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError};
 
-use crate::checkpoint::{storage::sync_dir, task, CheckpointHub};
+use crate::checkpoint::{storage::sync_dir, CheckpointHub};
 use crate::state::layout;
 
 const PENDING: &str = ".pending";
@@ -32,6 +32,8 @@ pub struct TransactionalFileSink<T, F> {
     subtask: usize,
     attempt: u64,
     operator_id: String,
+    /// The task's services (where the pending files are recorded at a barrier).
+    services: sluice_types::ServicesHandle,
     seq: u64,
     current: Option<(String, BufWriter<std::fs::File>)>,
     /// Files closed at barrier `id`, waiting for checkpoint `id` to complete.
@@ -64,7 +66,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
     pub fn new(dir: PathBuf, format: F, ctx: &OperatorContext) -> Result<Self, OperatorError> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| io(format!("creating output directory {}", dir.display()), e))?;
-        let hub = task::hub();
+        let hub = crate::TaskServices::of(ctx).and_then(|s| s.hub().cloned());
         let attempt = hub
             .as_ref()
             .map_or_else(crate::executor::epoch_ms, |h| h.attempt_tag());
@@ -72,7 +74,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         // Old subtasks whose files this subtask takes care of.
         let mut owned = vec![me];
         let mut changed = false;
-        if let Some(restored) = task::restored_parts(&ctx.operator_id) {
+        if let Some(restored) = crate::services::restored_parts(ctx) {
             let old_p = restored.parallelism.max(1);
             owned = (0..old_p.max(p)).filter(|i| i % p == me).collect();
             for (old, bytes) in &restored.parts {
@@ -118,6 +120,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
             subtask: me,
             attempt,
             operator_id: ctx.operator_id.clone(),
+            services: ctx.services.clone(),
             seq: 0,
             current: None,
             pending: Vec::new(),
@@ -208,7 +211,10 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> Collector<T> for TransactionalFileS
             // Closes the current file as part of the checkpoint and snapshots the pending ones.
             ControlEvent::Barrier(barrier) => {
                 self.close_current(barrier.checkpoint_id)?;
-                task::record(&self.operator_id, layout::encode(&self.pending)?);
+                let bytes = layout::encode(&self.pending)?;
+                if let Some(s) = self.services.get::<crate::TaskServices>() {
+                    s.record(&self.operator_id, bytes);
+                }
                 Ok(())
             }
             ControlEvent::EndOfInput => self.end_of_input(),

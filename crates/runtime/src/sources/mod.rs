@@ -81,9 +81,14 @@ impl SourceContext {
         position: Vec<u8>,
     ) -> Result<(), OperatorError> {
         self.last_barrier.set(barrier.checkpoint_id);
-        crate::checkpoint::task::record(&self.op.operator_id, position);
+        let services = crate::TaskServices::of(&self.op);
+        if let Some(s) = services {
+            s.record(&self.op.operator_id, position);
+        }
         out.emit_barrier(barrier)?;
-        crate::checkpoint::task::ack(barrier.checkpoint_id, barrier.timestamp_ms, 0);
+        if let Some(s) = services {
+            s.ack(barrier.checkpoint_id, barrier.timestamp_ms, 0);
+        }
         Ok(())
     }
 

@@ -1,0 +1,116 @@
+//! What a task offers the operators of its chain, passed in their `OperatorContext`.
+//!
+//! Each task (one subtask of a vertex) has one [`TaskServices`]: its metrics (where keyed
+//! operators publish hot keys and state-access time) and, when the job has a checkpoint hub,
+//! its checkpoint reporting ([`TaskCheckpoints`]: snapshots, declines, acknowledgements,
+//! restore data, unaligned channel state). The executor creates it before the task starts; the
+//! task's chain puts its handle in every operator's context, so an operator reaches its own
+//! task whatever thread calls it, and an operator built without a task (a unit test) simply
+//! has none.
+
+use std::sync::Arc;
+
+use sluice_types::{OperatorContext, ServicesHandle};
+
+use crate::checkpoint::task::{RestoredParts, TaskCheckpoints};
+use crate::checkpoint::CheckpointHub;
+use crate::TaskMetrics;
+
+/// The services of one task (see the module docs).
+pub struct TaskServices {
+    metrics: Arc<TaskMetrics>,
+    checkpoints: Option<TaskCheckpoints>,
+}
+
+impl TaskServices {
+    /// The services of subtask `subtask` of vertex `vertex`: `metrics`, and checkpoint
+    /// reporting to `hub` if the job has one.
+    pub fn new(
+        metrics: Arc<TaskMetrics>,
+        hub: Option<Arc<CheckpointHub>>,
+        vertex: usize,
+        subtask: usize,
+    ) -> Arc<TaskServices> {
+        Arc::new(TaskServices {
+            metrics,
+            checkpoints: hub.map(|h| TaskCheckpoints::new(h, vertex, subtask)),
+        })
+    }
+
+    /// Services with metrics only (no checkpoints): for operators driven outside a job.
+    pub fn metrics_only(metrics: Arc<TaskMetrics>) -> Arc<TaskServices> {
+        Arc::new(TaskServices {
+            metrics,
+            checkpoints: None,
+        })
+    }
+
+    /// The handle to put in an `OperatorContext`.
+    pub fn handle(self: &Arc<Self>) -> ServicesHandle {
+        ServicesHandle::new(self.clone())
+    }
+
+    /// The services of the task running the operator of `ctx` (`None` outside a task).
+    pub fn of(ctx: &OperatorContext) -> Option<&TaskServices> {
+        ctx.services.get::<TaskServices>()
+    }
+
+    /// The task's metrics.
+    pub fn metrics(&self) -> &Arc<TaskMetrics> {
+        &self.metrics
+    }
+
+    /// The task's checkpoint reporting, if the job has a checkpoint hub.
+    pub fn checkpoints(&self) -> Option<&TaskCheckpoints> {
+        self.checkpoints.as_ref()
+    }
+
+    /// The job's checkpoint hub, if any.
+    pub fn hub(&self) -> Option<&Arc<CheckpointHub>> {
+        self.checkpoints.as_ref().map(|c| c.hub())
+    }
+
+    /// Stores operator `op`'s snapshot for the barrier passing now (no-op without checkpoints).
+    pub fn record(&self, op: &str, bytes: Vec<u8>) {
+        if let Some(c) = &self.checkpoints {
+            c.record(op, bytes);
+        }
+    }
+
+    /// Operator `op` could not snapshot for the barrier passing now.
+    pub fn decline(&self, op: &str, reason: String) {
+        if let Some(c) = &self.checkpoints {
+            c.decline(op, reason);
+        }
+    }
+
+    /// The barrier of `checkpoint_id` passed the whole chain.
+    pub fn ack(&self, checkpoint_id: u64, trigger_ms: i64, alignment_ns: u64) {
+        if let Some(c) = &self.checkpoints {
+            c.ack(checkpoint_id, trigger_ms, alignment_ns);
+        }
+    }
+
+    /// What operator `op` restores from (`None` when the task does not restore).
+    pub fn restored_parts(&self, op: &str) -> Option<RestoredParts> {
+        self.checkpoints.as_ref()?.restored_parts(op)
+    }
+
+    /// The task ended: the hub stops waiting for it.
+    pub(crate) fn task_finished(&self) {
+        if let Some(c) = &self.checkpoints {
+            c.task_finished();
+        }
+    }
+}
+
+/// What `ctx`'s operator restores from: its task's restore data (`None` outside a task or when
+/// the task does not restore).
+pub fn restored_parts(ctx: &OperatorContext) -> Option<RestoredParts> {
+    TaskServices::of(ctx)?.restored_parts(&ctx.operator_id)
+}
+
+/// The metrics of the task running `ctx`'s operator (`None` outside a task).
+pub fn task_metrics(ctx: &OperatorContext) -> Option<Arc<TaskMetrics>> {
+    TaskServices::of(ctx).map(|s| s.metrics.clone())
+}
