@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use sluice_runtime::job_master::{Attempt, AttemptBuilder};
 use sluice_runtime::sources::SourceContext;
-use sluice_runtime::{JobControl, JobHandle, JobMaster, TaskContext, TaskMetrics, TaskSpec};
+use sluice_runtime::{JobHandle, JobMaster, TaskContext, TaskSpec};
 use sluice_types::{NodeId, OperatorContext, OperatorError, ShipStrategy};
 
 use crate::node_body::{NodeBody, NodeImpl};
@@ -91,35 +91,19 @@ struct Wiring {
 
 impl AttemptBuilder for Wiring {
     fn build(&self, a: &Attempt<'_>) -> Vec<TaskSpec> {
-        let by_id: HashMap<NodeId, &StreamNode> = self.nodes.iter().map(|(k, v)| (*k, v)).collect();
-        build_attempt(
-            a.graph,
-            &by_id,
-            &self.impls,
-            a.config,
-            a.control,
-            a.metrics,
-            a.emitted,
-            &self.op_ids,
-        )
+        build_attempt(self, a)
     }
 }
 
 /// Builds one attempt of the job: fresh gates, channels and task bodies (operators are created
 /// on their task threads when the bodies run, restoring state if the hub says so).
 // Subtask indices address gates, senders and metrics alike; index loops read clearest here.
-// The arguments are the attempt's inputs, each used once; a struct would only rename them.
-#[allow(clippy::needless_range_loop, clippy::too_many_arguments)]
-fn build_attempt(
-    graph: &JobGraph,
-    by_id: &HashMap<NodeId, &StreamNode>,
-    impls: &BTreeMap<NodeId, NodeImpl>,
-    cfg: &EnvConfig,
-    control: &Arc<JobControl>,
-    metrics: &[Vec<Arc<TaskMetrics>>],
-    emitted: &HashMap<(usize, usize), Arc<AtomicU64>>,
-    op_ids: &BTreeMap<NodeId, crate::operator_id::OperatorId>,
-) -> Vec<TaskSpec> {
+#[allow(clippy::needless_range_loop)]
+fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
+    let (graph, cfg, control, metrics, emitted) =
+        (a.graph, a.config, a.control, a.metrics, a.emitted);
+    let by_id: HashMap<NodeId, &StreamNode> = w.nodes.iter().map(|(k, v)| (*k, v)).collect();
+    let (impls, op_ids) = (&w.impls, &w.op_ids);
     let exch = cfg.exchange();
     let mut out_pool: Vec<Vec<f64>> = graph
         .vertices
