@@ -5,7 +5,9 @@
 //! `tests/fixtures/flink/flink-rest/`) for every job in a [`JobRegistry`], plus Prometheus text
 //! metrics on `/metrics` and an OpenAPI 3.0 description on `/openapi.json`.
 //!
-//! ```no_run
+//! With a job built by the DataStream API (`sluice-graph`, not a dependency of this crate):
+//!
+//! ```ignore
 //! use std::sync::Arc;
 //! use sluice_graph::StreamEnv;
 //! use sluice_rest::{serve, JobRegistry};
