@@ -5,6 +5,14 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::bounds::{between, MAX_MS};
+
+/// Highest `-p`: Flink's upper bound on max parallelism (32,768). A job's subtasks and
+/// exchange buffers are capped again before launch (`sluice_graph::launch_checks`).
+pub const MAX_PARALLELISM: usize = 1 << 15;
+/// Most credits per channel or gate a flag takes (Flink's defaults are 2 and 8).
+pub const MAX_CREDITS: usize = 1024;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sluice",
@@ -105,6 +113,17 @@ pub enum JobCmd {
     Scenario(ScenarioArgs),
 }
 
+impl JobCmd {
+    /// The settings every job takes.
+    pub fn env(&self) -> &EnvArgs {
+        match self {
+            JobCmd::Passthrough(a) => &a.env,
+            JobCmd::Skew(a) => &a.env,
+            JobCmd::Scenario(a) => &a.env,
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct ScenarioArgs {
     /// skew, under-provisioned, blocking, state-heavy, slow-sink, stalls, source-ceiling,
@@ -121,40 +140,41 @@ pub struct ScenarioArgs {
 #[derive(Args, Debug, Clone)]
 pub struct EnvArgs {
     /// Default operator parallelism [parallelism.default].
-    #[arg(short = 'p', long, default_value_t = 2)]
+    #[arg(short = 'p', long, default_value_t = 2, value_parser = between(1usize, MAX_PARALLELISM, ""))]
     pub parallelism: usize,
     /// Key groups [pipeline.max-parallelism]; default derived from the parallelism.
     #[arg(long)]
     pub max_parallelism: Option<u32>,
     /// Buffer timeout in ms; 0 flushes every record [execution.buffer-timeout.interval].
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = between(0, MAX_MS, " ms"))]
     pub buffer_timeout_ms: u64,
     /// Network buffer size in bytes [taskmanager.memory.segment-size].
-    #[arg(long, default_value_t = 32 * 1024)]
+    #[arg(long, default_value_t = 32 * 1024, value_parser = between(64usize, 64 << 20, " bytes"))]
     pub buffer_size: usize,
     /// Exclusive credits per channel [taskmanager.network.memory.buffers-per-channel].
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = between(0usize, MAX_CREDITS, ""))]
     pub exclusive_credits: usize,
     /// Floating credits per input gate [taskmanager.network.memory.floating-buffers-per-gate].
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = between(0usize, MAX_CREDITS, ""))]
     pub floating_credits: usize,
     /// Disable operator chaining [pipeline.operator-chaining.enabled=false].
     #[arg(long)]
     pub disable_chaining: bool,
-    /// Seconds between metric updates (Flink: 5).
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds between metric updates (Flink: 5), 0.001 to 3600.
+    #[arg(long, default_value_t = 5.0, value_parser = between(0.001, 3600.0, " seconds"))]
     pub metrics_interval: f64,
-    /// Length of the metrics' moving window in seconds (Flink: 60); a multiple of the interval.
-    #[arg(long, default_value_t = 60.0)]
+    /// Length of the metrics' moving window in seconds (Flink: 60); a multiple of the interval,
+    /// at most 1,000 intervals.
+    #[arg(long, default_value_t = 60.0, value_parser = between(0.001, 3_600_000.0, " seconds"))]
     pub metrics_window: f64,
     /// Do not sample the time spent per chained operator (to measure its overhead).
     #[arg(long)]
     pub no_operator_timing: bool,
     /// Take a checkpoint every MS milliseconds [execution.checkpointing.interval].
-    #[arg(long, value_name = "MS")]
+    #[arg(long, value_name = "MS", value_parser = between(10, MAX_MS, " ms"))]
     pub checkpoint_interval: Option<u64>,
     /// Checkpoint timeout in ms [execution.checkpointing.timeout] (10 min).
-    #[arg(long, value_name = "MS", default_value_t = 600_000)]
+    #[arg(long, value_name = "MS", default_value_t = 600_000, value_parser = between(1, MAX_MS, " ms"))]
     pub checkpoint_timeout: u64,
     /// Failed checkpoints in a row tolerated before the job fails; 0 = the first failure fails it [execution.checkpointing.tolerable-failed-checkpoints].
     #[arg(

@@ -878,6 +878,9 @@ fn doctor_fix(
     window: f64,
     fixed_output: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
+    if let Some(path) = fixed_output {
+        crate::preflight::output_file(path, "--fixed-output")?;
+    }
     println!("== diagnosis (the job running live, sampled over {window}s)\n");
     let report = diagnose_live(cmd, window)?;
     print!("{}", report.text());

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bounds;
 mod checkpoint_log;
 mod demo;
 mod doctor_cmd;
@@ -10,9 +11,11 @@ mod http_client;
 mod key_group;
 mod nexmark_cmd;
 mod plan_cmd;
+mod preflight;
 mod procstat;
 mod progress;
 mod run;
+mod run_report;
 mod savepoint_cmd;
 mod top;
 

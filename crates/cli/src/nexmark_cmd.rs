@@ -95,7 +95,10 @@ fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
         env.enable_checkpointing(std::time::Duration::from_millis(ms.max(10)));
     }
     let output = match &a.output {
-        Some(p) => OutputKind::File(p.clone()),
+        Some(p) => {
+            crate::preflight::output_file(p, "--output")?;
+            OutputKind::File(p.clone())
+        }
         None => OutputKind::Discard,
     };
     job.build(&env, output).map_err(anyhow::Error::msg)?;

@@ -19,22 +19,27 @@ pub enum BuiltJob {
 }
 
 fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
-    if !(a.metrics_interval > 0.0 && a.metrics_interval.is_finite()) {
+    // Clap has bounded each flag on its own (see `args.rs`); these are the checks across flags.
+    let interval = a.metrics_interval;
+    if !(interval > 0.0 && a.metrics_window >= interval) {
         anyhow::bail!(
-            "--metrics-interval must be a positive number of seconds, got {}",
-            a.metrics_interval
+            "--metrics-window ({}) must be at least --metrics-interval ({interval})",
+            a.metrics_window,
         );
     }
-    if !(a.metrics_window >= a.metrics_interval && a.metrics_window.is_finite()) {
+    let slots = (a.metrics_window / interval).round();
+    let max_slots = sluice_runtime::job_master::MAX_METRICS_WINDOW_SLOTS;
+    if slots > max_slots as f64 {
         anyhow::bail!(
-            "--metrics-window ({}) must be at least --metrics-interval ({})",
+            "--metrics-window ({}) may be at most {max_slots} times --metrics-interval ({interval}), \
+             got {slots} times",
             a.metrics_window,
-            a.metrics_interval
         );
     }
     let metrics = sluice_runtime::telemetry::MetricsConfig {
-        update_interval: Duration::from_secs_f64(a.metrics_interval),
-        window_slots: (a.metrics_window / a.metrics_interval).round().max(1.0) as usize,
+        update_interval: Duration::try_from_secs_f64(interval)
+            .with_context(|| format!("--metrics-interval {interval}"))?,
+        window_slots: (slots as usize).max(1),
     };
     let cfg = EnvConfig {
         metrics,
@@ -158,6 +163,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
     let (env, job, total) = build_job(&args.job)?;
+    if let BuiltJob::Skew(_, Some(path)) = &job {
+        crate::preflight::output_file(path, "--output")?;
+    }
+    let env_args = args.job.env();
+    // A restored source continues from its position in the savepoint: what it reads is the rest
+    // of the savepoint's job's input, whatever --records says now. Said up front, and the
+    // progress bar has no total.
+    let total = match &env.config().restore_from {
+        Some(p) => {
+            eprintln!(
+                "resuming from {}: the sources continue from their positions in it and read the \
+                 rest of that job's input; --records does not change what they read",
+                p.display()
+            );
+            0
+        }
+        None => total,
+    };
     let rest = start_rest(&args)?;
     let restore = env.config().restore_from.clone();
     let checkpointing = env.config().checkpoints.interval.is_some();
@@ -184,23 +207,26 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let outcome = handle.wait();
     progress.finish();
     checkpoint_log.finish();
+    let restarts = monitor.control.checkpoints().map_or(0, |h| h.attempt());
+    let recovery =
+        crate::run_report::recovery_lines(&env_args.inject_failure, restarts, outcome.is_ok());
     let exec = match outcome {
         Ok(exec) => exec,
         Err(e) => {
-            let stopped = monitor.control.is_user_cancelled();
-            if let (true, Some(hub)) = (stopped, monitor.control.checkpoints()) {
-                if let Some(sp) = hub.stats().latest_savepoint {
-                    if let Some(path) = &sp.external_path {
-                        // Stop-with-savepoint: say where it went, and keep answering for a
-                        // moment so the client that asked can read the final status.
-                        eprintln!("job stopped with savepoint {path}");
-                        if !args.keep_rest {
-                            if rest.is_some() {
-                                std::thread::sleep(Duration::from_secs(2));
-                            }
-                            return Ok(ExitCode::SUCCESS);
-                        }
+            for line in &recovery {
+                eprintln!("{line}");
+            }
+            // Only a stop-with-savepoint is a successful end; a cancel after some earlier
+            // savepoint is a cancel.
+            if let Some(path) = monitor.control.stopped_with_savepoint() {
+                eprintln!("job stopped with savepoint {}", path.display());
+                if !args.keep_rest {
+                    // Keep answering for a moment so the client that asked can read the
+                    // final status.
+                    if rest.is_some() {
+                        std::thread::sleep(Duration::from_secs(2));
                     }
+                    return Ok(ExitCode::SUCCESS);
                 }
             }
             if let (Some((server, _)), true) = (&rest, args.keep_rest) {
@@ -232,7 +258,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let peak = procstat::peak_rss_kib();
     if args.stats_json {
         println!(
-            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{}}}",
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{}}}",
             exec.graph.name,
             records,
             wall.as_secs_f64() * 1000.0,
@@ -240,7 +266,12 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             cpu_ns.map(|c| format!("{:.1}", c as f64 / records.max(1) as f64)).unwrap_or("null".into()),
             peak.map(|p| p.to_string()).unwrap_or("null".into()),
             startup.map(|s| format!("{:.3}", s.as_secs_f64() * 1000.0)).unwrap_or("null".into()),
+            restarts,
         );
+        // Not on stdout (one JSON line there), but never silent.
+        for line in &recovery {
+            eprintln!("{line}");
+        }
     } else {
         let metrics = monitor.vertex_metrics();
         for (i, v) in exec.result.vertices.iter().enumerate() {
@@ -301,6 +332,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 s.name,
                 s.records_sunk()
             ),
+        }
+        for line in &recovery {
+            eprintln!("{line}");
         }
     }
     if let (Some((server, _)), true) = (&rest, args.keep_rest) {

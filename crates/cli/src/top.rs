@@ -29,7 +29,8 @@ pub struct TopArgs {
     #[arg(long)]
     pub job: Option<String>,
     /// Seconds between refreshes (fractions allowed).
-    #[arg(long, default_value_t = 1.0, value_name = "SECS")]
+    #[arg(long, default_value_t = 1.0, value_name = "SECS",
+          value_parser = crate::bounds::between(0.05, 3600.0, " seconds"))]
     pub interval: f64,
     /// Print one frame, without escape codes, and exit.
     #[arg(long)]
@@ -527,8 +528,8 @@ fn draw(frame: &str, first: bool) -> std::io::Result<()> {
 
 pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
     let ep = Endpoint::with(&args.url, &args.client).map_err(anyhow::Error::msg)?;
-    if !(args.interval.is_finite() && args.interval >= 0.05) {
-        anyhow::bail!("--interval must be at least 0.05 seconds");
+    if !(0.05..=3600.0).contains(&args.interval) {
+        anyhow::bail!("--interval must be between 0.05 and 3600 seconds");
     }
     let interval = Duration::from_secs_f64(args.interval);
     let width = frame_width();

@@ -17,6 +17,11 @@ pub enum DoctorError {
     NoJobs { server: String },
     #[error("the job details have no `vertices` list")]
     NoVertices,
+    #[error(
+        "the job details give vertex '{vertex}' a `parallelism` of {value}; expected a whole number from 0 to {}",
+        crate::flink_rest::MAX_PARALLELISM
+    )]
+    BadParallelism { vertex: String, value: String },
 }
 
 fn known_jobs(known: &[String]) -> String {

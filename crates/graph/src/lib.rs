@@ -12,6 +12,8 @@
 //!    [`plan`] and [`json`].
 //! 3. **Deployment** — `deploy` creates a credit-based input gate per downstream subtask and a
 //!    record writer per upstream subtask and edge, and hands the runtime one closure per subtask.
+//!    Before that, [`launch_checks`] refuses a job above the thread and buffer-memory ceilings
+//!    or with an injected fault that names no subtask able to fail.
 //! 4. **Plan fixes** — [`fixer`] rewrites the stream graph to remove a bottleneck.
 //!
 //! ```
@@ -38,6 +40,7 @@ pub mod api;
 pub mod deploy;
 pub mod error;
 pub mod fixer;
+pub mod launch_checks;
 mod node_body;
 pub mod operator_id;
 pub mod selectors;

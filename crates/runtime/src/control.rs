@@ -36,6 +36,9 @@ pub struct JobControl {
     checkpoints: std::sync::OnceLock<Arc<crate::checkpoint::CheckpointHub>>,
     /// Set when the user (not a failure) cancelled: no restart follows.
     user_cancelled: AtomicBool,
+    /// The savepoint a stop-with-savepoint wrote, set just before it cancels the job (a plain
+    /// cancel, even after a savepoint, leaves it unset).
+    stopped_with_savepoint: std::sync::OnceLock<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for JobControl {
@@ -59,6 +62,7 @@ impl JobControl {
             dead_letter_count: AtomicU64::new(0),
             checkpoints: std::sync::OnceLock::new(),
             user_cancelled: AtomicBool::new(false),
+            stopped_with_savepoint: std::sync::OnceLock::new(),
         })
     }
 
@@ -75,6 +79,18 @@ impl JobControl {
     pub fn cancel_by_user(&self) {
         self.user_cancelled.store(true, Ordering::SeqCst);
         self.cancel();
+    }
+
+    /// Stop-with-savepoint: the savepoint at `path` completed, so the job stops (as a user
+    /// cancel: no restart follows).
+    pub fn stop_with_savepoint(&self, path: std::path::PathBuf) {
+        let _ = self.stopped_with_savepoint.set(path);
+        self.cancel_by_user();
+    }
+
+    /// Where the savepoint of a stop-with-savepoint went, if that is how the job stopped.
+    pub fn stopped_with_savepoint(&self) -> Option<&std::path::Path> {
+        self.stopped_with_savepoint.get().map(|p| p.as_path())
     }
 
     pub fn is_user_cancelled(&self) -> bool {

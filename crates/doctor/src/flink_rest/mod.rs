@@ -137,6 +137,7 @@ pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
         .map(|v| {
             let id = text(v, "id");
             let name = text(v, "name");
+            let parallelism = read_parallelism(v, &name)?;
             let inputs = nodes
                 .iter()
                 .find(|n| n["id"].as_str() == Some(id.as_str()))
@@ -152,27 +153,43 @@ pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
                     ships.push(i["ship_strategy"].as_str().unwrap_or("").to_string());
                 }
             }
-            VertexView {
+            Ok(VertexView {
                 is_source: upstream.is_empty(),
                 operators: name.split(" -> ").map(str::to_string).collect(),
-                parallelism: v
-                    .get("parallelism")
-                    .and_then(number)
-                    .filter(|p| *p >= 0.0)
-                    .map_or(0, |p| p as usize),
+                parallelism,
                 id,
                 name,
                 inputs: upstream,
                 ship_strategies: ships,
                 ..VertexView::default()
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, DoctorError>>()?;
     for i in 0..vertices.len() {
         let consumed = vertices.iter().any(|d| d.inputs.contains(&i));
         vertices[i].is_sink = !consumed;
     }
     Ok(vertices)
+}
+
+/// Flink's upper bound on a vertex's parallelism (`UPPER_BOUND_MAX_PARALLELISM`, 2^15): a
+/// larger value in an answer is not a real job, and reading one sample per subtask of it would
+/// not end.
+pub const MAX_PARALLELISM: u64 = 1 << 15;
+
+/// A vertex's `parallelism` (absent: 0, no subtasks to read); refused when it is not a whole
+/// number in `0..=`[`MAX_PARALLELISM`].
+fn read_parallelism(v: &Value, vertex: &str) -> Result<usize, DoctorError> {
+    let Some(raw) = v.get("parallelism") else {
+        return Ok(0);
+    };
+    match number(raw) {
+        Some(p) if p >= 0.0 && p <= MAX_PARALLELISM as f64 && p.fract() == 0.0 => Ok(p as usize),
+        _ => Err(DoctorError::BadParallelism {
+            vertex: vertex.to_string(),
+            value: raw.to_string(),
+        }),
+    }
 }
 
 /// The metric names to ask a subtask of `vertex` for: the task metrics, Sluice's state-access

@@ -260,3 +260,29 @@ fn the_capture_diagnoses_as_key_skew_on_subtask_1() {
         })
     );
 }
+
+#[test]
+fn an_absurd_parallelism_is_refused_naming_the_field_and_vertex() {
+    for bad in [
+        serde_json::json!(1e18),
+        serde_json::json!(-1),
+        serde_json::json!(2.5),
+        serde_json::json!("many"),
+    ] {
+        let mut job = fixture("job.json");
+        job["vertices"][0]["parallelism"] = bad.clone();
+        let e = read_graph(&job).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            matches!(e, crate::DoctorError::BadParallelism { .. })
+                && msg.contains("`parallelism`")
+                && msg.contains("Source: generator")
+                && msg.contains("32768"),
+            "{bad}: {msg}"
+        );
+    }
+    // The bound itself is accepted.
+    let mut job = fixture("job.json");
+    job["vertices"][0]["parallelism"] = serde_json::json!(32768);
+    assert_eq!(read_graph(&job).unwrap()[0].parallelism, 32768);
+}

@@ -299,6 +299,8 @@ impl StreamEnv {
     pub fn launch(&self) -> Result<JobHandle, GraphError> {
         let graph = self.job_graph()?;
         let i = self.inner.borrow();
+        // Resource ceilings and fault specs are checked before any thread starts.
+        crate::launch_checks::check(&graph, &i.config)?;
         crate::deploy::launch(graph, &i.nodes, &i.impls, &i.config)
     }
 

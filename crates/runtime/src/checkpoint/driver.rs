@@ -158,10 +158,12 @@ fn run(
                                 savepoint = None;
                                 hub.set_savepoint_status(
                                     &req.trigger_id,
-                                    SavepointStatus::Completed(path),
+                                    SavepointStatus::Completed(path.clone()),
                                 );
                                 if req.stop {
-                                    control.cancel_by_user();
+                                    // Recorded, so the job's end reads as stop-with-savepoint
+                                    // (a later plain cancel does not).
+                                    control.stop_with_savepoint(path);
                                 }
                             }
                         }

@@ -4,6 +4,16 @@ use std::time::Duration;
 
 use sluice_plan::partition::UPPER_BOUND_MAX_PARALLELISM;
 
+/// Shortest metrics update interval: a sampler thread reads every subtask's counters once per
+/// interval, so below a millisecond it would be busier than the job.
+pub const MIN_METRICS_INTERVAL: Duration = Duration::from_millis(1);
+/// Longest metrics update interval (an hour; Flink's default is 5 s).
+pub const MAX_METRICS_INTERVAL: Duration = Duration::from_secs(3600);
+/// Most update intervals in one metrics window. Every subtask keeps a count history of this
+/// length per meter (Flink's default window is 12 slots); 1,000 keeps that under ~100 KB per
+/// subtask.
+pub const MAX_METRICS_WINDOW_SLOTS: usize = 1000;
+
 /// Settings of a job: planning (parallelism, chaining), the exchange, metrics, state,
 /// checkpoints and recovery. Validated before a job starts; the job master keeps them for the
 /// job's life (the REST API shows them).
@@ -121,8 +131,18 @@ impl EnvConfig {
         if self.buffer_bytes == 0 {
             return bad("buffer size must be at least 1 byte, got 0".into());
         }
-        if self.metrics.update_interval.is_zero() || self.metrics.window_slots == 0 {
-            return bad("metrics: the update interval and the window must be non-zero".into());
+        let m = &self.metrics;
+        if !(MIN_METRICS_INTERVAL..=MAX_METRICS_INTERVAL).contains(&m.update_interval) {
+            return bad(format!(
+                "metrics: the update interval must be between {MIN_METRICS_INTERVAL:?} and {MAX_METRICS_INTERVAL:?}, got {:?}",
+                m.update_interval
+            ));
+        }
+        if !(1..=MAX_METRICS_WINDOW_SLOTS).contains(&m.window_slots) {
+            return bad(format!(
+                "metrics: the window must be 1 to {MAX_METRICS_WINDOW_SLOTS} update intervals long, got {}",
+                m.window_slots
+            ));
         }
         if let Err(e) = self.checkpoints.validate() {
             return bad(e);
@@ -134,7 +154,7 @@ impl EnvConfig {
                 return bad(e.to_string());
             }
         }
-        if self.exclusive_credits + self.floating_credits == 0 {
+        if self.exclusive_credits.saturating_add(self.floating_credits) == 0 {
             return bad("credits: buffers per channel + floating buffers per gate must be at least 1, got 0 + 0".into());
         }
         Ok(())

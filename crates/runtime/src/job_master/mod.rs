@@ -30,7 +30,9 @@ use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-pub use config::{EnvConfig, FaultSpec};
+pub use config::{
+    EnvConfig, FaultSpec, MAX_METRICS_INTERVAL, MAX_METRICS_WINDOW_SLOTS, MIN_METRICS_INTERVAL,
+};
 pub use handle::{JobExecution, JobHandle};
 pub use master::JobMaster;
 pub use monitor::{JobMonitor, JobOutcome};
