@@ -22,11 +22,13 @@ mod top;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logs(&cli.command);
     let outcome = match cli.command {
         Command::Run(r) => run::run(r),
         Command::Plan(p) => plan_cmd::plan(p),
@@ -46,4 +48,25 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Structured logs (`tracing`) on stderr, filtered by `RUST_LOG` (e.g. `RUST_LOG=debug`,
+/// `RUST_LOG=sluice_runtime=debug`). Without it: `info` for the commands that run a job and
+/// print as it goes (`run`, `nexmark`, `fix`: one line per job start/end, checkpoint, failure,
+/// restart, savepoint), `warn` where a live display or machine output would be interleaved
+/// with them (`--stats-json`, `demo`, `doctor`, `top`, `bench`).
+fn init_logs(command: &Command) {
+    let quiet = match command {
+        Command::Run(r) => r.stats_json,
+        Command::Nexmark(_) | Command::Fix(_) => false,
+        _ => true,
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(if quiet { "warn" } else { "info" }));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
 }

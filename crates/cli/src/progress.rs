@@ -1,11 +1,17 @@
-//! A one-line progress bar on stderr, redrawn in place.
+//! The progress bar on stderr (`indicatif`), fed from the job's source counters: a bar with a
+//! known record count, a spinner without one. Drawn only on a terminal and unless disabled
+//! (`--no-progress`, `--stats-json`).
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use sluice_graph::JobMonitor;
+
+/// How often the bar reads the counters and redraws.
+const REFRESH: Duration = Duration::from_millis(100);
 
 pub struct Progress {
     stop: Arc<AtomicBool>,
@@ -13,22 +19,18 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts drawing if stderr is a terminal and `enabled`.
+    /// Starts drawing if stderr is a terminal and `enabled`; `total` 0 means unknown.
     pub fn start(monitor: Arc<JobMonitor>, total: u64, enabled: bool) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         let thread = (enabled && std::io::stderr().is_terminal()).then(|| {
             let stop = stop.clone();
+            let bar = bar(total);
             std::thread::spawn(move || {
-                let started = Instant::now();
                 while !stop.load(Ordering::Relaxed) {
-                    draw(
-                        monitor.records_emitted_by_sources(),
-                        total,
-                        started.elapsed(),
-                    );
-                    std::thread::park_timeout(Duration::from_millis(100));
+                    bar.set_position(monitor.records_emitted_by_sources());
+                    std::thread::park_timeout(REFRESH);
                 }
-                eprint!("\r\x1b[2K");
+                bar.finish_and_clear();
             })
         });
         Progress { stop, thread }
@@ -43,25 +45,45 @@ impl Progress {
     }
 }
 
-fn draw(done: u64, total: u64, elapsed: Duration) {
-    const WIDTH: usize = 30;
-    let frac = if total == 0 {
-        1.0
+/// `[#####.....]  42.0%  4.20M / 10.00M records  1.23M/s`, or a spinner with the count and
+/// rate when the total is unknown.
+fn bar(total: u64) -> ProgressBar {
+    let template = if total == 0 {
+        "{spinner} {records} records  {rate}/s"
     } else {
-        (done as f64 / total as f64).min(1.0)
+        "[{bar:30}] {percent_1:>5}%  {records} records  {rate}/s"
     };
-    let filled = (frac * WIDTH as f64) as usize;
-    let rate = done as f64 / elapsed.as_secs_f64().max(1e-9);
-    eprint!(
-        "\r\x1b[2K[{}{}] {:>5.1}%  {} / {} records  {}/s",
-        "#".repeat(filled),
-        ".".repeat(WIDTH - filled),
-        frac * 100.0,
-        human(done as f64),
-        human(total as f64),
-        human(rate)
-    );
-    let _ = std::io::stderr().flush();
+    let style = ProgressStyle::with_template(template)
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("#>.")
+        .with_key(
+            "records",
+            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = match s.len() {
+                    Some(len) if len > 0 => {
+                        write!(w, "{} / {}", human(s.pos() as f64), human(len as f64))
+                    }
+                    _ => write!(w, "{}", human(s.pos() as f64)),
+                };
+            },
+        )
+        .with_key(
+            "percent_1",
+            |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.1}", 100.0 * s.fraction());
+            },
+        )
+        .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{}", human(s.per_sec()));
+        });
+    let bar = if total == 0 {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::new(total)
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr_with_hz(10));
+    bar.set_style(style);
+    bar
 }
 
 /// 12.3M, 4.5k, 999.

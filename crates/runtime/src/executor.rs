@@ -251,6 +251,7 @@ pub fn run_job(
                     Err(p) => format!("panicked: {}", panic_message(&*p)),
                 };
                 m.set_state(TaskState::Failed);
+                tracing::error!(task = %ctx.display_name(), error = %message, "task failed");
                 ctx.control.fail(JobError {
                     vertex: ctx.vertex_name.clone(),
                     subtask: ctx.subtask,

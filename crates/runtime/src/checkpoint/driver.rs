@@ -155,6 +155,12 @@ fn run(
                         Ok(path) => {
                             queue.extend(coord.persisted(id, now_ms()));
                             if let Some(req) = target {
+                                tracing::info!(
+                                    checkpoint = id,
+                                    path = %path.display(),
+                                    stop = req.stop,
+                                    "savepoint completed"
+                                );
                                 savepoint = None;
                                 hub.set_savepoint_status(
                                     &req.trigger_id,
@@ -165,6 +171,12 @@ fn run(
                                     // (a later plain cancel does not).
                                     control.stop_with_savepoint(path);
                                 }
+                            } else {
+                                tracing::info!(
+                                    checkpoint = id,
+                                    path = %path.display(),
+                                    "checkpoint completed"
+                                );
                             }
                         }
                         Err(e) => {
@@ -201,7 +213,10 @@ fn run(
                     });
                     hub.fail(id, reason, crate::executor::epoch_ms() as i64);
                 }
-                Action::FailJob { reason } => control.fail(JobError::job(reason)),
+                Action::FailJob { reason } => {
+                    tracing::error!(%reason, "failing the job: checkpoints");
+                    control.fail(JobError::job(reason))
+                }
             }
         }
     }

@@ -143,6 +143,13 @@ impl JobMaster {
             outcome: Mutex::new(JobOutcome::Running),
         });
         let name = graph.name.clone();
+        tracing::info!(
+            job = %name,
+            id = %job_id,
+            vertices = graph.vertices.len(),
+            subtasks = graph.vertices.iter().map(|v| v.parallelism).sum::<usize>(),
+            "job started"
+        );
         let done = Arc::new(AtomicBool::new(false));
         let sampler_thread = {
             let (m, done) = (monitor.clone(), done.clone());
@@ -186,6 +193,14 @@ impl JobMaster {
                         message: e.to_string(),
                     },
                 });
+                let status = m.outcome().status();
+                let secs = m.started.elapsed().as_secs_f64();
+                match &r {
+                    Err(e) if status == "FAILED" => {
+                        tracing::error!(job = %name, status, secs, error = %e, "job ended")
+                    }
+                    _ => tracing::info!(job = %name, status, secs, "job ended"),
+                }
                 r
             })
             .map_err(|e| JobError::job(format!("cannot start the job thread: {e}")))?;
@@ -312,6 +327,13 @@ impl Running {
                     let Some(delay) = strategy.decide(&failures_ms) else {
                         return Err(e);
                     };
+                    tracing::warn!(
+                        job = %graph.name,
+                        attempt = attempt + 2,
+                        delay_ms = delay.as_millis() as u64,
+                        cause = %e,
+                        "restarting the job (from its latest completed checkpoint, if any)"
+                    );
                     std::thread::sleep(delay);
                     if control.is_user_cancelled() {
                         return Err(e);
