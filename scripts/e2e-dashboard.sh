@@ -35,15 +35,17 @@ run_case() { # scenario, then the `sluice run` arguments
   target/debug/sluice run "$@" --rest-port "$PORT" --metrics-interval 0.2 --metrics-window 1 \
     --no-progress >"$E2E/$scenario.log" 2>&1 &
   JOB_PID=$!
-  for _ in $(seq 1 100); do
-    curl -fs "http://127.0.0.1:$PORT/jobs/overview" >/dev/null 2>&1 && break
+  # Poll the REST API until it answers (up to a minute: a loaded machine starts the job late).
+  local deadline=$((SECONDS + 60))
+  until curl -fs "http://127.0.0.1:$PORT/jobs/overview" >/dev/null 2>&1; do
     kill -0 "$JOB_PID" 2>/dev/null || { echo "sluice exited:"; cat "$E2E/$scenario.log"; exit 1; }
-    sleep 0.1
+    [ "$SECONDS" -lt "$deadline" ] || { echo "the REST API did not answer within 60 s"; exit 1; }
+    sleep 0.2
   done
   local rc=0
   SLUICE_URL="http://127.0.0.1:$PORT" SCENARIO="$scenario" E2E_OUT="$E2E" CHROMIUM="$CHROMIUM" \
     PLAYWRIGHT_CORE="$PWD/$E2E/node_modules/playwright-core" \
-    timeout 120 node tests/e2e/dashboard.test.mjs || rc=$?
+    timeout 600 node tests/e2e/dashboard.test.mjs || rc=$?
   stop_job
   return "$rc"
 }

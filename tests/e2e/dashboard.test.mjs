@@ -29,6 +29,34 @@ function check(cond, what) {
   if (!cond) failures++;
 }
 
+// Waits are polls with generous deadlines, never a fixed sleep: on a loaded machine (the suite
+// must pass with two CPU-bound processes beside it) the job starts late, metric windows fill
+// late and the page renders late; a check runs once the evidence is there or the deadline passed.
+const DEADLINE_MS = Number(process.env.E2E_DEADLINE_MS || 90000);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `probe` (async, returns a value or null/false) every 250 ms until it is truthy. */
+async function until(probe, ms = DEADLINE_MS) {
+  const end = Date.now() + ms;
+  let last = null;
+  for (;;) {
+    last = await probe().catch(() => null);
+    if (last || Date.now() > end) return last;
+    await sleep(250);
+  }
+}
+
+/** A REST answer of the job under test (null when it fails). */
+async function rest(p) {
+  const r = await fetch(BASE + p);
+  return r.ok ? r.json() : null;
+}
+
+/** The subtask rows' busy percentages of the vertex panel, in subtask order. */
+async function subtaskBusy(panel) {
+  return panel.locator('[data-testid="subtask-row"]').evaluateAll((rs) => rs.map((r) => Number(r.dataset.busy)));
+}
+
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   headless: true,
@@ -44,19 +72,33 @@ try {
   const exp = EXPECT[SCENARIO];
   if (!exp) throw new Error(`unknown SCENARIO ${SCENARIO}`);
 
+  // The REST API first: the job is RUNNING and its metric window has filled (a vertex reports
+  // busy time), so what the page shows next is the steady state.
+  const jid = await until(async () => {
+    const o = await rest("/jobs/overview");
+    return (o?.jobs || []).find((j) => j.state === "RUNNING")?.jid;
+  });
+  check(!!jid, `the REST API lists a RUNNING job (${jid})`);
+  await until(async () => {
+    const j = await rest(`/jobs/${jid}`);
+    const vs = j?.vertices || [];
+    const m = await Promise.all(vs.map((v) => rest(`/jobs/${jid}/vertices/${v.id}/subtasks/metrics?get=busyTimeMsPerSecond&agg=max`)));
+    return m.some((a) => Number(a?.[0]?.max) > 0);
+  });
+
   await page.goto(BASE + "/", { waitUntil: "domcontentloaded" });
   // The running job is selected by default; click it anyway, as a user would.
   const row = page.locator('[data-testid="job-row"][data-job-state="RUNNING"]').first();
-  await row.waitFor({ timeout: 15000 });
+  await row.waitFor({ timeout: DEADLINE_MS });
   await row.click();
-  await page.locator('[data-testid="vertex"]').first().waitFor({ timeout: 15000 });
+  await page.locator('[data-testid="vertex"]').first().waitFor({ timeout: DEADLINE_MS });
 
   if (SCENARIO === "skew") {
     const keyed = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.busy}"]`);
     const upstream = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.backpressured}"]`);
     // Live data: wait until the graph shows the steady state (metrics need a window to fill).
-    await keyed.and(page.locator('[data-state="busy"]')).waitFor({ timeout: 20000 }).catch(() => {});
-    await upstream.and(page.locator('[data-state="backpressured"]')).waitFor({ timeout: 20000 }).catch(() => {});
+    await keyed.and(page.locator('[data-state="busy"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+    await upstream.and(page.locator('[data-state="backpressured"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
     check(await keyed.getAttribute("data-state") === "busy", `keyed vertex "${exp.busy}" is busy (busy ${await keyed.getAttribute("data-busy")}%)`);
     check(await upstream.getAttribute("data-state") === "backpressured",
       `upstream vertex "${exp.backpressured}" is backpressured (backpressured ${await upstream.getAttribute("data-backpressured")}%)`);
@@ -66,7 +108,7 @@ try {
   } else {
     // Under-provisioned: some vertex is busy, and one upstream of it backpressured (or it is the source).
     const busy = page.locator('[data-testid="vertex"][data-state="busy"]').first();
-    await busy.waitFor({ timeout: 20000 }).catch(() => {});
+    await busy.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
     check(await busy.count() > 0, `a vertex is busy (${await busy.getAttribute("data-vertex-name").catch(() => "none")})`);
     exp.busy = await busy.getAttribute("data-vertex-name").catch(() => null);
     if (exp.busy) await busy.click();
@@ -74,34 +116,47 @@ try {
 
   // Vertex panel: per-subtask rows, the hot subtask, the hot key, the level badge.
   const panel = page.locator('[data-testid="vertex-panel"]');
-  await panel.locator('[data-testid="subtask-row"]').first().waitFor({ timeout: 15000 });
+  await panel.locator('[data-testid="subtask-row"]').first().waitFor({ timeout: DEADLINE_MS });
   check(await panel.locator('[data-testid="bp-badge"]').count() > 0, "vertex panel shows a backpressure level badge");
   if (exp.hotSubtask) {
+    // Relative, not a fixed percentage (CPU starvation lowers every figure): subtask 2/2 holds
+    // the hot key, so it is the busiest and at least twice as busy as its sibling, and the panel
+    // marks it hot.
     const hot = panel.locator('[data-testid="subtask-row"][data-subtask-label="2/2"]');
-    await hot.and(page.locator('[data-hot="true"]')).waitFor({ timeout: 15000 }).catch(() => {});
-    const busyPct = Number(await hot.getAttribute("data-busy"));
-    check(busyPct >= 85 && (await hot.getAttribute("data-hot")) === "true", `hot subtask 2/2 listed, busy ${busyPct}%`);
+    const clear = await until(async () => {
+      const [a, b] = await subtaskBusy(panel);
+      return (await hot.getAttribute("data-hot")) === "true" && b >= 2 * a && b > 0 ? [a, b] : null;
+    });
+    const [a, b] = clear || (await subtaskBusy(panel));
+    check(!!clear, `hot subtask 2/2 listed, the busiest: busy ${b}% against ${a}% for 1/2`);
   } else {
-    const rows = await panel.locator('[data-testid="subtask-row"]').evaluateAll((rs) => rs.map((r) => Number(r.dataset.busy)));
-    check(rows.length > 0 && rows.every((b) => b >= 70), `every subtask of the bottleneck busy: ${rows.join("%, ")}%`);
+    // Even load: every subtask of the bottleneck is about as busy as the busiest one.
+    const even = (rows) => rows.length > 0 && Math.max(...rows) > 0 && Math.min(...rows) >= 0.6 * Math.max(...rows);
+    const clear = await until(async () => {
+      const rows = await subtaskBusy(panel);
+      return even(rows) ? rows : null;
+    });
+    const rows = clear || (await subtaskBusy(panel));
+    check(!!clear, `every subtask of the bottleneck about as busy as the busiest: ${rows.join("%, ")}%`);
   }
   if (exp.hotKey != null) {
     const key = panel.locator(`[data-testid="hot-key"][data-key="${exp.hotKey}"]`);
-    await key.waitFor({ timeout: 15000 }).catch(() => {});
+    await key.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
     check(await key.count() === 1, `hot key ${exp.hotKey} listed (share of vertex ${await key.getAttribute("data-share").catch(() => "?")}%)`);
   }
 
   // Doctor panel: the verdict first, and the bottleneck named.
   const doctor = page.locator('[data-testid="doctor-panel"]');
-  await doctor.locator('[data-testid="doctor-verdict"], [data-testid="doctor-unavailable"]').first().waitFor({ timeout: 20000 }).catch(() => {});
+  await doctor.locator('[data-testid="doctor-verdict"], [data-testid="doctor-unavailable"]').first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
   if (await doctor.locator('[data-testid="doctor-unavailable"]').count()) {
     check(false, "doctor panel: /jobs/:id/doctor is not served");
   } else {
     const bn = doctor.locator('[data-testid="doctor-bottleneck"]');
-    await bn.waitFor({ timeout: 20000 }).catch(() => {});
+    const want = exp.bottleneck || (exp.busy || "").split(" -> ")[0];
+    // The doctor re-diagnoses as metrics update: wait until it names the bottleneck.
+    await until(async () => ((await bn.textContent()) || "").includes(want));
     const text = (await bn.textContent().catch(() => "")) || "";
     const verdict = (await doctor.locator('[data-testid="doctor-verdict"]').textContent().catch(() => "")) || "";
-    const want = exp.bottleneck || (exp.busy || "").split(" -> ")[0];
     check(text.includes(want), `doctor names the bottleneck "${want}" (${text.trim()}); verdict: ${verdict.trim()}`);
   }
 
@@ -110,7 +165,7 @@ try {
     await page.waitForFunction(() => {
       const e = document.querySelector('[data-testid="checkpoints-completed"] .v');
       return e && Number(e.textContent) > 0;
-    }, null, { timeout: 20000 }).catch(() => {});
+    }, null, { timeout: DEADLINE_MS }).catch(() => {});
     const n = Number((await page.locator('[data-testid="checkpoints-completed"] .v').textContent().catch(() => "0")) || 0);
     check(n > 0, `checkpoints panel shows ${n} completed checkpoint(s)`);
   }

@@ -1,5 +1,6 @@
 //! Busy / backpressured / idle per subtask in controlled scenarios (spec §5.1 semantics).
-//! Margins are generous and nothing asserts on wall-clock durations.
+//! Margins are generous, nothing asserts on wall-clock durations, and metrics are polled until
+//! they show the scenario (a loaded machine shows it later, not differently).
 
 use std::time::{Duration, Instant};
 
@@ -26,29 +27,57 @@ fn burn(d: Duration) {
     }
 }
 
-/// Runs the job until the window is full, returns the vertices' metrics, then cancels.
-fn observe(env: &StreamEnv) -> (Vec<VertexSnapshot>, Vec<String>) {
+/// Runs the job and polls its metrics (every 200 ms, up to a minute) until `check` accepts
+/// them, then cancels it; panics with the last refusal at the deadline. A loaded machine fills
+/// the window late and starves threads for a while: the test waits for the evidence instead of
+/// reading once after a fixed sleep, and what it asserts stays as strict.
+fn observe_until(
+    env: &StreamEnv,
+    check: impl Fn(&[VertexSnapshot], &[String]) -> Result<(), String>,
+) {
     let handle = env.launch().unwrap();
     let monitor = handle.monitor();
-    std::thread::sleep(Duration::from_millis(1500));
-    let v = monitor.vertex_metrics();
-    let names = monitor
+    let names: Vec<String> = monitor
         .graph
         .vertices
         .iter()
         .map(|v| v.name.clone())
         .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let verdict = loop {
+        // Poll once the first window is full (5 updates of 200 ms), then every 200 ms.
+        std::thread::sleep(Duration::from_millis(200));
+        if monitor.started.elapsed() < Duration::from_millis(1000) {
+            continue;
+        }
+        let v = monitor.vertex_metrics();
+        match check(&v, &names) {
+            Ok(()) => break Ok(()),
+            Err(e) if Instant::now() > deadline => break Err(e),
+            Err(_) => {}
+        }
+    };
     handle.cancel();
     let _ = handle.wait();
-    (v, names)
+    if let Err(e) = verdict {
+        panic!("{e}");
+    }
 }
 
-fn sum_is_about_1000(s: &SubtaskSnapshot) {
+/// `Err(what)` unless `cond`.
+fn ensure(cond: bool, what: impl FnOnce() -> String) -> Result<(), String> {
+    if cond {
+        Ok(())
+    } else {
+        Err(what())
+    }
+}
+
+fn sum_is_about_1000(s: &SubtaskSnapshot) -> Result<(), String> {
     let total = s.busy_ms_per_second + s.backpressured_ms_per_second + s.idle_ms_per_second;
-    assert!(
-        (total - 1000.0).abs() < 30.0,
-        "busy+bp+idle = {total}: {s:?}"
-    );
+    ensure((total - 1000.0).abs() < 30.0, || {
+        format!("busy+bp+idle = {total}: {s:?}")
+    })
 }
 
 #[test]
@@ -70,27 +99,36 @@ fn a_slow_operator_is_busy_its_upstream_backpressured_its_downstream_idle() {
         .name("after")
         .disable_chaining()
         .discard();
-    let (v, names) = observe(&env);
-    let by = |n: &str| {
-        let i = names.iter().position(|x| x.starts_with(n)).unwrap();
-        v[i].subtasks[0].clone()
-    };
-    let (src, slow, after) = (by("Source: fast-source"), by("slow"), by("after"));
-    for s in [&src, &slow, &after] {
-        sum_is_about_1000(s);
-    }
-    assert!(src.backpressured_ms_per_second > 500.0, "source: {src:?}");
-    assert!(slow.busy_ms_per_second > 800.0, "slow: {slow:?}");
-    assert!(slow.backpressured_ms_per_second < 100.0, "slow: {slow:?}");
-    assert!(after.idle_ms_per_second > 800.0, "after: {after:?}");
-    // Busy with CPU, not blocked: the slow subtask's thread is on a CPU most of the time.
-    if !slow.cpu_ms_per_second.is_nan() {
-        assert!(slow.cpu_ms_per_second > 300.0, "cpu: {slow:?}");
-    }
-    // The chain's operator time lands on the operator that burns it.
-    let op = &slow.operators[0];
-    assert_eq!(op.name, "slow");
-    assert!(op.busy_ms_per_second > 500.0, "{op:?}");
+    observe_until(&env, |v, names| {
+        let by = |n: &str| {
+            let i = names.iter().position(|x| x.starts_with(n)).unwrap();
+            v[i].subtasks[0].clone()
+        };
+        let (src, slow, after) = (by("Source: fast-source"), by("slow"), by("after"));
+        for s in [&src, &slow, &after] {
+            sum_is_about_1000(s)?;
+        }
+        ensure(src.backpressured_ms_per_second > 500.0, || {
+            format!("source: {src:?}")
+        })?;
+        ensure(slow.busy_ms_per_second > 800.0, || {
+            format!("slow: {slow:?}")
+        })?;
+        ensure(slow.backpressured_ms_per_second < 100.0, || {
+            format!("slow: {slow:?}")
+        })?;
+        ensure(after.idle_ms_per_second > 800.0, || {
+            format!("after: {after:?}")
+        })?;
+        // Busy with CPU, not blocked: the slow subtask's thread is on a CPU most of the time.
+        if !slow.cpu_ms_per_second.is_nan() {
+            ensure(slow.cpu_ms_per_second > 300.0, || format!("cpu: {slow:?}"))?;
+        }
+        // The chain's operator time lands on the operator that burns it.
+        let op = &slow.operators[0];
+        assert_eq!(op.name, "slow");
+        ensure(op.busy_ms_per_second > 500.0, || format!("{op:?}"))
+    });
 }
 
 #[test]
@@ -111,18 +149,18 @@ fn a_hot_key_makes_one_subtask_busy_and_its_siblings_idle() {
     })
     .name("per-key")
     .discard();
-    let (v, names) = observe(&env);
-    let i = names.iter().position(|n| n.starts_with("per-key")).unwrap();
     let hot = sluice_graph::partition::assign_key_to_subtask(&0i64, 128, 2) as usize;
-    let (h, cold) = (&v[i].subtasks[hot], &v[i].subtasks[1 - hot]);
-    sum_is_about_1000(h);
-    sum_is_about_1000(cold);
-    assert!(h.busy_ms_per_second > 800.0, "hot: {h:?}");
-    assert!(cold.idle_ms_per_second > 500.0, "cold: {cold:?}");
-    assert!(
-        h.records_in > 5 * cold.records_in,
-        "hot {} cold {}",
-        h.records_in,
-        cold.records_in
-    );
+    observe_until(&env, |v, names| {
+        let i = names.iter().position(|n| n.starts_with("per-key")).unwrap();
+        let (h, cold) = (&v[i].subtasks[hot], &v[i].subtasks[1 - hot]);
+        sum_is_about_1000(h)?;
+        sum_is_about_1000(cold)?;
+        ensure(h.busy_ms_per_second > 800.0, || format!("hot: {h:?}"))?;
+        ensure(cold.idle_ms_per_second > 500.0, || {
+            format!("cold: {cold:?}")
+        })?;
+        ensure(h.records_in > 5 * cold.records_in, || {
+            format!("hot {} cold {}", h.records_in, cold.records_in)
+        })
+    });
 }
