@@ -152,6 +152,16 @@ fn a_failure_without_restarts_fails_the_job_with_the_cause() {
     assert!(e.contains("injected failure"), "{e}");
 }
 
+/// Waits (polling, up to a minute) until the job's sources have emitted records, so a savepoint
+/// comes mid-job rather than after a fixed sleep that a loaded machine may not honour.
+fn wait_for_records(h: &sluice_graph::JobHandle) {
+    let m = h.monitor();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while m.records_emitted_by_sources() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// `key,sum,count` rolling per key, through the transactional sink.
 fn rescale_job(env: &StreamEnv, records: u64, p: usize, out: &Path) {
     env.set_parallelism(p);
@@ -179,14 +189,14 @@ fn savepoint_at_1_restore_at_2_savepoint_restore_at_3_equals_an_uninterrupted_ru
     let env = StreamEnv::new();
     rescale_job(&env, records, 1, &out);
     let h = env.launch().unwrap();
-    std::thread::sleep(Duration::from_millis(40));
+    wait_for_records(&h);
     let p1 = h.stop_with_savepoint(&sp1).unwrap();
 
     let env = StreamEnv::new();
     env.restore_from(&p1);
     rescale_job(&env, records, 2, &out);
     let h = env.launch().unwrap();
-    std::thread::sleep(Duration::from_millis(40));
+    wait_for_records(&h);
     let p2 = h.stop_with_savepoint(&sp2).unwrap();
 
     let env = StreamEnv::new();
@@ -447,7 +457,9 @@ fn the_text_file_source_resumes_from_a_savepoint_at_another_parallelism() {
         env.read_text_file(&input)
             .map(|l: String| {
                 let i: u64 = l.parse().unwrap();
-                if i.is_multiple_of(100) {
+                // ~1 s per source subtask: the savepoint comes while every task runs, even on
+                // a loaded machine.
+                if i.is_multiple_of(20) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 (i % 7, i, 1u64)
@@ -461,7 +473,7 @@ fn the_text_file_source_resumes_from_a_savepoint_at_another_parallelism() {
     let env = StreamEnv::new();
     build(&env, 2);
     let h = env.launch().unwrap();
-    std::thread::sleep(Duration::from_millis(60));
+    wait_for_records(&h);
     let p = h.stop_with_savepoint(&sp).unwrap();
     let env = StreamEnv::new();
     env.restore_from(&p);
