@@ -140,12 +140,18 @@ fn by_default_the_first_expired_checkpoint_fails_the_job_with_the_reason_and_is_
     let e = e.to_string();
     assert!(e.contains("expired"), "{e}");
     assert!(e.contains("tolerable-failed-checkpoints"), "{e}");
+    // One failure ends the job. Checkpoints before the backpressure built up may complete (on
+    // a loaded machine the queue fills later); the first one that expires is the last.
     let stats = hub.stats();
-    assert_eq!((stats.completed, stats.failed), (0, 1), "{stats:?}");
+    assert_eq!(stats.failed, 1, "{stats:?}");
+    let failed = stats.latest_failed.as_ref().map(|r| r.id).unwrap_or(0);
+    assert_eq!(failed, stats.completed + 1, "{stats:?}");
     let log = hub.log_since(0);
     assert_eq!(log.len(), 1, "{log:?}");
     assert!(
-        log[0].starts_with("checkpoint 1 failed (1 in a row, 0 tolerated)"),
+        log[0].starts_with(&format!(
+            "checkpoint {failed} failed (1 in a row, 0 tolerated)"
+        )),
         "{log:?}"
     );
 }
