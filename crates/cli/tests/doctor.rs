@@ -24,6 +24,11 @@ fn doctor(url: &str, cause: &str) -> serde_json::Value {
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout).to_string();
+        // Until the job is registered the server has no jobs: try again, up to the deadline.
+        if !o.status.success() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
         assert!(
             o.status.success(),
             "{out}\n{}",

@@ -32,6 +32,11 @@ fn diagnose(name: &str, window: &str, cause: &str) -> Value {
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout).to_string();
+        // Until the job is registered the server has no jobs: try again, up to the deadline.
+        if !o.status.success() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
         assert!(
             o.status.success(),
             "{out}\n{}",
