@@ -118,7 +118,7 @@ fn http(method: &str, url: &str, path: &str) -> String {
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .unwrap();
     let mut answer = String::new();
@@ -139,6 +139,8 @@ fn a_cancel_after_a_savepoint_is_a_cancel_and_a_resume_says_what_it_reads() {
         "2000",
         "-p",
         "2",
+        "--savepoint-dir",
+        dir.to_str().unwrap(),
     ]);
     let (ok, out, err) = run(&["savepoint", dir.to_str().unwrap(), "--url", &live.url]);
     assert!(ok, "{out}\n{err}");
