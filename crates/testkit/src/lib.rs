@@ -9,9 +9,15 @@
 //!   binaries (`SLUICE_PG_BIN` overrides the directory), `max_prepared_transactions` set for
 //!   two-phase commit, trust authentication for user `sluice`, database `sluice`.
 //!
+//! - [`kafka_read::read_committed`]: reads a whole topic as a `read_committed` consumer would,
+//!   applying the transaction markers itself (tansu 0.6 sends no aborted-transaction list, so
+//!   librdkafka's own `read_committed` shows aborted records), without trusting the high
+//!   watermark.
+//!
 //! A missing server binary is an error that says how to install it: tests fail, they never skip.
 
 mod kafka;
+pub mod kafka_read;
 mod postgres;
 mod process;
 

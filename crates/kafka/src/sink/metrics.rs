@@ -1,0 +1,62 @@
+//! The Kafka sink's figures, shared by its subtasks: the sink's handle.
+//!
+//! Records and bytes out also go to each task's `TaskMetrics` (`numRecordsOut`,
+//! `numBytesOut` on REST and Prometheus, as Flink's FLIP-33 sinks report what they wrote).
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+
+/// Counters of one Kafka sink (all subtasks, all attempts of the job).
+#[derive(Debug, Default)]
+pub struct KafkaSinkMetrics {
+    /// Records handed to the producer.
+    pub records_out: AtomicU64,
+    /// Key + value bytes handed to the producer.
+    pub bytes_out: AtomicU64,
+    /// Records sent and not yet acknowledged by the broker (now).
+    pub pending_deliveries: AtomicI64,
+    /// Deliveries the broker refused or that timed out.
+    pub delivery_failures: AtomicU64,
+    /// Transactions committed (exactly-once).
+    pub transactions_committed: AtomicU64,
+    /// Sum and maximum of the time `commit_transaction` took (checkpoint completion seen →
+    /// commit acknowledged), in ns.
+    pub commit_latency_ns_total: AtomicU64,
+    pub commit_latency_ns_max: AtomicU64,
+    /// Transactional ids aborted (fenced) at start-up: lingering transactions of earlier
+    /// attempts that no checkpoint holds, probed as Flink's `TransactionAborter` does.
+    pub transactional_ids_aborted: AtomicU64,
+    /// Transactions named by the restored checkpoint that were committed on restore (the
+    /// process still held their producer: an in-process restart).
+    pub transactions_resumed: AtomicU64,
+    /// Transactions named by the restored checkpoint that could not be resumed (a new process:
+    /// librdkafka cannot take over another producer's transaction) and the records in them.
+    /// If their commit had not reached the broker before the crash, these records are lost;
+    /// see the crate docs, "The crash window".
+    pub unresumable_transactions: AtomicU64,
+    pub unresumable_records: AtomicU64,
+}
+
+impl KafkaSinkMetrics {
+    pub fn records_out(&self) -> u64 {
+        self.records_out.load(Relaxed)
+    }
+    pub fn transactions_committed(&self) -> u64 {
+        self.transactions_committed.load(Relaxed)
+    }
+    pub fn unresumable_records(&self) -> u64 {
+        self.unresumable_records.load(Relaxed)
+    }
+    /// Mean commit latency in ms (0 before the first commit).
+    pub fn mean_commit_latency_ms(&self) -> f64 {
+        let n = self.transactions_committed.load(Relaxed);
+        if n == 0 {
+            return 0.0;
+        }
+        self.commit_latency_ns_total.load(Relaxed) as f64 / n as f64 / 1e6
+    }
+    pub(crate) fn commit_took(&self, ns: u64) {
+        self.transactions_committed.fetch_add(1, Relaxed);
+        self.commit_latency_ns_total.fetch_add(ns, Relaxed);
+        self.commit_latency_ns_max.fetch_max(ns, Relaxed);
+    }
+}

@@ -1,0 +1,239 @@
+//! librdkafka producers for the sink: their configuration, delivery accounting, the start-up
+//! check of broker and topic, and a send that waits while librdkafka's queue is full.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+
+use super::config::KafkaSinkConfig;
+use super::error::KafkaSinkError;
+use super::metrics::KafkaSinkMetrics;
+
+/// The sink's producer type.
+pub(crate) type SinkProducer = ThreadedProducer<DeliveryContext>;
+
+/// Counts one producer's deliveries and keeps its first failure.
+pub(crate) struct DeliveryContext {
+    metrics: Arc<KafkaSinkMetrics>,
+    failed: AtomicBool,
+    first_failure: Mutex<Option<String>>,
+    sent: AtomicU64,
+    done: AtomicU64,
+}
+
+impl ClientContext for DeliveryContext {}
+
+impl ProducerContext for DeliveryContext {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        self.done.fetch_add(1, Relaxed);
+        self.metrics.pending_deliveries.fetch_sub(1, Relaxed);
+        if let Err((e, m)) = result {
+            self.metrics.delivery_failures.fetch_add(1, Relaxed);
+            if !self.failed.swap(true, Relaxed) {
+                let mut f = self.first_failure.lock().unwrap_or_else(|p| p.into_inner());
+                *f = Some(format!("{e} (partition {})", m.partition()));
+            }
+        }
+    }
+}
+
+impl DeliveryContext {
+    /// The first failed delivery, if any (checked per record and at every barrier).
+    pub(crate) fn failure(&self) -> Option<String> {
+        if !self.failed.load(Relaxed) {
+            return None;
+        }
+        self.first_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+    /// Records sent and not yet acknowledged.
+    pub(crate) fn in_flight(&self) -> u64 {
+        self.sent.load(Relaxed).saturating_sub(self.done.load(Relaxed))
+    }
+}
+
+/// The client properties every producer and admin client of the sink shares.
+fn base_config<T>(cfg: &KafkaSinkConfig<T>) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &cfg.bootstrap);
+    c.set(
+        "socket.connection.setup.timeout.ms",
+        cfg.connect_timeout.as_millis().max(1000).to_string(),
+    );
+    for (k, v) in &cfg.properties {
+        c.set(k, v);
+    }
+    c
+}
+
+/// A producer (transactional when `transactional_id` is given). Keyed records are placed by
+/// `murmur2_random`: Kafka's Java default partitioner (murmur2 of the key bytes, positive,
+/// modulo the partition count), random for records without a key.
+pub(crate) fn producer<T>(
+    cfg: &KafkaSinkConfig<T>,
+    metrics: &Arc<KafkaSinkMetrics>,
+    transactional_id: Option<&str>,
+) -> Result<SinkProducer, KafkaSinkError> {
+    let mut c = base_config(cfg);
+    c.set("partitioner", "murmur2_random");
+    if let Some(id) = transactional_id {
+        c.set("transactional.id", id);
+        c.set(
+            "transaction.timeout.ms",
+            cfg.flush_timeout.as_millis().max(60_000).to_string(),
+        );
+    }
+    let ctx = DeliveryContext {
+        metrics: metrics.clone(),
+        failed: AtomicBool::new(false),
+        first_failure: Mutex::new(None),
+        sent: AtomicU64::new(0),
+        done: AtomicU64::new(0),
+    };
+    c.create_with_context(ctx)
+        .map_err(|e| KafkaSinkError::client(format!("creating a producer for {}", cfg.bootstrap), e))
+}
+
+/// Sends one record, waiting while librdkafka's local queue is full (counted as busy time:
+/// the sink is working off its backlog). A delivery that already failed fails the send.
+pub(crate) fn send(
+    p: &SinkProducer,
+    topic: &str,
+    key: Option<&[u8]>,
+    value: &[u8],
+    timeout: Duration,
+) -> Result<(), KafkaSinkError> {
+    if let Some(f) = p.context().failure() {
+        return Err(KafkaSinkError::Delivery {
+            topic: topic.to_string(),
+            detail: f,
+        });
+    }
+    let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).payload(value);
+    if let Some(k) = key {
+        rec = rec.key(k);
+    }
+    let start = Instant::now();
+    loop {
+        match p.send(rec) {
+            Ok(()) => {
+                p.context().sent.fetch_add(1, Relaxed);
+                p.context().metrics.pending_deliveries.fetch_add(1, Relaxed);
+                return Ok(());
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+                if start.elapsed() < timeout =>
+            {
+                rec = r;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err((e, _)) => {
+                return Err(KafkaSinkError::Delivery {
+                    topic: topic.to_string(),
+                    detail: e.to_string(),
+                })
+            }
+        }
+    }
+}
+
+/// Waits until every record sent so far is acknowledged, then reports the first failure.
+pub(crate) fn flush(p: &SinkProducer, topic: &str, timeout: Duration) -> Result<(), KafkaSinkError> {
+    p.flush(timeout).map_err(|e| KafkaSinkError::Delivery {
+        topic: topic.to_string(),
+        detail: format!(
+            "flush: {e} ({} records unacknowledged after {} ms)",
+            p.context().in_flight(),
+            timeout.as_millis()
+        ),
+    })?;
+    match p.context().failure() {
+        Some(f) => Err(KafkaSinkError::Delivery {
+            topic: topic.to_string(),
+            detail: f,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Before the job starts: the broker answers within the connect timeout and the topic
+/// exists (or is created, when configured). Returns the topic's partition count.
+pub(crate) fn check_topic<T>(cfg: &KafkaSinkConfig<T>) -> Result<usize, KafkaSinkError> {
+    let c = base_config(cfg);
+    let probe: rdkafka::producer::BaseProducer = c
+        .create()
+        .map_err(|e| KafkaSinkError::client(format!("connecting to {}", cfg.bootstrap), e))?;
+    let unreachable = |detail: String| KafkaSinkError::Unreachable {
+        bootstrap: cfg.bootstrap.clone(),
+        timeout_ms: cfg.connect_timeout.as_millis(),
+        detail,
+    };
+    let md = probe
+        .client()
+        .fetch_metadata(Some(&cfg.topic), cfg.connect_timeout)
+        .map_err(|e| unreachable(e.to_string()))?;
+    let t = md.topics().iter().find(|t| t.name() == cfg.topic);
+    let missing = t.is_none_or(|t| t.error().is_some() || t.partitions().is_empty());
+    if !missing {
+        return Ok(t.map_or(0, |t| t.partitions().len()));
+    }
+    let Some(partitions) = cfg.create_topic else {
+        return Err(KafkaSinkError::MissingTopic {
+            topic: cfg.topic.clone(),
+            bootstrap: cfg.bootstrap.clone(),
+        });
+    };
+    create_topic(cfg, partitions)?;
+    Ok(partitions as usize)
+}
+
+fn create_topic<T>(cfg: &KafkaSinkConfig<T>, partitions: i32) -> Result<(), KafkaSinkError> {
+    let err = |detail: String| KafkaSinkError::CreateTopic {
+        topic: cfg.topic.clone(),
+        bootstrap: cfg.bootstrap.clone(),
+        detail,
+    };
+    let admin: AdminClient<DefaultClientContext> =
+        base_config(cfg).create().map_err(|e| err(e.to_string()))?;
+    let topic = NewTopic::new(&cfg.topic, partitions, TopicReplication::Fixed(1));
+    let opts = AdminOptions::new().operation_timeout(Some(cfg.connect_timeout));
+    let results = block_on(admin.create_topics([&topic], &opts), cfg.connect_timeout * 2)
+        .ok_or_else(|| err("no answer".into()))?
+        .map_err(|e| err(e.to_string()))?;
+    for r in results {
+        match r {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((_, code)) => return Err(err(code.to_string())),
+        }
+    }
+    Ok(())
+}
+
+/// Runs a future of rdkafka's admin API to completion on this thread (its futures complete
+/// from librdkafka's own threads; polling every few ms is enough for a one-off call).
+fn block_on<F: Future>(f: F, timeout: Duration) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let start = Instant::now();
+    loop {
+        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return Some(v);
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}

@@ -1,0 +1,301 @@
+//! The sink's per-subtask collector: sends records, flushes or pre-commits at barriers,
+//! commits transactions whose checkpoint completed (exactly-once), restores.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use sluice_runtime::checkpoint::CheckpointHub;
+use sluice_runtime::{TaskMetrics, TaskServices};
+use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, ServicesHandle};
+
+use super::config::{DeliveryGuarantee, KafkaSinkConfig};
+use super::error::KafkaSinkError;
+use super::fault;
+use super::metrics::KafkaSinkMetrics;
+use super::producer::{flush, producer, send, SinkProducer};
+use super::transactions::{self as txns, transactional_id, Txn};
+
+/// Records between two looks for newly completed checkpoints (as the transactional file sink).
+const COMMIT_CHECK_EVERY: u32 = 256;
+
+enum Mode {
+    AtLeastOnce(SinkProducer),
+    ExactlyOnce {
+        /// The open transaction (opened at the first record after a barrier).
+        current: Option<Txn>,
+        /// Pre-committed transactions waiting for their checkpoint, oldest first.
+        pending: Vec<Txn>,
+        /// The checkpoint offset naming the next transaction: last barrier seen + 1.
+        next_offset: u64,
+    },
+}
+
+/// One subtask of a Kafka sink.
+pub struct KafkaSinkWriter<T> {
+    cfg: Arc<KafkaSinkConfig<T>>,
+    subtask: usize,
+    operator_id: String,
+    services: ServicesHandle,
+    hub: Option<Arc<CheckpointHub>>,
+    metrics: Arc<KafkaSinkMetrics>,
+    task_metrics: Option<Arc<TaskMetrics>>,
+    mode: Mode,
+    countdown: u32,
+}
+
+impl<T> KafkaSinkWriter<T> {
+    /// The writer of subtask `ctx.subtask_index`; exactly-once restores first (commits what the
+    /// restored checkpoint names, aborts lingering transactions of earlier attempts).
+    pub(crate) fn new(
+        cfg: Arc<KafkaSinkConfig<T>>,
+        metrics: Arc<KafkaSinkMetrics>,
+        ctx: &OperatorContext,
+    ) -> Result<Self, OperatorError> {
+        let services = TaskServices::of(ctx);
+        let hub = services.and_then(|s| s.hub().cloned());
+        let mode = match cfg.guarantee {
+            DeliveryGuarantee::AtLeastOnce => Mode::AtLeastOnce(producer(&cfg, &metrics, None)?),
+            DeliveryGuarantee::ExactlyOnce => {
+                let next_offset = restore(&cfg, &metrics, ctx, hub.as_deref())?;
+                Mode::ExactlyOnce {
+                    current: None,
+                    pending: Vec::new(),
+                    next_offset,
+                }
+            }
+        };
+        Ok(KafkaSinkWriter {
+            subtask: ctx.subtask_index,
+            operator_id: ctx.operator_id.clone(),
+            services: ctx.services.clone(),
+            task_metrics: services.map(|s| s.metrics().clone()),
+            hub,
+            metrics,
+            mode,
+            countdown: COMMIT_CHECK_EVERY,
+            cfg,
+        })
+    }
+
+    fn topic(&self) -> &str {
+        &self.cfg.topic
+    }
+
+    /// Commits the pre-committed transactions whose checkpoint completed.
+    fn commit_due(&mut self) -> Result<(), KafkaSinkError> {
+        let Mode::ExactlyOnce { pending, .. } = &mut self.mode else {
+            return Ok(());
+        };
+        let Some(hub) = &self.hub else {
+            return Ok(());
+        };
+        let done = hub.completed_checkpoint();
+        while pending.first().is_some_and(|t| t.checkpoint_id <= done) {
+            let t = pending.remove(0);
+            fault::before_commit(&t.id, t.checkpoint_id, t.records);
+            if let Err(e) = txns::commit(&t, self.cfg.flush_timeout, &self.metrics) {
+                // Kept for a restart in this process to retry through the same producer.
+                pending.insert(0, t);
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The barrier: at-least-once flushes; exactly-once pre-commits the open transaction and
+    /// snapshots the pending ones.
+    fn barrier(&mut self, checkpoint_id: u64) -> Result<(), KafkaSinkError> {
+        self.commit_due()?;
+        let topic = self.cfg.topic.clone();
+        match &mut self.mode {
+            Mode::AtLeastOnce(p) => flush(p, &topic, self.cfg.flush_timeout),
+            Mode::ExactlyOnce {
+                current,
+                pending,
+                next_offset,
+            } => {
+                if let Some(mut t) = current.take() {
+                    flush(&t.producer, &topic, self.cfg.flush_timeout)?;
+                    t.checkpoint_id = checkpoint_id;
+                    pending.push(t);
+                }
+                *next_offset = checkpoint_id + 1;
+                if let Some(s) = self.services.get::<TaskServices>() {
+                    s.record(&self.operator_id, txns::encode(pending));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn end_of_input(&mut self) -> Result<(), KafkaSinkError> {
+        self.commit_due()?;
+        let topic = self.cfg.topic.clone();
+        let timeout = self.cfg.flush_timeout;
+        match &mut self.mode {
+            Mode::AtLeastOnce(p) => flush(p, &topic, timeout),
+            Mode::ExactlyOnce {
+                current, pending, ..
+            } => {
+                if let Some(mut t) = current.take() {
+                    flush(&t.producer, &topic, timeout)?;
+                    t.checkpoint_id = u64::MAX;
+                    pending.push(t);
+                }
+                let last: Vec<Txn> = std::mem::take(pending);
+                let metrics = self.metrics.clone();
+                // Committed once every task finished (a failure before restarts from the last
+                // checkpoint, which does not hold these records).
+                let publish = move || -> Result<(), OperatorError> {
+                    for t in &last {
+                        fault::before_commit(&t.id, t.checkpoint_id, t.records);
+                        txns::commit(t, timeout, &metrics)?;
+                    }
+                    Ok(())
+                };
+                match &self.hub {
+                    Some(h) => h.register_final_commit(Box::new(publish)),
+                    None => publish().map_err(|e| KafkaSinkError::client("final commit", e))?,
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Exactly-once start-up. Returns the checkpoint offset of the first transaction.
+fn restore<T>(
+    cfg: &KafkaSinkConfig<T>,
+    metrics: &Arc<KafkaSinkMetrics>,
+    ctx: &OperatorContext,
+    hub: Option<&CheckpointHub>,
+) -> Result<u64, OperatorError> {
+    let restored = sluice_runtime::services::restored_parts(ctx);
+    let base = restored
+        .as_ref()
+        .map(|r| r.checkpoint_id)
+        .or_else(|| hub.and_then(|h| h.restore_point()).map(|c| c.id))
+        .unwrap_or(0);
+    let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
+    let old_p = restored.as_ref().map_or(p, |r| r.parallelism.max(1));
+    // This subtask also cleans up after old subtasks that no longer exist (Flink's rule).
+    let owned: Vec<usize> = (0..old_p.max(p)).filter(|i| i % p == me).collect();
+    let mut to_fence = Vec::new();
+    for (old, bytes) in restored.iter().flat_map(|r| r.parts.iter()) {
+        if old % p != me {
+            continue;
+        }
+        for c in txns::decode(bytes)? {
+            match txns::take_parked(&c.transactional_id) {
+                Some(t) => {
+                    txns::commit(&t, cfg.flush_timeout, metrics)?;
+                    metrics.transactions_resumed.fetch_add(1, Relaxed);
+                }
+                None => {
+                    // Committed before the crash, or aborted by the fence below: librdkafka
+                    // cannot tell which, nor finish it (see the crate docs, "The crash window").
+                    metrics.unresumable_transactions.fetch_add(1, Relaxed);
+                    metrics.unresumable_records.fetch_add(c.records, Relaxed);
+                    tracing::error!(
+                        transactional_id = %c.transactional_id,
+                        checkpoint = c.checkpoint_id,
+                        records = c.records,
+                        "Kafka sink: checkpoint {} names transaction {} ({} records) that this process \
+                         cannot resume (librdkafka cannot take over another producer's transaction); \
+                         if its commit had not reached the broker before the crash, those records are lost",
+                        c.checkpoint_id, c.transactional_id, c.records
+                    );
+                    to_fence.push(c.transactional_id);
+                }
+            }
+        }
+    }
+    // Every other transaction an earlier attempt may have opened: offsets after the restored
+    // checkpoint up to the last barrier this process triggered, plus the probe depth (a
+    // crashed process may have gone further than this one knows).
+    txns::drop_parked(&cfg.transactional_id_prefix, &owned);
+    let last = hub.map_or(0, |h| h.last_triggered()).max(base);
+    for o in &owned {
+        for k in base + 1..=last + 1 + cfg.abort_probe {
+            to_fence.push(transactional_id(&cfg.transactional_id_prefix, *o, k));
+        }
+    }
+    txns::fence(cfg, metrics, &to_fence)?;
+    Ok(base + 1)
+}
+
+impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        let (key, value) =
+            self.cfg
+                .serializer
+                .serialize(&record)
+                .map_err(|detail| KafkaSinkError::Serialize {
+                    topic: self.topic().to_string(),
+                    detail,
+                })?;
+        let bytes = (value.len() + key.as_ref().map_or(0, Vec::len)) as u64;
+        let timeout = self.cfg.flush_timeout;
+        match &mut self.mode {
+            Mode::AtLeastOnce(p) => send(p, &self.cfg.topic, key.as_deref(), &value, timeout)?,
+            Mode::ExactlyOnce {
+                current,
+                next_offset,
+                ..
+            } => {
+                if current.is_none() {
+                    let id = transactional_id(
+                        &self.cfg.transactional_id_prefix,
+                        self.subtask,
+                        *next_offset,
+                    );
+                    let producer = txns::open(&self.cfg, &self.metrics, &id)?;
+                    *current = Some(Txn {
+                        checkpoint_id: 0,
+                        id,
+                        producer,
+                        records: 0,
+                    });
+                }
+                let t = current.as_mut().expect("opened above");
+                send(&t.producer, &self.cfg.topic, key.as_deref(), &value, timeout)?;
+                t.records += 1;
+            }
+        }
+        self.metrics.records_out.fetch_add(1, Relaxed);
+        self.metrics.bytes_out.fetch_add(bytes, Relaxed);
+        if let Some(m) = &self.task_metrics {
+            m.add_records_out(1);
+            m.bytes_out.fetch_add(bytes, Relaxed);
+        }
+        self.countdown -= 1;
+        if self.countdown == 0 {
+            self.countdown = COMMIT_CHECK_EVERY;
+            self.commit_due()?;
+        }
+        Ok(())
+    }
+
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            ControlEvent::Flush => Ok(self.commit_due()?),
+            ControlEvent::Barrier(b) => Ok(self.barrier(b.checkpoint_id)?),
+            ControlEvent::EndOfInput => Ok(self.end_of_input()?),
+            // Transactions follow checkpoints, not event time.
+            ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => Ok(()),
+        }
+    }
+}
+
+impl<T> Drop for KafkaSinkWriter<T> {
+    /// A failed or cancelled subtask parks its pre-committed transactions: a restart in this
+    /// process commits them if the restored checkpoint names them, or fences them otherwise.
+    /// The open transaction is dropped; the restart fences (aborts) it.
+    fn drop(&mut self) {
+        if let Mode::ExactlyOnce { pending, .. } = &mut self.mode {
+            for t in pending.drain(..) {
+                txns::park(t);
+            }
+        }
+    }
+}
