@@ -35,7 +35,7 @@ use kafka_protocol::records::RecordBatchDecoder;
 
 use crate::TestkitError;
 
-const FETCH_VERSION: i16 = 4;
+const FETCH_VERSION: i16 = 11;
 const METADATA_VERSION: i16 = 1;
 
 /// One record a `read_committed` consumer receives.
@@ -240,8 +240,9 @@ fn fetch_once(
     t.partitions = vec![part];
     let mut req = FetchRequest::default();
     req.replica_id = (-1).into();
-    req.max_wait_ms = 0;
-    req.min_bytes = 0;
+    // tansu answers nothing at all to max_wait 0; 10 ms / 1 byte returns what is there.
+    req.max_wait_ms = 10;
+    req.min_bytes = 1;
     req.max_bytes = 4 << 20;
     req.isolation_level = 0;
     req.topics = vec![t];
@@ -268,6 +269,13 @@ fn fetch_once(
         let set = match RecordBatchDecoder::decode(&mut bytes) {
             Ok(s) => s,
             // A fetch may end in a partial batch (cut at the size limit): fetch again from it.
+            // (but a batch that never decodes is an error, e.g. compressed: no codecs here).
+            Err(e) if r.next_offset == before => {
+                return Err(failed(
+                    &format!("decoding {topic}/{p} at offset {before}"),
+                    format!("{e} (the reader has no compression codecs)"),
+                ))
+            }
             Err(_) => break,
         };
         for rec in set.records {

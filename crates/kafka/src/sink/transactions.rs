@@ -2,7 +2,7 @@
 //! pre-committed transactions a checkpoint names, the producers this process still holds
 //! across an in-process restart, and the abort of lingering transactions at start-up.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -69,6 +69,34 @@ fn parked() -> std::sync::MutexGuard<'static, BTreeMap<String, Txn>> {
     PARKED.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Transactional ids this process committed (the latest [`COMMITTED_KEPT`]): a restored
+/// checkpoint always names the transaction its own barrier pre-committed, usually committed
+/// since; only one this process neither committed nor holds is in doubt.
+static COMMITTED: Mutex<(BTreeSet<String>, VecDeque<String>)> =
+    Mutex::new((BTreeSet::new(), VecDeque::new()));
+const COMMITTED_KEPT: usize = 16_384;
+
+fn committed_here(id: &str) {
+    let mut c = COMMITTED.lock().unwrap_or_else(|p| p.into_inner());
+    if c.0.insert(id.to_string()) {
+        c.1.push_back(id.to_string());
+        if c.1.len() > COMMITTED_KEPT {
+            if let Some(old) = c.1.pop_front() {
+                c.0.remove(&old);
+            }
+        }
+    }
+}
+
+/// Whether this process committed transactional id `id` (recently).
+pub(crate) fn was_committed_here(id: &str) -> bool {
+    COMMITTED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .0
+        .contains(id)
+}
+
 pub(crate) fn park(txn: Txn) {
     parked().insert(txn.id.clone(), txn);
 }
@@ -128,6 +156,7 @@ pub(crate) fn commit(
         )
     })?;
     metrics.commit_took(t0.elapsed().as_nanos() as u64);
+    committed_here(&txn.id);
     Ok(())
 }
 

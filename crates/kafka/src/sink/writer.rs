@@ -142,14 +142,17 @@ impl<T> KafkaSinkWriter<T> {
                     t.checkpoint_id = u64::MAX;
                     pending.push(t);
                 }
-                let last: Vec<Txn> = std::mem::take(pending);
+                let last = FinalTxns(std::mem::take(pending));
                 let metrics = self.metrics.clone();
                 // Committed once every task finished (a failure before restarts from the last
-                // checkpoint, which does not hold these records).
+                // checkpoint; if that names one of these, the restore commits it: unrun, the
+                // closure parks them when the job master drops it).
                 let publish = move || -> Result<(), OperatorError> {
-                    for t in &last {
+                    let mut last = last;
+                    while let Some(t) = last.0.first() {
                         fault::before_commit(&t.id, t.checkpoint_id, t.records);
                         txns::commit(t, timeout, &metrics)?;
+                        last.0.remove(0);
                     }
                     Ok(())
                 };
@@ -186,14 +189,19 @@ fn restore<T>(
             continue;
         }
         for c in txns::decode(bytes)? {
+            if txns::was_committed_here(&c.transactional_id) {
+                continue;
+            }
             match txns::take_parked(&c.transactional_id) {
                 Some(t) => {
                     txns::commit(&t, cfg.flush_timeout, metrics)?;
                     metrics.transactions_resumed.fetch_add(1, Relaxed);
                 }
                 None => {
-                    // Committed before the crash, or aborted by the fence below: librdkafka
-                    // cannot tell which, nor finish it (see the crate docs, "The crash window").
+                    // Not committed by this process nor held by it: an earlier process's. It
+                    // committed before the crash, or it is aborted by the fence below:
+                    // librdkafka cannot tell which, nor finish it (crate docs, "The crash
+                    // window").
                     metrics.unresumable_transactions.fetch_add(1, Relaxed);
                     metrics.unresumable_records.fetch_add(c.records, Relaxed);
                     tracing::error!(
@@ -283,6 +291,18 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
             ControlEvent::EndOfInput => Ok(self.end_of_input()?),
             // Transactions follow checkpoints, not event time.
             ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => Ok(()),
+        }
+    }
+}
+
+/// The transactions of a final commit; those it did not commit are parked when it is dropped
+/// (a job that failed after this subtask ended).
+struct FinalTxns(Vec<Txn>);
+
+impl Drop for FinalTxns {
+    fn drop(&mut self) {
+        for t in self.0.drain(..) {
+            txns::park(t);
         }
     }
 }
