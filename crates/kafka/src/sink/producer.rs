@@ -59,7 +59,9 @@ impl DeliveryContext {
     }
     /// Records sent and not yet acknowledged.
     pub(crate) fn in_flight(&self) -> u64 {
-        self.sent.load(Relaxed).saturating_sub(self.done.load(Relaxed))
+        self.sent
+            .load(Relaxed)
+            .saturating_sub(self.done.load(Relaxed))
     }
 }
 
@@ -101,8 +103,9 @@ pub(crate) fn producer<T>(
         sent: AtomicU64::new(0),
         done: AtomicU64::new(0),
     };
-    c.create_with_context(ctx)
-        .map_err(|e| KafkaSinkError::client(format!("creating a producer for {}", cfg.bootstrap), e))
+    c.create_with_context(ctx).map_err(|e| {
+        KafkaSinkError::client(format!("creating a producer for {}", cfg.bootstrap), e)
+    })
 }
 
 /// Sends one record, waiting while librdkafka's local queue is full (counted as busy time:
@@ -149,15 +152,27 @@ pub(crate) fn send(
 }
 
 /// Waits until every record sent so far is acknowledged, then reports the first failure.
-pub(crate) fn flush(p: &SinkProducer, topic: &str, timeout: Duration) -> Result<(), KafkaSinkError> {
-    p.flush(timeout).map_err(|e| KafkaSinkError::Delivery {
-        topic: topic.to_string(),
-        detail: format!(
-            "flush: {e} ({} records unacknowledged after {} ms)",
-            p.context().in_flight(),
-            timeout.as_millis()
-        ),
-    })?;
+/// (Not `Producer::flush`: beside `ThreadedProducer`'s own polling thread it wakes in steps of
+/// up to 100 ms; this waits for the delivery callbacks in 1 ms steps.)
+pub(crate) fn flush(
+    p: &SinkProducer,
+    topic: &str,
+    timeout: Duration,
+) -> Result<(), KafkaSinkError> {
+    let start = Instant::now();
+    while p.context().in_flight() > 0 || p.in_flight_count() > 0 {
+        if start.elapsed() > timeout {
+            return Err(KafkaSinkError::Delivery {
+                topic: topic.to_string(),
+                detail: format!(
+                    "flush: {} records unacknowledged after {} ms",
+                    p.context().in_flight(),
+                    timeout.as_millis()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
     match p.context().failure() {
         Some(f) => Err(KafkaSinkError::Delivery {
             topic: topic.to_string(),
@@ -208,9 +223,12 @@ fn create_topic<T>(cfg: &KafkaSinkConfig<T>, partitions: i32) -> Result<(), Kafk
         base_config(cfg).create().map_err(|e| err(e.to_string()))?;
     let topic = NewTopic::new(&cfg.topic, partitions, TopicReplication::Fixed(1));
     let opts = AdminOptions::new().operation_timeout(Some(cfg.connect_timeout));
-    let results = block_on(admin.create_topics([&topic], &opts), cfg.connect_timeout * 2)
-        .ok_or_else(|| err("no answer".into()))?
-        .map_err(|e| err(e.to_string()))?;
+    let results = block_on(
+        admin.create_topics([&topic], &opts),
+        cfg.connect_timeout * 2,
+    )
+    .ok_or_else(|| err("no answer".into()))?
+    .map_err(|e| err(e.to_string()))?;
     for r in results {
         match r {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}

@@ -47,11 +47,14 @@ pub(crate) fn encode(pending: &[Txn]) -> Vec<u8> {
 
 pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Committable>, KafkaSinkError> {
     let bad = |d: String| KafkaSinkError::client("restoring the sink's checkpoint state", d);
-    let v: Vec<serde_json::Value> = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+    let v: Vec<serde_json::Value> =
+        serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
     v.iter()
         .map(|e| {
             Ok(Committable {
-                checkpoint_id: e["checkpoint"].as_u64().ok_or_else(|| bad(format!("{e}")))?,
+                checkpoint_id: e["checkpoint"]
+                    .as_u64()
+                    .ok_or_else(|| bad(format!("{e}")))?,
                 transactional_id: e["id"].as_str().ok_or_else(|| bad(format!("{e}")))?.into(),
                 records: e["records"].as_u64().unwrap_or(0),
             })
@@ -175,7 +178,10 @@ pub(crate) fn fence<T>(
                     s.spawn(move || {
                         let p = producer(cfg, metrics, Some(id))?;
                         p.init_transactions(cfg.flush_timeout).map_err(|e| {
-                            KafkaSinkError::client(format!("aborting lingering transaction {id}"), e)
+                            KafkaSinkError::client(
+                                format!("aborting lingering transaction {id}"),
+                                e,
+                            )
                         })
                     })
                 })
@@ -184,7 +190,10 @@ pub(crate) fn fence<T>(
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(KafkaSinkError::client("aborting lingering transactions", "panic"))
+                        Err(KafkaSinkError::client(
+                            "aborting lingering transactions",
+                            "panic",
+                        ))
                     })
                 })
                 .collect()

@@ -266,7 +266,13 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                     });
                 }
                 let t = current.as_mut().expect("opened above");
-                send(&t.producer, &self.cfg.topic, key.as_deref(), &value, timeout)?;
+                send(
+                    &t.producer,
+                    &self.cfg.topic,
+                    key.as_deref(),
+                    &value,
+                    timeout,
+                )?;
                 t.records += 1;
             }
         }
