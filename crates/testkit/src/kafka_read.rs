@@ -7,7 +7,7 @@
 //! aborted records as if they were committed. tansu does keep the last stable offset (an open
 //! transaction holds back `read_committed` fetches) and does write the COMMIT/ABORT control
 //! records. So this reader fetches with `read_uncommitted` over the Kafka wire protocol
-//! (Metadata v1, Fetch v4, record batches v2, no compression), buffers each producer's
+//! (Metadata v4, Fetch v11, record batches v2, no compression), buffers each producer's
 //! transactional records and keeps them at its COMMIT marker, drops them at its ABORT marker,
 //! and reports the records of transactions still open at the end as `pending` (invisible to a
 //! `read_committed` consumer).
@@ -36,7 +36,8 @@ use kafka_protocol::records::RecordBatchDecoder;
 use crate::TestkitError;
 
 const FETCH_VERSION: i16 = 11;
-const METADATA_VERSION: i16 = 1;
+/// v4: the first with `allow_auto_topic_creation` (older requests let the broker create it).
+const METADATA_VERSION: i16 = 4;
 
 /// One record a `read_committed` consumer receives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,7 +108,12 @@ impl Conn {
         })
     }
 
-    fn call<Req, Resp>(&mut self, key: ApiKey, version: i16, req: &Req) -> Result<Resp, TestkitError>
+    fn call<Req, Resp>(
+        &mut self,
+        key: ApiKey,
+        version: i16,
+        req: &Req,
+    ) -> Result<Resp, TestkitError>
     where
         Req: Encodable + HeaderVersion,
         Resp: Decodable + HeaderVersion,
@@ -160,6 +166,7 @@ fn partitions_of(conn: &mut Conn, topic: &str) -> Result<i32, TestkitError> {
     let mut t = MetadataRequestTopic::default();
     t.name = Some(TopicName(StrBytes::from_string(topic.to_string())));
     req.topics = Some(vec![t]);
+    req.allow_auto_topic_creation = false;
     let resp: MetadataResponse = conn.call(ApiKey::Metadata, METADATA_VERSION, &req)?;
     let t = resp
         .topics

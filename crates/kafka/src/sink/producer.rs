@@ -69,6 +69,9 @@ impl DeliveryContext {
 fn base_config<T>(cfg: &KafkaSinkConfig<T>) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &cfg.bootstrap);
+    // A missing topic is the start-up check's to report (or create); librdkafka's producer
+    // would otherwise ask the broker to auto-create it with the broker's defaults.
+    c.set("allow.auto.create.topics", "false");
     c.set(
         "socket.connection.setup.timeout.ms",
         cfg.connect_timeout.as_millis().max(1000).to_string(),
