@@ -17,17 +17,61 @@ fn failure_free_exactly_once_run_writes_every_record_once() {
     let records = 20_000;
     let env = StreamEnv::new();
     env.enable_checkpointing(Duration::from_millis(100));
-    let sink = job(&env, records, sink(&b, "clean", DeliveryGuarantee::ExactlyOnce, "clean"), 2);
+    let sink = job(
+        &env,
+        records,
+        sink(&b, "clean", DeliveryGuarantee::ExactlyOnce, "clean"),
+        2,
+    );
     let metrics = sink.handle.clone();
     let t0 = std::time::Instant::now();
-    env.execute().unwrap();
-    eprintln!("job took {:?}, {} commits, mean commit {:.1} ms", t0.elapsed(), metrics.transactions_committed(), metrics.mean_commit_latency_ms());
+    let handle = env.launch().unwrap();
+    let monitor = handle.monitor();
+    handle.wait().unwrap();
+    eprintln!(
+        "job took {:?}, {} commits, mean commit {:.1} ms",
+        t0.elapsed(),
+        metrics.transactions_committed(),
+        metrics.mean_commit_latency_ms()
+    );
     let back = read_back(&b, "clean", records as usize);
     let mut got = values(&back);
     got.sort();
     let (lost, dup) = compare(&expected_lines(records), &got);
-    eprintln!("read back {} records, {} aborted, {} pending, markers {}+{}", back.records.len(), back.aborted, back.pending, back.commit_markers, back.abort_markers);
+    eprintln!(
+        "read back {} records, {} aborted, {} pending, markers {}+{}",
+        back.records.len(),
+        back.aborted,
+        back.pending,
+        back.commit_markers,
+        back.abort_markers
+    );
     assert_eq!((lost, dup), (0, 0));
+
+    // The figures on the sink's task (what REST and Prometheus serve).
+    let v = monitor
+        .graph
+        .vertices
+        .iter()
+        .position(|v| v.name.contains("Sink: Kafka"))
+        .unwrap();
+    let mut committed = 0;
+    let mut out = 0;
+    for t in &monitor.subtasks[v] {
+        let g: std::collections::BTreeMap<String, i64> =
+            t.connector_gauge_values().into_iter().collect();
+        assert_eq!(
+            g[sluice_kafka::sink::PENDING_DELIVERIES],
+            0,
+            "all delivered"
+        );
+        assert!(g.contains_key(sluice_kafka::sink::COMMIT_LATENCY_MS));
+        committed += g[sluice_kafka::sink::TRANSACTIONS_COMMITTED];
+        out += t.records_out();
+        assert!(t.bytes_out.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    }
+    assert_eq!(out, records, "numRecordsOut of the sink tasks");
+    assert_eq!(committed as u64, metrics.transactions_committed());
 }
 
 /// `n` failures at pseudo-random points of random subtasks of the keyed vertex (chained with
@@ -66,7 +110,12 @@ fn exactly_once_under_twenty_injected_failures_loses_and_duplicates_nothing() {
     let b = broker.bootstrap();
     let records = 60_000;
     let env = faulty_env(20, 0x2545_F491_4F6C_DD1D, "eo-chk");
-    let sink = job(&env, records, sink(&b, "eo", DeliveryGuarantee::ExactlyOnce, "eo"), 2);
+    let sink = job(
+        &env,
+        records,
+        sink(&b, "eo", DeliveryGuarantee::ExactlyOnce, "eo"),
+        2,
+    );
     let metrics = sink.handle.clone();
     let handle = env.launch().unwrap();
     let monitor = handle.monitor();
@@ -95,9 +144,19 @@ fn exactly_once_under_twenty_injected_failures_loses_and_duplicates_nothing() {
         m.unresumable_transactions.load(std::sync::atomic::Ordering::Relaxed),
     );
     assert_eq!((lost, dup), (0, 0), "exactly once");
-    assert!(back.aborted > 0, "the failed attempts' transactions were aborted, not committed");
-    assert_eq!(back.pending, 0, "no transaction left open (read_committed would stall on it)");
-    assert_eq!(m.unresumable_records(), 0, "in-process restarts resume every transaction");
+    assert!(
+        back.aborted > 0,
+        "the failed attempts' transactions were aborted, not committed"
+    );
+    assert_eq!(
+        back.pending, 0,
+        "no transaction left open (read_committed would stall on it)"
+    );
+    assert_eq!(
+        m.unresumable_records(),
+        0,
+        "in-process restarts resume every transaction"
+    );
 }
 
 #[test]
@@ -106,7 +165,12 @@ fn at_least_once_under_failures_loses_nothing_and_counts_duplicates() {
     let b = broker.bootstrap();
     let records = 40_000;
     let env = faulty_env(5, 0x9E37_79B9_7F4A_7C15, "alo-chk");
-    job(&env, records, sink(&b, "alo", DeliveryGuarantee::AtLeastOnce, "alo"), 2);
+    job(
+        &env,
+        records,
+        sink(&b, "alo", DeliveryGuarantee::AtLeastOnce, "alo"),
+        2,
+    );
     let handle = env.launch().unwrap();
     let monitor = handle.monitor();
     handle.wait().unwrap();

@@ -339,11 +339,37 @@ impl<'a> JobData<'a> {
         self.monitor.subtasks.get(vertex).map_or(0, |v| v.len())
     }
 
-    /// The value of a subtask-scope metric (`busyTimeMsPerSecond`, `map.numRecordsIn`).
+    /// Every metric name of a subtask of `vertex`: [`subtask_metric_names`], then the
+    /// connector gauges its tasks registered (e.g. `pendingDeliveries`).
+    pub fn metric_names(&self, vertex: usize) -> Vec<String> {
+        let mut names = subtask_metric_names(self.graph(), vertex);
+        for i in 0..self.parallelism(vertex) {
+            let Some(live) = self.monitor.subtasks.get(vertex).and_then(|v| v.get(i)) else {
+                continue;
+            };
+            for (n, _) in live.connector_gauge_values() {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        names
+    }
+
+    /// The value of a subtask-scope metric (`busyTimeMsPerSecond`, `map.numRecordsIn`, a
+    /// connector gauge).
     pub fn value(&self, vertex: usize, subtask: usize, name: &str) -> Option<Value> {
         let s = self.subtask(vertex, subtask)?;
         if let Some(m) = TASK_METRICS.iter().find(|m| m.name == name) {
             return Some((m.get)(&s));
+        }
+        if let Some((_, v)) = s
+            .live
+            .connector_gauge_values()
+            .into_iter()
+            .find(|(n, _)| n == name)
+        {
+            return Some(Value::Long(v));
         }
         let (scope, metric) = name.split_once('.')?;
         let m = OPERATOR_METRICS.iter().find(|m| m.name == metric)?;

@@ -134,6 +134,59 @@ pub fn render(registry: &JobRegistry) -> String {
         }
     }
 
+    // Connector gauges (e.g. the Kafka sink's `pendingDeliveries`): one family per name, over
+    // the subtasks that registered it.
+    let mut connector: Vec<String> = Vec::new();
+    for d in &jobs {
+        for v in &d.graph().vertices {
+            for i in 0..d.parallelism(v.index) {
+                if let Some(s) = d.subtask(v.index, i) {
+                    for (n, _) in s.live.connector_gauge_values() {
+                        if !connector.contains(&n) {
+                            connector.push(n);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for gauge in &connector {
+        let name = family_name("task", gauge, Kind::Gauge);
+        let help = format!("A connector's gauge (Sluice metric {gauge})");
+        header(&mut out, &name, &help, Kind::Gauge.as_str());
+        for d in &jobs {
+            let job_id = d.monitor.job_id.to_string();
+            for v in &d.graph().vertices {
+                let vertex_id = v.id.to_string();
+                for i in 0..d.parallelism(v.index) {
+                    let Some(s) = d.subtask(v.index, i) else {
+                        continue;
+                    };
+                    let Some((_, value)) = s
+                        .live
+                        .connector_gauge_values()
+                        .into_iter()
+                        .find(|(n, _)| n == gauge)
+                    else {
+                        continue;
+                    };
+                    let idx = i.to_string();
+                    let _ = writeln!(
+                        out,
+                        "{name}{} {value}",
+                        labels(&[
+                            ("job_id", &job_id),
+                            ("job_name", &d.graph().name),
+                            ("vertex_id", &vertex_id),
+                            ("vertex_name", &v.name),
+                            ("subtask", &idx),
+                        ])
+                    );
+                }
+            }
+        }
+    }
+
     for metric in OPERATOR_METRICS {
         let name = family_name("operator", metric.name, metric.kind);
         let help = if metric.extra {

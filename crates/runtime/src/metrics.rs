@@ -116,6 +116,10 @@ pub struct TaskMetrics {
     /// Records dropped by event-time operators because they arrived after their windows closed
     /// (Flink's `numLateRecordsDropped`).
     pub late_records_dropped: AtomicU64,
+    /// Gauges a connector adds to its task by name (e.g. the Kafka sink's
+    /// `pendingDeliveries`): REST lists them after the task metrics, Prometheus exports them.
+    /// Kept across restarts (the connector of the next attempt finds its gauge again).
+    pub connector_gauges: Mutex<Vec<(String, Arc<std::sync::atomic::AtomicI64>)>>,
     state: AtomicU8,
 }
 
@@ -186,6 +190,30 @@ impl TaskMetrics {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         self.set_state(TaskState::Created);
+    }
+
+    /// The connector gauge `name` of this task, created at 0 on first use.
+    pub fn connector_gauge(&self, name: &str) -> Arc<std::sync::atomic::AtomicI64> {
+        let mut g = self
+            .connector_gauges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((_, v)) = g.iter().find(|(n, _)| n == name) {
+            return v.clone();
+        }
+        let v = Arc::new(std::sync::atomic::AtomicI64::new(0));
+        g.push((name.to_string(), v.clone()));
+        v
+    }
+
+    /// Every connector gauge of this task: `(name, value)`.
+    pub fn connector_gauge_values(&self) -> Vec<(String, i64)> {
+        self.connector_gauges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .map(|(n, v)| (n.clone(), v.load(Relaxed)))
+            .collect()
     }
 
     /// Registers an operator of the chain; returns its counters.

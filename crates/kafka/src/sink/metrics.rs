@@ -4,6 +4,49 @@
 //! `numBytesOut` on REST and Prometheus, as Flink's FLIP-33 sinks report what they wrote).
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Names of the gauges each sink subtask adds to its task's metrics (REST:
+/// `/jobs/:id/vertices/:vid/metrics`, Prometheus: `sluice_task_<snake_case>`).
+pub const PENDING_DELIVERIES: &str = "pendingDeliveries";
+pub const COMMIT_LATENCY_MS: &str = "transactionCommitLatencyMs";
+pub const TRANSACTIONS_COMMITTED: &str = "transactionsCommitted";
+
+/// One subtask's gauges on its task (none outside a task).
+#[derive(Clone, Default)]
+pub(crate) struct TaskGauges {
+    /// Records sent by this subtask and not yet acknowledged.
+    pub pending: Option<Arc<AtomicI64>>,
+    /// The latest commit's `commit_transaction` time, ms.
+    pub commit_latency_ms: Option<Arc<AtomicI64>>,
+    pub committed: Option<Arc<AtomicI64>>,
+}
+
+impl TaskGauges {
+    pub(crate) fn of(m: Option<&sluice_runtime::TaskMetrics>) -> TaskGauges {
+        match m {
+            None => TaskGauges::default(),
+            Some(m) => TaskGauges {
+                pending: Some(m.connector_gauge(PENDING_DELIVERIES)),
+                commit_latency_ms: Some(m.connector_gauge(COMMIT_LATENCY_MS)),
+                committed: Some(m.connector_gauge(TRANSACTIONS_COMMITTED)),
+            },
+        }
+    }
+    pub(crate) fn add_pending(&self, d: i64) {
+        if let Some(g) = &self.pending {
+            g.fetch_add(d, Relaxed);
+        }
+    }
+    pub(crate) fn committed(&self, ns: u64) {
+        if let Some(g) = &self.commit_latency_ms {
+            g.store((ns / 1_000_000) as i64, Relaxed);
+        }
+        if let Some(g) = &self.committed {
+            g.fetch_add(1, Relaxed);
+        }
+    }
+}
 
 /// Counters of one Kafka sink (all subtasks, all attempts of the job).
 #[derive(Debug, Default)]

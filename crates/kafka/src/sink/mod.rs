@@ -63,7 +63,9 @@ use sluice_types::Data;
 pub use config::{DeliveryGuarantee, KafkaSinkBuilder, KafkaSinkConfig};
 pub use error::KafkaSinkError;
 pub use fault::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
-pub use metrics::KafkaSinkMetrics;
+pub use metrics::{
+    KafkaSinkMetrics, COMMIT_LATENCY_MS, PENDING_DELIVERIES, TRANSACTIONS_COMMITTED,
+};
 pub use serializer::{KeyValue, Serializer};
 pub use transactions::transactional_id;
 pub use writer::KafkaSinkWriter;

@@ -15,7 +15,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 
 use super::config::KafkaSinkConfig;
 use super::error::KafkaSinkError;
-use super::metrics::KafkaSinkMetrics;
+use super::metrics::{KafkaSinkMetrics, TaskGauges};
 
 /// The sink's producer type.
 pub(crate) type SinkProducer = ThreadedProducer<DeliveryContext>;
@@ -23,6 +23,7 @@ pub(crate) type SinkProducer = ThreadedProducer<DeliveryContext>;
 /// Counts one producer's deliveries and keeps its first failure.
 pub(crate) struct DeliveryContext {
     metrics: Arc<KafkaSinkMetrics>,
+    gauges: TaskGauges,
     failed: AtomicBool,
     first_failure: Mutex<Option<String>>,
     sent: AtomicU64,
@@ -36,6 +37,7 @@ impl ProducerContext for DeliveryContext {
     fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
         self.done.fetch_add(1, Relaxed);
         self.metrics.pending_deliveries.fetch_sub(1, Relaxed);
+        self.gauges.add_pending(-1);
         if let Err((e, m)) = result {
             self.metrics.delivery_failures.fetch_add(1, Relaxed);
             if !self.failed.swap(true, Relaxed) {
@@ -88,6 +90,7 @@ fn base_config<T>(cfg: &KafkaSinkConfig<T>) -> ClientConfig {
 pub(crate) fn producer<T>(
     cfg: &KafkaSinkConfig<T>,
     metrics: &Arc<KafkaSinkMetrics>,
+    gauges: &TaskGauges,
     transactional_id: Option<&str>,
 ) -> Result<SinkProducer, KafkaSinkError> {
     let mut c = base_config(cfg);
@@ -101,6 +104,7 @@ pub(crate) fn producer<T>(
     }
     let ctx = DeliveryContext {
         metrics: metrics.clone(),
+        gauges: gauges.clone(),
         failed: AtomicBool::new(false),
         first_failure: Mutex::new(None),
         sent: AtomicU64::new(0),
@@ -136,6 +140,7 @@ pub(crate) fn send(
             Ok(()) => {
                 p.context().sent.fetch_add(1, Relaxed);
                 p.context().metrics.pending_deliveries.fetch_add(1, Relaxed);
+                p.context().gauges.add_pending(1);
                 return Ok(());
             }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))

@@ -11,7 +11,7 @@ use rdkafka::producer::Producer;
 
 use super::config::KafkaSinkConfig;
 use super::error::KafkaSinkError;
-use super::metrics::KafkaSinkMetrics;
+use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::producer::{producer, SinkProducer};
 
 /// `<prefix>-<subtask>-<checkpoint offset>`, as Flink's `TransactionalIdFactory`.
@@ -132,9 +132,10 @@ pub(crate) fn drop_parked(prefix: &str, subtasks: &[usize]) {
 pub(crate) fn open<T>(
     cfg: &KafkaSinkConfig<T>,
     metrics: &Arc<KafkaSinkMetrics>,
+    gauges: &TaskGauges,
     id: &str,
 ) -> Result<SinkProducer, KafkaSinkError> {
-    let p = producer(cfg, metrics, Some(id))?;
+    let p = producer(cfg, metrics, gauges, Some(id))?;
     p.init_transactions(cfg.flush_timeout)
         .map_err(|e| KafkaSinkError::client(format!("initialising transactional id {id}"), e))?;
     p.begin_transaction()
@@ -142,11 +143,12 @@ pub(crate) fn open<T>(
     Ok(p)
 }
 
-/// Commits a pre-committed transaction; returns how long the broker took.
+/// Commits a pre-committed transaction, timing it.
 pub(crate) fn commit(
     txn: &Txn,
     timeout: Duration,
     metrics: &KafkaSinkMetrics,
+    gauges: &TaskGauges,
 ) -> Result<(), KafkaSinkError> {
     let t0 = Instant::now();
     txn.producer.commit_transaction(timeout).map_err(|e| {
@@ -158,7 +160,9 @@ pub(crate) fn commit(
             e,
         )
     })?;
-    metrics.commit_took(t0.elapsed().as_nanos() as u64);
+    let ns = t0.elapsed().as_nanos() as u64;
+    metrics.commit_took(ns);
+    gauges.committed(ns);
     committed_here(&txn.id);
     Ok(())
 }
@@ -176,7 +180,7 @@ pub(crate) fn fence<T>(
                 .iter()
                 .map(|id| {
                     s.spawn(move || {
-                        let p = producer(cfg, metrics, Some(id))?;
+                        let p = producer(cfg, metrics, &TaskGauges::default(), Some(id))?;
                         p.init_transactions(cfg.flush_timeout).map_err(|e| {
                             KafkaSinkError::client(
                                 format!("aborting lingering transaction {id}"),

@@ -11,7 +11,7 @@ use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, Serv
 use super::config::{DeliveryGuarantee, KafkaSinkConfig};
 use super::error::KafkaSinkError;
 use super::fault;
-use super::metrics::KafkaSinkMetrics;
+use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::producer::{flush, producer, send, SinkProducer};
 use super::transactions::{self as txns, transactional_id, Txn};
 
@@ -39,6 +39,7 @@ pub struct KafkaSinkWriter<T> {
     hub: Option<Arc<CheckpointHub>>,
     metrics: Arc<KafkaSinkMetrics>,
     task_metrics: Option<Arc<TaskMetrics>>,
+    gauges: TaskGauges,
     mode: Mode,
     countdown: u32,
 }
@@ -53,10 +54,13 @@ impl<T> KafkaSinkWriter<T> {
     ) -> Result<Self, OperatorError> {
         let services = TaskServices::of(ctx);
         let hub = services.and_then(|s| s.hub().cloned());
+        let gauges = TaskGauges::of(services.map(|s| &**s.metrics()));
         let mode = match cfg.guarantee {
-            DeliveryGuarantee::AtLeastOnce => Mode::AtLeastOnce(producer(&cfg, &metrics, None)?),
+            DeliveryGuarantee::AtLeastOnce => {
+                Mode::AtLeastOnce(producer(&cfg, &metrics, &gauges, None)?)
+            }
             DeliveryGuarantee::ExactlyOnce => {
-                let next_offset = restore(&cfg, &metrics, ctx, hub.as_deref())?;
+                let next_offset = restore(&cfg, &metrics, &gauges, ctx, hub.as_deref())?;
                 Mode::ExactlyOnce {
                     current: None,
                     pending: Vec::new(),
@@ -69,6 +73,7 @@ impl<T> KafkaSinkWriter<T> {
             operator_id: ctx.operator_id.clone(),
             services: ctx.services.clone(),
             task_metrics: services.map(|s| s.metrics().clone()),
+            gauges,
             hub,
             metrics,
             mode,
@@ -93,7 +98,7 @@ impl<T> KafkaSinkWriter<T> {
         while pending.first().is_some_and(|t| t.checkpoint_id <= done) {
             let t = pending.remove(0);
             fault::before_commit(&t.id, t.checkpoint_id, t.records);
-            if let Err(e) = txns::commit(&t, self.cfg.flush_timeout, &self.metrics) {
+            if let Err(e) = txns::commit(&t, self.cfg.flush_timeout, &self.metrics, &self.gauges) {
                 // Kept for a restart in this process to retry through the same producer.
                 pending.insert(0, t);
                 return Err(e);
@@ -143,7 +148,7 @@ impl<T> KafkaSinkWriter<T> {
                     pending.push(t);
                 }
                 let last = FinalTxns(std::mem::take(pending));
-                let metrics = self.metrics.clone();
+                let (metrics, gauges) = (self.metrics.clone(), self.gauges.clone());
                 // Committed once every task finished (a failure before restarts from the last
                 // checkpoint; if that names one of these, the restore commits it: unrun, the
                 // closure parks them when the job master drops it).
@@ -151,7 +156,7 @@ impl<T> KafkaSinkWriter<T> {
                     let mut last = last;
                     while let Some(t) = last.0.first() {
                         fault::before_commit(&t.id, t.checkpoint_id, t.records);
-                        txns::commit(t, timeout, &metrics)?;
+                        txns::commit(t, timeout, &metrics, &gauges)?;
                         last.0.remove(0);
                     }
                     Ok(())
@@ -170,6 +175,7 @@ impl<T> KafkaSinkWriter<T> {
 fn restore<T>(
     cfg: &KafkaSinkConfig<T>,
     metrics: &Arc<KafkaSinkMetrics>,
+    gauges: &TaskGauges,
     ctx: &OperatorContext,
     hub: Option<&CheckpointHub>,
 ) -> Result<u64, OperatorError> {
@@ -194,7 +200,7 @@ fn restore<T>(
             }
             match txns::take_parked(&c.transactional_id) {
                 Some(t) => {
-                    txns::commit(&t, cfg.flush_timeout, metrics)?;
+                    txns::commit(&t, cfg.flush_timeout, metrics, gauges)?;
                     metrics.transactions_resumed.fetch_add(1, Relaxed);
                 }
                 None => {
@@ -257,7 +263,7 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                         self.subtask,
                         *next_offset,
                     );
-                    let producer = txns::open(&self.cfg, &self.metrics, &id)?;
+                    let producer = txns::open(&self.cfg, &self.metrics, &self.gauges, &id)?;
                     *current = Some(Txn {
                         checkpoint_id: 0,
                         id,

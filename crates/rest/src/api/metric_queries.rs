@@ -8,7 +8,7 @@ use sluice_runtime::telemetry::data_skew_percent;
 
 use super::{ok, subtask_index, vertex_index, ApiError, ApiResult, Ctx};
 use crate::http::shorten;
-use crate::metrics::{subtask_metric_names, JobData};
+use crate::metrics::JobData;
 
 fn id_list(names: impl IntoIterator<Item = String>) -> Json {
     Json::Arr(
@@ -54,7 +54,7 @@ pub fn vertex_metrics(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let d = JobData::new(&m);
     match ctx.list_param("get") {
         None => {
-            let names = subtask_metric_names(&m.graph, vi);
+            let names = d.metric_names(vi);
             let ids = (0..d.parallelism(vi))
                 .flat_map(|i| names.iter().map(move |n| format!("{i}.{n}")))
                 .collect::<Vec<_>>();
@@ -77,7 +77,7 @@ pub fn subtask_metrics(ctx: &Ctx, jid: &str, vid: &str, idx: &str) -> ApiResult 
     let i = subtask_index(&m, vi, idx)?;
     let d = JobData::new(&m);
     match ctx.list_param("get") {
-        None => ok(id_list(subtask_metric_names(&m.graph, vi))),
+        None => ok(id_list(d.metric_names(vi))),
         Some(req) => values_json(&req, |name| d.value(vi, i, name)),
     }
 }
@@ -166,9 +166,9 @@ pub fn subtasks_metrics(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         None => (0..p).collect(),
     };
     let Some(req) = ctx.list_param("get") else {
-        return ok(id_list(subtask_metric_names(&m.graph, vi)));
+        return ok(id_list(d.metric_names(vi)));
     };
-    let known = subtask_metric_names(&m.graph, vi);
+    let known = d.metric_names(vi);
     let mut out = Vec::new();
     let mut any_known = false;
     for name in &req {
