@@ -28,7 +28,8 @@
 //! such API: `init_transactions` with the same `transactional.id` bumps the epoch and
 //! *aborts* the pending transaction. So after the **process** dies between *checkpoint `n`
 //! completed (durable on disk)* and *the `EndTxn(commit)` of checkpoint `n`'s transaction
-//! reaching the transaction coordinator*, that transaction cannot be committed by anyone: the
+//! reaching the transaction coordinator* (the sink's task notices a completion at its next
+//! 256th record or buffer-timeout tick, then commits: one round trip), that transaction cannot be committed by anyone: the
 //! restarted job restores checkpoint `n`, its sources resume after the records of that
 //! transaction, and the transaction is aborted. Those records — one checkpoint interval of the
 //! subtasks whose commit had not reached the broker — are **lost** (never duplicated). The
