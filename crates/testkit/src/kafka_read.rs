@@ -9,8 +9,9 @@
 //! records. So this reader fetches with `read_uncommitted` over the Kafka wire protocol
 //! (Metadata v4, Fetch v11, record batches v2, no compression), buffers each producer's
 //! transactional records and keeps them at its COMMIT marker, drops them at its ABORT marker,
-//! and reports the records of transactions still open at the end as `pending` (invisible to a
-//! `read_committed` consumer).
+//! and reports the records of transactions still open at the end as `pending`; committed
+//! records past a partition's last stable offset (the first record of its oldest open
+//! transaction) are held back as a `read_committed` consumer would be (`behind_open`).
 //!
 //! Where "the end" is (the tansu high-watermark bug): the high watermark is wrong when a
 //! partition's last batch holds more than one record, so it is never used as the end. The
@@ -57,6 +58,10 @@ pub struct TopicContents {
     pub aborted: usize,
     /// Records of transactions with no marker yet (invisible to `read_committed`).
     pub pending: usize,
+    /// Committed records after the first record of a still-open transaction: a
+    /// `read_committed` consumer stops at that last stable offset, so it cannot see them yet
+    /// (not in `records`).
+    pub behind_open: usize,
     pub commit_markers: usize,
     pub abort_markers: usize,
     pub partitions: i32,
@@ -226,6 +231,21 @@ pub fn read_committed(
         .flat_map(|r| r.open.values())
         .map(Vec::len)
         .sum();
+    // The last stable offset of each partition: the first offset of its oldest open transaction.
+    let lso: Vec<i64> = readers
+        .iter()
+        .map(|r| {
+            r.open
+                .values()
+                .filter_map(|v| v.first().map(|k| k.offset))
+                .min()
+                .unwrap_or(i64::MAX)
+        })
+        .collect();
+    let before = out.records.len();
+    out.records
+        .retain(|r| r.offset < lso.get(r.partition as usize).copied().unwrap_or(i64::MAX));
+    out.behind_open = before - out.records.len();
     out.records.sort_by_key(|r| (r.partition, r.offset));
     Ok(out)
 }

@@ -52,7 +52,9 @@ pub fn job(
         .key_by(|r: &(u64, u64)| r.0)
         .process(RunningSum)
         .uid("running-sum");
-    sink.add_to(&keyed).uid("kafka-sink").set_parallelism(sink_p)
+    sink.add_to(&keyed)
+        .uid("kafka-sink")
+        .set_parallelism(sink_p)
 }
 
 pub fn sink(
@@ -104,8 +106,16 @@ pub fn compare(expected: &[String], got: &[String]) -> (usize, usize) {
     for g in got {
         *count.entry(g).or_default() -= 1;
     }
-    let lost = count.values().filter(|&&c| c > 0).map(|&c| c as usize).sum();
-    let dup = count.values().filter(|&&c| c < 0).map(|&c| (-c) as usize).sum();
+    let lost = count
+        .values()
+        .filter(|&&c| c > 0)
+        .map(|&c| c as usize)
+        .sum();
+    let dup = count
+        .values()
+        .filter(|&&c| c < 0)
+        .map(|&c| (-c) as usize)
+        .sum();
     (lost, dup)
 }
 
