@@ -27,7 +27,49 @@ enum Mode {
         pending: Vec<Txn>,
         /// The checkpoint offset naming the next transaction: last barrier seen + 1.
         next_offset: u64,
+        /// The next transaction's producer, being initialised on a thread of its own (a
+        /// fresh producer takes a broker round trip or two; the task does not wait for it
+        /// unless a record arrives first).
+        next: Option<Opening>,
     },
+}
+
+/// A transactional producer being created and initialised in the background.
+struct Opening {
+    id: String,
+    handle: std::thread::JoinHandle<Result<SinkProducer, KafkaSinkError>>,
+}
+
+impl Opening {
+    fn start<T: 'static>(
+        cfg: &Arc<KafkaSinkConfig<T>>,
+        metrics: &Arc<KafkaSinkMetrics>,
+        gauges: &TaskGauges,
+        id: String,
+    ) -> Option<Opening> {
+        let (cfg, metrics, gauges, id2) =
+            (cfg.clone(), metrics.clone(), gauges.clone(), id.clone());
+        std::thread::Builder::new()
+            .name("kafka-sink-open".into())
+            .spawn(move || txns::open(&cfg, &metrics, &gauges, &id2))
+            .ok()
+            .map(|handle| Opening { id, handle })
+    }
+
+    fn finish(self) -> Result<Txn, KafkaSinkError> {
+        let producer = self.handle.join().unwrap_or_else(|_| {
+            Err(KafkaSinkError::client(
+                format!("opening transaction {}", self.id),
+                "the opening thread panicked",
+            ))
+        })?;
+        Ok(Txn {
+            checkpoint_id: 0,
+            id: self.id,
+            producer,
+            records: 0,
+        })
+    }
 }
 
 /// One subtask of a Kafka sink.
@@ -44,7 +86,7 @@ pub struct KafkaSinkWriter<T> {
     countdown: u32,
 }
 
-impl<T> KafkaSinkWriter<T> {
+impl<T: 'static> KafkaSinkWriter<T> {
     /// The writer of subtask `ctx.subtask_index`; exactly-once restores first (commits what the
     /// restored checkpoint names, aborts lingering transactions of earlier attempts).
     pub(crate) fn new(
@@ -61,10 +103,13 @@ impl<T> KafkaSinkWriter<T> {
             }
             DeliveryGuarantee::ExactlyOnce => {
                 let next_offset = restore(&cfg, &metrics, &gauges, ctx, hub.as_deref())?;
+                let id =
+                    transactional_id(&cfg.transactional_id_prefix, ctx.subtask_index, next_offset);
                 Mode::ExactlyOnce {
                     current: None,
                     pending: Vec::new(),
                     next_offset,
+                    next: Opening::start(&cfg, &metrics, &gauges, id),
                 }
             }
         };
@@ -118,6 +163,7 @@ impl<T> KafkaSinkWriter<T> {
                 current,
                 pending,
                 next_offset,
+                next,
             } => {
                 if let Some(mut t) = current.take() {
                     flush(&t.producer, &topic, self.cfg.flush_timeout)?;
@@ -125,6 +171,16 @@ impl<T> KafkaSinkWriter<T> {
                     pending.push(t);
                 }
                 *next_offset = checkpoint_id + 1;
+                // (An opening not used yet, no record since the last barrier, is kept: ids
+                // only need to be unique, and offsets only grow.)
+                if next.is_none() {
+                    let id = transactional_id(
+                        &self.cfg.transactional_id_prefix,
+                        self.subtask,
+                        *next_offset,
+                    );
+                    *next = Opening::start(&self.cfg, &self.metrics, &self.gauges, id);
+                }
                 if let Some(s) = self.services.get::<TaskServices>() {
                     s.record(&self.operator_id, txns::encode(pending));
                 }
@@ -140,12 +196,19 @@ impl<T> KafkaSinkWriter<T> {
         match &mut self.mode {
             Mode::AtLeastOnce(p) => flush(p, &topic, timeout),
             Mode::ExactlyOnce {
-                current, pending, ..
+                current,
+                pending,
+                next,
+                ..
             } => {
                 if let Some(mut t) = current.take() {
                     flush(&t.producer, &topic, timeout)?;
                     t.checkpoint_id = u64::MAX;
                     pending.push(t);
+                }
+                // The transaction opened for records that never came.
+                if let Some(o) = next.take() {
+                    txns::abort(&o.finish()?, timeout)?;
                 }
                 let last = FinalTxns(std::mem::take(pending));
                 let (metrics, gauges) = (self.metrics.clone(), self.gauges.clone());
@@ -224,16 +287,30 @@ fn restore<T>(
             }
         }
     }
-    // Every other transaction an earlier attempt may have opened: offsets after the restored
-    // checkpoint up to the last barrier this process triggered, plus the probe depth (a
-    // crashed process may have gone further than this one knows).
-    txns::drop_parked(&cfg.transactional_id_prefix, &owned);
-    let last = hub.map_or(0, |h| h.last_triggered()).max(base);
-    for o in &owned {
-        for k in base + 1..=last + 1 + cfg.abort_probe {
-            to_fence.push(transactional_id(&cfg.transactional_id_prefix, *o, k));
+    // Every other transaction an earlier attempt may have left open. Those of this process:
+    // aborted through the producer it parked (one round trip), or fenced if it has none.
+    for t in txns::take_parked_of(&cfg.transactional_id_prefix, &owned) {
+        match txns::abort(&t, cfg.flush_timeout) {
+            Ok(()) => {
+                metrics.transactional_ids_aborted.fetch_add(1, Relaxed);
+            }
+            Err(_) => to_fence.push(t.id.clone()),
         }
     }
+    to_fence.extend(txns::open_ids_of(&cfg.transactional_id_prefix, &owned));
+    // Those of an earlier process (first start-up here): Flink's probe, offsets after the
+    // restored checkpoint up to the last barrier known plus the probe depth (librdkafka cannot
+    // tell a never-used id, Flink's stop condition).
+    let last = hub.map_or(0, |h| h.last_triggered()).max(base);
+    for o in &owned {
+        if txns::first_in_process(&cfg.transactional_id_prefix, *o) {
+            for k in base + 1..=last + 1 + cfg.abort_probe {
+                to_fence.push(transactional_id(&cfg.transactional_id_prefix, *o, k));
+            }
+        }
+    }
+    to_fence.sort();
+    to_fence.dedup();
     txns::fence(cfg, metrics, &to_fence)?;
     Ok(base + 1)
 }
@@ -255,21 +332,28 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
             Mode::ExactlyOnce {
                 current,
                 next_offset,
+                next,
                 ..
             } => {
                 if current.is_none() {
-                    let id = transactional_id(
-                        &self.cfg.transactional_id_prefix,
-                        self.subtask,
-                        *next_offset,
-                    );
-                    let producer = txns::open(&self.cfg, &self.metrics, &self.gauges, &id)?;
-                    *current = Some(Txn {
-                        checkpoint_id: 0,
-                        id,
-                        producer,
-                        records: 0,
-                    });
+                    let t = match next.take() {
+                        Some(o) => o.finish()?,
+                        None => {
+                            let id = transactional_id(
+                                &self.cfg.transactional_id_prefix,
+                                self.subtask,
+                                *next_offset,
+                            );
+                            let producer = txns::open(&self.cfg, &self.metrics, &self.gauges, &id)?;
+                            Txn {
+                                checkpoint_id: 0,
+                                id,
+                                producer,
+                                records: 0,
+                            }
+                        }
+                    };
+                    *current = Some(t);
                 }
                 let t = current.as_mut().expect("opened above");
                 send(
@@ -320,12 +404,19 @@ impl Drop for FinalTxns {
 }
 
 impl<T> Drop for KafkaSinkWriter<T> {
-    /// A failed or cancelled subtask parks its pre-committed transactions: a restart in this
-    /// process commits them if the restored checkpoint names them, or fences them otherwise.
-    /// The open transaction is dropped; the restart fences (aborts) it.
+    /// A failed or cancelled subtask parks its transactions: a restart in this process commits
+    /// the pre-committed ones the restored checkpoint names and aborts the others (the open one
+    /// included) through their own producers.
     fn drop(&mut self) {
-        if let Mode::ExactlyOnce { pending, .. } = &mut self.mode {
-            for t in pending.drain(..) {
+        if let Mode::ExactlyOnce {
+            pending,
+            current,
+            next,
+            ..
+        } = &mut self.mode
+        {
+            let opened = next.take().and_then(|o| o.finish().ok());
+            for t in pending.drain(..).chain(current.take()).chain(opened) {
                 txns::park(t);
             }
         }
