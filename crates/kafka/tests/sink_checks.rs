@@ -165,3 +165,40 @@ fn keyed_records_land_where_the_java_default_partitioner_puts_them() {
         assert_eq!(used.len(), 7, "{n} keys spread over every partition");
     }
 }
+
+#[test]
+fn a_failed_delivery_fails_the_job_naming_the_topic() {
+    let broker = KafkaBroker::start().unwrap();
+    let b = broker.bootstrap();
+    let env = StreamEnv::new();
+    env.enable_checkpointing(Duration::from_millis(50))
+        .set_restart_strategy(sluice_graph::RestartStrategy::NoRestart);
+    let sink = sink_to(&b, "doomed")
+        .create_topic(1)
+        // Undelivered records expire after 1.5 s (librdkafka's message.timeout.ms).
+        .property("message.timeout.ms", "1500")
+        .build()
+        .unwrap()
+        .add_to(&env.generate(1_000_000, |i| i).map(|i: u64| {
+            if i.is_multiple_of(100) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            i
+        }));
+    let metrics = sink.handle.clone();
+    let handle = env.launch().unwrap();
+    let t0 = Instant::now();
+    while metrics.records_out() < 1_000 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the job never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(broker); // the broker goes away mid-job
+    let e = match handle.wait() {
+        Ok(_) => panic!("the job finished although its records could not be delivered"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("delivery to topic 'doomed' failed"), "{e}");
+}

@@ -15,11 +15,14 @@
 //!   offset>` (Flink's `TransactionalIdFactory`; prefix = Flink's
 //!   `sink.transactional-id-prefix`). At the barrier the transaction is flushed
 //!   (pre-commit) and named in the subtask's snapshot; when the checkpoint completes (it is
-//!   durable on disk by then) it is committed (Flink's `KafkaCommitter`). On start-up every
-//!   transactional id an earlier attempt may have used and no checkpoint holds is initialised
-//!   once, which fences the old producer and aborts its transaction (Flink's lingering
-//!   transaction abort; depth: [`KafkaSinkBuilder::abort_probe`]); transactions the restored
-//!   checkpoint names are committed if this process still holds their producer.
+//!   durable on disk by then) it is committed (Flink's `KafkaCommitter`); at the end of a
+//!   bounded job the last ones are committed once every task finished. On restore,
+//!   transactions the checkpoint names are committed if this process still holds their
+//!   producer (a failed subtask parks its producers); every other transaction an earlier
+//!   attempt left open is aborted: through its parked producer, or, at a subtask's first
+//!   start-up in a process, by initialising every transactional id an earlier process may have
+//!   used (Flink's lingering-transaction abort; librdkafka cannot tell a never-used id, Flink's
+//!   stop condition, so the probe has a fixed depth: [`KafkaSinkBuilder::abort_probe`]).
 //!
 //! # The crash window
 //!
