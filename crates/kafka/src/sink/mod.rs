@@ -22,7 +22,10 @@
 //!   attempt left open is aborted: through its parked producer, or, at a subtask's first
 //!   start-up in a process, by initialising every transactional id an earlier process may have
 //!   used (Flink's lingering-transaction abort; librdkafka cannot tell a never-used id, Flink's
-//!   stop condition, so the probe has a fixed depth: [`KafkaSinkBuilder::abort_probe`]).
+//!   stop condition, so the probe has a fixed depth: [`KafkaSinkBuilder::abort_probe`]). A
+//!   process that died after more failed checkpoints in a row than that depth can leave a
+//!   transaction open beyond it; `read_committed` consumers then wait at it until the broker's
+//!   transaction timeout aborts it (`transaction.timeout.ms`: the flush timeout, at least 60 s).
 //!
 //! # The crash window
 //!
