@@ -186,3 +186,66 @@ fn at_least_once_under_failures_loses_nothing_and_counts_duplicates() {
     assert_eq!(lost, 0, "at least once");
     assert_eq!(got.len(), records as usize + dup);
 }
+
+#[test]
+fn stop_with_savepoint_commits_the_savepoints_transactions_and_a_resume_completes_exactly_once() {
+    let broker = KafkaBroker::start().unwrap();
+    let b = broker.bootstrap();
+    let records = 40_000;
+    let sp = tempdir("eo-sp");
+    let env = StreamEnv::new();
+    env.enable_checkpointing(Duration::from_secs(3600)); // only the savepoint
+                                                         // ~1 s per source subtask: the savepoint lands while every task runs.
+    let first = slow_job(
+        &env,
+        records,
+        20,
+        sink(&b, "sp", DeliveryGuarantee::ExactlyOnce, "sp"),
+        2,
+    );
+    let metrics = first.handle.clone();
+    let handle = env.launch().unwrap();
+    let t0 = std::time::Instant::now();
+    while metrics.records_out() < 2_000 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the job never wrote"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let path = handle.stop_with_savepoint(&sp).unwrap();
+    // The savepoint's transactions are committed when the job stops (a restore in another
+    // process could not commit them).
+    let at_stop = read_back(&b, "sp", 1).records.len();
+    assert!(
+        at_stop > 0,
+        "the savepoint's records are visible after the stop"
+    );
+    assert!(
+        metrics.transactions_committed() >= 2,
+        "at least the savepoint's, one per subtask"
+    );
+
+    let env = StreamEnv::new();
+    env.enable_checkpointing(Duration::from_millis(100))
+        .restore_from(path);
+    let resumed = job(
+        &env,
+        records,
+        sink(&b, "sp", DeliveryGuarantee::ExactlyOnce, "sp"),
+        2,
+    );
+    env.execute().unwrap();
+    let back = read_back(&b, "sp", records as usize);
+    let mut got = values(&back);
+    got.sort();
+    assert_eq!(compare(&expected_lines(records), &got), (0, 0));
+    let r = &resumed.handle;
+    assert_eq!(r.unresumable_records(), 0);
+    assert_eq!(
+        r.transactions_resumed
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0,
+        "nothing was left to resume"
+    );
+}

@@ -404,9 +404,11 @@ impl Drop for FinalTxns {
 }
 
 impl<T> Drop for KafkaSinkWriter<T> {
-    /// A failed or cancelled subtask parks its transactions: a restart in this process commits
-    /// the pre-committed ones the restored checkpoint names and aborts the others (the open one
-    /// included) through their own producers.
+    /// A subtask that ends without end of input (failure, cancel, stop-with-savepoint) first
+    /// commits the transactions whose checkpoint completed meanwhile (after a stop with a
+    /// savepoint, the savepoint's own: a restore in another process could not), then parks the
+    /// rest: a restart in this process commits the pre-committed ones the restored checkpoint
+    /// names and aborts the others (the open one included) through their own producers.
     fn drop(&mut self) {
         if let Mode::ExactlyOnce {
             pending,
@@ -415,8 +417,16 @@ impl<T> Drop for KafkaSinkWriter<T> {
             ..
         } = &mut self.mode
         {
+            let done = self.hub.as_ref().map_or(0, |h| h.completed_checkpoint());
             let opened = next.take().and_then(|o| o.finish().ok());
             for t in pending.drain(..).chain(current.take()).chain(opened) {
+                if t.checkpoint_id != 0 && t.checkpoint_id <= done {
+                    fault::before_commit(&t.id, t.checkpoint_id, t.records);
+                    if txns::commit(&t, self.cfg.flush_timeout, &self.metrics, &self.gauges).is_ok()
+                    {
+                        continue;
+                    }
+                }
                 txns::park(t);
             }
         }

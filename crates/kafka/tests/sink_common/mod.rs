@@ -38,12 +38,23 @@ pub fn job(
     sink: KafkaSink<(u64, String)>,
     sink_p: usize,
 ) -> sluice_graph::Sink<std::sync::Arc<KafkaSinkMetrics>> {
+    slow_job(env, records, 500, sink, sink_p)
+}
+
+/// [`job`] with a 1 ms pause every `pause_every` records of each source subtask.
+pub fn slow_job(
+    env: &StreamEnv,
+    records: u64,
+    pause_every: u64,
+    sink: KafkaSink<(u64, String)>,
+    sink_p: usize,
+) -> sluice_graph::Sink<std::sync::Arc<KafkaSinkMetrics>> {
     env.set_parallelism(2);
     let keyed = env
         .generate(records, move |i| (i * KEYS / records, i))
         .set_parallelism(2)
-        .map(|r: (u64, u64)| {
-            if r.1.is_multiple_of(500) {
+        .map(move |r: (u64, u64)| {
+            if r.1.is_multiple_of(pause_every) {
                 std::thread::sleep(Duration::from_millis(1));
             }
             r
