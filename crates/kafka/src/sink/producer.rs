@@ -97,10 +97,14 @@ pub(crate) fn producer<T>(
     c.set("partitioner", "murmur2_random");
     if let Some(id) = transactional_id {
         c.set("transactional.id", id);
-        c.set(
-            "transaction.timeout.ms",
-            cfg.flush_timeout.as_millis().max(60_000).to_string(),
-        );
+        // Unless the user set it: the flush timeout, at least 60 s (librdkafka's default; Flink
+        // sets 1 h, above a default broker's 15 min `transaction.max.timeout.ms`).
+        if c.get("transaction.timeout.ms").is_none() {
+            c.set(
+                "transaction.timeout.ms",
+                cfg.flush_timeout.as_millis().max(60_000).to_string(),
+            );
+        }
     }
     let ctx = DeliveryContext {
         metrics: metrics.clone(),
