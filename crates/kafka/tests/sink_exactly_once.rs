@@ -86,7 +86,7 @@ fn faults(n: usize, seed: u64) -> Vec<FaultSpec> {
             FaultSpec {
                 vertex: "KeyedProcess".into(),
                 subtask: (x % 2) as usize,
-                after_records: 500 + (x >> 8) % 3_000,
+                after_records: 1_000 + (x >> 8) % 4_000,
             }
         })
         .collect()
@@ -94,7 +94,7 @@ fn faults(n: usize, seed: u64) -> Vec<FaultSpec> {
 
 fn faulty_env(n: usize, seed: u64, name: &str) -> StreamEnv {
     let env = StreamEnv::new();
-    env.enable_checkpointing(Duration::from_millis(50))
+    env.enable_checkpointing(Duration::from_millis(20))
         .set_checkpoint_dir(tempdir(name))
         .set_restart_strategy(RestartStrategy::FixedDelay {
             attempts: n as u32 + 5,
@@ -108,7 +108,7 @@ fn faulty_env(n: usize, seed: u64, name: &str) -> StreamEnv {
 fn exactly_once_under_twenty_injected_failures_loses_and_duplicates_nothing() {
     let broker = KafkaBroker::start().unwrap();
     let b = broker.bootstrap();
-    let records = 60_000;
+    let records = 100_000;
     let env = faulty_env(20, 0x2545_F491_4F6C_DD1D, "eo-chk");
     let sink = job(
         &env,
@@ -123,6 +123,11 @@ fn exactly_once_under_twenty_injected_failures_loses_and_duplicates_nothing() {
     let hub = monitor.control.checkpoints().unwrap();
     let stats = hub.stats();
     assert_eq!(hub.attempt(), 20, "one restart per injected failure");
+    assert!(
+        stats.restored >= 10,
+        "most restarts restored a checkpoint: {}",
+        stats.restored
+    );
     let back = read_back(&b, "eo", records as usize);
     let mut got = values(&back);
     got.sort();
