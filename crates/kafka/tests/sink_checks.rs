@@ -39,6 +39,7 @@ fn an_unreachable_broker_is_named_within_the_connect_timeout() {
             .unwrap(),
     );
     let took = t0.elapsed();
+    eprintln!("after {took:?}: {e}");
     assert!(e.contains(&addr) && e.contains("unreachable"), "{e}");
     assert!(
         took < Duration::from_secs(2) + Duration::from_secs(5),
@@ -51,6 +52,7 @@ fn a_missing_topic_is_named_unless_the_sink_creates_it() {
     let broker = KafkaBroker::start().unwrap();
     let b = broker.bootstrap();
     let e = launch_error(sink_to(&b, "no-such-topic").build().unwrap());
+    eprintln!("{e}");
     assert!(e.contains("'no-such-topic' does not exist"), "{e}");
     assert!(e.contains(&b), "{e}");
     assert!(
