@@ -51,12 +51,15 @@ pub struct WaitTimes {
 }
 
 impl WaitTimes {
-    pub(crate) fn begin_idle(&self) -> u64 {
+    /// Starts an idle wait (returns its start for [`end_idle`](Self::end_idle)). Public so a
+    /// source that waits on an external system for data (a Kafka poll) counts that wait as
+    /// idle, as Flink counts a source with no data available.
+    pub fn begin_idle(&self) -> u64 {
         let now = mono_ns();
         self.idle_since.store(now, Relaxed);
         now
     }
-    pub(crate) fn end_idle(&self, started: u64) {
+    pub fn end_idle(&self, started: u64) {
         self.idle_since.store(0, Relaxed);
         self.idle_ns
             .fetch_add(mono_ns().saturating_sub(started), Relaxed);

@@ -1,6 +1,24 @@
-//! Kafka for Sluice: a source (partitions as splits, offsets in checkpoints) and a sink
-//! (at-least-once or transactional exactly-once), on rdkafka.
+//! Kafka for Sluice, on rdkafka (bundled librdkafka).
+//!
+//! - [`source::KafkaSource`]: partitions as splits assigned to source subtasks by Flink's
+//!   `KafkaSourceEnumerator` owner formula ([`source::assign`]), offsets in checkpoints
+//!   (restorable at any parallelism), committed to the group on checkpoint completion for
+//!   monitoring only, starting offsets (earliest, latest, committed, timestamp), a bounded mode,
+//!   per-partition watermarks with idleness, deserialisers ([`source::Lines`],
+//!   [`source::RawBytes`], [`source::Json`]) with dead letters, FLIP-33 metrics.
+//! - [`KafkaSink`]: at-least-once or transactional exactly-once (see [`sink`]).
+//! - [`config::KafkaUrl`]: the `kafka://HOST:PORT/TOPIC?k=v` URL of the command line;
+//!   [`config::ClientSettings`]: brokers, connect timeout, passthrough properties.
+//! - [`admin`]: metadata within the connect timeout, topic resolution, [`admin::ensure_topic`].
+//! - [`KafkaError`]: the source's and admin's error type ([`KafkaSinkError`]: the sink's).
 
+pub mod admin;
+pub mod config;
+mod error;
 pub mod sink;
+pub mod source;
 
+pub use config::{ClientSettings, KafkaUrl};
+pub use error::KafkaError;
 pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkError, KafkaSinkExt, Serializer};
+pub use source::KafkaSource;

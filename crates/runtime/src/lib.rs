@@ -67,5 +67,5 @@ pub use job_master::{
     AttemptBuilder, EnvConfig, FaultSpec, JobExecution, JobHandle, JobMaster, JobMonitor,
     JobOutcome,
 };
-pub use metrics::{OperatorMetrics, TaskMetrics, TaskState};
+pub use metrics::{GaugeKind, OperatorGauge, OperatorMetrics, TaskMetrics, TaskState};
 pub use services::TaskServices;

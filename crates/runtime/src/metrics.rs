@@ -120,7 +120,47 @@ pub struct TaskMetrics {
     /// `pendingDeliveries`): REST lists them after the task metrics, Prometheus exports them.
     /// Kept across restarts (the connector of the next attempt finds its gauge again).
     pub connector_gauges: Mutex<Vec<(String, Arc<std::sync::atomic::AtomicI64>)>>,
+    /// Metrics an operator publishes under its own scope beyond the fixed catalogue (Flink's
+    /// operator metric group), e.g. a Kafka source's FLIP-33 `pendingRecords`. Kept across
+    /// restarts: a re-registered name gets the same gauge.
+    pub gauges: Mutex<Vec<Arc<OperatorGauge>>>,
     state: AtomicU8,
+}
+
+/// Whether an [`OperatorGauge`] is a point-in-time value or a running total (Prometheus type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GaugeKind {
+    Gauge,
+    Counter,
+}
+
+/// One operator-scope metric value (a Java `long`), written by the task thread with a relaxed
+/// store, read by REST and Prometheus. Scope name `<operator>.<name>` as Flink's.
+#[derive(Debug)]
+pub struct OperatorGauge {
+    /// The operator's name (as in the job graph, not sanitised).
+    pub operator: String,
+    /// The metric's name inside the operator scope (`pendingRecords`,
+    /// `KafkaSourceReader.topic.t.partition.0.currentOffset`).
+    pub name: String,
+    pub kind: GaugeKind,
+    pub help: String,
+    value: std::sync::atomic::AtomicI64,
+}
+
+impl OperatorGauge {
+    #[inline]
+    pub fn set(&self, v: i64) {
+        self.value.store(v, Relaxed);
+    }
+    #[inline]
+    pub fn add(&self, v: i64) {
+        self.value.fetch_add(v, Relaxed);
+    }
+    #[inline]
+    pub fn get(&self) -> i64 {
+        self.value.load(Relaxed)
+    }
 }
 
 /// A watermark readable from other threads; starts at `i64::MIN` ("no watermark yet").
@@ -214,6 +254,45 @@ impl TaskMetrics {
             .iter()
             .map(|(n, v)| (n.clone(), v.load(Relaxed)))
             .collect()
+    }
+
+    /// The gauge `name` of `operator`, created (at `initial`) on first use; a restarted
+    /// attempt registering the same name gets the same gauge back (counters keep counting).
+    pub fn register_gauge(
+        &self,
+        operator: &str,
+        name: &str,
+        kind: GaugeKind,
+        help: &str,
+        initial: i64,
+    ) -> Arc<OperatorGauge> {
+        let mut gauges = self.gauges.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(g) = gauges
+            .iter()
+            .find(|g| g.operator == operator && g.name == name)
+        {
+            if kind == GaugeKind::Gauge {
+                g.set(initial);
+            }
+            return g.clone();
+        }
+        let g = Arc::new(OperatorGauge {
+            operator: operator.to_string(),
+            name: name.to_string(),
+            kind,
+            help: help.to_string(),
+            value: std::sync::atomic::AtomicI64::new(initial),
+        });
+        gauges.push(g.clone());
+        g
+    }
+
+    /// The operator gauges registered so far, in registration order.
+    pub fn gauges(&self) -> Vec<Arc<OperatorGauge>> {
+        self.gauges
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Registers an operator of the chain; returns its counters.

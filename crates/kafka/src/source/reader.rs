@@ -1,0 +1,457 @@
+//! One source subtask: reads its partitions with a `BaseConsumer` assigned by hand (no group
+//! rebalancing: Sluice assigns the splits), deserialises, stamps event time, emits watermarks,
+//! injects checkpoint barriers with the partitions' next offsets, commits those offsets to the
+//! group once their checkpoint completed (monitoring only), and publishes its metrics.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError as RdError;
+use rdkafka::statistics::Statistics;
+use rdkafka::{Message, Offset, TopicPartitionList};
+use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
+use sluice_types::{Collector, CollectorExt, OperatorContext, OperatorError};
+
+use super::deser::KafkaRecord;
+use super::metrics::SourceGauges;
+use super::offsets::PartitionPlan;
+use super::split::{self, SplitPosition};
+use super::watermarks::{EventTime, KafkaWatermarks, SplitWatermarks};
+use super::Shared;
+
+/// How long one poll may wait for data: bounds how late a barrier or a cancel is seen while
+/// the partitions are quiet.
+const POLL_WAIT: Duration = Duration::from_millis(20);
+/// How often lag, idle time and offsets are published.
+const METRICS_EVERY: Duration = Duration::from_millis(200);
+
+/// The broker's high watermarks, from librdkafka's statistics (no extra request).
+#[derive(Default)]
+pub(crate) struct StatsContext {
+    high: Mutex<HashMap<(String, i32), i64>>,
+}
+
+impl ClientContext for StatsContext {
+    fn stats(&self, statistics: Statistics) {
+        let mut high = self.high.lock().unwrap_or_else(|p| p.into_inner());
+        for (topic, t) in statistics.topics {
+            for (p, s) in t.partitions {
+                if p >= 0 && s.hi_offset >= 0 {
+                    high.insert((topic.clone(), p), s.hi_offset);
+                }
+            }
+        }
+    }
+}
+
+impl ConsumerContext for StatsContext {}
+
+struct LiveSplit {
+    plan: PartitionPlan,
+    /// The offset of the next record to read.
+    next: i64,
+    finished: bool,
+}
+
+/// The [`SourceFunction`] of one subtask of a [`super::KafkaSource`].
+pub struct KafkaSourceReader<T> {
+    shared: Arc<Shared<T>>,
+    watermarks: Option<KafkaWatermarks<T>>,
+    subtask: usize,
+    parallelism: usize,
+    restored: Option<Vec<SplitPosition>>,
+}
+
+impl<T> KafkaSourceReader<T> {
+    pub(crate) fn new(
+        shared: Arc<Shared<T>>,
+        watermarks: Option<KafkaWatermarks<T>>,
+        subtask: usize,
+        parallelism: usize,
+    ) -> Self {
+        KafkaSourceReader {
+            shared,
+            watermarks,
+            subtask,
+            parallelism,
+            restored: None,
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
+    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+        let sh = self.shared.clone();
+        let plans = split::my_splits(
+            &sh.plan,
+            self.restored.as_deref(),
+            self.subtask,
+            self.parallelism,
+        );
+        let operator = ctx.op.operator_name.clone();
+        let names: Vec<(String, i32)> = plans.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        let gauges = SourceGauges::register(&ctx.metrics, &operator, &names);
+        if plans.is_empty() {
+            return idle_without_splits(ctx, out, &gauges, sh.bounded);
+        }
+        let mut splits: Vec<LiveSplit> = plans
+            .into_iter()
+            .map(|plan| LiveSplit {
+                next: plan.start,
+                finished: plan.end.is_some_and(|e| plan.start >= e),
+                plan,
+            })
+            .collect();
+        let bs = sh.settings.bootstrap.clone();
+        let mut defaults = vec![
+            ("enable.auto.commit", "false"),
+            ("enable.auto.offset.store", "false"),
+            ("enable.partition.eof", "true"),
+            ("auto.offset.reset", "earliest"),
+            ("statistics.interval.ms", "1000"),
+        ];
+        let group = sh.group_id.clone();
+        if let Some(g) = &group {
+            defaults.push(("group.id", g.as_str()));
+        }
+        let consumer: BaseConsumer<StatsContext> = sh
+            .settings
+            .client_config(&defaults)
+            .create_with_context(StatsContext::default())
+            .map_err(|e| client_error("creating the consumer", &bs, e))?;
+        let mut tpl = TopicPartitionList::new();
+        for s in splits.iter().filter(|s| !s.finished) {
+            tpl.add_partition_offset(&s.plan.topic, s.plan.partition, Offset::Offset(s.next))
+                .map_err(|e| client_error("building the assignment", &bs, e))?;
+        }
+        consumer
+            .assign(&tpl)
+            .map_err(|e| client_error("assigning partitions", &bs, e))?;
+
+        let strategy = self.watermarks.clone();
+        let mut wms = strategy.as_ref().map(|w| SplitWatermarks::new(w, splits.len()));
+        let wm_interval = strategy
+            .as_ref()
+            .map_or(Duration::from_secs(3600), |w| w.interval.max(Duration::from_millis(1)));
+        for i in 0..splits.len() {
+            if splits[i].finished {
+                if let Some(w) = &mut wms {
+                    w.finish_split(i, out)?;
+                }
+            }
+        }
+        let mut pending_commits: VecDeque<(u64, Vec<SplitPosition>)> = VecDeque::new();
+        let mut last_wm = Instant::now();
+        let mut last_metrics = Instant::now() - METRICS_EVERY;
+        let mut last_record = Instant::now();
+        let mut last_ts: Option<i64> = None;
+        let mut n = 0u64;
+        let mut bytes = 0u64;
+        let mut unfinished = splits.iter().filter(|s| !s.finished).count();
+        let waits = ctx.metrics.waits.clone();
+        // The last split a record came from: consecutive records mostly share it.
+        let mut hint = 0usize;
+        while unfinished > 0 || !sh.bounded {
+            if ctx.barrier_pending() {
+                let before = ctx.last_barrier.get();
+                let positions: Vec<SplitPosition> = splits
+                    .iter()
+                    .map(|s| SplitPosition {
+                        topic: s.plan.topic.clone(),
+                        partition: s.plan.partition,
+                        next: s.next,
+                    })
+                    .collect();
+                ctx.checkpoint_if_due(out, || split::encode(&positions))?;
+                let id = ctx.last_barrier.get();
+                if id != before && group.is_some() {
+                    pending_commits.push_back((id, positions));
+                }
+            }
+            let started = waits.begin_idle();
+            let polled = consumer.poll(POLL_WAIT);
+            waits.end_idle(started);
+            match polled {
+                Some(Ok(m)) => {
+                    let (topic, partition, offset) = (m.topic(), m.partition(), m.offset());
+                    let i = if splits[hint].plan.partition == partition && splits[hint].plan.topic == topic {
+                        hint
+                    } else {
+                        match splits.iter().position(|s| s.plan.partition == partition && s.plan.topic == topic) {
+                            Some(i) => i,
+                            None => continue,
+                        }
+                    };
+                    hint = i;
+                    let s = &mut splits[i];
+                    if s.finished || s.plan.end.is_some_and(|e| offset >= e) {
+                        continue;
+                    }
+                    s.next = offset + 1;
+                    let kafka_ts = m.timestamp().to_millis();
+                    let record = KafkaRecord {
+                        topic,
+                        partition,
+                        offset,
+                        key: m.key(),
+                        payload: m.payload(),
+                        timestamp_ms: kafka_ts,
+                    };
+                    bytes += (record.key.map_or(0, <[u8]>::len) + record.payload.map_or(0, <[u8]>::len)) as u64;
+                    match sh.deserializer.deserialize(&record) {
+                        Ok(value) => {
+                            if let Some(w) = &mut wms {
+                                let ts = match strategy.as_ref().map(|w| &w.event_time) {
+                                    Some(EventTime::Record(f)) => Some(f(&value)),
+                                    _ => kafka_ts,
+                                };
+                                if let Some(ts) = ts {
+                                    w.on_event(i, ts, out)?;
+                                }
+                            }
+                            out.collect(value)?;
+                        }
+                        Err(reason) => ctx.dead_letter(
+                            format!("{topic}/{partition} at offset {offset}"),
+                            reason,
+                        ),
+                    }
+                    last_ts = kafka_ts.or(last_ts);
+                    n += 1;
+                    let s = &mut splits[i];
+                    if s.plan.end.is_some_and(|e| s.next >= e) {
+                        s.finished = true;
+                        unfinished -= 1;
+                        pause(&consumer, &s.plan);
+                        if let Some(w) = &mut wms {
+                            w.finish_split(i, out)?;
+                        }
+                    }
+                    if n == SOURCE_BATCH {
+                        ctx.add_emitted(n);
+                        gauges.records_in.add(n as i64);
+                        gauges.bytes_in.add(bytes as i64);
+                        n = 0;
+                        bytes = 0;
+                        last_record = Instant::now();
+                        if ctx.should_stop() {
+                            return Err(OperatorError::Cancelled);
+                        }
+                    }
+                }
+                Some(Err(RdError::PartitionEOF(p))) => {
+                    if sh.bounded {
+                        // EOF: the consumer holds everything the partition had when it was
+                        // polled, which includes everything before the end taken at start. A
+                        // split that cannot reach its end by records (the last offsets are
+                        // transaction markers) is finished here. EOF names only the
+                        // partition number; a topic of ours with that number that has not
+                        // read to its end is checked against the consumer's position.
+                        let positions = consumer.position().ok();
+                        for i in 0..splits.len() {
+                            let s = &splits[i];
+                            if s.finished || s.plan.partition != p {
+                                continue;
+                            }
+                            let pos = positions.as_ref().and_then(|tpl| {
+                                tpl.find_partition(&s.plan.topic, p).and_then(|e| match e.offset() {
+                                    Offset::Offset(o) => Some(o),
+                                    _ => None,
+                                })
+                            });
+                            let same_number = splits.iter().filter(|o| o.plan.partition == p && !o.finished).count();
+                            if same_number == 1 || pos.is_some_and(|o| s.plan.end.is_some_and(|e| o >= e)) {
+                                splits[i].finished = true;
+                                unfinished -= 1;
+                                pause(&consumer, &splits[i].plan);
+                                if let Some(w) = &mut wms {
+                                    w.finish_split(i, out)?;
+                                }
+                            }
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    tracing::warn!("{} (Kafka {bs}): {e}", ctx.op.task_display_name());
+                }
+                None => {
+                    if ctx.should_stop() {
+                        return Err(OperatorError::Cancelled);
+                    }
+                }
+            }
+            let now = Instant::now();
+            if let Some(w) = &mut wms {
+                if now.duration_since(last_wm) >= wm_interval {
+                    last_wm = now;
+                    w.periodic(now_ms(), out)?;
+                }
+            }
+            if now.duration_since(last_metrics) >= METRICS_EVERY {
+                last_metrics = now;
+                if n > 0 {
+                    ctx.add_emitted(n);
+                    gauges.records_in.add(n as i64);
+                    gauges.bytes_in.add(bytes as i64);
+                    n = 0;
+                    bytes = 0;
+                    last_record = now;
+                }
+                publish(&consumer, &splits, &gauges, last_ts, last_record, sh.bounded);
+                commit_completed(ctx, &consumer, &mut pending_commits, &gauges, &splits);
+            }
+        }
+        ctx.add_emitted(n);
+        gauges.records_in.add(n as i64);
+        gauges.bytes_in.add(bytes as i64);
+        publish(&consumer, &splits, &gauges, last_ts, last_record, sh.bounded);
+        commit_completed(ctx, &consumer, &mut pending_commits, &gauges, &splits);
+        Ok(())
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        _op: &OperatorContext,
+    ) -> Result<(), OperatorError> {
+        let mut all = Vec::new();
+        for (_, bytes) in parts {
+            all.extend(split::decode(bytes)?);
+        }
+        self.restored = Some(all);
+        Ok(())
+    }
+}
+
+fn client_error(what: &str, bs: &str, e: RdError) -> OperatorError {
+    crate::KafkaError::client(what, bs, e).into()
+}
+
+fn pause<C: ConsumerContext>(consumer: &BaseConsumer<C>, plan: &PartitionPlan) {
+    let mut tpl = TopicPartitionList::new();
+    tpl.add_partition(&plan.topic, plan.partition);
+    let _ = consumer.pause(&tpl);
+}
+
+/// A subtask that owns no partition: idle for watermarks at once (so it never holds back the
+/// watermark downstream); bounded, it ends; unbounded, it parks until cancelled, waking only
+/// to pass checkpoint barriers on (its position: no partitions).
+fn idle_without_splits<T>(
+    ctx: &SourceContext,
+    out: &mut dyn Collector<T>,
+    gauges: &SourceGauges,
+    bounded: bool,
+) -> Result<(), OperatorError> {
+    out.emit_idleness(true)?;
+    if bounded {
+        return Ok(());
+    }
+    let since = Instant::now();
+    let waits = ctx.metrics.waits.clone();
+    loop {
+        if ctx.should_stop() {
+            return Err(OperatorError::Cancelled);
+        }
+        ctx.checkpoint_if_due(out, || split::encode(&[]))?;
+        gauges.idle_time.set(since.elapsed().as_millis() as i64);
+        let started = waits.begin_idle();
+        std::thread::park_timeout(Duration::from_millis(50));
+        waits.end_idle(started);
+    }
+}
+
+fn publish<C: ConsumerContext + AsHigh>(
+    consumer: &BaseConsumer<C>,
+    splits: &[LiveSplit],
+    gauges: &SourceGauges,
+    last_ts: Option<i64>,
+    last_record: Instant,
+    bounded: bool,
+) {
+    let high = consumer.context().highs();
+    let mut total = 0i64;
+    for (s, g) in splits.iter().zip(&gauges.partitions) {
+        g.current_offset.set(s.next - 1);
+        // Lag: to the bounded end (exact), else to the broker's high watermark (tansu's may
+        // understate it by up to the last batch's size - 1; never below 0).
+        let end = match s.plan.end {
+            Some(e) if bounded => e,
+            _ => high
+                .get(&(s.plan.topic.clone(), s.plan.partition))
+                .copied()
+                .unwrap_or(s.next),
+        };
+        let lag = if s.finished { 0 } else { (end - s.next).max(0) };
+        g.pending.set(lag);
+        total += lag;
+    }
+    gauges.pending_records.set(total);
+    if let Some(ts) = last_ts {
+        let lag = (now_ms() - ts).max(0);
+        gauges.fetch_lag.set(lag);
+        gauges.emit_lag.set(lag);
+    }
+    gauges.idle_time.set(last_record.elapsed().as_millis() as i64);
+}
+
+pub(crate) trait AsHigh {
+    fn highs(&self) -> HashMap<(String, i32), i64>;
+}
+
+impl AsHigh for StatsContext {
+    fn highs(&self) -> HashMap<(String, i32), i64> {
+        self.high.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Commits (async, monitoring only) the offsets of the newest checkpoint that completed.
+fn commit_completed<C: ConsumerContext>(
+    ctx: &SourceContext,
+    consumer: &BaseConsumer<C>,
+    pending: &mut VecDeque<(u64, Vec<SplitPosition>)>,
+    gauges: &SourceGauges,
+    splits: &[LiveSplit],
+) {
+    let Some(hub) = &ctx.checkpoints else {
+        return;
+    };
+    let done = hub.completed_checkpoint();
+    let mut newest = None;
+    while pending.front().is_some_and(|(id, _)| *id <= done) {
+        newest = pending.pop_front();
+    }
+    let Some((id, positions)) = newest else {
+        return;
+    };
+    let mut tpl = TopicPartitionList::new();
+    for p in &positions {
+        if tpl
+            .add_partition_offset(&p.topic, p.partition, Offset::Offset(p.next))
+            .is_err()
+        {
+            return;
+        }
+    }
+    match consumer.commit(&tpl, CommitMode::Async) {
+        Ok(()) => {
+            for (s, g) in splits.iter().zip(&gauges.partitions) {
+                if let Some(p) = positions
+                    .iter()
+                    .find(|p| p.topic == s.plan.topic && p.partition == s.plan.partition)
+                {
+                    g.committed_offset.set(p.next);
+                }
+            }
+        }
+        Err(e) => tracing::warn!("committing the offsets of checkpoint {id} (monitoring only): {e}"),
+    }
+}
