@@ -25,6 +25,8 @@ use super::Shared;
 /// How long one poll may wait for data: bounds how late a barrier or a cancel is seen while
 /// the partitions are quiet.
 const POLL_WAIT: Duration = Duration::from_millis(20);
+/// The group id given to librdkafka when the user set none (never committed to).
+const UNUSED_GROUP: &str = "sluice-kafka-source";
 /// How often lag, idle time and offsets are published.
 const METRICS_EVERY: Duration = Duration::from_millis(200);
 
@@ -120,9 +122,9 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
             ("statistics.interval.ms", "1000"),
         ];
         let group = sh.group_id.clone();
-        if let Some(g) = &group {
-            defaults.push(("group.id", g.as_str()));
-        }
+        // librdkafka refuses `assign` without a group id; without the user's group nothing is
+        // ever committed, so this placeholder stays unused on the broker.
+        defaults.push(("group.id", group.as_deref().unwrap_or(UNUSED_GROUP)));
         let consumer: BaseConsumer<StatsContext> = sh
             .settings
             .client_config(&defaults)
