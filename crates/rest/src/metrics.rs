@@ -299,6 +299,27 @@ pub fn subtask_metric_names(graph: &JobGraph, vertex: usize) -> Vec<String> {
     names
 }
 
+/// The operator gauges of a vertex's subtasks (a source's FLIP-33 metrics and the like), by
+/// their subtask-scope name `<operator scope>.<name>`, in registration order, without
+/// duplicates (the union over subtasks: an idle source subtask has fewer).
+pub fn gauge_metric_names(monitor: &JobMonitor, vertex: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in monitor.subtasks.get(vertex).into_iter().flatten() {
+        for g in t.gauges() {
+            let n = gauge_scope_name(&g);
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+    }
+    out
+}
+
+/// `<operator scope>.<name>` of a gauge.
+pub fn gauge_scope_name(g: &sluice_runtime::OperatorGauge) -> String {
+    format!("{}.{}", sanitize_operator_name(&g.operator), g.name)
+}
+
 /// The snapshot of operator `name` in a subtask (zeros before the subtask has started).
 pub fn operator_snapshot(snap: &SubtaskSnapshot, name: &str) -> OperatorSnapshot {
     snap.operators
@@ -340,7 +361,9 @@ impl<'a> JobData<'a> {
     }
 
     /// Every metric name of a subtask of `vertex`: [`subtask_metric_names`], then the
-    /// connector gauges its tasks registered (e.g. `pendingDeliveries`).
+    /// connector gauges its tasks registered (e.g. `pendingDeliveries`), then the operator
+    /// gauges (`Source__x.pendingRecords`; an operator gauge named like a catalogue operator
+    /// metric, a source's `numRecordsIn`, answers for it).
     pub fn metric_names(&self, vertex: usize) -> Vec<String> {
         let mut names = subtask_metric_names(self.graph(), vertex);
         for i in 0..self.parallelism(vertex) {
@@ -353,6 +376,12 @@ impl<'a> JobData<'a> {
                 }
             }
         }
+        // Operator-scope gauges (a Kafka source's FLIP-33 metrics).
+        for n in gauge_metric_names(self.monitor, vertex) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
         names
     }
 
@@ -360,6 +389,9 @@ impl<'a> JobData<'a> {
     /// connector gauge).
     pub fn value(&self, vertex: usize, subtask: usize, name: &str) -> Option<Value> {
         let s = self.subtask(vertex, subtask)?;
+        if let Some(g) = s.live.gauges().iter().find(|g| gauge_scope_name(g) == name) {
+            return Some(Value::Long(g.get()));
+        }
         if let Some(m) = TASK_METRICS.iter().find(|m| m.name == name) {
             return Some((m.get)(&s));
         }

@@ -205,8 +205,17 @@ pub fn render(registry: &JobRegistry) -> String {
                         continue;
                     };
                     let idx = i.to_string();
+                    let gauges = s.live.gauges();
                     for (op, _) in &ops {
                         let snap = operator_snapshot(s.snap, op);
+                        // An operator's own gauge of this name (a source's numRecordsIn) wins.
+                        let value = match gauges
+                            .iter()
+                            .find(|g| g.operator == *op && g.name == metric.name)
+                        {
+                            Some(g) => g.get().to_string(),
+                            None => (metric.get)(&snap).to_prometheus(),
+                        };
                         let _ = writeln!(
                             out,
                             "{name}{} {}",
@@ -218,13 +227,15 @@ pub fn render(registry: &JobRegistry) -> String {
                                 ("subtask", &idx),
                                 ("operator", op),
                             ]),
-                            (metric.get)(&snap).to_prometheus()
+                            value
                         );
                     }
                 }
             }
         }
     }
+
+    write_operator_gauges(&mut out, &jobs);
 
     let name = "sluice_vertex_data_skew_percent";
     header(
@@ -282,5 +293,75 @@ mod tests {
     #[test]
     fn label_values_are_escaped() {
         assert_eq!(labels(&[("a", "x\"y\\z\nw")]), "{a=\"x\\\"y\\\\z\\nw\"}");
+    }
+}
+
+/// An operator gauge's family and its key-value labels: Flink's Prometheus reporter turns
+/// key-value groups into labels, so `KafkaSourceReader.topic.T.partition.P.currentOffset` is
+/// family `…kafka_source_reader_topic_partition_current_offset` with `topic="T"`,
+/// `partition="P"`.
+fn gauge_family(name: &str) -> (String, Vec<(&'static str, String)>) {
+    let parts: Vec<&str> = name.split('.').collect();
+    if parts.len() == 6 && parts[1] == "topic" && parts[3] == "partition" {
+        let family = format!("{}.topic.partition.{}", parts[0], parts[5]);
+        return (
+            family,
+            vec![("topic", parts[2].to_string()), ("partition", parts[4].to_string())],
+        );
+    }
+    (name.to_string(), Vec::new())
+}
+
+/// Operator gauges registered at run time (e.g. a Kafka source's FLIP-33 metrics), one family
+/// per name, a sample per subtask.
+fn write_operator_gauges(out: &mut String, jobs: &[JobData<'_>]) {
+    // family -> (kind, help, samples)
+    let mut families: Vec<(String, Kind, String, Vec<String>)> = Vec::new();
+    for d in jobs {
+        let job_id = d.monitor.job_id.to_string();
+        for v in &d.graph().vertices {
+            let vertex_id = v.id.to_string();
+            for (i, t) in d.monitor.subtasks.get(v.index).into_iter().flatten().enumerate() {
+                let idx = i.to_string();
+                for g in t.gauges() {
+                    if OPERATOR_METRICS.iter().any(|m| m.name == g.name) {
+                        continue; // written with the catalogue's family
+                    }
+                    let kind = match g.kind {
+                        sluice_runtime::GaugeKind::Counter => Kind::Counter,
+                        sluice_runtime::GaugeKind::Gauge => Kind::Gauge,
+                    };
+                    let (fam, extra) = gauge_family(&g.name);
+                    let name = family_name("operator", &fam, kind);
+                    let mut pairs: Vec<(&str, &str)> = vec![
+                        ("job_id", &job_id),
+                        ("job_name", &d.graph().name),
+                        ("vertex_id", &vertex_id),
+                        ("vertex_name", &v.name),
+                        ("subtask", &idx),
+                        ("operator", &g.operator),
+                    ];
+                    for (k, val) in &extra {
+                        pairs.push((k, val));
+                    }
+                    let sample = format!("{name}{} {}", labels(&pairs), g.get());
+                    match families.iter_mut().find(|f| f.0 == name) {
+                        Some(f) => f.3.push(sample),
+                        None => families.push((
+                            name,
+                            kind,
+                            format!("{} (Flink metric <operator>.{fam})", g.help),
+                            vec![sample],
+                        )),
+                    }
+                }
+            }
+        }
+    }
+    for (name, kind, help, samples) in families {
+        header(out, &name, &help, kind.as_str());
+        for s in samples {
+            let _ = writeln!(out, "{s}");
+        }
     }
 }
