@@ -46,6 +46,8 @@ pub enum Command {
     Nexmark(crate::nexmark_cmd::NexmarkArgs),
     /// Take a savepoint of a running job (optionally stopping it) through its REST API.
     Savepoint(crate::savepoint_cmd::SavepointArgs),
+    /// Write a workload's records to Kafka (`produce skew --records N --to kafka://HOST:PORT/TOPIC?partitions=P`).
+    Produce(crate::produce::ProduceArgs),
 }
 
 #[derive(Args, Debug)]

@@ -13,6 +13,7 @@ mod nexmark_cmd;
 mod plan_cmd;
 mod preflight;
 mod procstat;
+mod produce;
 mod progress;
 mod run;
 mod run_report;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
         Command::Demo(d) => demo::demo(d),
         Command::Nexmark(n) => nexmark_cmd::nexmark(n),
         Command::Savepoint(s) => savepoint_cmd::savepoint(s),
+        Command::Produce(p) => produce::produce(p),
     };
     match outcome {
         Ok(code) => code,

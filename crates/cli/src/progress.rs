@@ -45,6 +45,12 @@ impl Progress {
     }
 }
 
+/// The same bar for a loop of the CLI's own (e.g. `sluice produce`), if stderr is a terminal
+/// and `enabled`; the caller sets its position.
+pub fn records_bar(total: u64, enabled: bool) -> Option<ProgressBar> {
+    (enabled && std::io::stderr().is_terminal()).then(|| bar(total))
+}
+
 /// `[#####.....]  42.0%  4.20M / 10.00M records  1.23M/s`, or a spinner with the count and
 /// rate when the total is unknown.
 fn bar(total: u64) -> ProgressBar {
