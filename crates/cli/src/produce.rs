@@ -102,7 +102,9 @@ fn produce_skew(a: ProduceSkewArgs) -> Result<std::process::ExitCode> {
         TopicStatus::Created { partitions } => {
             eprintln!("created topic '{}' with {partitions} partitions", url.topic)
         }
-        TopicStatus::Existed { partitions: n } if n != partitions && url.param("partitions").is_some() => {
+        TopicStatus::Existed { partitions: n }
+            if n != partitions && url.param("partitions").is_some() =>
+        {
             eprintln!(
                 "topic '{}' exists with {n} partitions (not {partitions}); writing to it as it is",
                 url.topic
@@ -132,7 +134,9 @@ fn produce_skew(a: ProduceSkewArgs) -> Result<std::process::ExitCode> {
         use std::fmt::Write as _;
         let _ = write!(key, "{k}");
         let _ = write!(line, "{k},{v}");
-        let mut r = BaseRecord::to(&url.topic).key(key.as_str()).payload(line.as_str());
+        let mut r = BaseRecord::to(&url.topic)
+            .key(key.as_str())
+            .payload(line.as_str());
         loop {
             match producer.send(r) {
                 Ok(()) => break,
@@ -159,9 +163,16 @@ fn produce_skew(a: ProduceSkewArgs) -> Result<std::process::ExitCode> {
         b.finish_and_clear();
     }
     let ctx = producer.context();
-    let (ok, failed) = (ctx.ok.load(Ordering::Relaxed), ctx.failed.load(Ordering::Relaxed));
+    let (ok, failed) = (
+        ctx.ok.load(Ordering::Relaxed),
+        ctx.failed.load(Ordering::Relaxed),
+    );
     if failed > 0 || ok != cfg.records {
-        let first = ctx.first_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let first = ctx
+            .first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         bail!(
             "{failed} of {} records were not delivered to {url} (first error: {})",
             cfg.records,
@@ -180,7 +191,11 @@ fn produce_skew(a: ProduceSkewArgs) -> Result<std::process::ExitCode> {
 fn fail_if_stuck(producer: &BaseProducer<Deliveries>, bootstrap: &str) -> Result<()> {
     let ctx = producer.context();
     if ctx.failed.load(Ordering::Relaxed) > 0 {
-        let first = ctx.first_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let first = ctx
+            .first_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         bail!(
             "records could not be delivered to {bootstrap}: {}",
             first.unwrap_or_default()

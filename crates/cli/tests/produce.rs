@@ -45,8 +45,14 @@ fn kafka_partition(key: &[u8], partitions: i32) -> i32 {
 fn murmur2_matches_kafkas_known_values() {
     // From Kafka's UtilsTest.testMurmur2: "21" -> -973932308, "foobar" -> -790332482.
     let positive = |v: i32| (v as u32 & 0x7fff_ffff) as i32;
-    assert_eq!(kafka_partition(b"21", i32::MAX), positive(-973_932_308) % i32::MAX);
-    assert_eq!(kafka_partition(b"foobar", i32::MAX), positive(-790_332_482) % i32::MAX);
+    assert_eq!(
+        kafka_partition(b"21", i32::MAX),
+        positive(-973_932_308) % i32::MAX
+    );
+    assert_eq!(
+        kafka_partition(b"foobar", i32::MAX),
+        positive(-790_332_482) % i32::MAX
+    );
 }
 
 #[test]
@@ -55,12 +61,24 @@ fn produce_skew_writes_every_record_keyed_on_kafkas_partition() {
     let records = 20_000u64;
     let url = format!("kafka://{}/skew?partitions=4", b.bootstrap());
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args(["produce", "skew", "--records", &records.to_string(), "--keys", "100", "--to", &url])
+        .args([
+            "produce",
+            "skew",
+            "--records",
+            &records.to_string(),
+            "--keys",
+            "100",
+            "--to",
+            &url,
+        ])
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("created topic 'skew' with 4 partitions"), "{stderr}");
+    assert!(
+        stderr.contains("created topic 'skew' with 4 partitions"),
+        "{stderr}"
+    );
     assert!(stderr.contains("produced 20000 records"), "{stderr}");
 
     let c: BaseConsumer = ClientConfig::new()
@@ -71,7 +89,8 @@ fn produce_skew_writes_every_record_keyed_on_kafkas_partition() {
         .unwrap();
     let mut tpl = TopicPartitionList::new();
     for p in 0..4 {
-        tpl.add_partition_offset("skew", p, Offset::Beginning).unwrap();
+        tpl.add_partition_offset("skew", p, Offset::Beginning)
+            .unwrap();
     }
     c.assign(&tpl).unwrap();
     let mut got: Vec<(i64, i64)> = Vec::new();
@@ -81,7 +100,12 @@ fn produce_skew_writes_every_record_keyed_on_kafkas_partition() {
         match c.poll(Duration::from_millis(100)) {
             Some(Ok(m)) => {
                 let key = m.key().unwrap();
-                assert_eq!(m.partition(), kafka_partition(key, 4), "key {:?}", std::str::from_utf8(key));
+                assert_eq!(
+                    m.partition(),
+                    kafka_partition(key, 4),
+                    "key {:?}",
+                    std::str::from_utf8(key)
+                );
                 let line = std::str::from_utf8(m.payload().unwrap()).unwrap();
                 let (k, v) = line.split_once(',').unwrap();
                 assert_eq!(k.as_bytes(), key);
@@ -122,7 +146,10 @@ fn produce_to_an_unreachable_broker_names_it_within_the_timeout() {
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains(&format!("127.0.0.1:{port} unreachable")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("127.0.0.1:{port} unreachable")),
+        "{stderr}"
+    );
     assert!(t0.elapsed() < Duration::from_secs(10));
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["produce", "skew", "--to", "kafka://h:1/t?partitons=2"])

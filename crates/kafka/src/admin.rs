@@ -153,8 +153,9 @@ pub fn ensure_topic(
         .map_err(|e| KafkaError::client("creating an admin client", &settings.bootstrap, e))?;
     let options = AdminOptions::new().operation_timeout(Some(settings.connect_timeout));
     let new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
-    let results = block_on(admin.create_topics(&[new], &options))
-        .map_err(|e| KafkaError::client(format!("creating topic '{topic}'"), &settings.bootstrap, e))?;
+    let results = block_on(admin.create_topics(&[new], &options)).map_err(|e| {
+        KafkaError::client(format!("creating topic '{topic}'"), &settings.bootstrap, e)
+    })?;
     for r in results {
         match r {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}

@@ -52,7 +52,11 @@ impl KafkaUrl {
         }
         check_topic(topic).map_err(|r| bad(&r))?;
         let mut params = BTreeMap::new();
-        for kv in query.into_iter().flat_map(|q| q.split('&')).filter(|s| !s.is_empty()) {
+        for kv in query
+            .into_iter()
+            .flat_map(|q| q.split('&'))
+            .filter(|s| !s.is_empty())
+        {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             if k.is_empty() {
                 return Err(bad(&format!("empty parameter name in '{kv}'")));
@@ -165,7 +169,10 @@ pub fn check_topic(topic: &str) -> Result<(), String> {
         return Err("empty topic name".into());
     }
     if topic.len() > 249 {
-        return Err(format!("topic name longer than 249 characters ({})", topic.len()));
+        return Err(format!(
+            "topic name longer than 249 characters ({})",
+            topic.len()
+        ));
     }
     if topic == "." || topic == ".." {
         return Err(format!("topic name '{topic}' is not allowed"));

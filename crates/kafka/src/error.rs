@@ -30,7 +30,7 @@ pub enum KafkaError {
         what: String,
         bootstrap: String,
         #[source]
-        source: rdkafka::error::KafkaError,
+        source: Box<rdkafka::error::KafkaError>,
     },
 }
 
@@ -43,7 +43,7 @@ impl KafkaError {
         KafkaError::Client {
             what: what.into(),
             bootstrap: bootstrap.to_string(),
-            source,
+            source: Box::new(source),
         }
     }
 }

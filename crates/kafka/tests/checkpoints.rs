@@ -57,7 +57,10 @@ fn committed(dir: &Path) -> Vec<String> {
 
 fn assert_exactly(got: &[String], expected: &[String]) {
     if got != expected {
-        let missing = expected.iter().filter(|l| got.binary_search(l).is_err()).count();
+        let missing = expected
+            .iter()
+            .filter(|l| got.binary_search(l).is_err())
+            .count();
         let mut dup = got.to_vec();
         dup.dedup();
         panic!(
@@ -96,7 +99,11 @@ fn injected_failures_lose_and_duplicate_nothing() {
     h.wait().unwrap();
     let hub = m.control.checkpoints().unwrap();
     assert_eq!(hub.attempt(), 8, "one restart per injected failure");
-    assert!(hub.stats().restored >= 4, "restarts restored checkpoints: {}", hub.stats().restored);
+    assert!(
+        hub.stats().restored >= 4,
+        "restarts restored checkpoints: {}",
+        hub.stats().restored
+    );
     assert_exactly(&committed(&out), &expected);
 }
 
@@ -116,7 +123,10 @@ fn a_savepoint_at_source_parallelism_1_restores_at_3() {
     }
     let p = h.stop_with_savepoint(&sp).unwrap();
     let read = m.records_emitted_by_sources();
-    assert!(read < expected.len() as u64, "the savepoint came mid-job: {read} read");
+    assert!(
+        read < expected.len() as u64,
+        "the savepoint came mid-job: {read} read"
+    );
 
     let env = StreamEnv::new();
     env.restore_from(&p);

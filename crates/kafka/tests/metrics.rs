@@ -9,10 +9,22 @@ use sluice_kafka::source::{KafkaSource, Lines};
 use sluice_rest::{dispatch, JobRegistry};
 
 fn get(reg: &JobRegistry, path: &str, query: &[(&str, &str)]) -> String {
-    let segments: Vec<String> = path.split('/').filter(|s| !s.is_empty()).map(String::from).collect();
-    let q: Vec<(String, String)> = query.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let segments: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    let q: Vec<(String, String)> = query
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let r = dispatch(reg, std::path::Path::new("/tmp"), "GET", &segments, &q, b"");
-    assert_eq!(r.status, 200, "{path}: {}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.status,
+        200,
+        "{path}: {}",
+        String::from_utf8_lossy(&r.body)
+    );
     String::from_utf8(r.body).unwrap()
 }
 
@@ -44,13 +56,21 @@ fn source_metrics_appear_on_rest_and_prometheus_with_flink_names() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let body = loop {
         let body = get(&reg, &path, &[("get", wanted)]);
-        if body.contains(r#"{"id":"1.Source__m.numRecordsIn","value":"250"}"#) || Instant::now() > deadline {
+        if body.contains(r#"{"id":"1.Source__m.numRecordsIn","value":"250"}"#)
+            || Instant::now() > deadline
+        {
             break body;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(body.contains(r#"{"id":"1.Source__m.numRecordsIn","value":"250"}"#), "{body}");
-    assert!(body.contains(r#"{"id":"1.Source__m.pendingRecords","value":"0"}"#), "{body}");
+    assert!(
+        body.contains(r#"{"id":"1.Source__m.numRecordsIn","value":"250"}"#),
+        "{body}"
+    );
+    assert!(
+        body.contains(r#"{"id":"1.Source__m.pendingRecords","value":"0"}"#),
+        "{body}"
+    );
     assert!(
         body.contains(r#"{"id":"1.Source__m.KafkaSourceReader.topic.m.partition.0.currentOffset","value":"249"}"#),
         "{body}"
@@ -58,13 +78,26 @@ fn source_metrics_appear_on_rest_and_prometheus_with_flink_names() {
     assert!(body.contains("0.Source__m.sourceIdleTime"), "{body}");
     // The metric list names them too.
     let list = get(&reg, &path, &[]);
-    for n in ["pendingRecords", "currentFetchEventTimeLag", "currentEmitEventTimeLag", "sourceIdleTime", "numBytesIn"] {
-        assert!(list.contains(&format!("\"0.Source__m.{n}\"")), "{n}: {list}");
+    for n in [
+        "pendingRecords",
+        "currentFetchEventTimeLag",
+        "currentEmitEventTimeLag",
+        "sourceIdleTime",
+        "numBytesIn",
+    ] {
+        assert!(
+            list.contains(&format!("\"0.Source__m.{n}\"")),
+            "{n}: {list}"
+        );
     }
     let prom = get(&reg, "metrics", &[]);
-    assert!(prom.contains("# TYPE sluice_operator_pending_records gauge"), "{prom}");
     assert!(
-        prom.lines().any(|l| l.starts_with("sluice_operator_kafka_source_reader_topic_partition_current_offset{")
+        prom.contains("# TYPE sluice_operator_pending_records gauge"),
+        "{prom}"
+    );
+    assert!(
+        prom.lines().any(|l| l
+            .starts_with("sluice_operator_kafka_source_reader_topic_partition_current_offset{")
             && l.contains(r#"topic="m""#)
             && l.contains(r#"partition="0""#)
             && l.ends_with(" 249")),
@@ -72,9 +105,16 @@ fn source_metrics_appear_on_rest_and_prometheus_with_flink_names() {
     );
     let series: Vec<&str> = prom
         .lines()
-        .filter(|l| l.starts_with("sluice_operator_num_records_in_total{") && l.contains(r#"operator="Source: m""#))
+        .filter(|l| {
+            l.starts_with("sluice_operator_num_records_in_total{")
+                && l.contains(r#"operator="Source: m""#)
+        })
         .collect();
-    assert_eq!(series.len(), 2, "one numRecordsIn series per source subtask: {series:?}");
+    assert_eq!(
+        series.len(),
+        2,
+        "one numRecordsIn series per source subtask: {series:?}"
+    );
     assert!(series.iter().all(|l| l.ends_with(" 250")), "{series:?}");
     h.cancel();
     let _ = h.wait();

@@ -4,8 +4,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use sluice_graph::StreamEnv;
 use sluice_kafka::source::{Json, KafkaSource, Lines, StartingOffsets};
 use sluice_kafka::KafkaError;
@@ -27,7 +27,11 @@ fn tansu_reports_a_short_high_watermark_and_the_bounded_end_probe_corrects_it() 
         .unwrap();
     let (low, high) = c.fetch_watermarks("hw", 0, Duration::from_secs(5)).unwrap();
     // tansu 0.6: the base offset of the last batch + 1 (a correct broker says 13).
-    assert_eq!((low, high), (0, 11), "tansu's high watermark changed: revisit offsets.rs");
+    assert_eq!(
+        (low, high),
+        (0, 11),
+        "tansu's high watermark changed: revisit offsets.rs"
+    );
     let src = KafkaSource::builder()
         .bootstrap_servers(b.bootstrap())
         .topics(["hw"])
@@ -100,8 +104,16 @@ fn four_subtasks_on_two_partitions_leave_two_idle_and_unbounded_idle_ones_end_on
         .iter()
         .map(|c| c.load(std::sync::atomic::Ordering::Relaxed))
         .collect();
-    assert_eq!(per_subtask.iter().filter(|&&n| n == 0).count(), 2, "{per_subtask:?}");
-    assert_eq!(per_subtask.iter().filter(|&&n| n == 300).count(), 2, "{per_subtask:?}");
+    assert_eq!(
+        per_subtask.iter().filter(|&&n| n == 0).count(),
+        2,
+        "{per_subtask:?}"
+    );
+    assert_eq!(
+        per_subtask.iter().filter(|&&n| n == 300).count(),
+        2,
+        "{per_subtask:?}"
+    );
     // Flink's owner formula: "two".hashCode() = 115276, * 31 % 4 = 0 -> partitions on 0 and 1.
     assert_eq!(per_subtask, vec![300, 300, 0, 0]);
     // The idle subtasks show no partitions; the busy ones their per-partition gauges.
@@ -149,12 +161,22 @@ fn malformed_json_goes_to_dead_letters_counted_and_the_job_goes_on() {
     h.wait().unwrap();
     let got = out.handle.take();
     assert_eq!(got.len(), 90);
-    assert!(got.iter().all(|e| e.id % 10 != 3 && e.user == format!("u{}", e.id)));
+    assert!(got
+        .iter()
+        .all(|e| e.id % 10 != 3 && e.user == format!("u{}", e.id)));
     assert_eq!(m.control.dead_letter_count(), 10);
     let letters = m.control.dead_letters();
     assert_eq!(letters[0].location, "json/0 at offset 3");
-    assert!(letters[0].reason.contains("invalid JSON"), "{}", letters[0].reason);
-    assert!(letters[0].origin.starts_with("Source: events"), "{}", letters[0].origin);
+    assert!(
+        letters[0].reason.contains("invalid JSON"),
+        "{}",
+        letters[0].reason
+    );
+    assert!(
+        letters[0].origin.starts_with("Source: events"),
+        "{}",
+        letters[0].origin
+    );
 }
 
 #[test]
@@ -171,7 +193,10 @@ fn unreachable_broker_missing_topic_and_empty_pattern_are_named_errors() {
         .unwrap();
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert!(matches!(e, KafkaError::Unreachable { .. }), "{e}");
-    assert!(e.to_string().contains(&addr) && e.to_string().contains("1500 ms"), "{e}");
+    assert!(
+        e.to_string().contains(&addr) && e.to_string().contains("1500 ms"),
+        "{e}"
+    );
 
     let b = common::broker();
     common::topic(&b, "present", 1);

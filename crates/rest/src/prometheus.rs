@@ -268,34 +268,6 @@ pub fn render(registry: &JobRegistry) -> String {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_are_snake_case() {
-        assert_eq!(snake_case("busyTimeMsPerSecond"), "busy_time_ms_per_second");
-        assert_eq!(snake_case("isBackPressured"), "is_back_pressured");
-        assert_eq!(
-            snake_case("Shuffle.Netty.Input.Buffers.inPoolUsage"),
-            "shuffle_netty_input_buffers_in_pool_usage"
-        );
-        assert_eq!(
-            family_name("task", "numRecordsIn", Kind::Counter),
-            "sluice_task_num_records_in_total"
-        );
-        assert_eq!(
-            family_name("task", "busyTimeMsPerSecond", Kind::Gauge),
-            "sluice_task_busy_time_ms_per_second"
-        );
-    }
-
-    #[test]
-    fn label_values_are_escaped() {
-        assert_eq!(labels(&[("a", "x\"y\\z\nw")]), "{a=\"x\\\"y\\\\z\\nw\"}");
-    }
-}
-
 /// An operator gauge's family and its key-value labels: Flink's Prometheus reporter turns
 /// key-value groups into labels, so `KafkaSourceReader.topic.T.partition.P.currentOffset` is
 /// family `…kafka_source_reader_topic_partition_current_offset` with `topic="T"`,
@@ -306,7 +278,10 @@ fn gauge_family(name: &str) -> (String, Vec<(&'static str, String)>) {
         let family = format!("{}.topic.partition.{}", parts[0], parts[5]);
         return (
             family,
-            vec![("topic", parts[2].to_string()), ("partition", parts[4].to_string())],
+            vec![
+                ("topic", parts[2].to_string()),
+                ("partition", parts[4].to_string()),
+            ],
         );
     }
     (name.to_string(), Vec::new())
@@ -321,7 +296,14 @@ fn write_operator_gauges(out: &mut String, jobs: &[JobData<'_>]) {
         let job_id = d.monitor.job_id.to_string();
         for v in &d.graph().vertices {
             let vertex_id = v.id.to_string();
-            for (i, t) in d.monitor.subtasks.get(v.index).into_iter().flatten().enumerate() {
+            for (i, t) in d
+                .monitor
+                .subtasks
+                .get(v.index)
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
                 let idx = i.to_string();
                 for g in t.gauges() {
                     if OPERATOR_METRICS.iter().any(|m| m.name == g.name) {
@@ -363,5 +345,33 @@ fn write_operator_gauges(out: &mut String, jobs: &[JobData<'_>]) {
         for s in samples {
             let _ = writeln!(out, "{s}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_snake_case() {
+        assert_eq!(snake_case("busyTimeMsPerSecond"), "busy_time_ms_per_second");
+        assert_eq!(snake_case("isBackPressured"), "is_back_pressured");
+        assert_eq!(
+            snake_case("Shuffle.Netty.Input.Buffers.inPoolUsage"),
+            "shuffle_netty_input_buffers_in_pool_usage"
+        );
+        assert_eq!(
+            family_name("task", "numRecordsIn", Kind::Counter),
+            "sluice_task_num_records_in_total"
+        );
+        assert_eq!(
+            family_name("task", "busyTimeMsPerSecond", Kind::Gauge),
+            "sluice_task_busy_time_ms_per_second"
+        );
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(labels(&[("a", "x\"y\\z\nw")]), "{a=\"x\\\"y\\\\z\\nw\"}");
     }
 }

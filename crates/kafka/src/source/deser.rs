@@ -54,8 +54,8 @@ impl KafkaDeserializer<String> for Lines {
         let bytes = record
             .payload
             .ok_or_else(|| "record has no value (tombstone)".to_string())?;
-        let mut s = std::str::from_utf8(bytes)
-            .map_err(|e| format!("value is not valid UTF-8 ({e})"))?;
+        let mut s =
+            std::str::from_utf8(bytes).map_err(|e| format!("value is not valid UTF-8 ({e})"))?;
         s = s.strip_suffix('\n').unwrap_or(s);
         s = s.strip_suffix('\r').unwrap_or(s);
         Ok(s.to_string())
@@ -105,18 +105,28 @@ mod tests {
     #[test]
     fn lines_bytes_and_json() {
         assert_eq!(Lines.deserialize(&rec(Some(b"a,1\r\n"))).unwrap(), "a,1");
-        assert!(Lines.deserialize(&rec(Some(&[0xff]))).unwrap_err().contains("UTF-8"));
-        assert!(Lines.deserialize(&rec(None)).unwrap_err().contains("tombstone"));
+        assert!(Lines
+            .deserialize(&rec(Some(&[0xff])))
+            .unwrap_err()
+            .contains("UTF-8"));
+        assert!(Lines
+            .deserialize(&rec(None))
+            .unwrap_err()
+            .contains("tombstone"));
         assert_eq!(RawBytes.deserialize(&rec(None)).unwrap(), Vec::<u8>::new());
         #[derive(serde::Deserialize, Debug, PartialEq)]
         struct E {
             id: u32,
         }
         assert_eq!(
-            Json::<E>::new().deserialize(&rec(Some(br#"{"id":3}"#))).unwrap(),
+            Json::<E>::new()
+                .deserialize(&rec(Some(br#"{"id":3}"#)))
+                .unwrap(),
             E { id: 3 }
         );
-        let e = Json::<E>::new().deserialize(&rec(Some(b"{oops"))).unwrap_err();
+        let e = Json::<E>::new()
+            .deserialize(&rec(Some(b"{oops")))
+            .unwrap_err();
         assert!(e.contains("invalid JSON") && e.contains("column"), "{e}");
     }
 }

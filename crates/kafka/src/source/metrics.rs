@@ -39,20 +39,65 @@ impl SourceGauges {
         };
         use GaugeKind::{Counter, Gauge};
         SourceGauges {
-            pending_records: g("pendingRecords", Gauge, "Records not yet fetched (lag) over the subtask's partitions", 0),
-            fetch_lag: g("currentFetchEventTimeLag", Gauge, "Fetch time - Kafka timestamp of the latest record, ms", 0),
-            emit_lag: g("currentEmitEventTimeLag", Gauge, "Emit time - Kafka timestamp of the latest record, ms", 0),
-            idle_time: g("sourceIdleTime", Gauge, "Time since the source last emitted a record, ms", 0),
-            records_in: g("numRecordsIn", Counter, "Records the source read from Kafka", 0),
-            bytes_in: g("numBytesIn", Counter, "Key + value bytes the source read from Kafka", 0),
+            pending_records: g(
+                "pendingRecords",
+                Gauge,
+                "Records not yet fetched (lag) over the subtask's partitions",
+                0,
+            ),
+            fetch_lag: g(
+                "currentFetchEventTimeLag",
+                Gauge,
+                "Fetch time - Kafka timestamp of the latest record, ms",
+                0,
+            ),
+            emit_lag: g(
+                "currentEmitEventTimeLag",
+                Gauge,
+                "Emit time - Kafka timestamp of the latest record, ms",
+                0,
+            ),
+            idle_time: g(
+                "sourceIdleTime",
+                Gauge,
+                "Time since the source last emitted a record, ms",
+                0,
+            ),
+            records_in: g(
+                "numRecordsIn",
+                Counter,
+                "Records the source read from Kafka",
+                0,
+            ),
+            bytes_in: g(
+                "numBytesIn",
+                Counter,
+                "Key + value bytes the source read from Kafka",
+                0,
+            ),
             partitions: splits
                 .iter()
                 .map(|(t, p)| {
                     let base = format!("KafkaSourceReader.topic.{t}.partition.{p}");
                     PartitionGauges {
-                        current_offset: g(&format!("{base}.currentOffset"), Gauge, "Offset of the latest record read", -1),
-                        committed_offset: g(&format!("{base}.committedOffset"), Gauge, "Offset last committed to the group (monitoring only)", -1),
-                        pending: g(&format!("{base}.pendingRecords"), Gauge, "Records of the partition not yet fetched (lag)", 0),
+                        current_offset: g(
+                            &format!("{base}.currentOffset"),
+                            Gauge,
+                            "Offset of the latest record read",
+                            -1,
+                        ),
+                        committed_offset: g(
+                            &format!("{base}.committedOffset"),
+                            Gauge,
+                            "Offset last committed to the group (monitoring only)",
+                            -1,
+                        ),
+                        pending: g(
+                            &format!("{base}.pendingRecords"),
+                            Gauge,
+                            "Records of the partition not yet fetched (lag)",
+                            0,
+                        ),
                     }
                 })
                 .collect(),

@@ -103,7 +103,12 @@ impl<T: Data> KafkaSource<T> {
         let shared = self.shared.clone();
         let wm = self.watermarks.clone();
         let stream = env.add_source(name, move |subtask, parallelism| {
-            Ok(KafkaSourceReader::new(shared.clone(), wm.clone(), subtask, parallelism))
+            Ok(KafkaSourceReader::new(
+                shared.clone(),
+                wm.clone(),
+                subtask,
+                parallelism,
+            ))
         });
         match self.watermarks.as_ref().map(|w| &w.event_time) {
             Some(EventTime::Record(f)) => {
@@ -126,9 +131,13 @@ impl<T: Data> KafkaSource<T> {
 
     /// Records between the start and end offsets (bounded mode), else `None`.
     pub fn bounded_records(&self) -> Option<u64> {
-        self.shared
-            .bounded
-            .then(|| self.shared.plan.iter().map(|p| (p.end.unwrap_or(p.start) - p.start).max(0) as u64).sum())
+        self.shared.bounded.then(|| {
+            self.shared
+                .plan
+                .iter()
+                .map(|p| (p.end.unwrap_or(p.start) - p.start).max(0) as u64)
+                .sum()
+        })
     }
 }
 
@@ -226,8 +235,9 @@ impl KafkaSourceBuilder {
             starting,
             bounded,
         } = self;
-        let subscription = subscription
-            .ok_or_else(|| KafkaError::Config("no topics: call topics(...) or topic_pattern(...)".into()))?;
+        let subscription = subscription.ok_or_else(|| {
+            KafkaError::Config("no topics: call topics(...) or topic_pattern(...)".into())
+        })?;
         if matches!(starting, StartingOffsets::Committed { .. }) && group_id.is_none() {
             return Err(KafkaError::Config(
                 "committed starting offsets need a group id".into(),

@@ -117,13 +117,15 @@ pub(crate) fn plan_partitions(
                 tpl.add_partition_offset(topic, *p, Offset::Offset(ms))
                     .map_err(|e| KafkaError::client("building an offset request", bs, e))?;
             }
-            let got = consumer
-                .offsets_for_times(tpl, t)
-                .map_err(|e| KafkaError::client(format!("looking up offsets for time {ms}"), bs, e))?;
+            let got = consumer.offsets_for_times(tpl, t).map_err(|e| {
+                KafkaError::client(format!("looking up offsets for time {ms}"), bs, e)
+            })?;
             got.elements()
                 .iter()
                 .filter_map(|e| match e.offset() {
-                    Offset::Offset(o) if o >= 0 => Some(((e.topic().to_string(), e.partition()), o)),
+                    Offset::Offset(o) if o >= 0 => {
+                        Some(((e.topic().to_string(), e.partition()), o))
+                    }
                     _ => None,
                 })
                 .collect()
@@ -157,7 +159,11 @@ pub(crate) fn plan_partitions(
             topic,
             partition: p,
             start,
-            end: if bounded { Some(end.unwrap_or(low).max(start)) } else { None },
+            end: if bounded {
+                Some(end.unwrap_or(low).max(start))
+            } else {
+                None
+            },
         });
     }
     Ok(out)
@@ -216,12 +222,17 @@ fn probe_ends(
             return Err(KafkaError::Config(format!(
                 "could not read to the end of partition(s) {} on {bs} within {} ms",
                 missing.join(", "),
-                settings.connect_timeout.max(Duration::from_secs(5)).as_millis()
+                settings
+                    .connect_timeout
+                    .max(Duration::from_secs(5))
+                    .as_millis()
             )));
         }
         match probe.poll(Duration::from_millis(100)) {
             Some(Ok(m)) => {
-                let e = ends.entry((m.topic().to_string(), m.partition())).or_insert(0);
+                let e = ends
+                    .entry((m.topic().to_string(), m.partition()))
+                    .or_insert(0);
                 *e = (*e).max(m.offset() + 1);
             }
             Some(Err(RdError::PartitionEOF(p))) => {

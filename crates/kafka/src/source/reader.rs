@@ -91,7 +91,11 @@ fn now_ms() -> i64 {
 }
 
 impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
-    fn run(&mut self, ctx: &SourceContext, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
         let sh = self.shared.clone();
         let plans = split::my_splits(
             &sh.plan,
@@ -100,7 +104,10 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
             self.parallelism,
         );
         let operator = ctx.op.operator_name.clone();
-        let names: Vec<(String, i32)> = plans.iter().map(|p| (p.topic.clone(), p.partition)).collect();
+        let names: Vec<(String, i32)> = plans
+            .iter()
+            .map(|p| (p.topic.clone(), p.partition))
+            .collect();
         let gauges = SourceGauges::register(&ctx.metrics, &operator, &names);
         if plans.is_empty() {
             return idle_without_splits(ctx, out, &gauges, sh.bounded);
@@ -140,12 +147,14 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
             .map_err(|e| client_error("assigning partitions", &bs, e))?;
 
         let strategy = self.watermarks.clone();
-        let mut wms = strategy.as_ref().map(|w| SplitWatermarks::new(w, splits.len()));
-        let wm_interval = strategy
+        let mut wms = strategy
             .as_ref()
-            .map_or(Duration::from_secs(3600), |w| w.interval.max(Duration::from_millis(1)));
-        for i in 0..splits.len() {
-            if splits[i].finished {
+            .map(|w| SplitWatermarks::new(w, splits.len()));
+        let wm_interval = strategy.as_ref().map_or(Duration::from_secs(3600), |w| {
+            w.interval.max(Duration::from_millis(1))
+        });
+        for (i, s) in splits.iter().enumerate() {
+            if s.finished {
                 if let Some(w) = &mut wms {
                     w.finish_split(i, out)?;
                 }
@@ -185,10 +194,15 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
             match polled {
                 Some(Ok(m)) => {
                     let (topic, partition, offset) = (m.topic(), m.partition(), m.offset());
-                    let i = if splits[hint].plan.partition == partition && splits[hint].plan.topic == topic {
+                    let i = if splits[hint].plan.partition == partition
+                        && splits[hint].plan.topic == topic
+                    {
                         hint
                     } else {
-                        match splits.iter().position(|s| s.plan.partition == partition && s.plan.topic == topic) {
+                        match splits
+                            .iter()
+                            .position(|s| s.plan.partition == partition && s.plan.topic == topic)
+                        {
                             Some(i) => i,
                             None => continue,
                         }
@@ -208,7 +222,9 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
                         payload: m.payload(),
                         timestamp_ms: kafka_ts,
                     };
-                    bytes += (record.key.map_or(0, <[u8]>::len) + record.payload.map_or(0, <[u8]>::len)) as u64;
+                    bytes += (record.key.map_or(0, <[u8]>::len)
+                        + record.payload.map_or(0, <[u8]>::len))
+                        as u64;
                     match sh.deserializer.deserialize(&record) {
                         Ok(value) => {
                             if let Some(w) = &mut wms {
@@ -222,10 +238,8 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
                             }
                             out.collect(value)?;
                         }
-                        Err(reason) => ctx.dead_letter(
-                            format!("{topic}/{partition} at offset {offset}"),
-                            reason,
-                        ),
+                        Err(reason) => ctx
+                            .dead_letter(format!("{topic}/{partition} at offset {offset}"), reason),
                     }
                     last_ts = kafka_ts.or(last_ts);
                     n += 1;
@@ -265,13 +279,20 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
                                 continue;
                             }
                             let pos = positions.as_ref().and_then(|tpl| {
-                                tpl.find_partition(&s.plan.topic, p).and_then(|e| match e.offset() {
-                                    Offset::Offset(o) => Some(o),
-                                    _ => None,
+                                tpl.find_partition(&s.plan.topic, p).and_then(|e| {
+                                    match e.offset() {
+                                        Offset::Offset(o) => Some(o),
+                                        _ => None,
+                                    }
                                 })
                             });
-                            let same_number = splits.iter().filter(|o| o.plan.partition == p && !o.finished).count();
-                            if same_number == 1 || pos.is_some_and(|o| s.plan.end.is_some_and(|e| o >= e)) {
+                            let same_number = splits
+                                .iter()
+                                .filter(|o| o.plan.partition == p && !o.finished)
+                                .count();
+                            if same_number == 1
+                                || pos.is_some_and(|o| s.plan.end.is_some_and(|e| o >= e))
+                            {
                                 splits[i].finished = true;
                                 unfinished -= 1;
                                 pause(&consumer, &splits[i].plan);
@@ -308,14 +329,28 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
                     bytes = 0;
                     last_record = now;
                 }
-                publish(&consumer, &splits, &gauges, last_ts, last_record, sh.bounded);
+                publish(
+                    &consumer,
+                    &splits,
+                    &gauges,
+                    last_ts,
+                    last_record,
+                    sh.bounded,
+                );
                 commit_completed(ctx, &consumer, &mut pending_commits, &gauges, &splits);
             }
         }
         ctx.add_emitted(n);
         gauges.records_in.add(n as i64);
         gauges.bytes_in.add(bytes as i64);
-        publish(&consumer, &splits, &gauges, last_ts, last_record, sh.bounded);
+        publish(
+            &consumer,
+            &splits,
+            &gauges,
+            last_ts,
+            last_record,
+            sh.bounded,
+        );
         commit_completed(ctx, &consumer, &mut pending_commits, &gauges, &splits);
         Ok(())
     }
@@ -402,7 +437,9 @@ fn publish<C: ConsumerContext + AsHigh>(
         gauges.fetch_lag.set(lag);
         gauges.emit_lag.set(lag);
     }
-    gauges.idle_time.set(last_record.elapsed().as_millis() as i64);
+    gauges
+        .idle_time
+        .set(last_record.elapsed().as_millis() as i64);
 }
 
 pub(crate) trait AsHigh {
@@ -454,6 +491,8 @@ fn commit_completed<C: ConsumerContext>(
                 }
             }
         }
-        Err(e) => tracing::warn!("committing the offsets of checkpoint {id} (monitoring only): {e}"),
+        Err(e) => {
+            tracing::warn!("committing the offsets of checkpoint {id} (monitoring only): {e}")
+        }
     }
 }

@@ -44,9 +44,10 @@ pub(crate) fn my_splits(
             continue;
         }
         let mut p = p.clone();
-        if let Some(r) = restored
-            .and_then(|r| r.iter().find(|r| r.topic == p.topic && r.partition == p.partition))
-        {
+        if let Some(r) = restored.and_then(|r| {
+            r.iter()
+                .find(|r| r.topic == p.topic && r.partition == p.partition)
+        }) {
             p.start = r.next;
         }
         out.push(p);
@@ -103,6 +104,9 @@ mod tests {
         }
         let bytes = encode(&restored).unwrap();
         assert_eq!(decode(&bytes).unwrap(), restored);
-        assert!(decode(b"nope").unwrap_err().to_string().contains("do not parse"));
+        assert!(decode(b"nope")
+            .unwrap_err()
+            .to_string()
+            .contains("do not parse"));
     }
 }

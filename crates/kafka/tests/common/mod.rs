@@ -32,15 +32,20 @@ pub fn producer(b: &KafkaBroker, linger_ms: u32) -> ThreadedProducer<DefaultProd
 pub fn produce(b: &KafkaBroker, topic: &str, partition: i32, values: &[String]) {
     let p = producer(b, 20);
     for v in values {
-        let mut r = BaseRecord::<(), String>::to(topic).payload(v).partition(partition);
+        let mut r = BaseRecord::<(), String>::to(topic)
+            .payload(v)
+            .partition(partition);
         loop {
             match p.send(r) {
                 Ok(()) => break,
                 Err((e, back)) => {
                     assert!(
-                        matches!(e, rdkafka::error::KafkaError::MessageProduction(
-                            rdkafka::types::RDKafkaErrorCode::QueueFull
-                        )),
+                        matches!(
+                            e,
+                            rdkafka::error::KafkaError::MessageProduction(
+                                rdkafka::types::RDKafkaErrorCode::QueueFull
+                            )
+                        ),
                         "{e}"
                     );
                     r = back;
