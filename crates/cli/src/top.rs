@@ -93,6 +93,9 @@ pub struct VertexView {
     /// `max` aggregates, used when no subtask reported the metric.
     pub busy_max: Option<f64>,
     pub backpressured_max: Option<f64>,
+    /// A source's lag: FLIP-33 `pendingRecords` summed over its subtasks (Kafka sources, in
+    /// Sluice and Flink alike), `None` when the source does not report it.
+    pub pending_records: Option<f64>,
     pub subtasks: Vec<SubtaskView>,
 }
 
@@ -282,6 +285,12 @@ pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
             "{vpath}/subtasks/metrics?get={VERTEX_METRICS}&agg={AGGREGATIONS}"
         ))?;
         apply_aggregates(v, &read_aggregates(&agg));
+        if let Some(id) = pending_records_id(&v.name) {
+            // Not every source has it: a refused or empty answer leaves the lag unknown.
+            if let Ok(a) = get(&format!("{vpath}/subtasks/metrics?get={id}&agg=sum")) {
+                v.pending_records = read_aggregates(&a).get(&id).and_then(|x| x.sum);
+            }
+        }
         for n in 0..v.parallelism {
             let values = get(&format!(
                 "{vpath}/subtasks/{n}/metrics?get={SUBTASK_METRICS}"
@@ -295,6 +304,23 @@ pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
         vertices,
         footer: None,
     })
+}
+
+/// The metric id of a source vertex's lag (`Source__clicks.pendingRecords`): its first chained
+/// operator is the source. `None` for other vertices.
+pub fn pending_records_id(vertex_name: &str) -> Option<String> {
+    let first = vertex_name.split(" -> ").next()?;
+    first.starts_with("Source: ").then(|| {
+        format!(
+            "{}.pendingRecords",
+            sluice_doctor::flink_rest::sanitize_operator_name(first)
+        )
+    })
+}
+
+/// A record count: 12.3M, 4.5k, 999.
+fn count(x: f64) -> String {
+    crate::progress::human(x)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -439,9 +465,12 @@ pub fn render(m: &Model, width: usize) -> String {
         let skew = v
             .data_skew
             .map_or_else(|| "n/a".to_string(), |s| format!("{}%", s.round()));
+        let lag = v
+            .pending_records
+            .map_or_else(String::new, |l| format!("  lag {}", count(l)));
         lines.push(fit(
             &format!(
-                "  parallelism {}  backpressure {}  busy max {}  data skew {}  in {}  out {}",
+                "  parallelism {}{lag}  backpressure {}  busy max {}  data skew {}  in {}  out {}",
                 v.parallelism,
                 bp,
                 pct_text(v.max_busy()),
@@ -777,6 +806,7 @@ sum-per-key -> counting-sink: Writer
                 records_out: Some(2.5e6),
                 busy_max: Some(1000.0),
                 backpressured_max: Some(400.0),
+                pending_records: None,
                 subtasks: (0..12)
                     .map(|i| {
                         if i == 11 {
@@ -845,6 +875,19 @@ sum-per-key -> counting-sink: Writer
             .iter_mut()
             .for_each(|s| s.cpu = None);
         assert!(!render(&no_cpu, 100).contains(" cpu "));
+    }
+
+    #[test]
+    fn source_lag_is_asked_for_and_shown() {
+        assert_eq!(
+            pending_records_id("Source: clicks -> Map").as_deref(),
+            Some("Source__clicks.pendingRecords")
+        );
+        assert_eq!(pending_records_id("Map -> Sink: x"), None);
+        let mut m = sluice_like_model();
+        m.vertices[0].pending_records = Some(12_345.0);
+        assert!(render(&m, 100).contains("lag 12.3k"), "{}", render(&m, 100));
+        assert!(!render(&sluice_like_model(), 100).contains(" lag "));
     }
 
     #[test]

@@ -25,6 +25,8 @@ use super::Shared;
 /// How long one poll may wait for data: bounds how late a barrier or a cancel is seen while
 /// the partitions are quiet.
 const POLL_WAIT: Duration = Duration::from_millis(20);
+/// Records between two clock reads (watermark interval, metrics) while records flow.
+const CLOCK_EVERY: u32 = 64;
 /// The group id given to librdkafka when the user set none (never committed to).
 const UNUSED_GROUP: &str = "sluice-kafka-source";
 /// How often lag, idle time and offsets are published.
@@ -171,6 +173,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
         let waits = ctx.metrics.waits.clone();
         // The last split a record came from: consecutive records mostly share it.
         let mut hint = 0usize;
+        let mut since_clock = 0u32;
         while unfinished > 0 || !sh.bounded {
             if ctx.barrier_pending() {
                 let before = ctx.last_barrier.get();
@@ -188,9 +191,18 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
                     pending_commits.push_back((id, positions));
                 }
             }
-            let started = waits.begin_idle();
-            let polled = consumer.poll(POLL_WAIT);
-            waits.end_idle(started);
+            // A record already fetched is taken without waiting (and without reading the clock);
+            // only a wait for the broker is timed, as idle time.
+            let polled = match consumer.poll(Duration::ZERO) {
+                Some(r) => Some(r),
+                None => {
+                    let started = waits.begin_idle();
+                    let r = consumer.poll(POLL_WAIT);
+                    waits.end_idle(started);
+                    r
+                }
+            };
+            let was_record = matches!(&polled, Some(Ok(_)));
             match polled {
                 Some(Ok(m)) => {
                     let (topic, partition, offset) = (m.topic(), m.partition(), m.offset());
@@ -312,6 +324,12 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
                     }
                 }
             }
+            // While records flow, read the clock once per CLOCK_EVERY records only.
+            since_clock += 1;
+            if was_record && since_clock < CLOCK_EVERY {
+                continue;
+            }
+            since_clock = 0;
             let now = Instant::now();
             if let Some(w) = &mut wms {
                 if now.duration_since(last_wm) >= wm_interval {

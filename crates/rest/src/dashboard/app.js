@@ -208,12 +208,18 @@
     var ids = state.metricIds[vid]
       ? Promise.resolve(state.metricIds[vid])
       : get(base + "/metrics").then(function (l) {
-        var ops = [];
+        var ops = [], lag = [];
         l.forEach(function (m) {
           var mm = /^0\.(.+)\.busyTimeMsPerSecond$/.exec(m.id);
           if (mm) ops.push(mm[1]);
+          // A Kafka source's per-partition lag (FLIP-33 pendingRecords per partition).
+          var lm = /^\d+\..+\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.pendingRecords$/.exec(m.id);
+          if (lm) lag.push({ id: m.id, label: lm[1] + "/" + lm[2] });
         });
-        return (state.metricIds[vid] = { ops: ops });
+        var info = { ops: ops, lag: lag };
+        // A source registers its gauges when it starts: look again until they are there.
+        if (lag.length || !/^Source: /.test(v.name)) state.metricIds[vid] = info;
+        return info;
       });
     return ids.then(function (info) {
       var names = [];
@@ -221,14 +227,54 @@
         PER_SUBTASK.forEach(function (n) { names.push(i + "." + n); });
         info.ops.forEach(function (o) { names.push(i + "." + o + ".busyTimeMsPerSecond"); });
       }
+      (info.lag || []).forEach(function (x) { names.push(x.id); });
       return Promise.all([
         get(base + "/backpressure").catch(function () { return null; }),
         get(base + "/metrics?get=" + encodeURIComponent(names.join(","))).catch(function () { return []; }),
         get(base + "/hot-keys").catch(function () { return null; }),
       ]).then(function (r) {
+        recordLag(vid, info, r[1]);
         if (jid === state.job && vid === state.vertex) renderVertex(v, info, r[0], r[1], r[2]);
       });
     });
+  }
+  // ---- Kafka lag over time, per partition -------------------------------------------------
+  var LAG_POINTS = 120, LAG_COLOURS = ["#1890ff", "#ee6464", "#52c41a", "#fa8c16", "#722ed1", "#13c2c2", "#eb2f96", "#8c8c8c"];
+  function recordLag(vid, info, metrics) {
+    if (!info.lag || !info.lag.length) return;
+    var byId = {};
+    (metrics || []).forEach(function (x) { byId[x.id] = parseFloat(x.value); });
+    var hist = (state.lag = state.lag || {})[vid] = (state.lag || {})[vid] || {};
+    info.lag.forEach(function (x) {
+      if (!(x.id in byId)) return;
+      var h = hist[x.label] = hist[x.label] || [];
+      h.push(byId[x.id]);
+      if (h.length > LAG_POINTS) h.shift();
+    });
+  }
+  function lagChart(vid) {
+    var hist = (state.lag || {})[vid];
+    if (!hist) return "";
+    var labels = Object.keys(hist).sort();
+    if (!labels.length) return "";
+    var W = 420, H = 120, max = 1;
+    labels.forEach(function (l) { hist[l].forEach(function (y) { if (y > max) max = y; }); });
+    var out = ['<h3>Kafka lag per partition (records, last ' + LAG_POINTS + ' updates)</h3>',
+      '<svg data-testid="kafka-lag" width="' + W + '" height="' + H + '" viewBox="0 0 ' + W + " " + H + '" style="border:1px solid #ddd;background:#fff">'];
+    labels.forEach(function (l, k) {
+      var h = hist[l], pts = h.map(function (y, i) {
+        return (W * (i + LAG_POINTS - h.length) / (LAG_POINTS - 1)).toFixed(1) + "," + (H - 4 - (H - 8) * y / max).toFixed(1);
+      });
+      out.push('<polyline fill="none" stroke-width="1.5" stroke="' + LAG_COLOURS[k % LAG_COLOURS.length] + '" points="' + pts.join(" ") + '"/>');
+    });
+    out.push('<text x="4" y="12" font-size="10" fill="#888">' + esc(fmtNum(max)) + "</text></svg>", '<div style="font-size:12px">');
+    labels.forEach(function (l, k) {
+      var h = hist[l], cur = h[h.length - 1];
+      out.push('<span data-testid="kafka-lag-series" data-partition="' + esc(l) + '" data-lag="' + esc(cur) + '" style="margin-right:10px"><span class="sw" style="background:' +
+        LAG_COLOURS[k % LAG_COLOURS.length] + '"></span>' + esc(l) + ": " + esc(fmtNum(cur)) + "</span>");
+    });
+    out.push("</div>");
+    return out.join("");
   }
   function renderVertex(v, info, bp, metrics, hot) {
     $("vertex").hidden = false;
@@ -263,6 +309,7 @@
         '</td><td class="num">' + fmtNum(m[n + ".cpuTimeMsPerSecond"]) + "</td><td>" + badge(s["backpressure-level"] || s.backpressureLevel || level(s.ratio)) + "</td></tr>");
     });
     h.push("</tbody></table>");
+    h.push(lagChart(v.id));
     h.push('<p class="muted" style="margin:6px 0 0;font-size:12px">CPU total ' + fmtNum(sumCpu) + " ms/s" +
       (bp && bp["end-timestamp"] ? " · measured " + Math.max(0, Math.round((Date.now() - bp["end-timestamp"]) / 1000)) + " s ago" : "") + "</p>");
     if (info.ops.length) {
