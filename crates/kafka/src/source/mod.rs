@@ -75,7 +75,60 @@ impl<T> Clone for KafkaSource<T> {
     }
 }
 
+/// The URL parameters [`KafkaSource::builder_from_url`] reads (for
+/// [`crate::KafkaUrl::check_params`] by a caller that takes a source URL).
+pub const SOURCE_URL_PARAMS: &[&str] = &[
+    "bounded",
+    "group",
+    "start",
+    "fallback",
+    "connect-timeout-ms",
+];
+
 impl KafkaSource<()> {
+    /// A builder for `kafka://HOST:PORT/TOPIC?…` (`--from`): the URL's brokers and topic, and
+    /// the source parameters [`SOURCE_URL_PARAMS`]: `bounded` (flag), `group=ID`,
+    /// `start=earliest|latest|committed|MS` (ms since the epoch: a timestamp start; default
+    /// earliest), `fallback=earliest|latest|fail` (for `committed`, default earliest),
+    /// `connect-timeout-ms=MS`. Other parameters are ignored here (check them with
+    /// [`crate::KafkaUrl::check_params`]).
+    pub fn builder_from_url(url: &crate::KafkaUrl) -> Result<KafkaSourceBuilder, KafkaError> {
+        let bad = |name: &str, v: &str, why: &str| KafkaError::Url {
+            url: url.to_string(),
+            reason: format!("parameter {name}={v}: {why}"),
+        };
+        let fallback = match url.param("fallback") {
+            None | Some("earliest") => OffsetFallback::Earliest,
+            Some("latest") => OffsetFallback::Latest,
+            Some("fail") => OffsetFallback::Fail,
+            Some(v) => return Err(bad("fallback", v, "expected earliest, latest or fail")),
+        };
+        let starting = match url.param("start") {
+            None | Some("earliest") => StartingOffsets::Earliest,
+            Some("latest") => StartingOffsets::Latest,
+            Some("committed") => StartingOffsets::Committed { fallback },
+            Some(v) => match v.parse::<i64>() {
+                Ok(ms) if ms >= 0 => StartingOffsets::Timestamp(ms),
+                _ => {
+                    return Err(bad(
+                        "start",
+                        v,
+                        "expected earliest, latest, committed or a timestamp in ms",
+                    ))
+                }
+            },
+        };
+        let mut b = KafkaSource::builder()
+            .client_settings(url.client_settings()?)
+            .topics([url.topic.clone()])
+            .starting_offsets(starting)
+            .set_bounded(url.flag("bounded")?);
+        if let Some(g) = url.param("group") {
+            b = b.group_id(g);
+        }
+        Ok(b)
+    }
+
     pub fn builder() -> KafkaSourceBuilder {
         KafkaSourceBuilder {
             settings: ClientSettings::new(""),
@@ -265,5 +318,41 @@ impl KafkaSourceBuilder {
             }),
             watermarks: None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::KafkaUrl;
+
+    #[test]
+    fn a_source_url_sets_topic_bounds_group_and_start() {
+        let u = KafkaUrl::parse(
+            "kafka://h:1/in?bounded&group=g&start=committed&fallback=latest&connect-timeout-ms=900",
+        )
+        .unwrap();
+        u.check_params(SOURCE_URL_PARAMS).unwrap();
+        let b = KafkaSource::builder_from_url(&u).unwrap();
+        assert!(b.bounded);
+        assert_eq!(b.group_id.as_deref(), Some("g"));
+        assert_eq!(
+            b.starting,
+            StartingOffsets::Committed {
+                fallback: OffsetFallback::Latest
+            }
+        );
+        assert_eq!(b.settings.connect_timeout, Duration::from_millis(900));
+        assert!(matches!(&b.subscription, Some(Subscription::Topics(t)) if t == &["in"]));
+        let t = KafkaSource::builder_from_url(
+            &KafkaUrl::parse("kafka://h:1/in?start=1700000000000").unwrap(),
+        )
+        .unwrap();
+        assert_eq!(t.starting, StartingOffsets::Timestamp(1_700_000_000_000));
+        for bad in ["start=soon", "fallback=maybe", "bounded=yes"] {
+            let u = KafkaUrl::parse(&format!("kafka://h:1/in?{bad}")).unwrap();
+            let e = KafkaSource::builder_from_url(&u).err().unwrap().to_string();
+            assert!(e.contains(bad), "{bad}: {e}");
+        }
     }
 }
