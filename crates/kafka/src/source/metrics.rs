@@ -8,9 +8,16 @@
 //! `KafkaSourceReader.topic.<t>.partition.<p>.currentOffset` / `.committedOffset` plus
 //! `….pendingRecords` (a Sluice addition: lag per partition).
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::statistics::Statistics;
 use sluice_runtime::{GaugeKind, OperatorGauge, TaskMetrics};
+
+use super::split::LiveSplit;
 
 pub(crate) struct PartitionGauges {
     pub current_offset: Arc<OperatorGauge>,
@@ -103,4 +110,79 @@ impl SourceGauges {
                 .collect(),
         }
     }
+}
+
+/// The broker's high watermarks, from librdkafka's statistics (no extra request).
+#[derive(Default)]
+pub(crate) struct StatsContext {
+    high: Mutex<HashMap<(String, i32), i64>>,
+}
+
+impl ClientContext for StatsContext {
+    fn stats(&self, statistics: Statistics) {
+        let mut high = self.high.lock().unwrap_or_else(|p| p.into_inner());
+        for (topic, t) in statistics.topics {
+            for (p, s) in t.partitions {
+                if p >= 0 && s.hi_offset >= 0 {
+                    high.insert((topic.clone(), p), s.hi_offset);
+                }
+            }
+        }
+    }
+}
+
+impl ConsumerContext for StatsContext {}
+
+/// Publishes lag, event-time lags, idle time and offsets.
+pub(crate) fn publish<C: ConsumerContext + AsHigh>(
+    consumer: &BaseConsumer<C>,
+    splits: &[LiveSplit],
+    gauges: &SourceGauges,
+    last_ts: Option<i64>,
+    last_record: Instant,
+    bounded: bool,
+) {
+    let high = consumer.context().highs();
+    let mut total = 0i64;
+    for (s, g) in splits.iter().zip(&gauges.partitions) {
+        g.current_offset.set(s.next - 1);
+        // Lag: to the bounded end (exact), else to the broker's high watermark (tansu's may
+        // understate it by up to the last batch's size - 1; never below 0).
+        let end = match s.plan.end {
+            Some(e) if bounded => e,
+            _ => high
+                .get(&(s.plan.topic.clone(), s.plan.partition))
+                .copied()
+                .unwrap_or(s.next),
+        };
+        let lag = if s.finished { 0 } else { (end - s.next).max(0) };
+        g.pending.set(lag);
+        total += lag;
+    }
+    gauges.pending_records.set(total);
+    if let Some(ts) = last_ts {
+        let lag = (now_ms() - ts).max(0);
+        gauges.fetch_lag.set(lag);
+        gauges.emit_lag.set(lag);
+    }
+    gauges
+        .idle_time
+        .set(last_record.elapsed().as_millis() as i64);
+}
+
+pub(crate) trait AsHigh {
+    fn highs(&self) -> HashMap<(String, i32), i64>;
+}
+
+impl AsHigh for StatsContext {
+    fn highs(&self) -> HashMap<(String, i32), i64> {
+        self.high.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Wall clock, ms since the epoch (Kafka timestamps are).
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }

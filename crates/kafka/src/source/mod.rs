@@ -26,7 +26,9 @@
 //! agrees on the partitions and offsets. Partitions added later are not discovered.
 
 pub mod assign;
+mod commit;
 mod deser;
+mod idle;
 mod metrics;
 mod offsets;
 mod reader;

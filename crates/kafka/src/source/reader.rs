@@ -3,22 +3,22 @@
 //! injects checkpoint barriers with the partitions' next offsets, commits those offsets to the
 //! group once their checkpoint completed (monitoring only), and publishes its metrics.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::client::ClientContext;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError as RdError;
-use rdkafka::statistics::Statistics;
 use rdkafka::{Message, Offset, TopicPartitionList};
 use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
-use sluice_types::{Collector, CollectorExt, OperatorContext, OperatorError};
+use sluice_types::{Collector, OperatorContext, OperatorError};
 
+use super::commit::commit_completed;
 use super::deser::KafkaRecord;
-use super::metrics::SourceGauges;
+use super::idle::idle_without_splits;
+use super::metrics::{now_ms, publish, SourceGauges, StatsContext};
 use super::offsets::PartitionPlan;
-use super::split::{self, SplitPosition};
+use super::split::{self, LiveSplit, SplitPosition};
 use super::watermarks::{EventTime, KafkaWatermarks, SplitWatermarks};
 use super::Shared;
 
@@ -29,36 +29,8 @@ const POLL_WAIT: Duration = Duration::from_millis(20);
 const CLOCK_EVERY: u32 = 64;
 /// The group id given to librdkafka when the user set none (never committed to).
 const UNUSED_GROUP: &str = "sluice-kafka-source";
-/// How often lag, idle time and offsets are published.
+/// How often lag, idle time and offsets are published (and completed checkpoints committed).
 const METRICS_EVERY: Duration = Duration::from_millis(200);
-
-/// The broker's high watermarks, from librdkafka's statistics (no extra request).
-#[derive(Default)]
-pub(crate) struct StatsContext {
-    high: Mutex<HashMap<(String, i32), i64>>,
-}
-
-impl ClientContext for StatsContext {
-    fn stats(&self, statistics: Statistics) {
-        let mut high = self.high.lock().unwrap_or_else(|p| p.into_inner());
-        for (topic, t) in statistics.topics {
-            for (p, s) in t.partitions {
-                if p >= 0 && s.hi_offset >= 0 {
-                    high.insert((topic.clone(), p), s.hi_offset);
-                }
-            }
-        }
-    }
-}
-
-impl ConsumerContext for StatsContext {}
-
-struct LiveSplit {
-    plan: PartitionPlan,
-    /// The offset of the next record to read.
-    next: i64,
-    finished: bool,
-}
 
 /// The [`SourceFunction`] of one subtask of a [`super::KafkaSource`].
 pub struct KafkaSourceReader<T> {
@@ -84,12 +56,6 @@ impl<T> KafkaSourceReader<T> {
             restored: None,
         }
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
@@ -395,122 +361,4 @@ fn pause<C: ConsumerContext>(consumer: &BaseConsumer<C>, plan: &PartitionPlan) {
     let mut tpl = TopicPartitionList::new();
     tpl.add_partition(&plan.topic, plan.partition);
     let _ = consumer.pause(&tpl);
-}
-
-/// A subtask that owns no partition: idle for watermarks at once (so it never holds back the
-/// watermark downstream); bounded, it ends; unbounded, it parks until cancelled, waking only
-/// to pass checkpoint barriers on (its position: no partitions).
-fn idle_without_splits<T>(
-    ctx: &SourceContext,
-    out: &mut dyn Collector<T>,
-    gauges: &SourceGauges,
-    bounded: bool,
-) -> Result<(), OperatorError> {
-    out.emit_idleness(true)?;
-    if bounded {
-        return Ok(());
-    }
-    let since = Instant::now();
-    let waits = ctx.metrics.waits.clone();
-    loop {
-        if ctx.should_stop() {
-            return Err(OperatorError::Cancelled);
-        }
-        ctx.checkpoint_if_due(out, || split::encode(&[]))?;
-        gauges.idle_time.set(since.elapsed().as_millis() as i64);
-        let started = waits.begin_idle();
-        std::thread::park_timeout(Duration::from_millis(50));
-        waits.end_idle(started);
-    }
-}
-
-fn publish<C: ConsumerContext + AsHigh>(
-    consumer: &BaseConsumer<C>,
-    splits: &[LiveSplit],
-    gauges: &SourceGauges,
-    last_ts: Option<i64>,
-    last_record: Instant,
-    bounded: bool,
-) {
-    let high = consumer.context().highs();
-    let mut total = 0i64;
-    for (s, g) in splits.iter().zip(&gauges.partitions) {
-        g.current_offset.set(s.next - 1);
-        // Lag: to the bounded end (exact), else to the broker's high watermark (tansu's may
-        // understate it by up to the last batch's size - 1; never below 0).
-        let end = match s.plan.end {
-            Some(e) if bounded => e,
-            _ => high
-                .get(&(s.plan.topic.clone(), s.plan.partition))
-                .copied()
-                .unwrap_or(s.next),
-        };
-        let lag = if s.finished { 0 } else { (end - s.next).max(0) };
-        g.pending.set(lag);
-        total += lag;
-    }
-    gauges.pending_records.set(total);
-    if let Some(ts) = last_ts {
-        let lag = (now_ms() - ts).max(0);
-        gauges.fetch_lag.set(lag);
-        gauges.emit_lag.set(lag);
-    }
-    gauges
-        .idle_time
-        .set(last_record.elapsed().as_millis() as i64);
-}
-
-pub(crate) trait AsHigh {
-    fn highs(&self) -> HashMap<(String, i32), i64>;
-}
-
-impl AsHigh for StatsContext {
-    fn highs(&self) -> HashMap<(String, i32), i64> {
-        self.high.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-}
-
-/// Commits (async, monitoring only) the offsets of the newest checkpoint that completed.
-fn commit_completed<C: ConsumerContext>(
-    ctx: &SourceContext,
-    consumer: &BaseConsumer<C>,
-    pending: &mut VecDeque<(u64, Vec<SplitPosition>)>,
-    gauges: &SourceGauges,
-    splits: &[LiveSplit],
-) {
-    let Some(hub) = &ctx.checkpoints else {
-        return;
-    };
-    let done = hub.completed_checkpoint();
-    let mut newest = None;
-    while pending.front().is_some_and(|(id, _)| *id <= done) {
-        newest = pending.pop_front();
-    }
-    let Some((id, positions)) = newest else {
-        return;
-    };
-    let mut tpl = TopicPartitionList::new();
-    for p in &positions {
-        if tpl
-            .add_partition_offset(&p.topic, p.partition, Offset::Offset(p.next))
-            .is_err()
-        {
-            return;
-        }
-    }
-    match consumer.commit(&tpl, CommitMode::Async) {
-        Ok(()) => {
-            for (s, g) in splits.iter().zip(&gauges.partitions) {
-                if let Some(p) = positions
-                    .iter()
-                    .find(|p| p.topic == s.plan.topic && p.partition == s.plan.partition)
-                {
-                    g.committed_offset.set(p.next);
-                }
-            }
-        }
-        Err(e) => {
-            tracing::warn!("committing the offsets of checkpoint {id} (monitoring only): {e}")
-        }
-    }
 }

@@ -68,6 +68,14 @@ pub(crate) fn my_splits(
     out
 }
 
+/// A split being read.
+pub(crate) struct LiveSplit {
+    pub plan: PartitionPlan,
+    /// The offset of the next record to read.
+    pub next: i64,
+    pub finished: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
