@@ -657,6 +657,15 @@ pub fn to_fix(change: &PlanChange) -> anyhow::Result<Fix> {
             operator: operator.clone(),
             buckets: *buckets,
         },
+        PlanChange::SinkOption {
+            operator,
+            key,
+            value,
+        } => Fix::SinkOption {
+            operator: operator.clone(),
+            key: key.clone(),
+            value: value.clone(),
+        },
         PlanChange::AsyncIo { operator, .. } => anyhow::bail!(
             "the proposed fix (async I/O for `{operator}`) is not a change the plan fixer can \
              apply yet"
@@ -851,9 +860,7 @@ pub fn prove_fix(cmd: &JobCmd, d: &Diagnosis) -> anyhow::Result<FixProof> {
         .and_then(|f| f.plan_change.as_ref())
         .context("the doctor proposes no plan change for this job, so there is nothing to apply")?;
     let fix = to_fix(change)?;
-    let operator = match &fix {
-        Fix::Parallelism { operator, .. } | Fix::TwoPhase { operator, .. } => operator.clone(),
-    };
+    let operator = fix.operator().to_string();
     let (original, _) = run_bounded(cmd, None)?;
     let (fixed, diff) = run_bounded(cmd, Some(&fix))?;
     Ok(FixProof {

@@ -4,7 +4,8 @@ use serde_json::{json, Value};
 
 use crate::{Cause, Diagnosis, PlanChange};
 
-/// The plan change in machine form: `{"kind": "parallelism" | "two-phase" | "async-io", …}`.
+/// The plan change in machine form: `{"kind": "parallelism" | "two-phase" | "async-io" |
+/// "sink-option", …}`.
 pub fn plan_change_json(c: &PlanChange) -> Value {
     match c {
         PlanChange::Parallelism {
@@ -19,6 +20,13 @@ pub fn plan_change_json(c: &PlanChange) -> Value {
         }
         PlanChange::AsyncIo { operator, capacity } => {
             json!({"kind": "async-io", "operator": operator, "capacity": capacity})
+        }
+        PlanChange::SinkOption {
+            operator,
+            key,
+            value,
+        } => {
+            json!({"kind": "sink-option", "operator": operator, "key": key, "value": value})
         }
     }
 }
@@ -52,5 +60,16 @@ pub fn to_json(d: &Diagnosis) -> Value {
         })),
         "expected-effect": d.expected_effect,
         "undetermined": d.undetermined,
+        "source-splits": d.source_splits.as_ref().map(|s| json!({
+            "partitions": s.partitions,
+            "idle-subtasks": s.idle_subtasks,
+        })),
+        "lag": d.lag.as_ref().map(|l| json!({
+            "first": l.first,
+            "last": l.last,
+            "samples": l.samples,
+            "growing": l.growing(),
+            "near-zero": l.near_zero(),
+        })),
     })
 }

@@ -14,11 +14,21 @@
 //! - all busy, busy time not following the record rate now and then → [`Cause::Stalls`];
 //! - all busy, little CPU per busy ms → [`Cause::BlockingCalls`] (fix: async I/O);
 //! - all busy, most of it in state calls → [`Cause::StateAccess`];
+//! - a partitioned source (Kafka) with at least as many subtasks as partitions, busy →
+//!   [`Cause::SourceCeiling`], fix "add partitions" (never "raise parallelism"), the subtasks
+//!   that own no partition named as idle;
+//! - a sink waiting on its external system (busy, little CPU, its send time) →
+//!   [`Cause::SinkLimit`] with "batch the writes" ([`PlanChange::SinkOption`]) while its batches
+//!   are small, else "scale the sink";
 //! - all busy in a source operator → [`Cause::SourceCeiling`]; in a sink → [`Cause::SinkLimit`];
 //! - all busy otherwise → [`Cause::UnderProvisioned`] (fix: parallelism N behind REBALANCE/HASH);
 //! - nothing busy → [`Cause::NoBottleneck`]: the input is the limit.
 //!
 //! Inside a chain, the per-operator (exclusive) busy time names the operator.
+//!
+//! Source lag (FLIP-33 `pendingRecords`) is evidence ([`lag`]): growing while the source is
+//! backpressured, the source is throttled by the bottleneck; about 0 with nothing busy, the input
+//! is the limit.
 //! Times are in ms per second (Flink's `…TimeMsPerSecond`), rates in records per second.
 
 use std::fmt;
@@ -27,6 +37,7 @@ mod checkpoints;
 mod error;
 pub mod flink_rest;
 mod json;
+pub mod lag;
 mod rules;
 
 pub use checkpoints::{checkpoint_advice, CheckpointStats};
@@ -61,6 +72,13 @@ pub struct SubtaskSample {
     pub operator_busy: Vec<(String, f64)>,
     /// Time in keyed-state calls, ms/s.
     pub state_access: Option<f64>,
+    /// A source subtask's lag: records in its splits not yet read (FLIP-33 `pendingRecords`).
+    pub pending_records: Option<f64>,
+    /// Splits (Kafka partitions) assigned to a source subtask (Sluice's `assignedSplits`).
+    pub assigned_splits: Option<f64>,
+    /// A sink subtask's time for its last write to the external system, ms (FLIP-33
+    /// `currentSendTime`).
+    pub send_time: Option<f64>,
 }
 
 impl SubtaskSample {
@@ -115,7 +133,24 @@ pub struct VertexView {
     pub subtasks: Vec<SubtaskSample>,
     /// Heavy keys when the engine reports them; `None`: not reported.
     pub hot_keys: Option<Vec<HotKey>>,
+    /// Connector options of the vertex's operators (a sink's batch size …), as the plan holds
+    /// them: what a [`PlanChange::SinkOption`] may change.
+    pub options: Vec<ConnectorOption>,
 }
+
+/// A connector option of an operator, as its plan node holds it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConnectorOption {
+    pub operator: String,
+    pub key: String,
+    pub value: String,
+}
+
+/// Flink JDBC sink's batch-size option: rows buffered before a write.
+pub const MAX_ROWS_OPTION: &str = "sink.buffer-flush.max-rows";
+/// The batch size "batch the writes" proposes (a sink with fewer rows per write is batched up
+/// to it).
+pub const BATCH_ROWS: usize = 1000;
 
 /// A job: its vertices, and the cores a fix may use when known.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -214,6 +249,34 @@ pub enum PlanChange {
         operator: String,
         capacity: usize,
     },
+    /// Set a connector option of `operator` (e.g. `sink.buffer-flush.max-rows`); mirrors
+    /// `sluice_graph::fixer::Fix::SinkOption`.
+    SinkOption {
+        operator: String,
+        key: String,
+        value: String,
+    },
+}
+
+impl PlanChange {
+    /// The operator the change targets.
+    pub fn operator(&self) -> &str {
+        match self {
+            PlanChange::Parallelism { operator, .. }
+            | PlanChange::TwoPhase { operator, .. }
+            | PlanChange::AsyncIo { operator, .. }
+            | PlanChange::SinkOption { operator, .. } => operator,
+        }
+    }
+}
+
+/// What a source-ceiling diagnosis found about a partitioned source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SourceSplits {
+    /// Partitions (splits) the source reads: the sum of its subtasks' assigned splits.
+    pub partitions: usize,
+    /// Subtasks (0-based) that own no partition and so idle.
+    pub idle_subtasks: Vec<usize>,
 }
 
 /// A proposed fix: prose, the one-line change, and the machine form when it is a plan change.
@@ -236,6 +299,10 @@ pub struct Diagnosis {
     pub expected_effect: String,
     /// What could not be determined from the data given.
     pub undetermined: Vec<String>,
+    /// A partitioned source at its ceiling: its partitions and idle subtasks.
+    pub source_splits: Option<SourceSplits>,
+    /// The sources' lag over the window, when they report it.
+    pub lag: Option<lag::LagTrend>,
 }
 
 impl Diagnosis {
@@ -335,6 +402,9 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                             .map(|(n, sum, c)| (n, sum / c as f64))
                             .collect(),
                         state_access: avg(|s| s.state_access),
+                        pending_records: avg(|s| s.pending_records),
+                        assigned_splits: avg(|s| s.assigned_splits),
+                        send_time: avg(|s| s.send_time),
                     }
                 })
                 .collect()
@@ -443,11 +513,15 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
             ));
         }
     }
+    let trend = lag::trend(job, samples);
     let Some((vi, hot)) = found else {
         evidence.push(format!(
             "no subtask is busy ≥ {} without being backpressured",
             pct(BUSY_MS)
         ));
+        if let Some(t) = &trend {
+            evidence.push(t.idle_evidence());
+        }
         let (confidence, effect) = if any_backpressured {
             evidence.push(
                 "backpressure without a busy vertex downstream: the metrics may be stale or \
@@ -456,8 +530,15 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
             );
             (0.4, "none: sample again over a longer window".to_string())
         } else {
+            // Lag about 0 confirms the sources read all there is; a growing lag with nothing
+            // busy does not fit "the input is the limit".
+            let confidence = match &trend {
+                Some(t) if t.near_zero() => 0.9,
+                Some(t) if t.growing() => 0.5,
+                _ => 0.8,
+            };
             (
-                0.8,
+                confidence,
                 "none: the job keeps up with its input; more input would be processed as it comes"
                     .to_string(),
             )
@@ -470,10 +551,19 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
             fix: None,
             expected_effect: effect,
             undetermined,
+            source_splits: None,
+            lag: trend,
         };
     };
-    rules::classify(job, vi, hot, samples, evidence, undetermined)
+    if let Some(t) = &trend {
+        evidence.extend(t.bottleneck_evidence(any_backpressured));
+    }
+    let mut d = rules::classify(job, vi, hot, samples, evidence, undetermined);
+    d.lag = trend;
+    d
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_connectors;

@@ -2,7 +2,7 @@
 
 use super::*;
 
-fn sub(busy: f64, bp: f64, idle: f64, rin: f64) -> SubtaskSample {
+pub(crate) fn sub(busy: f64, bp: f64, idle: f64, rin: f64) -> SubtaskSample {
     SubtaskSample {
         busy: Some(busy),
         backpressured: Some(bp),
@@ -13,7 +13,7 @@ fn sub(busy: f64, bp: f64, idle: f64, rin: f64) -> SubtaskSample {
     }
 }
 
-fn with_cpu(mut s: SubtaskSample, cpu: f64) -> SubtaskSample {
+pub(crate) fn with_cpu(mut s: SubtaskSample, cpu: f64) -> SubtaskSample {
     s.cpu = Some(cpu);
     s
 }
@@ -24,7 +24,11 @@ fn with_ops(mut s: SubtaskSample, ops: &[(&str, f64)]) -> SubtaskSample {
 }
 
 /// source chain → keyed chain (HASH) → sink (FORWARD... a third vertex via REBALANCE).
-fn job(src: Vec<SubtaskSample>, keyed: Vec<SubtaskSample>, sink: Vec<SubtaskSample>) -> JobView {
+pub(crate) fn job(
+    src: Vec<SubtaskSample>,
+    keyed: Vec<SubtaskSample>,
+    sink: Vec<SubtaskSample>,
+) -> JobView {
     let vertex =
         |name: &str, ops: &[&str], inputs: Vec<usize>, ship: &[&str], subs: Vec<SubtaskSample>| {
             VertexView {
@@ -38,6 +42,7 @@ fn job(src: Vec<SubtaskSample>, keyed: Vec<SubtaskSample>, sink: Vec<SubtaskSamp
                 operators: ops.iter().map(|s| s.to_string()).collect(),
                 subtasks: subs,
                 hot_keys: None,
+                options: Vec::new(),
             }
         };
     let mut v = vec![
@@ -59,11 +64,11 @@ fn job(src: Vec<SubtaskSample>, keyed: Vec<SubtaskSample>, sink: Vec<SubtaskSamp
     }
 }
 
-fn idle2() -> Vec<SubtaskSample> {
+pub(crate) fn idle2() -> Vec<SubtaskSample> {
     vec![sub(50.0, 0.0, 950.0, 1000.0), sub(50.0, 0.0, 950.0, 1000.0)]
 }
 
-fn bp2() -> Vec<SubtaskSample> {
+pub(crate) fn bp2() -> Vec<SubtaskSample> {
     vec![sub(200.0, 800.0, 0.0, 0.0), sub(200.0, 800.0, 0.0, 0.0)]
 }
 

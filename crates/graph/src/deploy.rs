@@ -211,6 +211,7 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
                         operator_id: op_ids[&nid].to_string(),
                         // The task's services, set when the task builds its chain.
                         services: sluice_types::ServicesHandle::none(),
+                        options: n.options.clone(),
                     },
                     body: body.body.clone(),
                     out_type: body.out_type.clone(),

@@ -5,7 +5,10 @@
 //! - [`Fix::Parallelism`]: raise an operator's parallelism and feed it through a redistributing
 //!   edge (REBALANCE / RESCALE, or HASH for a keyed operator) instead of FORWARD;
 //! - [`Fix::TwoPhase`]: rebuild a hot-key keyed aggregation as salt → pre-aggregate on
-//!   `(key, salt)` → combine on the key.
+//!   `(key, salt)` → combine on the key;
+//! - [`Fix::SinkOption`]: set a connector option the sink declared (e.g. batch its writes with
+//!   `sink.buffer-flush.max-rows`); the sink reads its options from its context at deployment, so
+//!   the change works for any job that uses that sink.
 //!
 //! A change that could alter results is refused with the reason: rebalancing in front of a keyed
 //! operator would split a key's state over subtasks; HASH needs a key the job does not define;
@@ -30,6 +33,23 @@ pub enum Fix {
     },
     /// Turn the keyed aggregation `operator` into its two-phase salted form.
     TwoPhase { operator: String, buckets: u32 },
+    /// Set connector option `key` of `operator` (a key the connector declared) to `value`.
+    SinkOption {
+        operator: String,
+        key: String,
+        value: String,
+    },
+}
+
+impl Fix {
+    /// The operator the change targets.
+    pub fn operator(&self) -> &str {
+        match self {
+            Fix::Parallelism { operator, .. }
+            | Fix::TwoPhase { operator, .. }
+            | Fix::SinkOption { operator, .. } => operator,
+        }
+    }
 }
 
 /// Why a fix was refused.
@@ -70,6 +90,14 @@ pub enum NodeChange {
         /// Per input: upstream id and strategy before → after (upstream ids may change too).
         inputs: (Inputs, Inputs),
     },
+    /// A connector option set or changed: `before` is `None` when the option was not set.
+    Option {
+        id: NodeId,
+        name: String,
+        key: String,
+        before: Option<String>,
+        after: String,
+    },
 }
 
 /// Parallelism and ship-strategy changes per node, between two stream graphs.
@@ -100,6 +128,23 @@ impl PlanDiff {
                 }
                 Some(_) => {}
             }
+            if let Some(a) = after.get(id) {
+                for (key, value) in effective_options(&a.options) {
+                    let old = effective_options(&b.options)
+                        .into_iter()
+                        .find(|(k, _)| *k == key)
+                        .map(|(_, v)| v);
+                    if old.as_deref() != Some(value.as_str()) {
+                        changes.push(NodeChange::Option {
+                            id: *id,
+                            name: a.name.clone(),
+                            key,
+                            before: old,
+                            after: value,
+                        });
+                    }
+                }
+            }
         }
         for (id, a) in after {
             if !before.contains_key(id) {
@@ -117,6 +162,18 @@ impl PlanDiff {
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
     }
+}
+
+/// Options as they take effect: the last value of each key, in first-declaration order.
+fn effective_options(options: &[(String, String)]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for (k, v) in options {
+        match out.iter_mut().find(|(key, _)| key == k) {
+            Some(slot) => slot.1 = v.clone(),
+            None => out.push((k.clone(), v.clone())),
+        }
+    }
+    out
 }
 
 fn inputs_text(inputs: &[(NodeId, ShipStrategy)]) -> String {
@@ -165,6 +222,17 @@ impl fmt::Display for PlanDiff {
                     }
                     writeln!(f)?;
                 }
+                NodeChange::Option {
+                    id,
+                    name,
+                    key,
+                    before,
+                    after,
+                } => writeln!(
+                    f,
+                    "~ [{id}] {name}  option {key}: {} -> {after}",
+                    before.as_deref().unwrap_or("(unset)")
+                )?,
             }
         }
         Ok(())
@@ -305,6 +373,34 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
                 n.uid = uid;
             });
             env.replace_node(id, combine);
+        }
+        Fix::SinkOption {
+            operator,
+            key,
+            value,
+        } => {
+            let id = find(env, operator)?;
+            let node = &before[&id];
+            // Only a key the connector declared: an unknown key would be set and silently ignored.
+            if !node.options.iter().any(|(k, _)| k == key) {
+                let known: Vec<String> = effective_options(&node.options)
+                    .into_iter()
+                    .map(|(k, _)| k)
+                    .collect();
+                let known = if known.is_empty() {
+                    "it declares none".to_string()
+                } else {
+                    format!("it declares: {}", known.join(", "))
+                };
+                return Err(FixError::Invalid(format!(
+                    "'{}' has no connector option '{key}' ({known})",
+                    node.name
+                )));
+            }
+            if value.trim().is_empty() {
+                return Err(FixError::Invalid(format!("option '{key}' needs a value")));
+            }
+            env.with_node(id, |n| n.options.push((key.clone(), value.clone())));
         }
     }
     let after = resolve(&env.stream_nodes(), &cfg.plan_config()).map_err(GraphError::from)?;

@@ -30,6 +30,8 @@ pub struct ResolvedNode {
     pub chaining: ChainingStrategy,
     /// `(upstream node, resolved strategy)` per input, in input order.
     pub inputs: Vec<(NodeId, ShipStrategy)>,
+    /// The node's connector options ([`crate::stream_graph::StreamNode::options`]).
+    pub options: Vec<(String, String)>,
 }
 
 /// A chained vertex: one task per subtask runs all its operators.
@@ -171,6 +173,7 @@ pub fn resolve(
                 max_parallelism,
                 chaining: n.chaining,
                 inputs,
+                options: n.options.clone(),
             },
         );
     }

@@ -28,6 +28,7 @@
 //!     chaining: ChainingStrategy::Always,
 //!     inputs: inputs.into_iter().map(|from| StreamEdge { from, strategy: None }).collect(),
 //!     identity: Default::default(),
+//!     options: Vec::new(),
 //! };
 //! let nodes = vec![
 //!     node(1, "Source: gen", NodeKind::Source, vec![]),

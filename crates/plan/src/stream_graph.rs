@@ -58,6 +58,11 @@ pub struct StreamNode {
     pub inputs: Vec<StreamEdge>,
     /// How the node's stable id is derived beyond its own inputs (see `sluice_graph::operator_id`).
     pub identity: IdentityHint,
+    /// Connector options (`key`, `value`) in declaration order, e.g. a sink's
+    /// `sink.buffer-flush.max-rows` (Flink's connector option names): the operator reads them
+    /// from its context at deployment, so a plan change can set them without touching the code
+    /// that built the job. Only keys the connector declared may be set (see the fixer).
+    pub options: Vec<(String, String)>,
 }
 
 /// How a node without a uid derives its stable id, when not only from its own inputs.

@@ -6,8 +6,10 @@
 use std::num::NonZeroUsize;
 
 use serde_json::{json, Value};
-use sluice_doctor::{diagnose, HotKey, JobView, PlanChange, SubtaskSample, VertexView};
-use sluice_plan::JobGraph;
+use sluice_doctor::{
+    diagnose, ConnectorOption, HotKey, JobView, PlanChange, SubtaskSample, VertexView,
+};
+use sluice_plan::{JobGraph, JobVertex};
 use sluice_runtime::telemetry::{SubtaskSnapshot, VertexSnapshot};
 use sluice_runtime::JobMonitor;
 
@@ -78,6 +80,7 @@ pub fn job_view(m: &JobMonitor, snaps: &[VertexSnapshot]) -> Option<JobView> {
                 .collect(),
             subtasks: snap.subtasks.iter().map(sample).collect(),
             hot_keys,
+            options: connector_options(g, v),
         });
     }
     Some(JobView {
@@ -86,6 +89,27 @@ pub fn job_view(m: &JobMonitor, snaps: &[VertexSnapshot]) -> Option<JobView> {
             .ok()
             .map(NonZeroUsize::get),
     })
+}
+
+/// The connector options of a vertex's operators, chain order, the last value of each key.
+pub fn connector_options(g: &JobGraph, v: &JobVertex) -> Vec<ConnectorOption> {
+    let mut out: Vec<ConnectorOption> = Vec::new();
+    for n in v.nodes.iter().filter_map(|id| g.nodes.get(id)) {
+        for (key, value) in &n.options {
+            match out
+                .iter_mut()
+                .find(|o| o.operator == n.name && o.key == *key)
+            {
+                Some(o) => o.value = value.clone(),
+                None => out.push(ConnectorOption {
+                    operator: n.name.clone(),
+                    key: key.clone(),
+                    value: value.clone(),
+                }),
+            }
+        }
+    }
+    out
 }
 
 fn finite(v: f64) -> Option<f64> {
@@ -108,6 +132,10 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
             .map(|o| (o.name.clone(), o.busy_ms_per_second))
             .collect(),
         state_access: finite(s.state_access_ms_per_second),
+        // Connector metrics (lag, splits, send time) are not in the task snapshot yet.
+        pending_records: None,
+        assigned_splits: None,
+        send_time: None,
     }
 }
 
@@ -129,7 +157,8 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
     let operator = match c {
         PlanChange::Parallelism { operator, .. }
         | PlanChange::TwoPhase { operator, .. }
-        | PlanChange::AsyncIo { operator, .. } => operator,
+        | PlanChange::AsyncIo { operator, .. }
+        | PlanChange::SinkOption { operator, .. } => operator,
     };
     let at = locate(g, operator);
     let vertex = at.map(|(v, _)| g.vertices[v].id.to_string());
@@ -168,5 +197,22 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
             "vertex-name": vertex_name,
             "capacity": capacity,
         }),
+        PlanChange::SinkOption { key, value, .. } => {
+            let before = g
+                .nodes
+                .values()
+                .find(|n| n.name == *operator)
+                .and_then(|n| n.options.iter().rfind(|(k, _)| k == key))
+                .map(|(_, v)| v.clone());
+            json!({
+                "kind": "sink-option",
+                "operator": operator,
+                "vertex": vertex,
+                "vertex-name": vertex_name,
+                "key": key,
+                "before": before,
+                "after": value,
+            })
+        }
     }
 }

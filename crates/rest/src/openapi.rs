@@ -305,6 +305,14 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
                     ("duration", int()),
                     ("tasks", map_of(int())),
                     ("metrics", r("IOMetrics")),
+                    (
+                        "connector-options",
+                        arr(obj(vec![
+                            ("operator", string()),
+                            ("key", string()),
+                            ("value", string()),
+                        ])),
+                    ),
                 ])),
             ),
             ("status-counts", map_of(int())),

@@ -295,6 +295,7 @@ mod tests {
             max_parallelism: 128,
             operator_id: name.into(),
             services: sluice_types::ServicesHandle::none(),
+            options: Vec::new(),
         }
     }
 

@@ -1007,6 +1007,7 @@ mod tests {
             max_parallelism: 128,
             operator_id: "op".into(),
             services,
+            options: Vec::new(),
         };
         let mut off: HotKeysHook<u32> = HotKeysHook::new(HotKeysConfig::default(), display_key);
         off.open(&ctx(sluice_types::ServicesHandle::none()), 0);

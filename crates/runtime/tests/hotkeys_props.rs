@@ -264,6 +264,7 @@ fn op_ctx(subtask: usize, parallelism: usize, metrics: &Arc<TaskMetrics>) -> Ope
         max_parallelism: 128,
         operator_id: "op".into(),
         services: TaskServices::metrics_only(metrics.clone()).handle(),
+        options: Vec::new(),
     }
 }
 

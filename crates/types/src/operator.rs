@@ -18,9 +18,21 @@ pub struct OperatorContext {
     /// The services of the task running the operator (checkpoints, metrics); empty outside a
     /// task. Set by the runtime when the task builds its chain.
     pub services: ServicesHandle,
+    /// The node's connector options (`key`, `value`), as the plan holds them: a connector reads
+    /// its settings here at deployment, so a plan change (the doctor's "batch the writes") takes
+    /// effect in any job that uses it.
+    pub options: Vec<(String, String)>,
 }
 
 impl OperatorContext {
+    /// The value of connector option `key`, when the plan sets it.
+    pub fn option(&self, key: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .rfind(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// Flink's task display name: `Map -> Filter (2/4)` (1-based index).
     pub fn task_display_name(&self) -> String {
         format!(

@@ -28,6 +28,12 @@ pub const CPU: &str = "cpuTimeMsPerSecond";
 pub const CPU_WAIT: &str = "cpuWaitTimeMsPerSecond";
 /// Sluice's time in keyed-state calls, ms/s (absent on Flink).
 pub const STATE_ACCESS: &str = "stateAccessTimeMsPerSecond";
+/// FLIP-33 source lag of a subtask: records in its splits not read yet.
+pub const PENDING_RECORDS: &str = "pendingRecords";
+/// Sluice's number of splits (Kafka partitions) assigned to a source subtask.
+pub const ASSIGNED_SPLITS: &str = "assignedSplits";
+/// FLIP-33 sink metric: time of the last write to the external system, ms.
+pub const SEND_TIME: &str = "currentSendTime";
 /// Sluice's per-operator metric, as `<operator scope>.busyTimeMsPerSecond`.
 pub const OPERATOR_BUSY: &str = "busyTimeMsPerSecond";
 
@@ -154,6 +160,7 @@ pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
                 }
             }
             Ok(VertexView {
+                options: read_options(v),
                 is_source: upstream.is_empty(),
                 operators: name.split(" -> ").map(str::to_string).collect(),
                 parallelism,
@@ -170,6 +177,22 @@ pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
         vertices[i].is_sink = !consumed;
     }
     Ok(vertices)
+}
+
+/// Connector options of a vertex (Sluice's `connector-options` on `/jobs/:id` vertices:
+/// `[{"operator", "key", "value"}]`; Flink has none).
+fn read_options(v: &Value) -> Vec<crate::ConnectorOption> {
+    v["connector-options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|o| crate::ConnectorOption {
+            operator: text(o, "operator"),
+            key: text(o, "key"),
+            value: text(o, "value"),
+        })
+        .filter(|o| !o.key.is_empty())
+        .collect()
 }
 
 /// Flink's upper bound on a vertex's parallelism (`UPPER_BOUND_MAX_PARALLELISM`, 2^15): a
@@ -193,9 +216,26 @@ fn read_parallelism(v: &Value, vertex: &str) -> Result<usize, DoctorError> {
 }
 
 /// The metric names to ask a subtask of `vertex` for: the task metrics, Sluice's state-access
-/// and CPU-wait time, and each chained operator's busy time.
+/// and CPU-wait time, each chained operator's busy time, and a source's lag and splits or a
+/// sink's send time (connector metrics, as `<operator scope>.<metric>`, and unscoped).
 pub fn subtask_metric_names(vertex: &VertexView) -> String {
     let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS},{CPU_WAIT}");
+    let connector: &[&str] = match (vertex.is_source, vertex.is_sink) {
+        (true, _) => &[PENDING_RECORDS, ASSIGNED_SPLITS],
+        (false, true) => &[SEND_TIME],
+        _ => &[],
+    };
+    for m in connector {
+        names.push_str(&format!(",{m}"));
+        let op = if vertex.is_source {
+            vertex.operators.first()
+        } else {
+            vertex.operators.last()
+        };
+        if let Some(op) = op {
+            names.push_str(&format!(",{}.{m}", sanitize_operator_name(op)));
+        }
+    }
     for op in &vertex.operators {
         names.push_str(&format!(",{}.{OPERATOR_BUSY}", sanitize_operator_name(op)));
     }
@@ -246,7 +286,25 @@ pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> 
             })
             .collect(),
         state_access: get(STATE_ACCESS),
+        pending_records: connector_metric(values, operators, PENDING_RECORDS),
+        assigned_splits: connector_metric(values, operators, ASSIGNED_SPLITS),
+        send_time: connector_metric(values, operators, SEND_TIME),
     }
+}
+
+/// A connector metric: unscoped, else scoped by one of the chained operators.
+fn connector_metric(
+    values: &HashMap<String, f64>,
+    operators: &[String],
+    name: &str,
+) -> Option<f64> {
+    values.get(name).copied().or_else(|| {
+        operators.iter().find_map(|op| {
+            values
+                .get(&format!("{}.{name}", sanitize_operator_name(op)))
+                .copied()
+        })
+    })
 }
 
 /// `/jobs/:jid/vertices/:vid/hot-keys` (a Sluice extension; Flink answers 404).

@@ -286,3 +286,40 @@ fn an_absurd_parallelism_is_refused_naming_the_field_and_vertex() {
     job["vertices"][0]["parallelism"] = serde_json::json!(32768);
     assert_eq!(read_graph(&job).unwrap()[0].parallelism, 32768);
 }
+
+#[test]
+fn connector_options_and_metrics_are_read_when_the_server_has_them() {
+    let job = serde_json::json!({
+        "vertices": [
+            {"id": "a", "name": "Source: kafka", "parallelism": 4},
+            {"id": "b", "name": "Sink: pg", "parallelism": 1, "connector-options": [
+                {"operator": "Sink: pg", "key": "sink.buffer-flush.max-rows", "value": "1"}
+            ]}
+        ],
+        "plan": {"nodes": [
+            {"id": "a", "inputs": []},
+            {"id": "b", "inputs": [{"id": "a", "ship_strategy": "REBALANCE"}]}
+        ]}
+    });
+    let g = read_graph(&job).unwrap();
+    assert_eq!(g[1].options.len(), 1);
+    assert_eq!(g[1].options[0].key, "sink.buffer-flush.max-rows");
+    assert_eq!(g[1].options[0].value, "1");
+    assert!(g[0].options.is_empty());
+    let names = subtask_metric_names(&g[0]);
+    assert!(
+        names.contains(",pendingRecords,Source__kafka.pendingRecords"),
+        "{names}"
+    );
+    assert!(names.contains("assignedSplits"), "{names}");
+    assert!(subtask_metric_names(&g[1]).contains("Sink__pg.currentSendTime"));
+    // Scoped by the source operator, as Flink names operator metrics.
+    let answer = serde_json::json!([
+        {"id": "Source__kafka.pendingRecords", "value": "1234"},
+        {"id": "assignedSplits", "value": "0"}
+    ]);
+    let s = subtask_sample(&answer, &g[0].operators);
+    assert_eq!(s.pending_records, Some(1234.0));
+    assert_eq!(s.assigned_splits, Some(0.0));
+    assert_eq!(s.send_time, None);
+}

@@ -4,10 +4,12 @@
 //! The breakdown has one of two shapes. **Skewed**: a few subtasks do the work while their
 //! siblings idle ([`skew`]: key skew behind a HASH edge, else uneven load). **Uniform**: the busy
 //! subtasks are alike ([`uniform`]: stalls, blocking calls, state access, source ceiling, sink
-//! limit, else under-provisioned). Each shape has a last rule that always matches, so every
+//! limit, else under-provisioned). Before both come the rules on connector facts
+//! ([`connectors`]: a partitioned source at its partitions, a sink waiting on its system). Each shape has a last rule that always matches, so every
 //! bottleneck gets a cause. The shape also contributes the evidence lines its rules share.
 
 mod breakdown;
+mod connectors;
 mod skew;
 mod uniform;
 
@@ -37,6 +39,8 @@ pub(crate) struct Finding {
     pub operator: Option<String>,
     /// What the rule could not determine from the data.
     pub undetermined: Vec<String>,
+    /// A partitioned source's splits, when the rule is about them.
+    pub source_splits: Option<crate::SourceSplits>,
 }
 
 impl Finding {
@@ -55,6 +59,7 @@ impl Finding {
             effect,
             operator: None,
             undetermined: Vec::new(),
+            source_splits: None,
         }
     }
 }
@@ -68,7 +73,12 @@ pub(crate) struct Rule {
 }
 
 /// Every rule, in the order they are tried.
-pub(crate) const RULES: [Rule; 9] = [
+pub(crate) const RULES: [Rule; 12] = [
+    Rule {
+        cause: "source-ceiling",
+        shape: Shape::Skewed,
+        check: connectors::partition_ceiling,
+    },
     Rule {
         cause: "key-skew",
         shape: Shape::Skewed,
@@ -80,9 +90,19 @@ pub(crate) const RULES: [Rule; 9] = [
         check: |b| Some(skew::uneven_load(b)),
     },
     Rule {
+        cause: "source-ceiling",
+        shape: Shape::Uniform,
+        check: connectors::partition_ceiling,
+    },
+    Rule {
         cause: "stalls",
         shape: Shape::Uniform,
         check: uniform::stalls,
+    },
+    Rule {
+        cause: "sink-limit",
+        shape: Shape::Uniform,
+        check: connectors::waiting_sink,
     },
     Rule {
         cause: "blocking-calls",
@@ -174,6 +194,8 @@ pub(crate) fn classify(
         fix: finding.fix,
         expected_effect: finding.effect,
         undetermined,
+        source_splits: finding.source_splits,
+        lag: None,
     }
 }
 
@@ -193,7 +215,7 @@ mod tests {
         }
         // Skewed rules come first, so the shape alone decides which list applies.
         let first_uniform = RULES.iter().position(|r| r.shape == Shape::Uniform);
-        assert_eq!(first_uniform, Some(2));
+        assert_eq!(first_uniform, Some(3));
     }
 
     #[test]

@@ -191,6 +191,7 @@ impl StreamEnv {
                 chaining: ChainingStrategy::Head,
                 inputs: Vec::new(),
                 identity: Default::default(),
+                options: Vec::new(),
             },
             NodeImpl {
                 body: NodeBody::Source(Arc::new(TypedSourceFactory {

@@ -44,6 +44,13 @@ impl<H> Sink<H> {
     pub fn node_id(&self) -> NodeId {
         self.node
     }
+    /// Declares connector option `key` with its value for this job (e.g.
+    /// `sink.buffer-flush.max-rows`). The sink reads it from [`OperatorContext::option`] when
+    /// it is deployed, and the fixer may change declared options only.
+    pub fn option(self, key: &str, value: impl ToString) -> Self {
+        let (key, value) = (key.to_string(), value.to_string());
+        self.set(|n| n.options.push((key, value)))
+    }
 }
 
 impl<T: Data> DataStream<T> {
@@ -70,6 +77,7 @@ impl<T: Data> DataStream<T> {
                 chaining: ChainingStrategy::Always,
                 inputs,
                 identity: Default::default(),
+                options: Vec::new(),
             },
             NodeImpl {
                 body: NodeBody::Sink(Arc::new(TypedSinkFactory::<T, C, P, F> {

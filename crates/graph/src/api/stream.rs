@@ -119,6 +119,7 @@ impl<T: Data> DataStream<T> {
                 chaining: ChainingStrategy::Always,
                 inputs,
                 identity: Default::default(),
+                options: Vec::new(),
             },
             NodeImpl {
                 body: NodeBody::Operator(Arc::new(TypedOperatorFactory::<T, U, F> {

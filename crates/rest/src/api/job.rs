@@ -45,7 +45,7 @@ pub fn job(ctx: &Ctx, jid: &str) -> ApiResult {
             let counts = vertex_counts(&m, v.index);
             all.merge(&counts);
             let (start, end, dur) = vertex_times(&m, v.index, ctx.now);
-            Json::obj()
+            let vertex = Json::obj()
                 .with("id", v.id.to_string())
                 .with("slotSharingGroupId", slot_group.to_string())
                 .with("name", v.name.as_str())
@@ -56,7 +56,8 @@ pub fn job(ctx: &Ctx, jid: &str) -> ApiResult {
                 .with("end-time", end)
                 .with("duration", dur)
                 .with("tasks", counts.json())
-                .with("metrics", vertex_io(&d, v.index).json())
+                .with("metrics", vertex_io(&d, v.index).json());
+            with_connector_options(vertex, &m.graph, v)
         })
         .collect();
     ok(Json::obj()
@@ -147,4 +148,28 @@ pub fn cancel_job(ctx: &Ctx, jid: &str) -> ApiResult {
     }
     m.control.cancel_by_user();
     Ok(Response::json(202, "{}".into()))
+}
+
+/// Sluice extension: the connector options of the vertex's operators (a sink's batch size …) as
+/// `connector-options: [{operator, key, value}]`, the last value of each key; only on vertices
+/// that have some (Flink has none), so the doctor can propose changing one.
+fn with_connector_options(
+    vertex: Json,
+    graph: &sluice_plan::JobGraph,
+    v: &sluice_plan::JobVertex,
+) -> Json {
+    let options = crate::doctor_api::connector_options(graph, v);
+    if options.is_empty() {
+        return vertex;
+    }
+    let items = options
+        .into_iter()
+        .map(|o| {
+            Json::obj()
+                .with("operator", o.operator)
+                .with("key", o.key)
+                .with("value", o.value)
+        })
+        .collect();
+    vertex.with("connector-options", Json::Arr(items))
 }

@@ -250,6 +250,7 @@ mod tests {
             max_parallelism: 8,
             operator_id: "op".into(),
             services: sluice_types::ServicesHandle::none(),
+            options: Vec::new(),
         }
     }
 

@@ -133,6 +133,7 @@ fn standalone_context() -> OperatorContext {
         max_parallelism: 128,
         operator_id: String::new(),
         services: sluice_types::ServicesHandle::none(),
+        options: Vec::new(),
     }
 }
 
@@ -289,6 +290,7 @@ mod tests {
             max_parallelism: 128,
             operator_id: "op".into(),
             services: services.handle(),
+            options: Vec::new(),
         };
         op.open(&ctx).unwrap();
         assert!(op.hot_keys_active());

@@ -591,6 +591,7 @@ mod tests {
             max_parallelism: 4,
             operator_id: "op".into(),
             services: sluice_types::ServicesHandle::none(),
+            options: Vec::new(),
         }
     }
 

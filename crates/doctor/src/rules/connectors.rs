@@ -1,0 +1,198 @@
+//! Rules for real sources and sinks: a partitioned source at its partition ceiling, and a sink
+//! waiting on its external system. They come before the generic rules of either shape, because
+//! their facts (assigned splits, send time, connector options) say more than the busy-time shape.
+
+use super::{Breakdown, Finding};
+use crate::{
+    pct, Cause, FixProposal, PlanChange, SourceSplits, BATCH_ROWS, LOW_CPU_RATIO, MAX_ROWS_OPTION,
+};
+
+/// A partitioned source (Kafka: one split per partition) busy and not backpressured, with at
+/// least as many subtasks as partitions: a partition is read by one subtask only, so more
+/// subtasks cannot read faster. The fix is more partitions; the subtasks that own none idle.
+/// Applies to either shape (owners busy and the rest idle looks skewed).
+pub(super) fn partition_ceiling(b: &Breakdown) -> Option<Finding> {
+    let v = b.v;
+    if !v.is_source || v.subtasks.is_empty() {
+        return None;
+    }
+    // A chained operator that takes the time is not the source's ceiling.
+    if b.operator.is_some() && !b.operator_is_first() {
+        return None;
+    }
+    let assigned: Vec<usize> = v
+        .subtasks
+        .iter()
+        .map(|s| s.assigned_splits.map(|a| a.max(0.0).round() as usize))
+        .collect::<Option<_>>()?;
+    let partitions: usize = assigned.iter().sum();
+    let p = b.p;
+    if partitions == 0 || p < partitions || b.hot.iter().any(|&i| assigned[i] == 0) {
+        return None;
+    }
+    let idle: Vec<usize> = (0..assigned.len()).filter(|&i| assigned[i] == 0).collect();
+    let mut evidence = vec![format!(
+        "the source reads {partitions} partition(s) with {p} subtask(s): each partition is read \
+         by one subtask, so at most {partitions} can work"
+    )];
+    if !idle.is_empty() {
+        let names: Vec<String> = idle.iter().map(|i| format!("{}/{p}", i + 1)).collect();
+        evidence.push(format!(
+            "subtask(s) {} own no partition and idle",
+            names.join(", ")
+        ));
+    }
+    evidence.push(format!(
+        "the subtasks that own partitions run flat out ({}) and nothing downstream holds them back",
+        pct(b.hot_busy)
+    ));
+    // With idle subtasks, partitions up to the parallelism put them to work; at one subtask per
+    // partition both must grow.
+    let (target, change, effect) = if p > partitions {
+        (
+            p,
+            format!("add partitions to the source's topic: {partitions} → {p} (one per subtask)"),
+            format!(
+                "up to {:.1}x the input rate with the {p} subtasks already running",
+                p as f64 / partitions as f64
+            ),
+        )
+    } else {
+        let n = b.n.max(p + 1);
+        (
+            n,
+            format!(
+                "add partitions to the source's topic: {partitions} → {n}, and run the source \
+                 at parallelism {n}"
+            ),
+            format!(
+                "up to {:.1}x the input rate with {n} partitions and subtasks",
+                n as f64 / partitions as f64
+            ),
+        )
+    };
+    let mut f = Finding::new(
+        Cause::SourceCeiling,
+        if b.operator.is_some() { 0.85 } else { 0.7 },
+        evidence,
+        Some(FixProposal {
+            description: format!(
+                "add partitions (at least {target}); raising the source's parallelism alone \
+                 cannot help: subtasks beyond the partitions get nothing to read"
+            ),
+            change,
+            plan_change: None,
+        }),
+        effect,
+    );
+    f.source_splits = Some(SourceSplits {
+        partitions,
+        idle_subtasks: idle,
+    });
+    Some(f)
+}
+
+/// The sink operator (last in its chain, or alone) is busy but waits: little CPU per busy ms,
+/// or, where CPU is not reported, its send time says it is writing. While its batches are
+/// small (a declared `sink.buffer-flush.max-rows` below [`BATCH_ROWS`]) the fix is to batch the
+/// writes, a connector option the fixer sets; otherwise scale the sink, which helps while the
+/// external system has room.
+pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
+    let v = b.v;
+    let alone = b.operator.is_none() && v.operators.len() <= 1;
+    if !(v.is_sink && (b.operator_is_last() || alone)) {
+        return None;
+    }
+    let send_time = crate::mean_opt(b.hot.iter().map(|&i| v.subtasks[i].send_time));
+    let waiting = match b.cpu {
+        Some(c) => c + b.cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * b.hot_busy,
+        None => send_time.is_some(),
+    };
+    if !waiting {
+        return None;
+    }
+    let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
+    let mut evidence = vec![match b.cpu {
+        Some(c) => format!(
+            "the sink is busy {} but on the CPU only {}: it waits on the system it writes to",
+            pct(b.hot_busy),
+            pct(c)
+        ),
+        None => format!("the sink is busy writing ({})", pct(b.hot_busy)),
+    }];
+    if let Some(t) = send_time {
+        evidence.push(format!("its last write took {t:.1} ms (currentSendTime)"));
+    }
+    let max_rows = v
+        .options
+        .iter()
+        .rfind(|o| o.operator == target && o.key == MAX_ROWS_OPTION)
+        .or_else(|| v.options.iter().rfind(|o| o.key == MAX_ROWS_OPTION));
+    let small_batches = max_rows.and_then(|o| {
+        let rows: usize = o.value.trim().parse().ok()?;
+        (rows < BATCH_ROWS).then_some((o, rows))
+    });
+    if let Some((o, rows)) = small_batches {
+        evidence.push(format!(
+            "it writes at most {rows} row(s) per request ({MAX_ROWS_OPTION} = {}): one round \
+             trip per {rows} row(s)",
+            o.value
+        ));
+        return Some(Finding::new(
+            Cause::SinkLimit,
+            0.8,
+            evidence,
+            Some(FixProposal {
+                description: format!(
+                    "batch the writes: {rows} → {BATCH_ROWS} rows per request (the sink still \
+                     flushes at every checkpoint and at its flush interval, so what reaches \
+                     the table is unchanged)"
+                ),
+                change: format!(
+                    "set `{}` option {MAX_ROWS_OPTION} = {BATCH_ROWS}",
+                    o.operator
+                ),
+                plan_change: Some(PlanChange::SinkOption {
+                    operator: o.operator.clone(),
+                    key: MAX_ROWS_OPTION.to_string(),
+                    value: BATCH_ROWS.to_string(),
+                }),
+            }),
+            format!(
+                "up to {:.0}x fewer round trips; the write rate rises until the system's \
+                 per-row cost dominates",
+                BATCH_ROWS as f64 / rows.max(1) as f64
+            ),
+        ));
+    }
+    if let Some(o) = max_rows {
+        evidence.push(format!(
+            "its writes are already batched ({MAX_ROWS_OPTION} = {})",
+            o.value
+        ));
+    }
+    let (p, n) = (b.p, b.n);
+    // A keyed stream into the sink keeps HASH so one key's writes stay in order on one subtask.
+    let ship = if b.keyed { "HASH" } else { "REBALANCE" };
+    Some(Finding::new(
+        Cause::SinkLimit,
+        0.7,
+        evidence,
+        Some(FixProposal {
+            description: format!(
+                "scale the sink: {n} subtasks write in parallel, if the external system has room \
+                 (its own CPU and I/O are not saturated)"
+            ),
+            change: format!("raise `{target}` to parallelism {n} behind {ship}"),
+            plan_change: Some(PlanChange::Parallelism {
+                operator: target,
+                parallelism: n,
+                ship: ship.to_string(),
+            }),
+        }),
+        format!(
+            "up to {:.1}x the write rate while the external system keeps up",
+            n as f64 / p as f64
+        ),
+    ))
+}
