@@ -571,7 +571,7 @@ fn env_args(cmd: &mut JobCmd) -> Option<&mut EnvArgs> {
     match cmd {
         JobCmd::Skew(a) => Some(&mut a.env),
         JobCmd::Passthrough(a) => Some(&mut a.env),
-        _ => None,
+        JobCmd::Scenario(a) => Some(&mut a.env),
     }
 }
 
@@ -580,7 +580,7 @@ fn records_mut(cmd: &mut JobCmd) -> Option<&mut u64> {
     match cmd {
         JobCmd::Skew(a) => Some(&mut a.records),
         JobCmd::Passthrough(a) => Some(&mut a.records),
-        _ => None,
+        JobCmd::Scenario(a) => Some(&mut a.records),
     }
 }
 
@@ -680,6 +680,8 @@ pub enum JobOutput {
     Sums(BTreeMap<i64, i64>),
     /// Records the sink discarded.
     Count(u64),
+    /// What a table sink left in its table: key → value.
+    Table(BTreeMap<i64, i64>),
 }
 
 impl JobOutput {
@@ -687,6 +689,7 @@ impl JobOutput {
         match self {
             JobOutput::Sums(s) => format!("{} keys' final sums", s.len()),
             JobOutput::Count(n) => format!("{n} records at the sink"),
+            JobOutput::Table(t) => format!("the table's {} rows", t.len()),
         }
     }
 }
@@ -738,7 +741,11 @@ fn output_of(job: &BuiltJob) -> Option<JobOutput> {
     match job {
         BuiltJob::Skew(j, _) => Some(JobOutput::Sums(j.final_sums())),
         BuiltJob::Passthrough(p) => Some(JobOutput::Count(p.discarded.count())),
-        _ => None,
+        BuiltJob::Scenario(s) => match (s.skew_job(), s.table()) {
+            (Some(j), _) => Some(JobOutput::Sums(j.final_sums())),
+            (None, Some(t)) => Some(JobOutput::Table(t.contents())),
+            (None, None) => None,
+        },
     }
 }
 

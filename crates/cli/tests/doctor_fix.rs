@@ -167,3 +167,27 @@ fn the_parallelism_fix_gives_duckdbs_sums() {
     let ours = std::fs::read_to_string(&path).unwrap();
     assert_eq!(ours, duckdb_sums(2_000, 0.0, 2_000));
 }
+
+#[test]
+fn slow_sink_gets_batched_writes_with_the_same_table() {
+    let out = doctor_fix(
+        &["scenario", "slow-sink", "--records", "20000"],
+        "Verdict: sink limit",
+    );
+    assert!(
+        out.contains("Verdict: sink limit at `Sink: slow-sink`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("== the fix: set `Sink: slow-sink` option sink.buffer-flush.max-rows = 1000"),
+        "{out}"
+    );
+    assert!(
+        out.contains("option sink.buffer-flush.max-rows: 1 -> 1000"),
+        "{out}"
+    );
+    assert!(
+        out.contains("output: identical (the table's 1024 rows equal in both runs)"),
+        "{out}"
+    );
+}

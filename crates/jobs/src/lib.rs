@@ -22,5 +22,6 @@
 
 pub mod nexmark;
 pub mod passthrough;
+pub mod remote_table;
 pub mod scenarios;
 pub mod skew;

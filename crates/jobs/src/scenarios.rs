@@ -10,7 +10,7 @@
 //! | `under-provisioned` | skew without a hot key, an expensive `map` chained behind the source (FORWARD) | under-provisioned, operator `map` |
 //! | `blocking` | REBALANCE → a map that sleeps per record | blocking calls at `blocking-call` |
 //! | `state-heavy` | key_by → a `KeyedProcess` doing several map-state calls per record on the LSM backend | state access |
-//! | `slow-sink` | cheap chain → a sink that burns CPU per record, not chained | sink limit |
+//! | `slow-sink` | keyed running sum → a table sink (not chained) that pays a round trip per write of `sink.buffer-flush.max-rows` rows (1) | sink limit, fix: batch the writes |
 //! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 2.2 s every 5 s | periodic stalls |
 //! | `source-ceiling` | a generator whose function is expensive → REBALANCE → discard | source ceiling |
 //! | `input-limited` | a source that waits for its input (counted as idle) → cheap map → discard | no bottleneck |
@@ -42,7 +42,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "state-heavy",
         "a keyed process function doing map-state calls per record on the LSM backend: state access",
     ),
-    ("slow-sink", "a sink that burns CPU per record, not chained: sink limit"),
+    (
+        "slow-sink",
+        "running sums upserted into a table one row per round trip: sink limit, batch the writes",
+    ),
     (
         "stalls",
         "an expensive map that stops on every subtask at once for 2.2 s every 5 s: periodic stalls",
@@ -109,6 +112,7 @@ pub struct ScenarioJob {
     pub name: String,
     sunk: Arc<AtomicU64>,
     skew: Option<skew::SkewJob>,
+    table: Option<crate::remote_table::TableHandle>,
 }
 
 impl ScenarioJob {
@@ -124,7 +128,15 @@ impl ScenarioJob {
     pub fn skew_job(&self) -> Option<&skew::SkewJob> {
         self.skew.as_ref()
     }
+
+    /// The table `slow-sink` upserts into (key → latest running sum).
+    pub fn table(&self) -> Option<&crate::remote_table::TableHandle> {
+        self.table.as_ref()
+    }
 }
+
+/// Keys of `slow-sink`'s table.
+const SLOW_SINK_KEYS: u64 = 1024;
 
 /// Multiply/xor-shift rounds: the CPU burn of the expensive operators (~1 µs per 1000 rounds).
 const HEAVY: u32 = 2000;
@@ -135,6 +147,7 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
     let n = cfg.records;
     let sunk: Arc<AtomicU64> = Arc::default();
     let mut skew_job = None;
+    let mut table = None;
     let count = {
         let s = sunk.clone();
         move |_: i64| -> Result<(), OperatorError> {
@@ -182,15 +195,24 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
         }
         "slow-sink" => {
             env.set_parallelism(cfg.parallelism);
-            env.generate(n, |i| mix(i) as i64)
-                .name("generator")
-                .map(|v: i64| v & 0xFFFF)
-                .name("map")
-                .sink_fn("slow-sink", move |v: i64| {
-                    std::hint::black_box(work(v, HEAVY));
-                    count(v)
-                })
-                .disable_chaining();
+            let t = crate::remote_table::TableHandle::default();
+            let sunk = sunk.clone();
+            env.generate(n, |i| {
+                let h = mix(i);
+                ((h % SLOW_SINK_KEYS) as i64, (h >> 48) as i64)
+            })
+            .name("generator")
+            .key_by(|r: &(i64, i64)| r.0)
+            .sum(|r: &mut (i64, i64)| &mut r.1)
+            .name("sum-per-key")
+            .add_sink("slow-sink", (), |_| Ok(()), {
+                let t = t.clone();
+                move |ctx| t.writer(ctx, sunk.clone())
+            })
+            .option(crate::remote_table::MAX_ROWS, 1)
+            .option(crate::remote_table::FLUSH_INTERVAL, "1s")
+            .disable_chaining();
+            table = Some(t);
         }
         "stalls" => {
             env.set_parallelism(cfg.parallelism);
@@ -229,6 +251,7 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
         name: cfg.name.clone(),
         sunk,
         skew: skew_job,
+        table,
     })
 }
 

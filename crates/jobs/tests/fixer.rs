@@ -157,3 +157,61 @@ fn the_two_phase_rewrite_keeps_the_answer_and_shows_in_the_diff() {
     env.execute().unwrap();
     assert_eq!(job.final_sums(), original_sums(100_000));
 }
+
+fn slow_sink(records: u64) -> (StreamEnv, sluice_jobs::scenarios::ScenarioJob) {
+    let env = StreamEnv::new();
+    let cfg = sluice_jobs::scenarios::ScenarioConfig {
+        records,
+        ..sluice_jobs::scenarios::ScenarioConfig::new("slow-sink")
+    };
+    let job = sluice_jobs::scenarios::build(&env, &cfg).unwrap();
+    (env, job)
+}
+
+#[test]
+fn a_sink_option_reaches_the_running_sink_and_keeps_the_table() {
+    let (env0, job0) = slow_sink(3000);
+    env0.execute().unwrap();
+    let (env, job) = slow_sink(3000);
+    let diff = apply(
+        &env,
+        &Fix::SinkOption {
+            operator: "Sink: slow-sink".into(),
+            key: "sink.buffer-flush.max-rows".into(),
+            value: "500".into(),
+        },
+    )
+    .unwrap();
+    assert!(
+        matches!(&diff.changes[..], [NodeChange::Option { key, before, after, .. }]
+            if key == "sink.buffer-flush.max-rows" && before.as_deref() == Some("1") && after == "500"),
+        "{diff}"
+    );
+    env.execute().unwrap();
+    let (t0, t) = (job0.table().unwrap(), job.table().unwrap());
+    assert_eq!(t0.contents(), t.contents());
+    assert_eq!(t0.requests(), 3000, "one request per row before");
+    // 500 rows per request, per subtask, plus the end-of-input flushes.
+    assert!(t.requests() <= 3000 / 500 + 4, "{} requests", t.requests());
+}
+
+#[test]
+fn an_undeclared_sink_option_is_refused_naming_the_declared_ones() {
+    let (env, _job) = slow_sink(10);
+    let e = apply(
+        &env,
+        &Fix::SinkOption {
+            operator: "Sink: slow-sink".into(),
+            key: "sink.max-retries".into(),
+            value: "3".into(),
+        },
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("no connector option 'sink.max-retries'")
+            && msg.contains("sink.buffer-flush.max-rows, sink.buffer-flush.interval"),
+        "{msg}"
+    );
+    assert!(matches!(e, FixError::Invalid(_)));
+}
