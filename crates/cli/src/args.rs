@@ -5,13 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::bounds::{between, MAX_MS};
-
-/// Highest `-p`: Flink's upper bound on max parallelism (32,768). A job's subtasks and
-/// exchange buffers are capped again before launch (`sluice_graph::launch_checks`).
-pub const MAX_PARALLELISM: usize = 1 << 15;
-/// Most credits per channel or gate a flag takes (Flink's defaults are 2 and 8).
-pub const MAX_CREDITS: usize = 1024;
+pub use sluice::{EnvArgs, RestArgs};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -60,31 +54,9 @@ pub struct RunArgs {
     /// Print the run's figures as one JSON line on stdout (used by `sluice bench`).
     #[arg(long, global = true)]
     pub stats_json: bool,
-    /// Port of the embedded REST API (Flink's paths; 0 picks a free port) [rest.port].
-    #[arg(long, global = true, default_value_t = 8081)]
-    pub rest_port: u16,
-    /// Address the REST API listens on [rest.bind-address]; anything but loopback needs
-    /// --rest-token.
-    #[arg(long, global = true, default_value = "127.0.0.1", value_name = "IP")]
-    pub rest_address: std::net::IpAddr,
-    /// Bearer token that cancel, stop and savepoint requests must carry.
-    #[arg(long, global = true, env = "SLUICE_REST_TOKEN", hide_env_values = true)]
-    pub rest_token: Option<String>,
-    /// A host name (NAME or NAME:PORT) the REST API answers to besides its address and
-    /// localhost, e.g. behind a proxy; repeat for several. Other Host headers are refused
-    /// (DNS rebinding).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub rest_allowed_host: Vec<String>,
-    /// The only directory REST clients may have savepoints written under, and their default
-    /// target [state.savepoints.dir]; default: sluice-savepoints in the temporary directory.
-    #[arg(long, global = true, value_name = "DIR")]
-    pub savepoint_dir: Option<PathBuf>,
-    /// Do not start the REST API.
-    #[arg(long, global = true, conflicts_with = "keep_rest")]
-    pub no_rest: bool,
-    /// Keep the REST API up after a bounded job ends (until Ctrl-C), so its final metrics can be read.
-    #[arg(long, global = true)]
-    pub keep_rest: bool,
+    /// The embedded REST API's flags.
+    #[command(flatten)]
+    pub rest: RestArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -115,17 +87,6 @@ pub enum JobCmd {
     Scenario(ScenarioArgs),
 }
 
-impl JobCmd {
-    /// The settings every job takes.
-    pub fn env(&self) -> &EnvArgs {
-        match self {
-            JobCmd::Passthrough(a) => &a.env,
-            JobCmd::Skew(a) => &a.env,
-            JobCmd::Scenario(a) => &a.env,
-        }
-    }
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct ScenarioArgs {
     /// skew, under-provisioned, blocking, state-heavy, slow-sink, stalls, source-ceiling,
@@ -136,91 +97,6 @@ pub struct ScenarioArgs {
     pub records: u64,
     #[command(flatten)]
     pub env: EnvArgs,
-}
-
-/// Settings every job takes (Flink's names in brackets).
-#[derive(Args, Debug, Clone)]
-pub struct EnvArgs {
-    /// Default operator parallelism [parallelism.default].
-    #[arg(short = 'p', long, default_value_t = 2, value_parser = between(1usize, MAX_PARALLELISM, ""))]
-    pub parallelism: usize,
-    /// Key groups [pipeline.max-parallelism]; default derived from the parallelism.
-    #[arg(long)]
-    pub max_parallelism: Option<u32>,
-    /// Buffer timeout in ms; 0 flushes every record [execution.buffer-timeout.interval].
-    #[arg(long, default_value_t = 100, value_parser = between(0, MAX_MS, " ms"))]
-    pub buffer_timeout_ms: u64,
-    /// Network buffer size in bytes [taskmanager.memory.segment-size].
-    #[arg(long, default_value_t = 32 * 1024, value_parser = between(64usize, 64 << 20, " bytes"))]
-    pub buffer_size: usize,
-    /// Exclusive credits per channel [taskmanager.network.memory.buffers-per-channel].
-    #[arg(long, default_value_t = 2, value_parser = between(0usize, MAX_CREDITS, ""))]
-    pub exclusive_credits: usize,
-    /// Floating credits per input gate [taskmanager.network.memory.floating-buffers-per-gate].
-    #[arg(long, default_value_t = 8, value_parser = between(0usize, MAX_CREDITS, ""))]
-    pub floating_credits: usize,
-    /// Disable operator chaining [pipeline.operator-chaining.enabled=false].
-    #[arg(long)]
-    pub disable_chaining: bool,
-    /// Seconds between metric updates (Flink: 5), 0.001 to 3600.
-    #[arg(long, default_value_t = 5.0, value_parser = between(0.001, 3600.0, " seconds"))]
-    pub metrics_interval: f64,
-    /// Length of the metrics' moving window in seconds (Flink: 60); a multiple of the interval,
-    /// at most 1,000 intervals.
-    #[arg(long, default_value_t = 60.0, value_parser = between(0.001, 3_600_000.0, " seconds"))]
-    pub metrics_window: f64,
-    /// Do not sample the time spent per chained operator (to measure its overhead).
-    #[arg(long)]
-    pub no_operator_timing: bool,
-    /// Take a checkpoint every MS milliseconds [execution.checkpointing.interval].
-    #[arg(long, value_name = "MS", value_parser = between(10, MAX_MS, " ms"))]
-    pub checkpoint_interval: Option<u64>,
-    /// Checkpoint timeout in ms [execution.checkpointing.timeout] (10 min).
-    #[arg(long, value_name = "MS", default_value_t = 600_000, value_parser = between(1, MAX_MS, " ms"))]
-    pub checkpoint_timeout: u64,
-    /// Failed checkpoints in a row tolerated before the job fails; 0 = the first failure fails it [execution.checkpointing.tolerable-failed-checkpoints].
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 0,
-        alias = "tolerable-checkpoint-failures"
-    )]
-    pub tolerable_failed_checkpoints: u32,
-    /// Where checkpoints are written (DIR/<job id>/chk-<n>/ with a _metadata manifest; checked writable at start); a temporary directory by default.
-    #[arg(long, value_name = "DIR")]
-    pub checkpoint_dir: Option<std::path::PathBuf>,
-    /// none | fixed-delay:<attempts>:<delay ms> | failure-rate:<max>:<interval ms>:<delay ms> [restart-strategy.type].
-    #[arg(long, value_name = "STRATEGY", value_parser = sluice_runtime::checkpoint::RestartStrategy::parse)]
-    pub restart: Option<sluice_runtime::checkpoint::RestartStrategy>,
-    /// Start from a savepoint or checkpoint (chk-<n>) directory, or a job's checkpoint directory (its newest complete chk-<n>), at any parallelism [execution.state-recovery.path].
-    #[arg(long, value_name = "DIR", conflicts_with = "from_checkpoint")]
-    pub from_savepoint: Option<std::path::PathBuf>,
-    /// Restoring, drop checkpoint state that no operator of this job takes instead of refusing to start [execution.state-recovery.ignore-unclaimed-state].
-    #[arg(long)]
-    pub allow_non_restored_state: bool,
-    /// Start from a job's checkpoint directory (DIR/<job id> of --checkpoint-dir: its newest complete chk-<n>) or one chk-<n> directory [execution.state-recovery.path].
-    #[arg(long, value_name = "DIR")]
-    pub from_checkpoint: Option<std::path::PathBuf>,
-    /// Fail subtask SUBTASK of the vertex whose name contains VERTEX after it received N records: VERTEX:SUBTASK:N. Repeat for one failure per attempt.
-    #[arg(long, value_name = "VERTEX:SUBTASK:N", value_parser = parse_fault)]
-    pub inject_failure: Vec<sluice_graph::FaultSpec>,
-}
-
-/// `VERTEX:SUBTASK:N` → a fault (the vertex name may itself contain colons).
-pub fn parse_fault(s: &str) -> Result<sluice_graph::FaultSpec, String> {
-    let mut parts = s.rsplitn(3, ':');
-    let (Some(n), Some(sub), Some(vertex)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(format!("--inject-failure '{s}': expected VERTEX:SUBTASK:N"));
-    };
-    Ok(sluice_graph::FaultSpec {
-        vertex: vertex.to_string(),
-        subtask: sub.parse().map_err(|_| {
-            format!("--inject-failure '{s}': SUBTASK must be a number, got '{sub}'")
-        })?,
-        after_records: n
-            .parse()
-            .map_err(|_| format!("--inject-failure '{s}': N must be a number, got '{n}'"))?,
-    })
 }
 
 #[derive(Args, Debug, Clone)]

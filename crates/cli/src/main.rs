@@ -2,8 +2,6 @@
 
 mod args;
 mod bench;
-mod bounds;
-mod checkpoint_log;
 mod demo;
 mod doctor_cmd;
 mod fix_cmd;
@@ -16,7 +14,6 @@ mod procstat;
 mod produce;
 mod progress;
 mod run;
-mod run_report;
 mod savepoint_cmd;
 mod top;
 

@@ -4,11 +4,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use sluice_graph::{EnvConfig, StreamEnv};
+use sluice_graph::StreamEnv;
 use sluice_jobs::{passthrough, scenarios, skew};
 
 use crate::args::{EnvArgs, JobCmd, RunArgs};
-use crate::checkpoint_log::CheckpointLog;
 use crate::procstat;
 use crate::progress::{human, Progress};
 
@@ -19,58 +18,7 @@ pub enum BuiltJob {
 }
 
 fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
-    // Clap has bounded each flag on its own (see `args.rs`); these are the checks across flags.
-    let interval = a.metrics_interval;
-    if !(interval > 0.0 && a.metrics_window >= interval) {
-        anyhow::bail!(
-            "--metrics-window ({}) must be at least --metrics-interval ({interval})",
-            a.metrics_window,
-        );
-    }
-    let slots = (a.metrics_window / interval).round();
-    let max_slots = sluice_runtime::job_master::MAX_METRICS_WINDOW_SLOTS;
-    if slots > max_slots as f64 {
-        anyhow::bail!(
-            "--metrics-window ({}) may be at most {max_slots} times --metrics-interval ({interval}), \
-             got {slots} times",
-            a.metrics_window,
-        );
-    }
-    let metrics = sluice_runtime::telemetry::MetricsConfig {
-        update_interval: Duration::try_from_secs_f64(interval)
-            .with_context(|| format!("--metrics-interval {interval}"))?,
-        window_slots: (slots as usize).max(1),
-    };
-    let cfg = EnvConfig {
-        metrics,
-        operator_timing: !a.no_operator_timing,
-        parallelism: a.parallelism,
-        max_parallelism: a.max_parallelism,
-        buffer_timeout: Duration::from_millis(a.buffer_timeout_ms),
-        buffer_bytes: a.buffer_size,
-        exclusive_credits: a.exclusive_credits,
-        floating_credits: a.floating_credits,
-        chaining: !a.disable_chaining,
-        checkpoints: sluice_runtime::checkpoint::CheckpointConfig {
-            interval: a.checkpoint_interval.map(Duration::from_millis),
-            timeout: Duration::from_millis(a.checkpoint_timeout),
-            tolerable_failures: a.tolerable_failed_checkpoints,
-            ..Default::default()
-        },
-        checkpoint_dir: a.checkpoint_dir.clone(),
-        restart: a.restart.clone(),
-        restore_from: a
-            .from_savepoint
-            .clone()
-            .or_else(|| a.from_checkpoint.clone()),
-        allow_non_restored_state: a.allow_non_restored_state,
-        faults: a.inject_failure.clone(),
-        ..EnvConfig::default()
-    };
-    // Reject a bad configuration before anything starts.
-    cfg.validate()
-        .map_err(sluice_graph::GraphError::InvalidConfig)?;
-    Ok(StreamEnv::with_config(cfg))
+    Ok(a.stream_env()?)
 }
 
 /// Builds the job a command line describes; `run` and `plan` share it.
@@ -117,48 +65,6 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
     }
 }
 
-/// Starts the embedded REST API unless `--no-rest`.
-fn start_rest(
-    args: &RunArgs,
-) -> anyhow::Result<
-    Option<(
-        sluice_rest::RestServer,
-        std::sync::Arc<sluice_rest::JobRegistry>,
-    )>,
-> {
-    if args.no_rest {
-        return Ok(None);
-    }
-    let registry = std::sync::Arc::new(sluice_rest::JobRegistry::new());
-    let addr = std::net::SocketAddr::new(args.rest_address, args.rest_port);
-    let config = sluice_rest::RestConfig {
-        addr,
-        token: args.rest_token.clone(),
-        allowed_hosts: args.rest_allowed_host.clone(),
-        savepoint_dir: args
-            .savepoint_dir
-            .clone()
-            .unwrap_or_else(sluice_rest::default_savepoint_dir),
-    };
-    let server = match sluice_rest::serve_with(config, registry.clone()) {
-        Ok(s) => s,
-        Err(e @ sluice_rest::RestError::Insecure(_)) => return Err(e.into()),
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "cannot start the REST API on {addr} (choose another --rest-port, or --no-rest)"
-            )))
-        }
-    };
-    if !args.stats_json {
-        eprintln!(
-            "REST API: http://{}/ (Flink-compatible paths); savepoints under {}",
-            server.local_addr(),
-            server.savepoint_dir().display()
-        );
-    }
-    Ok(Some((server, registry)))
-}
-
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
@@ -166,7 +72,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let BuiltJob::Skew(_, Some(path)) = &job {
         crate::preflight::output_file(path, "--output")?;
     }
-    let env_args = args.job.env();
     // A restored source continues from its position in the savepoint: what it reads is the rest
     // of the savepoint's job's input, whatever --records says now. Said up front, and the
     // progress bar has no total.
@@ -181,18 +86,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => total,
     };
-    let rest = start_rest(&args)?;
-    let restore = env.config().restore_from.clone();
-    let checkpointing = env.config().checkpoints.interval.is_some();
-    let handle = env.launch()?;
-    let monitor = handle.monitor();
-    if let Some((_, registry)) = &rest {
-        registry.register(monitor.clone());
-    }
-    let checkpoint_log = CheckpointLog::start(&monitor, checkpointing, restore.as_deref());
+    let say = sluice::Say {
+        rest: !args.stats_json,
+        checkpoints: true,
+    };
+    let running = sluice::Running::start(&env, &args.rest, say)?;
+    let monitor = running.monitor().clone();
     // Start-up latency: from building the job to the sources' first published batch.
     let mut startup = None;
-    while startup.is_none() && !handle.is_finished() {
+    while startup.is_none() && !running.is_finished() {
         if monitor.records_emitted_by_sources() > 0 {
             startup = Some(t0.elapsed());
         } else {
@@ -204,12 +106,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         total,
         !args.no_progress && !args.stats_json,
     );
-    let outcome = handle.wait();
+    let (outcome, finished) = running.wait();
     progress.finish();
-    checkpoint_log.finish();
-    let restarts = monitor.control.checkpoints().map_or(0, |h| h.attempt());
-    let recovery =
-        crate::run_report::recovery_lines(&env_args.inject_failure, restarts, outcome.is_ok());
+    let restarts = finished.restarts;
+    let recovery = finished.recovery.clone();
     let exec = match outcome {
         Ok(exec) => exec,
         Err(e) => {
@@ -218,27 +118,17 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             // Only a stop-with-savepoint is a successful end; a cancel after some earlier
             // savepoint is a cancel.
-            if let Some(path) = monitor.control.stopped_with_savepoint() {
+            if let Some(path) = &finished.savepoint {
                 eprintln!("job stopped with savepoint {}", path.display());
-                if !args.keep_rest {
-                    // Keep answering for a moment so the client that asked can read the
-                    // final status.
-                    if rest.is_some() {
-                        std::thread::sleep(Duration::from_secs(2));
-                    }
+                if !args.rest.keep_rest {
+                    finished.linger_for_savepoint_client();
                     return Ok(ExitCode::SUCCESS);
                 }
             }
-            if let (Some((server, _)), true) = (&rest, args.keep_rest) {
+            if args.rest.keep_rest {
                 // Keep serving so the failed or cancelled job's final state can be inspected.
                 eprintln!("error: {e}");
-                eprintln!(
-                    "job ended; REST API still serving at http://{}/ — Ctrl-C to stop",
-                    server.local_addr()
-                );
-                loop {
-                    std::thread::park();
-                }
+                finished.serve_forever();
             }
             return Err(e.into());
         }
@@ -337,14 +227,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("{line}");
         }
     }
-    if let (Some((server, _)), true) = (&rest, args.keep_rest) {
-        eprintln!(
-            "job ended; REST API still serving at http://{}/ — Ctrl-C to stop",
-            server.local_addr()
-        );
-        loop {
-            std::thread::park();
-        }
+    if args.rest.keep_rest {
+        finished.serve_forever();
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -30,7 +30,7 @@ pub struct SavepointArgs {
     #[arg(long)]
     pub job: Option<String>,
     /// Give up after this many seconds.
-    #[arg(long, default_value_t = 600, value_parser = crate::bounds::between(1u64, 86_400, " seconds"))]
+    #[arg(long, default_value_t = 600, value_parser = sluice::bounds::between(1u64, 86_400, " seconds"))]
     pub timeout: u64,
 }
 

@@ -30,7 +30,7 @@ pub struct TopArgs {
     pub job: Option<String>,
     /// Seconds between refreshes (fractions allowed).
     #[arg(long, default_value_t = 1.0, value_name = "SECS",
-          value_parser = crate::bounds::between(0.05, 3600.0, " seconds"))]
+          value_parser = sluice::bounds::between(0.05, 3600.0, " seconds"))]
     pub interval: f64,
     /// Print one frame, without escape codes, and exit.
     #[arg(long)]
