@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sluice_graph::{ControlEvent, GraphError, StreamEnv};
+use sluice_graph::{ControlEvent, DataStream, GraphError, StreamEnv};
 
 /// Settings of the skew job; names match the CLI flags.
 #[derive(Clone, Debug, PartialEq)]
@@ -144,16 +144,39 @@ impl SkewJob {
 /// Adds the skew job to `env`: `Source: generator` → `map` → key_by → `sum-per-key` →
 /// `Sink: final-sums` (names as in the Flink reference job).
 pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
+    let source = generated_source(env, cfg)?;
+    let summed = sums(cfg, source)?;
+    Ok(final_sums_sink(cfg, &summed))
+}
+
+/// The skew workload's records from its generator (`Source: generator`), with the job's
+/// parallelism and name set on `env`.
+pub fn generated_source(
+    env: &StreamEnv,
+    cfg: &SkewConfig,
+) -> Result<DataStream<(i64, i64)>, GraphError> {
     cfg.validate().map_err(GraphError::InvalidConfig)?;
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("skew");
-    let (hot_limit, keys, rounds) = (cfg.hot_limit(), cfg.keys, cfg.map_work);
+    let (hot_limit, keys) = (cfg.hot_limit(), cfg.keys);
     let mut source = env
         .generate(cfg.records, move |i| record(i, hot_limit, keys))
         .name("generator");
     if let Some(p) = cfg.source_parallelism {
         source = source.set_parallelism(p);
     }
+    Ok(source)
+}
+
+/// The workload's processing on any source of its `(key, value)` records (the generator, or
+/// the same records read back from Kafka or a socket): `map` → key_by → `sum-per-key`, one
+/// running-sum update `(key, sum)` per record.
+pub fn sums(
+    cfg: &SkewConfig,
+    source: DataStream<(i64, i64)>,
+) -> Result<DataStream<(i64, i64)>, GraphError> {
+    cfg.validate().map_err(GraphError::InvalidConfig)?;
+    let rounds = cfg.map_work;
     let input = if cfg.rebalance_before_map {
         source.rebalance()
     } else {
@@ -180,6 +203,12 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
     if let Some(p) = cfg.sum_parallelism {
         summed = summed.set_parallelism(p);
     }
+    Ok(summed)
+}
+
+/// `Sink: final-sums`: keeps the latest sum per key (checkpointed), read after the run with
+/// [`SkewJob::final_sums`].
+pub fn final_sums_sink(cfg: &SkewConfig, summed: &DataStream<(i64, i64)>) -> SkewJob {
     let finals: Arc<Mutex<BTreeMap<i64, i64>>> = Arc::default();
     let (f1, f2) = (finals.clone(), finals.clone());
     let sink = summed.add_sink(
@@ -194,7 +223,29 @@ pub fn build(env: &StreamEnv, cfg: &SkewConfig) -> Result<SkewJob, GraphError> {
     if let Some(p) = cfg.sum_parallelism {
         sink.set_parallelism(p);
     }
-    Ok(SkewJob { finals })
+    SkewJob { finals }
+}
+
+/// Parses a `key,value` line of `sluice produce skew` (decimal integers) back into a record.
+pub fn parse_line(line: &str) -> Result<(i64, i64), String> {
+    let (k, v) = line
+        .trim_end_matches(['\r', '\n'])
+        .split_once(',')
+        .ok_or_else(|| format!("expected `key,value`, got {line:?}"))?;
+    let key = k
+        .trim()
+        .parse::<i64>()
+        .map_err(|e| format!("key {k:?}: {e}"))?;
+    let value = v
+        .trim()
+        .parse::<i64>()
+        .map_err(|e| format!("value {v:?}: {e}"))?;
+    Ok((key, value))
+}
+
+/// A record as `sluice produce skew` writes it: `key,value`.
+pub fn format_line(record: (i64, i64)) -> String {
+    format!("{},{}", record.0, record.1)
 }
 
 /// Keeps the latest sum per key of its subtask; merges into the job's map at end of input.
@@ -286,6 +337,15 @@ mod tests {
         }
         assert_eq!(work(0, 0), 0);
         assert_ne!(work(1, 4), 1);
+    }
+
+    #[test]
+    fn lines_round_trip_and_bad_ones_say_why() {
+        let r = record(7, 838_861, 10_000);
+        assert_eq!(parse_line(&format_line(r)), Ok(r));
+        assert_eq!(parse_line("3,-4\r\n"), Ok((3, -4)));
+        assert!(parse_line("3;4").unwrap_err().contains("key,value"));
+        assert!(parse_line("x,4").unwrap_err().contains("key \"x\""));
     }
 
     #[test]
