@@ -209,12 +209,43 @@ fn a_sink_already_batching_is_scaled_instead() {
 }
 
 #[test]
-fn a_sink_computing_hard_is_the_generic_sink_limit() {
-    // Busy on the CPU: not waiting on its system, so no batching advice from the option.
+fn small_batches_are_batched_even_when_the_sink_computes() {
+    // On the CPU (a loaded machine, or per-row work): batching still saves a request per row.
     let d = diagnose(&pg_sink("1", 900.0));
+    assert_eq!(d.cause, Cause::SinkLimit);
+    assert!(matches!(
+        d.fix.unwrap().plan_change,
+        Some(PlanChange::SinkOption { .. })
+    ));
+}
+
+#[test]
+fn a_batched_sink_computing_hard_is_the_generic_sink_limit() {
+    let d = diagnose(&pg_sink("5000", 900.0));
     assert_eq!(d.cause, Cause::SinkLimit);
     assert!(matches!(
         d.fix.unwrap().plan_change,
         Some(PlanChange::Parallelism { .. })
     ));
+}
+
+#[test]
+fn a_sink_fed_a_keyed_stream_is_scaled_with_its_keyed_operator_behind_hash() {
+    // `agg` (HASH input) → FORWARD → the sink: an upsert's per-key order must hold, so the
+    // keyed operator is raised with HASH kept and the sink moves with it.
+    let mut j = pg_sink("5000", 60.0);
+    j.vertices[2].ship_strategies = vec!["FORWARD".into()];
+    j.vertices[1] = VertexView {
+        subtasks: bp2(),
+        ..j.vertices[1].clone()
+    };
+    let d = diagnose(&j);
+    assert_eq!(
+        d.fix.unwrap().plan_change,
+        Some(PlanChange::Parallelism {
+            operator: "agg".into(),
+            parallelism: 3,
+            ship: "HASH".into()
+        })
+    );
 }

@@ -92,11 +92,12 @@ pub(super) fn partition_ceiling(b: &Breakdown) -> Option<Finding> {
     Some(f)
 }
 
-/// The sink operator (last in its chain, or alone) is busy but waits: little CPU per busy ms,
-/// or, where CPU is not reported, its send time says it is writing. While its batches are
-/// small (a declared `sink.buffer-flush.max-rows` below [`BATCH_ROWS`]) the fix is to batch the
-/// writes, a connector option the fixer sets; otherwise scale the sink, which helps while the
-/// external system has room.
+/// The sink operator (last in its chain, or alone) is busy. While its batches are small (a
+/// declared `sink.buffer-flush.max-rows` below [`BATCH_ROWS`]) the fix is to batch the writes —
+/// a connector option the fixer sets — whatever the CPU says: every request costs a round trip
+/// and a statement. With batched writes, a sink that waits on its system (little CPU per busy
+/// ms, or its send time reported where CPU is not) is scaled, which helps while the external
+/// system has room; a sink that computes is left to the generic sink rule.
 pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
     let v = b.v;
     let alone = b.operator.is_none() && v.operators.len() <= 1;
@@ -108,17 +109,14 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
         Some(c) => c + b.cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * b.hot_busy,
         None => send_time.is_some(),
     };
-    if !waiting {
-        return None;
-    }
     let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
     let mut evidence = vec![match b.cpu {
-        Some(c) => format!(
+        Some(c) if waiting => format!(
             "the sink is busy {} but on the CPU only {}: it waits on the system it writes to",
             pct(b.hot_busy),
             pct(c)
         ),
-        None => format!("the sink is busy writing ({})", pct(b.hot_busy)),
+        _ => format!("the sink is busy writing ({})", pct(b.hot_busy)),
     }];
     if let Some(t) = send_time {
         evidence.push(format!("its last write took {t:.1} ms (currentSendTime)"));
@@ -140,7 +138,11 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
         ));
         return Some(Finding::new(
             Cause::SinkLimit,
-            0.8,
+            if waiting || send_time.is_some() {
+                0.8
+            } else {
+                0.7
+            },
             evidence,
             Some(FixProposal {
                 description: format!(
@@ -165,6 +167,9 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
             ),
         ));
     }
+    if !waiting {
+        return None;
+    }
     if let Some(o) = max_rows {
         evidence.push(format!(
             "its writes are already batched ({MAX_ROWS_OPTION} = {})",
@@ -172,8 +177,7 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
         ));
     }
     let (p, n) = (b.p, b.n);
-    // A keyed stream into the sink keeps HASH so one key's writes stay in order on one subtask.
-    let ship = if b.keyed { "HASH" } else { "REBALANCE" };
+    let (operator, ship, how) = scale_target(b, &target);
     Some(Finding::new(
         Cause::SinkLimit,
         0.7,
@@ -181,11 +185,11 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
         Some(FixProposal {
             description: format!(
                 "scale the sink: {n} subtasks write in parallel, if the external system has room \
-                 (its own CPU and I/O are not saturated)"
+                 (its own CPU and I/O are not saturated){how}"
             ),
-            change: format!("raise `{target}` to parallelism {n} behind {ship}"),
+            change: format!("raise `{operator}` to parallelism {n} behind {ship}"),
             plan_change: Some(PlanChange::Parallelism {
-                operator: target,
+                operator,
                 parallelism: n,
                 ship: ship.to_string(),
             }),
@@ -195,4 +199,36 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
             n as f64 / p as f64
         ),
     ))
+}
+
+/// What to raise to scale sink `target`, behind which ship strategy, and a note. A sink fed a
+/// keyed stream (chained behind a keyed operator, or FORWARD from one) must keep each key's
+/// updates in order, or an upsert's last write per key changes: raise the keyed operator with
+/// HASH kept (its FORWARD successors, the sink among them, move with it). Otherwise REBALANCE
+/// into the sink.
+pub(super) fn scale_target(b: &Breakdown, target: &str) -> (String, &'static str, &'static str) {
+    const NOTE: &str = "; together with the keyed operator feeding it, HASH kept, so each \
+                        key's updates stay in order";
+    if b.keyed {
+        if let Some(head) = &b.first_op {
+            return (head.clone(), "HASH", NOTE);
+        }
+    }
+    let v = b.v;
+    let forward = !v.ship_strategies.is_empty()
+        && v.ship_strategies
+            .iter()
+            .all(|s| s.eq_ignore_ascii_case("FORWARD"));
+    if forward && v.inputs.len() == 1 {
+        let u = &b.job.vertices[v.inputs[0]];
+        if u.ship_strategies
+            .iter()
+            .any(|s| s.eq_ignore_ascii_case("HASH"))
+        {
+            if let Some(head) = u.operators.first() {
+                return (head.clone(), "HASH", NOTE);
+            }
+        }
+    }
+    (target.to_string(), "REBALANCE", "")
 }

@@ -163,19 +163,22 @@ pub(super) fn sink_limit(b: &Breakdown) -> Option<Finding> {
     }
     let n = b.n;
     let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
+    let (operator, ship, how) = super::connectors::scale_target(b, &target);
     Some(Finding::new(
         Cause::SinkLimit,
         0.7,
         vec![format!("the sink is busy writing ({})", pct(b.hot_busy))],
         Some(FixProposal {
-            description: "batch the writes (larger, fewer requests) or scale the sink".to_string(),
+            description: format!(
+                "batch the writes (larger, fewer requests) or scale the sink{how}"
+            ),
             change: format!(
-                "raise `{target}` to parallelism {n} behind REBALANCE, or batch its writes"
+                "raise `{operator}` to parallelism {n} behind {ship}, or batch its writes"
             ),
             plan_change: Some(PlanChange::Parallelism {
-                operator: target,
+                operator,
                 parallelism: n,
-                ship: "REBALANCE".to_string(),
+                ship: ship.to_string(),
             }),
         }),
         format!(
