@@ -76,9 +76,14 @@ fn a_hot_key_job_is_diagnosed_as_key_skew_with_a_two_phase_plan_change() {
             "fix",
             "expected-effect",
             "undetermined",
+            "source-splits",
+            "lag",
             "plan-change"
         ]
     );
+    // Neither a partitioned source nor source lag in this job.
+    assert_eq!(d["source-splits"], Value::Null, "{d}");
+    assert_eq!(d["lag"], Value::Null, "{d}");
 }
 
 #[test]
