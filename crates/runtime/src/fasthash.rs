@@ -60,3 +60,4 @@ impl Hasher for FastHasher {
 
 pub type FastBuildHasher = BuildHasherDefault<FastHasher>;
 pub type FastHashMap<K, V> = std::collections::HashMap<K, V, FastBuildHasher>;
+pub type FastHashSet<T> = std::collections::HashSet<T, FastBuildHasher>;

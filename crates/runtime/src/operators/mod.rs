@@ -8,6 +8,7 @@ mod keyed_reduce;
 mod two_phase;
 mod watermark_assigner;
 mod window;
+mod window_state;
 
 pub use aggregate::{AggregateEmit, AggregateOp, ReduceFinalOp};
 pub use basic::{FilterOp, FlatMapOp, MapOp};

@@ -8,11 +8,9 @@ use std::sync::Arc;
 use super::aggregate::not_open;
 use sluice_types::{Collector, CollectorExt, Operator, OperatorContext, OperatorError, Watermark};
 
+use super::window_state::{self, WindowContents, WindowTimers};
 use crate::operators::keyed_process::{system_time_ms, ProcessingClock};
-use crate::state::{
-    instance_dir_name, AggregateFunction, KeyedStateConfig, KeyedStateStore, StateKey, StateValue,
-    TimerService,
-};
+use crate::state::{AggregateFunction, KeyedStateConfig, StateKey, StateValue};
 use crate::time::windows::{
     cleanup_time, is_element_late, window_start_with_offset, EventTimeSessionWindows,
     SlidingEventTimeWindows, TimeWindow, TumblingEventTimeWindows, WindowError,
@@ -152,15 +150,14 @@ where
 /// Turns a late element into an output record (the late-data side output), if configured.
 pub type LateOutput<IN, OUT> = Arc<dyn Fn(IN) -> OUT + Send + Sync>;
 
-const CONTENTS: &str = "window-contents";
-
 /// The operator's type parameters that no field holds.
 type Types<IN, ACC, R, OUT> = PhantomData<fn(IN, ACC) -> (R, OUT)>;
 
-/// The window operator. Per key, each window's accumulator lives in keyed state (a map from
-/// `(start, end)` to the accumulator, so both backends hold it by key group); a timer per
-/// `(key, window end − 1)` fires the window when the watermark (or the processing clock)
-/// reaches it, and a timer at the cleanup time (`max timestamp + allowed lateness`) drops it.
+/// The window operator. Per key, its windows with their accumulators
+/// ([`WindowContents`]: a typed list per key on the memory backend, the map state
+/// `window-contents` `(start, end)` → accumulator on the LSM backend, the same snapshot bytes);
+/// when the watermark (or the processing clock) reaches a window's end − 1 the window fires,
+/// and at its cleanup time (`max timestamp + allowed lateness`) it is dropped.
 ///
 /// Rules (Flink's `WindowOperator`, `EventTimeTrigger`):
 /// - an element whose windows are all late (`cleanup time ≤ watermark`) is skipped; if it is
@@ -170,6 +167,12 @@ type Types<IN, ACC, R, OUT> = PhantomData<fn(IN, ACC) -> (R, OUT)>;
 ///   allowed lateness, fires that window again at once (with the updated result);
 /// - session windows merge with every window of the key they overlap or touch; their
 ///   accumulators merge with [`AggregateFunction::merge`].
+///
+/// Timers ([`WindowTimers`]) are candidates checked against the key's windows when due: a new
+/// window queues its end − 1; a window that fired and is kept for lateness queues its cleanup
+/// time; a session that absorbed others inherits their entries (each lies inside it) and, when
+/// one comes due early, queues its own end − 1. So a record that extends a session touches no
+/// timer at all.
 pub struct WindowOp<K, IN, ACC, R, OUT, KS, TS, A, F> {
     key_of: KS,
     time_of: TS,
@@ -179,8 +182,8 @@ pub struct WindowOp<K, IN, ACC, R, OUT, KS, TS, A, F> {
     agg: A,
     func: F,
     late: Option<LateOutput<IN, OUT>>,
-    store: Option<KeyedStateStore<K>>,
-    timers: TimerService<K>,
+    contents: Option<WindowContents<K, ACC>>,
+    timers: WindowTimers<K>,
     clock: ProcessingClock,
     watermark: i64,
     scratch: Vec<TimeWindow>,
@@ -209,7 +212,6 @@ where
         agg: A,
         func: F,
     ) -> Self {
-        let first = *config.key_groups.start();
         WindowOp {
             key_of,
             time_of,
@@ -219,8 +221,8 @@ where
             agg,
             func,
             late: None,
-            store: None,
-            timers: TimerService::new(first),
+            contents: None,
+            timers: WindowTimers::new(),
             clock: Arc::new(system_time_ms),
             watermark: i64::MIN,
             scratch: Vec::new(),
@@ -265,31 +267,6 @@ where
         self.assigner.is_event_time() && cleanup_time(w, self.lateness()) <= self.watermark
     }
 
-    fn register(&mut self, key: &K, kg: u32, w: &TimeWindow) {
-        self.timers.register(key, kg, w.max_timestamp());
-        let cleanup = cleanup_time(w, self.lateness());
-        if cleanup != w.max_timestamp() {
-            self.timers.register(key, kg, cleanup);
-        }
-    }
-
-    fn unregister(&mut self, key: &K, kg: u32, w: &TimeWindow) {
-        self.timers.delete(key, kg, w.max_timestamp());
-        self.timers
-            .delete(key, kg, cleanup_time(w, self.lateness()));
-    }
-
-    fn emit(
-        &mut self,
-        key: &K,
-        w: &TimeWindow,
-        acc: &ACC,
-        out: &mut dyn Collector<OUT>,
-    ) -> Result<(), OperatorError> {
-        let result = self.agg.get_result(acc);
-        self.func.apply(key, w, result, out)
-    }
-
     fn on_late(&mut self, record: IN, out: &mut dyn Collector<OUT>) -> Result<(), OperatorError> {
         match &self.late {
             Some(f) => out.collect(f(record)),
@@ -313,6 +290,8 @@ where
         }
     }
 
+    /// Session windows: the element's window merges with every window of the key it overlaps
+    /// or touches.
     fn process_merging(
         &mut self,
         record: IN,
@@ -325,78 +304,134 @@ where
             unreachable!("only session windows merge")
         };
         let fresh = s.assign_window(time);
-        let store = self.store.as_mut().ok_or_else(not_open)?;
-        let existing = store.map_state::<(i64, i64), ACC>(CONTENTS).entries()?;
-        let mut merged = fresh;
-        let mut absorbed = Vec::new();
-        for ((start, end), acc) in existing {
-            let w = TimeWindow::new(start, end);
-            if w.intersects(&fresh) {
-                merged = merged.cover(&w);
-                absorbed.push((w, acc));
+        let (watermark, lateness) = (self.watermark, self.lateness());
+        let mut record = Some(record);
+        let WindowOp {
+            contents,
+            agg,
+            func,
+            timers,
+            ..
+        } = self;
+        let contents = contents.as_mut().ok_or_else(not_open)?;
+        let late = contents.update(&key, kg, |list| {
+            let mut merged = fresh;
+            let mut absorbed = 0;
+            for (w, _) in list.iter() {
+                if w.intersects(&fresh) {
+                    merged = merged.cover(w);
+                    absorbed += 1;
+                }
             }
-        }
-        if self.window_is_late(&merged) {
-            return if is_element_late(time, self.watermark, self.lateness()) {
-                self.on_late(record, out)
+            if cleanup_time(&merged, lateness) <= watermark {
+                return Ok(true);
+            }
+            let value = record.take().expect("record used once");
+            let fire_now = merged.max_timestamp() <= watermark;
+            if absorbed == 0 {
+                let acc = agg.add(value, agg.create_accumulator());
+                if fire_now {
+                    func.apply(&key, &merged, agg.get_result(&acc), out)?;
+                }
+                timers.push(next_due(&merged, watermark, lateness), kg, key.clone());
+                list.push((merged, acc));
+                return Ok(false);
+            }
+            // Merge the absorbed accumulators in the key's window order, then add the element.
+            let (all_unfired, acc) = if absorbed == 1 {
+                // The common case (an element extends its session): no allocation.
+                let i = list
+                    .iter()
+                    .position(|(w, _)| w.intersects(&fresh))
+                    .expect("one window intersects");
+                let (w, a) = list.swap_remove(i);
+                (w.max_timestamp() > watermark, a)
             } else {
-                Ok(())
+                let mut taken: Vec<(TimeWindow, ACC)> = Vec::with_capacity(absorbed);
+                let mut i = 0;
+                while i < list.len() {
+                    if list[i].0.intersects(&fresh) {
+                        taken.push(list.swap_remove(i));
+                    } else {
+                        i += 1;
+                    }
+                }
+                // Accumulators merge in window order.
+                taken.sort_by_key(|(w, _)| *w);
+                let all_unfired = taken.iter().all(|(w, _)| w.max_timestamp() > watermark);
+                let mut taken = taken.into_iter().map(|(_, a)| a);
+                let first = taken.next().expect("two or more windows");
+                (all_unfired, taken.fold(first, |prev, a| agg.merge(prev, a)))
             };
+            let acc = agg.add(value, acc);
+            if fire_now {
+                func.apply(&key, &merged, agg.get_result(&acc), out)?;
+            }
+            // Absorbed windows that had not fired left entries inside `merged`, which re-arm
+            // it when due; otherwise it needs its own.
+            if fire_now || !all_unfired {
+                timers.push(next_due(&merged, watermark, lateness), kg, key.clone());
+            }
+            list.push((merged, acc));
+            Ok(false)
+        })?;
+        match record {
+            Some(record) if late && is_element_late(time, self.watermark, self.lateness()) => {
+                self.on_late(record, out)
+            }
+            _ => Ok(()),
         }
-        let mut acc: Option<ACC> = None;
-        for (w, a) in absorbed {
-            self.store
-                .as_mut()
-                .ok_or_else(not_open)?
-                .map_state::<(i64, i64), ACC>(CONTENTS)
-                .remove(&(w.start, w.end))?;
-            self.unregister(&key, kg, &w);
-            acc = Some(match acc {
-                None => a,
-                Some(prev) => self.agg.merge(prev, a),
-            });
-        }
-        let acc = self
-            .agg
-            .add(record, acc.unwrap_or_else(|| self.agg.create_accumulator()));
-        self.register(&key, kg, &merged);
-        let fire_now = merged.max_timestamp() <= self.watermark;
-        if fire_now {
-            self.emit(&key, &merged, &acc, out)?;
-        }
-        self.store
-            .as_mut()
-            .ok_or_else(not_open)?
-            .map_state::<(i64, i64), ACC>(CONTENTS)
-            .put((merged.start, merged.end), acc)?;
-        Ok(())
     }
 
-    /// Fires and cleans up every window whose timer is due at `now`.
+    /// Fires and cleans up every window that is due at `now`.
     fn fire_timers(&mut self, now: i64, out: &mut dyn Collector<OUT>) -> Result<(), OperatorError> {
-        if self.timers.next_timestamp().is_none_or(|t| t > now) {
-            return Ok(());
-        }
         let lateness = self.lateness();
-        for (ts, kg, key) in self.timers.take_due(now) {
-            let store = self.store.as_mut().ok_or_else(not_open)?;
-            store.set_current_key(key.clone(), kg)?;
-            let entries = store.map_state::<(i64, i64), ACC>(CONTENTS).entries()?;
-            for ((start, end), acc) in entries {
-                let w = TimeWindow::new(start, end);
-                if w.max_timestamp() == ts {
-                    self.emit(&key, &w, &acc, out)?;
-                }
-                if cleanup_time(&w, lateness) <= ts {
-                    self.store
-                        .as_mut()
-                        .ok_or_else(not_open)?
-                        .map_state::<(i64, i64), ACC>(CONTENTS)
-                        .remove(&(start, end))?;
-                }
+        let merging = matches!(self.assigner, WindowAssigner::Session(_));
+        let WindowOp {
+            contents,
+            agg,
+            func,
+            timers,
+            ..
+        } = self;
+        let contents = contents.as_mut().ok_or_else(not_open)?;
+        while let Some((ts, due)) = timers.pop_due(now, merging) {
+            for (kg, key) in due {
+                contents.update(&key, kg, |list| {
+                    let mut i = 0;
+                    while i < list.len() {
+                        let (w, acc) = &list[i];
+                        let (end, clean) = (w.max_timestamp(), cleanup_time(w, lateness));
+                        if end == ts {
+                            func.apply(&key, w, agg.get_result(acc), out)?;
+                        }
+                        if clean <= ts {
+                            list.swap_remove(i);
+                            continue;
+                        }
+                        if end == ts {
+                            // Kept for late elements until its cleanup time.
+                            timers.push(clean, kg, key.clone());
+                        } else if merging && w.start <= ts && ts < end {
+                            // The entry of a session this one absorbed: due at its own end.
+                            timers.push(end, kg, key.clone());
+                        }
+                        i += 1;
+                    }
+                    Ok(())
+                })?;
             }
         }
         Ok(())
+    }
+}
+
+/// When a live window is next due: its end − 1 until that passed, then its cleanup time.
+fn next_due(w: &TimeWindow, now: i64, lateness: i64) -> i64 {
+    if w.max_timestamp() > now {
+        w.max_timestamp()
+    } else {
+        cleanup_time(w, lateness)
     }
 }
 
@@ -414,15 +449,8 @@ where
     F: WindowFunction<K, R, OUT>,
 {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
-        let mut store = KeyedStateStore::open(
-            &self.config.backend,
-            &instance_dir_name(&ctx.operator_name, ctx.subtask_index),
-            self.config.key_groups.clone(),
-        )?;
-        let task = crate::services::task_metrics(ctx);
-        store.attach_metrics(task.clone());
-        self.metrics = task;
-        self.store = Some(store);
+        self.contents = Some(WindowContents::open(&self.config, ctx)?);
+        self.metrics = crate::services::task_metrics(ctx);
         Ok(())
     }
 
@@ -439,59 +467,69 @@ where
         };
         let key = (self.key_of)(&record);
         let kg = (self.config.key_group_of)(&key);
-        self.store
-            .as_mut()
-            .ok_or_else(not_open)?
-            .set_current_key(key.clone(), kg)?;
         if matches!(self.assigner, WindowAssigner::Session(_)) {
             return self.process_merging(record, key, kg, time, out);
         }
         let mut windows = std::mem::take(&mut self.scratch);
         self.assigner.assign(time, &mut windows);
-        let now = self.current_time();
-        let mut record = Some(record);
-        let last_live = windows.iter().rposition(|w| !self.window_is_late(w));
-        let Some(last_live) = last_live else {
+        let Some(last_live) = windows.iter().rposition(|w| !self.window_is_late(w)) else {
             self.scratch = windows;
-            let record = record.take().expect("record not consumed");
             return if is_element_late(time, self.watermark, self.lateness()) {
                 self.on_late(record, out)
             } else {
                 Ok(())
             };
         };
-        for (i, w) in windows.iter().enumerate() {
-            if self.window_is_late(w) {
-                continue;
-            }
-            let value = if i == last_live {
-                record.take().expect("record used once")
-            } else {
-                record.clone().expect("record still here")
-            };
-            let store = self.store.as_mut().ok_or_else(not_open)?;
-            let mut state = store.map_state::<(i64, i64), ACC>(CONTENTS);
-            let slot = (w.start, w.end);
-            let (acc, fresh) = match state.get(&slot)? {
-                Some(acc) => (acc, false),
-                None => (self.agg.create_accumulator(), true),
-            };
-            let acc = self.agg.add(value, acc);
-            if event_time && w.max_timestamp() <= now {
+        let now = self.current_time();
+        let (watermark, lateness) = (self.watermark, self.lateness());
+        let WindowOp {
+            contents,
+            agg,
+            func,
+            timers,
+            ..
+        } = self;
+        let contents = contents.as_mut().ok_or_else(not_open)?;
+        let mut record = Some(record);
+        let r = contents.update(&key, kg, |list| {
+            for (i, w) in windows.iter().enumerate() {
+                if event_time && cleanup_time(w, lateness) <= watermark {
+                    continue;
+                }
+                let value = if i == last_live {
+                    record.take().expect("record used once")
+                } else {
+                    record.clone().expect("record still here")
+                };
                 // Late but within the allowed lateness: fire again with the element.
-                self.emit(&key, w, &acc, out)?;
+                let fire_now = event_time && w.max_timestamp() <= now;
+                match list.iter_mut().find(|(x, _)| x == w) {
+                    Some((_, acc)) => {
+                        let old = std::mem::replace(acc, agg.create_accumulator());
+                        *acc = agg.add(value, old);
+                        if fire_now {
+                            func.apply(&key, w, agg.get_result(acc), out)?;
+                        }
+                    }
+                    None => {
+                        let acc = agg.add(value, agg.create_accumulator());
+                        if fire_now {
+                            func.apply(&key, w, agg.get_result(&acc), out)?;
+                        }
+                        let due = if event_time {
+                            next_due(w, now, lateness)
+                        } else {
+                            w.max_timestamp()
+                        };
+                        timers.push(due, kg, key.clone());
+                        list.push((*w, acc));
+                    }
+                }
             }
-            self.store
-                .as_mut()
-                .ok_or_else(not_open)?
-                .map_state::<(i64, i64), ACC>(CONTENTS)
-                .put(slot, acc)?;
-            if fresh {
-                self.register(&key, kg, w);
-            }
-        }
+            Ok(())
+        });
         self.scratch = windows;
-        Ok(())
+        r
     }
 
     fn on_watermark(
@@ -507,13 +545,19 @@ where
     }
 
     fn snapshot_state(&mut self, _checkpoint_id: u64) -> Result<Option<Vec<u8>>, OperatorError> {
-        let store = self.store.as_ref().ok_or_else(not_open)?;
-        crate::state::snapshot::snapshot_keyed(store, &[&self.timers]).map(Some)
+        let contents = self.contents.as_ref().ok_or_else(not_open)?;
+        let fired_up_to = if self.assigner.is_event_time() {
+            self.watermark
+        } else {
+            i64::MIN
+        };
+        let lateness = self.lateness();
+        window_state::snapshot(contents, fired_up_to, |w| cleanup_time(w, lateness)).map(Some)
     }
 
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
-        let store = self.store.as_mut().ok_or_else(not_open)?;
-        crate::state::snapshot::restore_keyed(store, &mut [&mut self.timers], parts)
+        let contents = self.contents.as_mut().ok_or_else(not_open)?;
+        window_state::restore(contents, &mut self.timers, &self.config.key_groups, parts)
     }
 
     fn tick(&mut self, out: &mut dyn Collector<OUT>) -> Result<(), OperatorError> {
@@ -730,5 +774,131 @@ mod tests {
         now.store(150, std::sync::atomic::Ordering::Relaxed);
         op.tick(&mut out).unwrap();
         assert_eq!(out.records, vec![(1, 100, 150, 2)]);
+    }
+
+    fn lateness_op(
+        assigner: WindowAssigner,
+        backend: StateBackendKind,
+        lateness: i64,
+    ) -> impl Operator<(u32, i64), Out> {
+        let config = KeyedStateConfig {
+            backend,
+            key_group_of: Arc::new(|k: &u32| *k % 4),
+            key_groups: 0..=3,
+        };
+        let mut op = WindowOp::new(
+            |r: &(u32, i64)| r.0,
+            |r: &(u32, i64)| r.1,
+            config,
+            assigner,
+            Count,
+            emit,
+        )
+        .with_allowed_lateness(lateness);
+        op.open(&ctx()).unwrap();
+        op
+    }
+
+    #[test]
+    fn a_late_element_merging_a_fired_session_fires_the_merged_session_once_at_its_end() {
+        let a = WindowAssigner::Session(EventTimeSessionWindows::with_gap(10).unwrap());
+        for backend in backends() {
+            let mut op = lateness_op(a, backend, 5);
+            let mut out = VecCollector::default();
+            op.process((1, 0), &mut out).unwrap(); // [0,10)
+            op.on_watermark(Watermark(9), &mut out).unwrap(); // fires [0,10), kept until 14
+            op.process((1, 12), &mut out).unwrap(); // [12,22), apart
+            op.process((1, 5), &mut out).unwrap(); // [5,15) bridges both: [0,22)
+            op.on_watermark(Watermark(20), &mut out).unwrap();
+            assert_eq!(out.records, vec![(1, 0, 10, 1)]);
+            op.on_watermark(Watermark(21), &mut out).unwrap();
+            assert_eq!(out.records, vec![(1, 0, 10, 1), (1, 0, 22, 3)]);
+            op.on_watermark(Watermark::MAX, &mut out).unwrap();
+            assert_eq!(out.records.len(), 2, "fired once: {:?}", out.records);
+        }
+    }
+
+    #[test]
+    fn a_late_element_in_a_new_window_within_lateness_fires_it_once() {
+        let a = WindowAssigner::Tumbling(TumblingEventTimeWindows::of(10).unwrap());
+        let mut op = lateness_op(a, StateBackendKind::Memory, 20);
+        let mut out = VecCollector::default();
+        op.on_watermark(Watermark(15), &mut out).unwrap();
+        op.process((1, 3), &mut out).unwrap(); // [0,10) is past its end: fires at once
+        assert_eq!(out.records, vec![(1, 0, 10, 1)]);
+        op.on_watermark(Watermark(16), &mut out).unwrap();
+        op.on_watermark(Watermark::MAX, &mut out).unwrap();
+        assert_eq!(
+            out.records,
+            vec![(1, 0, 10, 1)],
+            "not again at the next watermark"
+        );
+    }
+
+    /// Runs `input` (then a watermark) on `backend`, returns the snapshot.
+    fn snapshot_after(
+        assigner: WindowAssigner,
+        backend: StateBackendKind,
+        input: &[(u32, i64)],
+        watermark: i64,
+    ) -> (Vec<u8>, Vec<Out>) {
+        let mut op = lateness_op(assigner, backend, 3);
+        let mut out = VecCollector::default();
+        for r in input {
+            op.process(*r, &mut out).unwrap();
+        }
+        op.on_watermark(Watermark(watermark), &mut out).unwrap();
+        (op.snapshot_state(1).unwrap().unwrap(), out.records)
+    }
+
+    #[test]
+    fn snapshots_are_the_same_bytes_on_both_backends_and_restore_across_them() {
+        let input: Vec<(u32, i64)> = (0..200u32)
+            .map(|i| (i % 7, i64::from(i * 37 % 101)))
+            .collect();
+        for assigner in [
+            WindowAssigner::Sliding(SlidingEventTimeWindows::of(20, 5).unwrap()),
+            WindowAssigner::Session(EventTimeSessionWindows::with_gap(4).unwrap()),
+        ] {
+            let mut snaps = Vec::new();
+            for backend in backends() {
+                snaps.push(snapshot_after(assigner, backend, &input, 50));
+            }
+            assert_eq!(
+                snaps[0].0, snaps[1].0,
+                "{assigner:?}: snapshot bytes differ"
+            );
+            let mut fired = snaps[0].1.clone();
+            fired.sort();
+            let mut other = snaps[1].1.clone();
+            other.sort();
+            assert_eq!(fired, other);
+            // The whole run's output equals the output before the snapshot plus that of a
+            // restored operator (on the other backend) finishing the run.
+            let (mut whole, mut whole_out) = (
+                lateness_op(assigner, StateBackendKind::Memory, 3),
+                VecCollector::default(),
+            );
+            for r in &input {
+                whole.process(*r, &mut whole_out).unwrap();
+            }
+            whole.on_watermark(Watermark(50), &mut whole_out).unwrap();
+            whole.on_watermark(Watermark::MAX, &mut whole_out).unwrap();
+            for (i, backend) in backends().into_iter().enumerate() {
+                let mut restored = lateness_op(assigner, backend, 3);
+                restored
+                    .restore_state(&[(0, snaps[1 - i].0.clone())])
+                    .unwrap();
+                let mut out = VecCollector::default();
+                restored.on_watermark(Watermark(50), &mut out).unwrap();
+                restored.on_watermark(Watermark::MAX, &mut out).unwrap();
+                let mut all = snaps[1 - i].1.clone();
+                all.extend(out.records);
+                all.sort();
+                let mut expected = whole_out.records.clone();
+                expected.sort();
+                assert_eq!(all, expected, "{assigner:?} restored on backend {i}");
+            }
+        }
     }
 }
