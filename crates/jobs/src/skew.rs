@@ -293,7 +293,14 @@ impl FinalSums {
 impl sluice_graph::Collector<(i64, i64)> for FinalSums {
     #[inline]
     fn collect(&mut self, (k, s): (i64, i64)) -> Result<(), sluice_graph::OperatorError> {
-        self.latest.insert(k, s);
+        // Nearly every update is of a key seen before: overwrite in place (`insert` would
+        // first make room for a new entry).
+        match self.latest.get_mut(&k) {
+            Some(sum) => *sum = s,
+            None => {
+                self.latest.insert(k, s);
+            }
+        }
         Ok(())
     }
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), sluice_graph::OperatorError> {

@@ -5,6 +5,7 @@ use sluice_graph::{
     TimeWindow, WindowAssigner,
 };
 use sluice_nexmark::{Bid, Event, Text};
+use sluice_runtime::state::{KeyedStateStore, ListOf, StateHandle, ValueOf};
 
 use super::rows::Milli;
 
@@ -80,32 +81,54 @@ pub fn q5(events: &DataStream<Event>) -> DataStream<(i64, u64)> {
         .window(WindowAssigner::sliding(10_000, 2_000).expect("valid window"))
         .count()
         .key_by(|r: &sluice_graph::WindowResult<i64, u64>| r.window.start)
-        .process_event_time(HottestPerWindow)
+        .process_event_time(HottestPerWindow::default())
         .name("q5 max per window")
 }
 
 /// Keyed by window start: collects `(auction, count)` of the window, and when the watermark
 /// passes the window's end, emits those with the maximal count.
-#[derive(Clone)]
-struct HottestPerWindow;
+#[derive(Clone, Default)]
+struct HottestPerWindow {
+    /// Registered at open.
+    states: Option<HottestStates>,
+}
+
+#[derive(Clone, Copy)]
+struct HottestStates {
+    max: StateHandle<ValueOf<u64>>,
+    top: StateHandle<ListOf<(i64, u64)>>,
+}
+
+fn not_registered() -> OperatorError {
+    OperatorError::failed("state used before register_states")
+}
 
 impl KeyedProcessFunction<i64, sluice_graph::WindowResult<i64, u64>, (i64, u64)>
     for HottestPerWindow
 {
+    fn register_states(&mut self, states: &mut KeyedStateStore<i64>) -> Result<(), OperatorError> {
+        self.states = Some(HottestStates {
+            max: states.register_value("max")?,
+            top: states.register_list("top")?,
+        });
+        Ok(())
+    }
+
     fn process_element(
         &mut self,
         r: sluice_graph::WindowResult<i64, u64>,
         ctx: &mut ProcessContext<'_, i64>,
         _out: &mut dyn Collector<(i64, u64)>,
     ) -> Result<(), OperatorError> {
-        let mut max = ctx.value_state::<u64>("max");
+        let s = self.states.ok_or_else(not_registered)?;
+        let mut max = ctx.value(&s.max);
         let m = max.value()?.unwrap_or(0);
         if r.value >= m {
             if r.value > m {
                 max.update(r.value)?;
-                ctx.list_state::<(i64, u64)>("top").clear()?;
+                ctx.list(&s.top).clear()?;
             }
-            ctx.list_state::<(i64, u64)>("top").add((r.key, r.value))?;
+            ctx.list(&s.top).add((r.key, r.value))?;
         }
         ctx.timer_service()
             .register_event_time_timer(r.window.max_timestamp());
@@ -118,11 +141,12 @@ impl KeyedProcessFunction<i64, sluice_graph::WindowResult<i64, u64>, (i64, u64)>
         ctx: &mut OnTimerContext<'_, i64>,
         out: &mut dyn Collector<(i64, u64)>,
     ) -> Result<(), OperatorError> {
-        for row in ctx.list_state::<(i64, u64)>("top").get()? {
+        let s = self.states.ok_or_else(not_registered)?;
+        for row in ctx.list(&s.top).get()? {
             out.collect(row)?;
         }
-        ctx.list_state::<(i64, u64)>("top").clear()?;
-        ctx.value_state::<u64>("max").clear()
+        ctx.list(&s.top).clear()?;
+        ctx.value(&s.max).clear()
     }
 }
 
@@ -151,31 +175,51 @@ pub fn q7(events: &DataStream<Event>) -> DataStream<Q7Row> {
         .name("q7 assign window")
         .with_timestamps(|t: &(i64, bool, Q7Row)| t.2 .3)
         .key_by(|t: &(i64, bool, Q7Row)| t.0)
-        .process_event_time(HighestBid)
+        .process_event_time(HighestBid::default())
         .name("q7 highest bid")
 }
 
-#[derive(Clone)]
-struct HighestBid;
+#[derive(Clone, Default)]
+struct HighestBid {
+    /// Registered at open.
+    states: Option<HighestStates>,
+}
+
+#[derive(Clone, Copy)]
+struct HighestStates {
+    max: StateHandle<ValueOf<i64>>,
+    top: StateHandle<ListOf<Q7Row>>,
+    boundary: StateHandle<ListOf<Q7Row>>,
+}
 
 impl KeyedProcessFunction<i64, (i64, bool, Q7Row), Q7Row> for HighestBid {
+    fn register_states(&mut self, states: &mut KeyedStateStore<i64>) -> Result<(), OperatorError> {
+        self.states = Some(HighestStates {
+            max: states.register_value("max")?,
+            top: states.register_list("top")?,
+            boundary: states.register_list("boundary")?,
+        });
+        Ok(())
+    }
+
     fn process_element(
         &mut self,
         (window, boundary, row): (i64, bool, Q7Row),
         ctx: &mut ProcessContext<'_, i64>,
         _out: &mut dyn Collector<Q7Row>,
     ) -> Result<(), OperatorError> {
+        let s = self.states.ok_or_else(not_registered)?;
         if boundary {
-            ctx.list_state::<Q7Row>("boundary").add(row)?;
+            ctx.list(&s.boundary).add(row)?;
         } else {
-            let mut max = ctx.value_state::<i64>("max");
+            let mut max = ctx.value(&s.max);
             let m = max.value()?;
             if m.is_none_or(|m| row.1 >= m) {
                 if m.is_none_or(|m| row.1 > m) {
                     max.update(row.1)?;
-                    ctx.list_state::<Q7Row>("top").clear()?;
+                    ctx.list(&s.top).clear()?;
                 }
-                ctx.list_state::<Q7Row>("top").add(row)?;
+                ctx.list(&s.top).add(row)?;
             }
         }
         ctx.timer_service()
@@ -189,19 +233,20 @@ impl KeyedProcessFunction<i64, (i64, bool, Q7Row), Q7Row> for HighestBid {
         ctx: &mut OnTimerContext<'_, i64>,
         out: &mut dyn Collector<Q7Row>,
     ) -> Result<(), OperatorError> {
-        if let Some(max) = ctx.value_state::<i64>("max").value()? {
-            for row in ctx.list_state::<Q7Row>("top").get()? {
+        let s = self.states.ok_or_else(not_registered)?;
+        if let Some(max) = ctx.value(&s.max).value()? {
+            for row in ctx.list(&s.top).get()? {
                 out.collect(row)?;
             }
-            for row in ctx.list_state::<Q7Row>("boundary").get()? {
+            for row in ctx.list(&s.boundary).get()? {
                 if row.1 == max {
                     out.collect(row)?;
                 }
             }
         }
-        ctx.list_state::<Q7Row>("top").clear()?;
-        ctx.list_state::<Q7Row>("boundary").clear()?;
-        ctx.value_state::<i64>("max").clear()
+        ctx.list(&s.top).clear()?;
+        ctx.list(&s.boundary).clear()?;
+        ctx.value(&s.max).clear()
     }
 }
 

@@ -9,7 +9,8 @@ use sluice_types::{Collector, CollectorExt, Operator, OperatorContext, OperatorE
 
 use crate::state::{
     instance_dir_name, AggregateFunction, AggregatingState, KeyedStateConfig, KeyedStateStore,
-    ListState, MapState, ReducingState, StateKey, StateValue, TimerService, ValueState,
+    ListOf, ListState, MapOf, MapState, ReducingState, StateHandle, StateKey, StateValue,
+    TimerService, ValueOf, ValueState,
 };
 
 /// Processing time in ms since the Unix epoch (Flink's `currentProcessingTime()`).
@@ -78,6 +79,15 @@ pub fn system_time_ms() -> i64 {
 pub trait KeyedProcessFunction<K, IN, OUT>: Send {
     /// Runs on the subtask's thread before the first record.
     fn open(&mut self, _ctx: &OperatorContext) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
+    /// Registers the function's states once, after `open` (Flink's `getState(descriptor)` in
+    /// `open`): keep the returned [`StateHandle`]s and reach the states with
+    /// [`ProcessContext::value`], [`list`](ProcessContext::list) and
+    /// [`map`](ProcessContext::map), which skip the lookup by name and the type check of
+    /// `value_state("name")`.
+    fn register_states(&mut self, _states: &mut KeyedStateStore<K>) -> Result<(), OperatorError> {
         Ok(())
     }
 
@@ -155,6 +165,27 @@ impl<'a, K: StateKey> ProcessContext<'a, K> {
 
     pub fn value_state<'b, V: StateValue>(&'b mut self, name: &'b str) -> ValueState<'b, K, V> {
         self.store.value_state(name)
+    }
+
+    /// The value state of a handle from [`KeyedProcessFunction::register_states`].
+    #[inline]
+    pub fn value<V: StateValue>(&mut self, h: &StateHandle<ValueOf<V>>) -> ValueState<'_, K, V> {
+        self.store.value(h)
+    }
+
+    /// The list state of a handle from [`KeyedProcessFunction::register_states`].
+    #[inline]
+    pub fn list<V: StateValue>(&mut self, h: &StateHandle<ListOf<V>>) -> ListState<'_, K, V> {
+        self.store.list(h)
+    }
+
+    /// The map state of a handle from [`KeyedProcessFunction::register_states`].
+    #[inline]
+    pub fn map<UK: StateKey, UV: StateValue>(
+        &mut self,
+        h: &StateHandle<MapOf<UK, UV>>,
+    ) -> MapState<'_, K, UK, UV> {
+        self.store.map(h)
     }
 
     pub fn list_state<'b, V: StateValue>(&'b mut self, name: &'b str) -> ListState<'b, K, V> {
@@ -383,8 +414,10 @@ where
             self.config.key_groups.clone(),
         )?;
         store.attach_metrics(crate::services::task_metrics(ctx));
+        self.func.open(ctx)?;
+        self.func.register_states(&mut store)?;
         self.store = Some(store);
-        self.func.open(ctx)
+        Ok(())
     }
 
     #[inline]

@@ -5,7 +5,9 @@ use sluice_types::{Collector, Operator, OperatorContext, OperatorError};
 use super::aggregate::open_store;
 use crate::fasthash::FastHashMap;
 use crate::hotkeys::{HotKeysConfig, HotKeysHook};
-use crate::state::{KeyedStateConfig, KeyedStateStore, StateBackendKind, StateKind};
+use crate::state::{
+    KeyedStateConfig, KeyedStateStore, StateBackendKind, StateHandle, StateKind, ValueOf,
+};
 
 /// The value state a rolling reduce keeps its per-key result under. The two-phase combiner
 /// ([`super::CombineOp`]) keeps the same state under the same name, which is what lets a
@@ -44,7 +46,8 @@ enum Rolling<K, T> {
         countdown: u32,
         metrics: Option<std::sync::Arc<crate::TaskMetrics>>,
     },
-    Store(KeyedStateStore<K>),
+    /// The store, and the handle of [`ROLLING_STATE`] registered at open.
+    Store(KeyedStateStore<K>, StateHandle<ValueOf<T>>),
 }
 
 impl<K: crate::state::StateKey, T: crate::state::StateValue> Rolling<K, T> {
@@ -55,7 +58,11 @@ impl<K: crate::state::StateKey, T: crate::state::StateValue> Rolling<K, T> {
                 countdown: MEMORY_SAMPLE_EVERY,
                 metrics: crate::services::task_metrics(ctx),
             },
-            StateBackendKind::Lsm { .. } => Rolling::Store(open_store(config, ctx)?),
+            StateBackendKind::Lsm { .. } => {
+                let mut store = open_store(config, ctx)?;
+                let rolling = store.register_value::<T>(ROLLING_STATE)?;
+                Rolling::Store(store, rolling)
+            }
         })
     }
 }
@@ -118,7 +125,7 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
         match &self.state {
             None => Ok(0),
             Some(Rolling::Memory { values, .. }) => Ok(values.len()),
-            Some(Rolling::Store(s)) => Ok(s.keys(ROLLING_STATE)?.len()),
+            Some(Rolling::Store(s, _)) => Ok(s.keys(ROLLING_STATE)?.len()),
         }
     }
 }
@@ -184,11 +191,12 @@ where
                 }
                 next
             }
-            Rolling::Store(store) => {
+            Rolling::Store(store, rolling) => {
                 let kg = (self.config.key_group_of)(&key);
                 store.set_current_key(key, kg)?;
                 let reduce = &mut self.reduce;
-                store.value_modify::<T, T>(ROLLING_STATE, StateKind::Value, |old| {
+                let target = store.target_of(rolling);
+                store.value_modify::<T, T>(target, StateKind::Value, |old| {
                     let next = match old {
                         Some(acc) => reduce(acc, r),
                         None => r,
@@ -227,7 +235,7 @@ where
                 )
                 .map(Some)
             }
-            Some(Rolling::Store(store)) => {
+            Some(Rolling::Store(store, _)) => {
                 crate::state::snapshot::snapshot_keyed(store, &[]).map(Some)
             }
             None => Err(super::aggregate::not_open()),
@@ -245,7 +253,7 @@ where
                 values.extend(restored.into_iter().map(|(_, k, v)| (k, v)));
                 Ok(())
             }
-            Some(Rolling::Store(store)) => {
+            Some(Rolling::Store(store, _)) => {
                 crate::state::snapshot::restore_keyed(store, &mut [], parts)
             }
             None => Err(super::aggregate::not_open()),

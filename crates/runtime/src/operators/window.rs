@@ -99,7 +99,7 @@ impl WindowAssigner {
         out.clear();
         match self {
             Self::Tumbling(t) => out.push(t.assign_window(time)),
-            Self::Sliding(s) => out.extend(s.assign_windows(time)),
+            Self::Sliding(s) => s.assign_windows_into(time, out),
             Self::Session(s) => out.push(s.assign_window(time)),
             Self::ProcessingTumbling { size, offset } => {
                 let start = window_start_with_offset(time, *offset, *size);

@@ -17,8 +17,8 @@ use sluice_types::{OperatorContext, OperatorError};
 
 use crate::fasthash::FastHashMap;
 use crate::state::{
-    instance_dir_name, layout, KeyedStateConfig, KeyedStateStore, StateBackendKind, StateEntry,
-    StateKey, StateValue, MEMORY_TIMING_SAMPLE_EVERY,
+    instance_dir_name, layout, KeyedStateConfig, KeyedStateStore, MapOf, StateBackendKind,
+    StateEntry, StateHandle, StateKey, StateValue, MEMORY_TIMING_SAMPLE_EVERY,
 };
 use crate::time::windows::TimeWindow;
 
@@ -39,8 +39,8 @@ pub enum WindowContents<K, ACC> {
         countdown: u32,
         metrics: Option<Arc<crate::TaskMetrics>>,
     },
-    /// The keyed store's map state [`CONTENTS`].
-    Store(KeyedStateStore<K>),
+    /// The keyed store's map state [`CONTENTS`], by the handle registered at open.
+    Store(KeyedStateStore<K>, StateHandle<MapOf<(i64, i64), ACC>>),
 }
 
 impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
@@ -73,7 +73,8 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
                     config.key_groups.clone(),
                 )?;
                 store.attach_metrics(metrics);
-                WindowContents::Store(store)
+                let contents = store.register_map(CONTENTS)?;
+                WindowContents::Store(store, contents)
             }
         })
     }
@@ -132,17 +133,17 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
                 }
                 r
             }
-            WindowContents::Store(store) => {
+            WindowContents::Store(store, contents) => {
                 store.set_current_key(key.clone(), kg)?;
                 let mut list: KeyWindows<ACC> = store
-                    .map_state::<(i64, i64), ACC>(CONTENTS)
+                    .map(contents)
                     .entries()?
                     .into_iter()
                     .map(|((start, end), acc)| (TimeWindow::new(start, end), acc))
                     .collect();
                 let before: Vec<TimeWindow> = list.iter().map(|(w, _)| *w).collect();
                 let r = f(&mut list)?;
-                let mut state = store.map_state::<(i64, i64), ACC>(CONTENTS);
+                let mut state = store.map(contents);
                 for w in before {
                     if !list.iter().any(|(x, _)| *x == w) {
                         state.remove(&(w.start, w.end))?;
@@ -171,7 +172,7 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
                     }
                 }
             }
-            WindowContents::Store(store) => {
+            WindowContents::Store(store, _) => {
                 for e in store.snapshot()? {
                     let (kg, k, suffix) = split(&e)?;
                     let (start, end): (i64, i64) = layout::decode(suffix)?;
@@ -209,7 +210,7 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
                 out.sort();
                 Ok(out)
             }
-            WindowContents::Store(store) => store.snapshot(),
+            WindowContents::Store(store, _) => store.snapshot(),
         }
     }
 
@@ -247,7 +248,7 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
                 }
                 Ok(())
             }
-            WindowContents::Store(store) => store.restore(entries),
+            WindowContents::Store(store, _) => store.restore(entries),
         }
     }
 }

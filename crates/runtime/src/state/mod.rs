@@ -50,7 +50,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use handles::{AggregatingState, ListState, MapState, ReducingState, ValueState};
-pub use store::{KeyedStateStore, StateEntry, StateKind, MEMORY_TIMING_SAMPLE_EVERY};
+pub use store::{
+    KeyedStateStore, ListOf, MapOf, StateEntry, StateHandle, StateKind, ValueOf,
+    MEMORY_TIMING_SAMPLE_EVERY,
+};
 pub use timers::TimerService;
 
 /// Re-exported so that users can name the serde traits their state types must implement.

@@ -1,6 +1,7 @@
 //! The per-subtask keyed state store and its two backends.
 
 use std::any::{Any, TypeId};
+use std::marker::PhantomData;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
@@ -329,6 +330,51 @@ enum Backend<K> {
     Lsm(LsmBackend),
 }
 
+/// Which state a call is about: by name (looked up, registered on first use) or by a handle's
+/// slot (resolved at registration: no lookup, no type check per call).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Target<'a> {
+    Name(&'a str),
+    Slot(usize),
+    /// A handle registered with another store.
+    Foreign,
+}
+
+/// Store instances, so that a handle is only ever used with the store that issued it.
+static NEXT_STORE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// A state registered once, typically in `open` ([`KeyedStateStore::register_value`] and its
+/// siblings): calls through it reach the state by index, without the lookup by name and the
+/// type check a by-name call makes. `S` is the state's shape ([`ValueOf`], [`ListOf`],
+/// [`MapOf`]).
+pub struct StateHandle<S> {
+    pub(super) slot: usize,
+    store: u64,
+    _s: PhantomData<fn() -> S>,
+}
+
+impl<S> Clone for StateHandle<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S> Copy for StateHandle<S> {}
+
+impl<S> std::fmt::Debug for StateHandle<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateHandle")
+            .field("slot", &self.slot)
+            .finish()
+    }
+}
+
+/// The shape of a value state's handle.
+pub struct ValueOf<V>(PhantomData<fn() -> V>);
+/// The shape of a list state's handle.
+pub struct ListOf<V>(PhantomData<fn() -> V>);
+/// The shape of a map state's handle.
+pub struct MapOf<UK, UV>(PhantomData<fn() -> (UK, UV)>);
+
 /// A registered state: name, kind and the type of what it stores.
 struct Slot {
     name: String,
@@ -384,6 +430,8 @@ impl AccessTiming {
 /// typed handles by name ([`value_state`](Self::value_state), ...), which read and write the
 /// current key's state.
 pub struct KeyedStateStore<K> {
+    /// This instance (see [`StateHandle`]).
+    id: u64,
     first_kg: u32,
     last_kg: u32,
     slots: Vec<Slot>,
@@ -434,6 +482,7 @@ impl<K: StateKey> KeyedStateStore<K> {
             Backend::Lsm(_) => 1,
         };
         KeyedStateStore {
+            id: NEXT_STORE_ID.fetch_add(1, Relaxed),
             first_kg: *key_groups.start(),
             last_kg: *key_groups.end(),
             slots: Vec::new(),
@@ -552,7 +601,7 @@ impl<K: StateKey> KeyedStateStore<K> {
         &'a mut self,
         name: &'a str,
     ) -> super::ValueState<'a, K, V> {
-        super::ValueState::new(self, name)
+        super::ValueState::new(self, Target::Name(name))
     }
 
     /// The current key's [`ListState`](super::ListState) named `name`.
@@ -560,7 +609,7 @@ impl<K: StateKey> KeyedStateStore<K> {
         &'a mut self,
         name: &'a str,
     ) -> super::ListState<'a, K, V> {
-        super::ListState::new(self, name)
+        super::ListState::new(self, Target::Name(name))
     }
 
     /// The current key's [`MapState`](super::MapState) named `name`.
@@ -568,7 +617,7 @@ impl<K: StateKey> KeyedStateStore<K> {
         &'a mut self,
         name: &'a str,
     ) -> super::MapState<'a, K, UK, UV> {
-        super::MapState::new(self, name)
+        super::MapState::new(self, Target::Name(name))
     }
 
     /// The current key's [`ReducingState`](super::ReducingState) named `name`, combining with
@@ -582,7 +631,7 @@ impl<K: StateKey> KeyedStateStore<K> {
         V: StateValue,
         F: Fn(V, V) -> V,
     {
-        super::ReducingState::new(self, name, reduce)
+        super::ReducingState::new(self, Target::Name(name), reduce)
     }
 
     /// The current key's [`AggregatingState`](super::AggregatingState) named `name`, over `agg`.
@@ -595,7 +644,7 @@ impl<K: StateKey> KeyedStateStore<K> {
         ACC: StateValue,
         A: super::AggregateFunction<IN, ACC, OUT>,
     {
-        super::AggregatingState::new(self, name, agg)
+        super::AggregatingState::new(self, Target::Name(name), agg)
     }
 
     // --- internals shared by the handles -----------------------------------------------------
@@ -606,6 +655,95 @@ impl<K: StateKey> KeyedStateStore<K> {
         let r = f(self);
         self.timing.end(t);
         r
+    }
+
+    /// The slot of `target`: a handle's, or the named state's (registered on first use).
+    #[inline]
+    fn resolve<C: Cell>(
+        &mut self,
+        target: Target<'_>,
+        kind: StateKind,
+    ) -> Result<usize, OperatorError> {
+        match target {
+            Target::Slot(i) => Ok(i),
+            Target::Name(name) => self.slot::<C>(name, kind),
+            Target::Foreign => Err(OperatorError::failed(
+                "a state handle was used with a store other than the one that registered it",
+            )),
+        }
+    }
+
+    /// The target of handle `h` in this store.
+    #[inline]
+    pub(crate) fn target_of<S>(&self, h: &StateHandle<S>) -> Target<'static> {
+        if h.store == self.id {
+            Target::Slot(h.slot)
+        } else {
+            Target::Foreign
+        }
+    }
+
+    fn handle<S>(&self, slot: usize) -> StateHandle<S> {
+        StateHandle {
+            slot,
+            store: self.id,
+            _s: PhantomData,
+        }
+    }
+
+    /// Registers value state `name` (or finds it, checking its kind and type) and returns its
+    /// handle.
+    pub fn register_value<V: StateValue>(
+        &mut self,
+        name: &str,
+    ) -> Result<StateHandle<ValueOf<V>>, OperatorError> {
+        let slot = self.slot::<ValueCell<V>>(name, StateKind::Value)?;
+        Ok(self.handle(slot))
+    }
+
+    /// Registers list state `name` and returns its handle.
+    pub fn register_list<V: StateValue>(
+        &mut self,
+        name: &str,
+    ) -> Result<StateHandle<ListOf<V>>, OperatorError> {
+        let slot = self.slot::<ListCell<V>>(name, StateKind::List)?;
+        Ok(self.handle(slot))
+    }
+
+    /// Registers map state `name` and returns its handle.
+    pub fn register_map<UK: StateKey, UV: StateValue>(
+        &mut self,
+        name: &str,
+    ) -> Result<StateHandle<MapOf<UK, UV>>, OperatorError> {
+        let slot = self.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+        Ok(self.handle(slot))
+    }
+
+    /// The current key's value state of handle `h`.
+    pub fn value<V: StateValue>(
+        &mut self,
+        h: &StateHandle<ValueOf<V>>,
+    ) -> super::ValueState<'_, K, V> {
+        let t = self.target_of(h);
+        super::ValueState::new(self, t)
+    }
+
+    /// The current key's list state of handle `h`.
+    pub fn list<V: StateValue>(
+        &mut self,
+        h: &StateHandle<ListOf<V>>,
+    ) -> super::ListState<'_, K, V> {
+        let t = self.target_of(h);
+        super::ListState::new(self, t)
+    }
+
+    /// The current key's map state of handle `h`.
+    pub fn map<UK: StateKey, UV: StateValue>(
+        &mut self,
+        h: &StateHandle<MapOf<UK, UV>>,
+    ) -> super::MapState<'_, K, UK, UV> {
+        let t = self.target_of(h);
+        super::MapState::new(self, t)
     }
 
     /// The slot index of state `name`, registering it (and creating its storage) on first use.
@@ -704,11 +842,11 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     pub(crate) fn value_get<V: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
         kind: StateKind,
     ) -> Result<Option<V>, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<ValueCell<V>>(name, kind)?;
+            let slot = s.resolve::<ValueCell<V>>(target, kind)?;
             if s.is_memory() {
                 let (t, cur) = s.mem_parts::<ValueCell<V>>(slot)?;
                 Ok(t.group(cur.local)
@@ -728,12 +866,12 @@ impl<K: StateKey> KeyedStateStore<K> {
     /// Replaces the current key's value by `f(old)` (`None` removes it); returns `f`'s result.
     pub(crate) fn value_modify<V: StateValue, R>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
         kind: StateKind,
         f: impl FnOnce(Option<V>) -> (Option<V>, R),
     ) -> Result<R, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<ValueCell<V>>(name, kind)?;
+            let slot = s.resolve::<ValueCell<V>>(target, kind)?;
             if s.is_memory() {
                 let (t, cur) = s.mem_parts::<ValueCell<V>>(slot)?;
                 let g = t.group_mut(cur.local);
@@ -779,9 +917,12 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     // List state.
 
-    pub(crate) fn list_get<V: StateValue>(&mut self, name: &str) -> Result<Vec<V>, OperatorError> {
+    pub(crate) fn list_get<V: StateValue>(
+        &mut self,
+        target: Target<'_>,
+    ) -> Result<Vec<V>, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<ListCell<V>>(name, StateKind::List)?;
+            let slot = s.resolve::<ListCell<V>>(target, StateKind::List)?;
             if s.is_memory() {
                 let (t, cur) = s.mem_parts::<ListCell<V>>(slot)?;
                 Ok(t.group(cur.local)
@@ -801,12 +942,12 @@ impl<K: StateKey> KeyedStateStore<K> {
     /// Appends `values` to the current key's list; with `replace`, replaces the list.
     pub(crate) fn list_extend<V: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
         values: Vec<V>,
         replace: bool,
     ) -> Result<(), OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<ListCell<V>>(name, StateKind::List)?;
+            let slot = s.resolve::<ListCell<V>>(target, StateKind::List)?;
             if s.is_memory() {
                 let (t, cur) = s.mem_parts::<ListCell<V>>(slot)?;
                 let g = t.group_mut(cur.local);
@@ -845,8 +986,11 @@ impl<K: StateKey> KeyedStateStore<K> {
         })
     }
 
-    pub(crate) fn list_clear<V: StateValue>(&mut self, name: &str) -> Result<(), OperatorError> {
-        self.list_extend::<V>(name, Vec::new(), true)
+    pub(crate) fn list_clear<V: StateValue>(
+        &mut self,
+        target: Target<'_>,
+    ) -> Result<(), OperatorError> {
+        self.list_extend::<V>(target, Vec::new(), true)
     }
 
     // Map state.
@@ -890,11 +1034,11 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     pub(crate) fn map_get<UK: StateKey, UV: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
         uk: &UK,
     ) -> Result<Option<UV>, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
             if s.is_memory() {
                 s.mem_map::<UK, UV, _>(slot, false, |m| m.and_then(|m| m.get(uk).cloned()))
             } else {
@@ -909,11 +1053,11 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     pub(crate) fn map_contains<UK: StateKey, UV: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
         uk: &UK,
     ) -> Result<bool, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
             if s.is_memory() {
                 s.mem_map::<UK, UV, _>(slot, false, |m| m.is_some_and(|m| m.contains_key(uk)))
             } else {
@@ -926,12 +1070,12 @@ impl<K: StateKey> KeyedStateStore<K> {
     /// Puts (`Some`) or removes (`None`) user key `uk`; returns the previous value.
     pub(crate) fn map_set<UK: StateKey, UV: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
         uk: UK,
         uv: Option<UV>,
     ) -> Result<Option<UV>, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
             if s.is_memory() {
                 let create = uv.is_some();
                 s.mem_map::<UK, UV, _>(slot, create, |m| match (m, uv) {
@@ -960,10 +1104,10 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     pub(crate) fn map_entries<UK: StateKey, UV: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
     ) -> Result<Vec<(UK, UV)>, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
             if s.is_memory() {
                 s.mem_map::<UK, UV, _>(slot, false, |m| {
                     m.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -983,10 +1127,10 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     pub(crate) fn map_is_empty<UK: StateKey, UV: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
     ) -> Result<bool, OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
             if s.is_memory() {
                 s.mem_map::<UK, UV, _>(slot, false, |m| m.is_none_or(|m| m.is_empty()))
             } else {
@@ -998,10 +1142,10 @@ impl<K: StateKey> KeyedStateStore<K> {
 
     pub(crate) fn map_clear<UK: StateKey, UV: StateValue>(
         &mut self,
-        name: &str,
+        target: Target<'_>,
     ) -> Result<(), OperatorError> {
         self.timed(|s| {
-            let slot = s.slot::<MapCell<UK, UV>>(name, StateKind::Map)?;
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
             if s.is_memory() {
                 s.mem_map::<UK, UV, _>(slot, false, |m| {
                     if let Some(m) = m {

@@ -160,17 +160,24 @@ impl SlidingEventTimeWindows {
     /// That is `ceil(size / slide)` or `floor(size / slide)` windows.
     pub fn assign_windows(&self, timestamp: i64) -> Vec<TimeWindow> {
         let mut windows = Vec::with_capacity((self.size / self.slide + 1) as usize);
+        self.assign_windows_into(timestamp, &mut windows);
+        windows
+    }
+
+    /// [`assign_windows`](Self::assign_windows) appended to `out` (no allocation per element
+    /// once `out` has grown).
+    #[inline]
+    pub fn assign_windows_into(&self, timestamp: i64, out: &mut Vec<TimeWindow>) {
         let last_start = window_start_with_offset(timestamp, self.offset, self.slide);
         let lower = timestamp.saturating_sub(self.size);
         let mut start = last_start;
         while start > lower {
-            windows.push(TimeWindow::new(start, start.saturating_add(self.size)));
+            out.push(TimeWindow::new(start, start.saturating_add(self.size)));
             match start.checked_sub(self.slide) {
                 Some(next) => start = next,
                 None => break,
             }
         }
-        windows
     }
 }
 
