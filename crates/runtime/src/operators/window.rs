@@ -491,7 +491,7 @@ where
         } = self;
         let contents = contents.as_mut().ok_or_else(not_open)?;
         let mut record = Some(record);
-        let r = contents.update(&key, kg, |list| {
+        let r = contents.update_some(&key, kg, Some(&windows), |list| {
             for (i, w) in windows.iter().enumerate() {
                 if event_time && cleanup_time(w, lateness) <= watermark {
                     continue;

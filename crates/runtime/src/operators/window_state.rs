@@ -88,6 +88,21 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
         kg: u32,
         f: impl FnOnce(&mut KeyWindows<ACC>) -> Result<R, OperatorError>,
     ) -> Result<R, OperatorError> {
+        self.update_some(key, kg, None, f)
+    }
+
+    /// [`update`](Self::update), where `f` needs only the windows `only` of the key (those it
+    /// may find, change or add): the LSM backend then reads them by point lookups instead of
+    /// scanning every window of the key (whose older versions a scan of the LSM tree must
+    /// skip). The memory backend hands `f` the whole list either way.
+    #[inline]
+    pub fn update_some<R>(
+        &mut self,
+        key: &K,
+        kg: u32,
+        only: Option<&[TimeWindow]>,
+        f: impl FnOnce(&mut KeyWindows<ACC>) -> Result<R, OperatorError>,
+    ) -> Result<R, OperatorError> {
         match self {
             WindowContents::Memory {
                 first_kg,
@@ -135,12 +150,24 @@ impl<K: StateKey, ACC: StateValue> WindowContents<K, ACC> {
             }
             WindowContents::Store(store, contents) => {
                 store.set_current_key(key.clone(), kg)?;
-                let mut list: KeyWindows<ACC> = store
-                    .map(contents)
-                    .entries()?
-                    .into_iter()
-                    .map(|((start, end), acc)| (TimeWindow::new(start, end), acc))
-                    .collect();
+                let mut list: KeyWindows<ACC> = match only {
+                    Some(windows) => {
+                        let mut state = store.map(contents);
+                        let mut list = Vec::with_capacity(windows.len());
+                        for w in windows {
+                            if let Some(acc) = state.get(&(w.start, w.end))? {
+                                list.push((*w, acc));
+                            }
+                        }
+                        list
+                    }
+                    None => store
+                        .map(contents)
+                        .entries()?
+                        .into_iter()
+                        .map(|((start, end), acc)| (TimeWindow::new(start, end), acc))
+                        .collect(),
+                };
                 let before: Vec<TimeWindow> = list.iter().map(|(w, _)| *w).collect();
                 let r = f(&mut list)?;
                 let mut state = store.map(contents);
