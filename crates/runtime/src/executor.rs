@@ -220,12 +220,15 @@ pub fn run_job(
             ),
         };
         let name = ctx.display_name();
+        let pthread_slot = t.metrics.clone();
+        let pthread_slot = &pthread_slot.pthread_id;
         let body = t.body;
         let spawned = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
                 let m = ctx.metrics.clone();
                 let _ended = TaskEnded(ctx.services.clone());
+                m.threads_started.fetch_add(1, Ordering::Relaxed);
                 m.thread_id.store(
                     crate::telemetry::current_thread_id().unwrap_or(0),
                     Ordering::Relaxed,
@@ -260,7 +263,11 @@ pub fn run_job(
                 });
             });
         match spawned {
-            Ok(h) => handles.push(h),
+            Ok(h) => {
+                use std::os::unix::thread::JoinHandleExt;
+                pthread_slot.store(h.as_pthread_t() as u64, Ordering::Relaxed);
+                handles.push(h)
+            }
             Err(e) => {
                 control.fail(JobError::job(format!("cannot start thread {name}: {e}")));
                 break;

@@ -24,6 +24,9 @@
 //! - [`input::run_one_input`]: the loop of a non-source task: take a buffer from the input gate,
 //!   push its records through the chain, release it (which returns the credit).
 //! - [`sources`], [`sinks`], [`operators`]: the built-in functions.
+//! - [`profiler`]: flame graphs (native stacks of the task threads, symbolised, and logical
+//!   off-CPU frames) and thread dumps, in Flink's shapes; [`profiler::JobProfiler`] is a job's
+//!   cache of them.
 //!
 //! Invariant: the runtime never decides placement. The job master reads the job graph to deploy
 //! and restart it, tasks run closures and count; deciding what runs where (chaining,
@@ -53,6 +56,7 @@ pub mod input;
 pub mod job_master;
 pub mod metrics;
 pub mod operators;
+pub mod profiler;
 pub mod services;
 pub mod sinks;
 pub mod sources;

@@ -96,6 +96,11 @@ pub struct TaskMetrics {
     pub operator_edges: Mutex<Vec<(usize, usize)>>,
     /// Linux thread id of the task thread (for per-thread CPU time), 0 until it starts.
     pub thread_id: AtomicU64,
+    /// The task thread's pthread id (how the native stack sampler names threads), 0 until it
+    /// is spawned.
+    pub pthread_id: AtomicU64,
+    /// Threads started for this subtask so far (attempts; Flink's `#<attempt>` is this − 1).
+    pub threads_started: AtomicU64,
     /// Wall-clock ms since the Unix epoch; 0 = not yet.
     pub started_ms: AtomicU64,
     pub ended_ms: AtomicU64,
@@ -202,6 +207,10 @@ impl TaskMetrics {
     }
     pub fn backpressured_ns(&self) -> u64 {
         self.waits.backpressured_ns.load(Relaxed)
+    }
+    /// The current attempt number (0 for the first), as in Flink's `<task> (i/p)#<attempt>`.
+    pub fn attempt(&self) -> u64 {
+        self.threads_started.load(Relaxed).saturating_sub(1)
     }
     pub fn state(&self) -> TaskState {
         TaskState::from_u8(self.state.load(Relaxed))

@@ -139,6 +139,7 @@ impl JobMaster {
             started: Instant::now(),
             start_time_ms: crate::executor::epoch_ms(),
             config: cfg.clone(),
+            profiler: Arc::default(),
             last_sample_ms: AtomicU64::new(0),
             outcome: Mutex::new(JobOutcome::Running),
         });

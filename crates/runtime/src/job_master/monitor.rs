@@ -24,6 +24,8 @@ pub struct JobMonitor {
     /// Wall-clock start, ms since the Unix epoch.
     pub start_time_ms: u64,
     pub config: EnvConfig,
+    /// The job's flame graphs (sampled on request; see [`crate::profiler`]).
+    pub profiler: Arc<crate::profiler::JobProfiler>,
     pub(super) sampler: Mutex<Sampler>,
     /// Wall-clock time of the latest metrics sample, ms since the Unix epoch; 0 = none yet.
     pub(super) last_sample_ms: AtomicU64,
@@ -60,6 +62,30 @@ impl JobOutcome {
 }
 
 impl JobMonitor {
+    /// The subtask threads of vertex `vertex` (empty for an unknown index), for the profiler.
+    pub fn profiled_threads(&self, vertex: usize) -> Vec<crate::profiler::ProfiledThread> {
+        let (Some(v), Some(subtasks)) = (self.graph.vertices.get(vertex), self.subtasks.get(vertex))
+        else {
+            return Vec::new();
+        };
+        subtasks
+            .iter()
+            .enumerate()
+            .map(|(i, m)| crate::profiler::ProfiledThread {
+                vertex_name: v.name.clone(),
+                subtask: i,
+                parallelism: subtasks.len(),
+                metrics: m.clone(),
+            })
+            .collect()
+    }
+
+    /// A flame graph request for vertex `vertex` (Flink's protocol: see
+    /// [`crate::profiler::JobProfiler::request`]).
+    pub fn flame_graph(&self, vertex: usize) -> crate::profiler::FlameGraphAnswer {
+        self.profiler.request(vertex, self.profiled_threads(vertex))
+    }
+
     /// The latest per-second metrics of every subtask, per vertex (updated every
     /// `config.metrics.update_interval`, and once more when the job ends).
     pub fn vertex_metrics(&self) -> Vec<VertexSnapshot> {

@@ -1,0 +1,430 @@
+//! The profiler: flame graphs and thread dumps of a job's task threads, sampled while the job
+//! runs, in Flink's shapes (`/jobs/:jid/vertices/:vid/flamegraph`, `/taskmanagers/:tm/thread-dump`).
+//!
+//! A sampling run ([`sample_vertex`]) looks at every running subtask thread of a vertex
+//! `num_samples` times, `delay` apart (Flink's `rest.flamegraph.num-samples` 100 and
+//! `delay-between-samples` 50 ms). Each look ([`procfs`]) reads the thread's scheduler state:
+//! - **on CPU** (`R`): the sample takes the thread's native stack. While a run lasts, `pprof`'s
+//!   signal-based sampler ([`native`]) collects symbolised stacks of the task threads on process
+//!   CPU time; a thread's on-CPU looks are shared out over its native stacks in proportion to
+//!   their hits, so counts stay "looks at the thread", as Flink's are, and the shape is the real
+//!   one: user functions under the engine's operator frames.
+//! - **off CPU**: the sample is logical: the task, what the task waits for (input = idle, output
+//!   credit = backpressured, or neither: a call inside operator code), the system call it is
+//!   blocked in (`clock_nanosleep` = a sleep, `recvfrom` = a socket read, `futex` = a lock or
+//!   condition) and the kernel function it sleeps in.
+//!
+//! Frames are root first and sit under `[task] <vertex>`; Sluice's logical frames are bracketed
+//! (`[wait]`, `[blocked]`, `[syscall]`, `[kernel]`, `[running]`) so nobody mistakes them for
+//! functions. Nothing runs while nobody asks: the job pays for a run only while it lasts.
+//!
+//! Main types: [`JobProfiler`] (a job's cached flame graphs, Flink's request/refresh protocol),
+//! [`VertexProfile`], [`FlameNode`], [`FlameGraphType`], [`ThreadInfo`] ([`thread_dump`]).
+
+pub mod native;
+pub mod procfs;
+mod thread_dump;
+mod tree;
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub use thread_dump::{thread_dump, ThreadInfo};
+pub use tree::FlameNode;
+
+use crate::{TaskMetrics, TaskState};
+use procfs::{syscall_name, ThreadLook, WaitKind};
+
+/// Flink's flame graph types (`?type=full|on_cpu|off_cpu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlameGraphType {
+    Full,
+    OnCpu,
+    OffCpu,
+}
+
+impl FlameGraphType {
+    /// Flink's names, any case.
+    pub fn parse(s: &str) -> Option<FlameGraphType> {
+        match s.to_ascii_lowercase().as_str() {
+            "full" => Some(FlameGraphType::Full),
+            "on_cpu" => Some(FlameGraphType::OnCpu),
+            "off_cpu" => Some(FlameGraphType::OffCpu),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlameGraphType::Full => "full",
+            FlameGraphType::OnCpu => "on_cpu",
+            FlameGraphType::OffCpu => "off_cpu",
+        }
+    }
+}
+
+/// How sampling runs go (Flink's `rest.flamegraph.*` defaults).
+#[derive(Clone, Debug)]
+pub struct ProfilerConfig {
+    /// Looks per thread in a run (`num-samples`, 100).
+    pub num_samples: usize,
+    /// Between looks (`delay-between-samples`, 50 ms).
+    pub delay: Duration,
+    /// Frames kept per stack, from the running function up (`stack-depth`, 100).
+    pub stack_depth: usize,
+    /// A vertex's graph is resampled on a request once it is older than this
+    /// (`refresh-interval`, 60 s); the older graph is answered meanwhile.
+    pub refresh_interval: Duration,
+    /// Native stack samples per second of process CPU time while a run lasts; 0 = logical
+    /// frames only.
+    pub native_hz: i32,
+}
+
+impl Default for ProfilerConfig {
+    fn default() -> Self {
+        ProfilerConfig {
+            num_samples: 100,
+            delay: Duration::from_millis(50),
+            stack_depth: 100,
+            refresh_interval: Duration::from_secs(60),
+            native_hz: 199,
+        }
+    }
+}
+
+/// One subtask thread to look at.
+#[derive(Clone)]
+pub struct ProfiledThread {
+    pub vertex_name: String,
+    pub subtask: usize,
+    pub parallelism: usize,
+    pub metrics: Arc<TaskMetrics>,
+}
+
+impl ProfiledThread {
+    /// Flink's task thread name: `<vertex> (<i>/<p>)#<attempt>`.
+    pub fn thread_name(&self) -> String {
+        format!(
+            "{} ({}/{})#{}",
+            self.vertex_name,
+            self.subtask + 1,
+            self.parallelism,
+            self.metrics.attempt()
+        )
+    }
+}
+
+/// Root-first frame names.
+pub type Stack = Vec<String>;
+
+/// The samples of one subtask in a run.
+#[derive(Clone, Debug, Default)]
+pub struct SubtaskProfile {
+    pub subtask: usize,
+    pub on_cpu: Vec<(Stack, u64)>,
+    pub off_cpu: Vec<(Stack, u64)>,
+}
+
+/// The result of a sampling run over a vertex's subtasks.
+#[derive(Clone, Debug, Default)]
+pub struct VertexProfile {
+    /// When the run ended, ms since the Unix epoch (Flink's `endTimestamp`).
+    pub end_timestamp_ms: i64,
+    pub subtasks: Vec<SubtaskProfile>,
+    /// Why on-CPU samples have no native frames, when they have none.
+    pub native_note: Option<String>,
+}
+
+impl VertexProfile {
+    /// The flame graph of one type, over every subtask or one.
+    pub fn tree(&self, ty: FlameGraphType, subtask: Option<usize>) -> FlameNode {
+        let picked = self
+            .subtasks
+            .iter()
+            .filter(|s| subtask.map_or(true, |i| s.subtask == i));
+        let mut stacks: Vec<(&[String], u64)> = Vec::new();
+        for s in picked {
+            if ty != FlameGraphType::OffCpu {
+                stacks.extend(s.on_cpu.iter().map(|(st, n)| (&st[..], *n)));
+            }
+            if ty != FlameGraphType::OnCpu {
+                stacks.extend(s.off_cpu.iter().map(|(st, n)| (&st[..], *n)));
+            }
+        }
+        FlameNode::from_stacks(stacks)
+    }
+}
+
+/// The logical frame of a task.
+pub fn task_frame(vertex_name: &str) -> String {
+    format!("[task] {vertex_name}")
+}
+
+/// The off-CPU stack of a task thread seen waiting: task, what it waits for, the call, the
+/// kernel function.
+fn off_cpu_stack(t: &ProfiledThread, look: &ThreadLook) -> Stack {
+    let mut s = vec![task_frame(&t.vertex_name)];
+    let waits = &t.metrics.waits;
+    s.push(if waits.idle_since.load(Relaxed) != 0 {
+        "[wait] input (idle)".to_string()
+    } else if waits.backpressured_since.load(Relaxed) != 0 {
+        "[wait] output credit (backpressured)".to_string()
+    } else {
+        "[blocked] in operator code".to_string()
+    });
+    if let Some(nr) = look.syscall {
+        s.push(syscall_frame(nr));
+    } else if look.state == 'D' {
+        s.push("[syscall] (uninterruptible: disk or kernel I/O)".to_string());
+    }
+    if let Some(w) = &look.wchan {
+        s.push(format!("[kernel] {w}"));
+    }
+    s
+}
+
+/// `[syscall] clock_nanosleep (sleep)`: the call and what it means.
+pub fn syscall_frame(nr: u64) -> String {
+    let (name, kind) = syscall_name(nr);
+    match kind {
+        WaitKind::Sleep => format!("[syscall] {name} (sleep)"),
+        WaitKind::Io => format!("[syscall] {name} (socket, pipe or file I/O)"),
+        WaitKind::Futex => format!("[syscall] {name} (lock, condition or park)"),
+        WaitKind::Other if name == "syscall" => format!("[syscall] #{nr}"),
+        WaitKind::Other => format!("[syscall] {name}"),
+    }
+}
+
+/// Shares `looks` out over `stacks` in proportion to their counts (largest remainders first),
+/// so the result sums to `looks`.
+fn apportion(looks: u64, stacks: &[(Stack, u64)]) -> Vec<(Stack, u64)> {
+    let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+    if total == 0 || looks == 0 {
+        return Vec::new();
+    }
+    let mut shares: Vec<(usize, u64, u64)> = stacks
+        .iter()
+        .enumerate()
+        .map(|(i, (_, n))| {
+            let exact = looks as u128 * *n as u128;
+            (
+                i,
+                (exact / total as u128) as u64,
+                (exact % total as u128) as u64,
+            )
+        })
+        .collect();
+    let given: u64 = shares.iter().map(|s| s.1).sum();
+    shares.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    for s in shares.iter_mut().take((looks - given) as usize) {
+        s.1 += 1;
+    }
+    shares.sort_by_key(|s| s.0);
+    shares
+        .into_iter()
+        .filter(|s| s.1 > 0)
+        .map(|(i, n, _)| (stacks[i].0.clone(), n))
+        .collect()
+}
+
+/// Samples `threads` (see the module docs); blocks for about `num_samples × delay`, less when
+/// every thread has ended.
+pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> VertexProfile {
+    let n = threads.len();
+    let mut on_looks = vec![0u64; n];
+    let mut off: Vec<HashMap<Stack, u64>> = vec![HashMap::new(); n];
+    let look_all = |on_looks: &mut Vec<u64>, off: &mut Vec<HashMap<Stack, u64>>| {
+        for _ in 0..cfg.num_samples.max(1) {
+            let tick = Instant::now();
+            let mut any_running = false;
+            for (i, t) in threads.iter().enumerate() {
+                let tid = t.metrics.thread_id.load(Relaxed);
+                if t.metrics.state() != TaskState::Running || tid == 0 {
+                    continue;
+                }
+                any_running = true;
+                match procfs::look(tid) {
+                    Some(l) if l.on_cpu() => on_looks[i] += 1,
+                    Some(l) => *off[i].entry(off_cpu_stack(t, &l)).or_default() += 1,
+                    None => {}
+                }
+            }
+            if !any_running {
+                break;
+            }
+            if let Some(rest) = cfg.delay.checked_sub(tick.elapsed()) {
+                std::thread::sleep(rest);
+            }
+        }
+    };
+    let pthreads: Vec<u64> = threads
+        .iter()
+        .map(|t| t.metrics.pthread_id.load(Relaxed))
+        .collect();
+    let native = if cfg.native_hz > 0 {
+        native::sample_during(cfg.native_hz, &pthreads, || {
+            look_all(&mut on_looks, &mut off)
+        })
+        .1
+    } else {
+        look_all(&mut on_looks, &mut off);
+        Err("native stacks disabled".to_string())
+    };
+    let end_timestamp_ms = crate::executor::epoch_ms() as i64;
+    let mut native_note = native.as_ref().err().cloned();
+    let mut subtasks = Vec::with_capacity(n);
+    for (i, t) in threads.iter().enumerate() {
+        let task = task_frame(&t.vertex_name);
+        let truncate = |s: &Stack| -> Stack {
+            let mut st = vec![task.clone()];
+            let skip = s.len().saturating_sub(cfg.stack_depth);
+            st.extend(s[skip..].iter().cloned());
+            st
+        };
+        let native_stacks: Vec<(Stack, u64)> = native
+            .as_ref()
+            .ok()
+            .and_then(|ns| ns.by_thread.get(&pthreads[i]))
+            .map(|v| v.iter().map(|(s, c)| (truncate(s), *c)).collect())
+            .unwrap_or_default();
+        let mut on_cpu = apportion(on_looks[i], &native_stacks);
+        if on_cpu.is_empty() && on_looks[i] > 0 {
+            if native.is_ok() {
+                native_note.get_or_insert_with(|| {
+                    "some on-CPU looks had no native sample of their thread".to_string()
+                });
+            }
+            on_cpu.push((
+                vec![task.clone(), "[running] (no native stack sampled)".to_string()],
+                on_looks[i],
+            ));
+        }
+        let mut off_cpu: Vec<(Stack, u64)> = std::mem::take(&mut off[i]).into_iter().collect();
+        off_cpu.sort();
+        subtasks.push(SubtaskProfile {
+            subtask: t.subtask,
+            on_cpu,
+            off_cpu,
+        });
+    }
+    VertexProfile {
+        end_timestamp_ms,
+        subtasks,
+        native_note,
+    }
+}
+
+/// What a flame graph request gets (Flink's `endTimestamp` sentinels besides the graph).
+#[derive(Clone, Debug)]
+pub enum FlameGraphAnswer {
+    /// Sampling has started (or is under way) and no graph exists yet: `-3`.
+    Pending,
+    /// No subtask of the vertex runs and none was sampled: `-1`.
+    Terminated,
+    /// The latest graph (maybe being refreshed).
+    Ready(Arc<VertexProfile>),
+}
+
+#[derive(Default)]
+struct VertexCache {
+    running: bool,
+    last: Option<Arc<VertexProfile>>,
+    last_done: Option<Instant>,
+}
+
+/// A job's flame graphs, by vertex, with Flink's protocol: the first request starts a sampling
+/// run on a thread of its own and answers "pending"; later requests get the latest graph, and
+/// one older than the refresh interval starts a new run (the old graph is answered meanwhile).
+pub struct JobProfiler {
+    config: ProfilerConfig,
+    vertices: Mutex<HashMap<usize, VertexCache>>,
+}
+
+impl std::fmt::Debug for JobProfiler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobProfiler")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Default for JobProfiler {
+    fn default() -> Self {
+        JobProfiler::new(ProfilerConfig::default())
+    }
+}
+
+impl JobProfiler {
+    pub fn new(config: ProfilerConfig) -> JobProfiler {
+        JobProfiler {
+            config,
+            vertices: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &ProfilerConfig {
+        &self.config
+    }
+
+    /// The latest graph of `vertex` without starting anything.
+    pub fn cached(&self, vertex: usize) -> Option<Arc<VertexProfile>> {
+        let v = self.vertices.lock().unwrap_or_else(|p| p.into_inner());
+        v.get(&vertex)?.last.clone()
+    }
+
+    /// A flame graph request for `vertex`, whose subtask threads are `threads`.
+    pub fn request(self: &Arc<Self>, vertex: usize, threads: Vec<ProfiledThread>) -> FlameGraphAnswer {
+        let running = threads
+            .iter()
+            .any(|t| t.metrics.state() == TaskState::Running);
+        let mut all = self.vertices.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = all.entry(vertex).or_default();
+        let stale = cache
+            .last_done
+            .map_or(true, |t| t.elapsed() >= self.config.refresh_interval);
+        if stale && running && !cache.running {
+            let me = self.clone();
+            let spawned = std::thread::Builder::new()
+                .name("flamegraph-sampler".into())
+                .spawn(move || {
+                    let profile = Arc::new(sample_vertex(&threads, &me.config));
+                    let mut all = me.vertices.lock().unwrap_or_else(|p| p.into_inner());
+                    let c = all.entry(vertex).or_default();
+                    c.running = false;
+                    c.last = Some(profile);
+                    c.last_done = Some(Instant::now());
+                });
+            cache.running = spawned.is_ok();
+        }
+        match (&cache.last, cache.running) {
+            (Some(p), _) => FlameGraphAnswer::Ready(p.clone()),
+            (None, true) => FlameGraphAnswer::Pending,
+            (None, false) => FlameGraphAnswer::Terminated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apportioning_keeps_the_total() {
+        let st = |s: &str| vec![s.to_string()];
+        let stacks = vec![(st("a"), 7), (st("b"), 2), (st("c"), 1)];
+        let out = apportion(99, &stacks);
+        assert_eq!(out.iter().map(|(_, n)| n).sum::<u64>(), 99);
+        assert_eq!(out[0], (st("a"), 69));
+        assert!(apportion(0, &stacks).is_empty());
+        assert!(apportion(5, &[]).is_empty());
+    }
+
+    #[test]
+    fn types_parse_as_flink_names_them() {
+        assert_eq!(FlameGraphType::parse("ON_CPU"), Some(FlameGraphType::OnCpu));
+        assert_eq!(FlameGraphType::parse("off_cpu"), Some(FlameGraphType::OffCpu));
+        assert_eq!(FlameGraphType::parse("Full"), Some(FlameGraphType::Full));
+        assert_eq!(FlameGraphType::parse("mixed"), None);
+    }
+}

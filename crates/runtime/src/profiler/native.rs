@@ -1,0 +1,155 @@
+//! Native stacks of the task threads, symbolised: `pprof`'s signal-based sampler (SIGPROF on
+//! process CPU time, unwinding in the handler), started only for the duration of a sampling run
+//! and stopped with it, so a job pays nothing while nobody profiles. One run at a time in the
+//! process (the signal handler is process-wide): a second run waits for the first.
+//!
+//! The crate's `unsafe` (the signal handler, the unwinder) stays inside it; this module only
+//! starts and stops it and turns its samples into frame names.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Frames per sample, root first (the thread's entry first, the running function last).
+pub type Stack = Vec<String>;
+
+/// Process-wide: the sampler's signal handler serves one session at a time.
+static SESSION: Mutex<()> = Mutex::new(());
+
+/// Native stacks of threads, by pthread id, with their sample counts.
+#[derive(Debug, Default)]
+pub struct NativeSamples {
+    pub by_thread: HashMap<u64, Vec<(Stack, u64)>>,
+}
+
+/// Runs `during` while sampling native stacks at `hz` samples per second of process CPU time;
+/// returns its result and the samples of the threads in `pthreads` (or why there are none).
+pub fn sample_during<R>(
+    hz: i32,
+    pthreads: &[u64],
+    during: impl FnOnce() -> R,
+) -> (R, Result<NativeSamples, String>) {
+    let _one_at_a_time = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = pprof::ProfilerGuardBuilder::default()
+        .frequency(hz)
+        // Unwinding from inside these would risk a deadlock (the loader's locks) or garbage.
+        .blocklist(&["libc", "libgcc", "pthread", "vdso"])
+        .build();
+    let guard = match guard {
+        Ok(g) => g,
+        Err(e) => return (during(), Err(format!("native sampler unavailable: {e}"))),
+    };
+    let result = during();
+    let report = guard.report().build_unresolved();
+    drop(guard);
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => return (result, Err(format!("native samples unreadable: {e}"))),
+    };
+    let mut by_thread: HashMap<u64, Vec<(Stack, u64)>> = HashMap::new();
+    for (frames, count) in report.data {
+        if count <= 0 || !pthreads.contains(&frames.thread_id) {
+            continue;
+        }
+        let thread = frames.thread_id;
+        let resolved = pprof::Frames::from(frames);
+        by_thread
+            .entry(thread)
+            .or_default()
+            .push((stack_of(&resolved), count as u64));
+    }
+    (result, Ok(NativeSamples { by_thread }))
+}
+
+/// Root-first frame names of a resolved sample, without the sampler's own frames (the signal
+/// handler and the kernel's signal trampoline).
+fn stack_of(frames: &pprof::Frames) -> Stack {
+    // Leaf first; inlined functions come before the function they were inlined into.
+    let names: Vec<String> = frames
+        .frames
+        .iter()
+        .flat_map(|f| {
+            if f.is_empty() {
+                vec!["[unknown]".to_string()]
+            } else {
+                f.iter().map(symbol_name).collect()
+            }
+        })
+        .collect();
+    let start = names
+        .iter()
+        .rposition(|n| {
+            n.contains("perf_signal_handler") || n.contains("__restore_rt") || n.starts_with("pprof::")
+        })
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let mut stack: Stack = names[start..].to_vec();
+    stack.reverse();
+    stack
+}
+
+/// `path::function:line` (Flink names frames `class.method:line`), without the hash suffix.
+fn symbol_name(s: &pprof::Symbol) -> String {
+    let name = strip_hash(&s.name());
+    match s.lineno {
+        Some(line) if line > 0 => format!("{name}:{line}"),
+        _ => name,
+    }
+}
+
+/// Drops a legacy-mangling hash (`::h0123456789abcdef`).
+pub fn strip_hash(name: &str) -> String {
+    if let Some(i) = name.rfind("::h") {
+        let hash = &name[i + 3..];
+        if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return name[..i].to_string();
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::thread::JoinHandleExt;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    #[inline(never)]
+    fn burn_cpu_in_a_named_function(stop: &AtomicBool) -> u64 {
+        let mut x = 1u64;
+        while !stop.load(Relaxed) {
+            for _ in 0..10_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).rotate_left(7));
+            }
+        }
+        x
+    }
+
+    #[test]
+    fn hashes_are_stripped() {
+        assert_eq!(strip_hash("a::b::h0123456789abcdef"), "a::b");
+        assert_eq!(strip_hash("a::hello"), "a::hello");
+    }
+
+    #[test]
+    fn a_busy_thread_is_seen_in_its_function() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let h = std::thread::spawn(move || burn_cpu_in_a_named_function(&s));
+        let pthread = h.as_pthread_t() as u64;
+        let (_, samples) = sample_during(199, &[pthread], || {
+            std::thread::sleep(std::time::Duration::from_millis(600))
+        });
+        stop.store(true, Relaxed);
+        h.join().unwrap();
+        let samples = samples.unwrap();
+        let stacks = &samples.by_thread[&pthread];
+        let hits: u64 = stacks
+            .iter()
+            .filter(|(s, _)| s.iter().any(|f| f.contains("burn_cpu_in_a_named_function")))
+            .map(|(_, n)| n)
+            .sum();
+        let all: u64 = stacks.iter().map(|(_, n)| n).sum();
+        assert!(all > 10 && hits * 2 > all, "{hits}/{all}: {stacks:?}");
+    }
+}
