@@ -119,6 +119,14 @@ fn components() -> Json {
         .with("Subtask", subtask)
         .with("Plan", plan)
         .with("Diagnosis", diagnosis())
+        .with(
+            "FlameGraphNode",
+            obj(vec![
+                ("name", string()),
+                ("value", int()),
+                ("children", arr(r("FlameGraphNode"))),
+            ]),
+        )
         .with("MetricId", exact(vec![("id", string())]))
         .with(
             "MetricValue",
@@ -417,6 +425,18 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
                 ])),
             ),
         ]),
+        (Endpoint::FlameGraph, _) => obj(vec![
+            ("endTimestamp", int()),
+            ("data", r("FlameGraphNode")),
+        ])
+        .with("required", vec![Json::from("endTimestamp")]),
+        (Endpoint::ThreadDump, _) => obj(vec![(
+            "threadInfos",
+            arr(obj(vec![
+                ("threadName", string()),
+                ("stringifiedThreadInfo", string()),
+            ])),
+        )]),
         (Endpoint::Doctor, _) => any_of(
             exact(vec![(
                 "status",
@@ -456,6 +476,10 @@ fn path_param(name: &str) -> Json {
         "jobid" => (
             "Job id: 32 hexadecimal digits.",
             string().with("pattern", "^[0-9a-fA-F]{32}$"),
+        ),
+        "taskmanagerid" => (
+            "Task manager id (GET /taskmanagers lists the one of this process).",
+            string(),
         ),
         "vertexid" => (
             "Job vertex id: 32 hexadecimal digits.",

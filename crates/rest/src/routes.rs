@@ -25,6 +25,8 @@ pub enum Endpoint {
     Watermarks,
     Accumulators,
     HotKeys,
+    FlameGraph,
+    ThreadDump,
     Savepoints,
     SavepointStatus,
     Stop,
@@ -74,6 +76,16 @@ pub const SUBTASKS_PARAM: QueryParam = QueryParam {
     name: "subtasks",
     description: "Comma-separated subtask indices and ranges, e.g. 0,2-4 (default: all). A range must not be reversed (400); a subtask the vertex does not have is 404.",
     schema: QuerySchema::Pattern(r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$"),
+};
+pub const FLAME_TYPE_PARAM: QueryParam = QueryParam {
+    name: "type",
+    description: "Flame graph type: full (default), on_cpu (threads running) or off_cpu (threads waiting); any case.",
+    schema: QuerySchema::Enum(&api::FLAME_GRAPH_TYPES),
+};
+pub const SUBTASK_INDEX_PARAM: QueryParam = QueryParam {
+    name: "subtaskindex",
+    description: "Only this subtask's samples (0-based; a subtask the vertex does not have is 404).",
+    schema: QuerySchema::Pattern("^[0-9]+$"),
 };
 pub const MODE_PARAM: QueryParam = QueryParam {
     name: "mode",
@@ -157,6 +169,9 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("User accumulators of the vertex (none).")] },
     Route { path: "/jobs/:jobid/vertices/:vertexid/hot-keys", endpoint: Endpoint::HotKeys,
         operations: &[get("Sluice extension: the vertex's hottest keys (a Space-Saving sketch per keyed subtask, sampled), with their share of the subtask's and the vertex's records. Empty for non-keyed vertices.")] },
+    Route { path: "/jobs/:jobid/vertices/:vertexid/flamegraph", endpoint: Endpoint::FlameGraph,
+        operations: &[Operation { method: "GET", query: &[FLAME_TYPE_PARAM, SUBTASK_INDEX_PARAM], mutating: false,
+            summary: "The vertex's flame graph (Flink's shape): the first request starts sampling (100 looks per subtask thread, 50 ms apart) and answers {\"endTimestamp\":-3}; later ones the latest graph {endTimestamp, data: {name, value, children}} from 'root', resampled when older than 60 s; -1 when no subtask runs. On-CPU frames are symbolised native stacks under '[task] <vertex>'; off-CPU frames say what the thread waits in ([wait] input/credit, [blocked] in operator code, [syscall], [kernel])." }] },
     Route { path: "/jobs/:jobid/savepoints", endpoint: Endpoint::Savepoints,
         operations: &[Operation { method: "POST", query: &[], mutating: true,
             summary: "Triggers a savepoint: body {\"target-directory\": DIR, \"cancel-job\": bool}; 202 {\"request-id\"}. The savepoint goes to a new savepoint-<job>-<id> directory inside DIR, which must lie under the server's savepoint directory (state.savepoints.dir; the default when DIR is omitted). Requests are queued; 409 when the queue is full or the job is being stopped." }] },
@@ -177,6 +192,8 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("Sluice extension: the doctor run on the job's latest metrics: the bottleneck vertex and operator, the cause (e.g. key-skew, under-provisioned), evidence, the proposed fix and its plan change against the live graph. {\"status\":\"no-metrics-yet\"} before the first metrics sample.")] },
     Route { path: "/taskmanagers", endpoint: Endpoint::TaskManagers,
         operations: &[get("The task managers: one, this process.")] },
+    Route { path: "/taskmanagers/:taskmanagerid/thread-dump", endpoint: Endpoint::ThreadDump,
+        operations: &[get("Every thread of the process (Flink's threadInfos[] of threadName and stringifiedThreadInfo): task threads named '<vertex> (<i>/<p>)#<attempt>' with a Java-like state (RUNNABLE, WAITING, TIMED_WAITING) and their frames, leaf first: a running thread's native stack (sampled for 200 ms), a waiting thread's wait, system call and kernel function.")] },
     Route { path: "/metrics", endpoint: Endpoint::Prometheus,
         operations: &[get("All task and operator metrics in Prometheus text format 0.0.4.")] },
     Route { path: "/openapi.json", endpoint: Endpoint::OpenApi,
@@ -290,6 +307,8 @@ pub fn dispatch(
         (Endpoint::Watermarks, _) => api::watermarks(&ctx, p(0), p(1)),
         (Endpoint::Accumulators, _) => api::accumulators(&ctx, p(0), p(1)),
         (Endpoint::HotKeys, _) => api::hot_keys(&ctx, p(0), p(1)),
+        (Endpoint::FlameGraph, _) => api::flame_graph(&ctx, p(0), p(1)),
+        (Endpoint::ThreadDump, _) => api::thread_dump(&ctx, p(0)),
         (Endpoint::Savepoints, _) => {
             crate::checkpoints_api::trigger_savepoint(&ctx, p(0), body, false, savepoint_dir)
         }

@@ -1,7 +1,7 @@
 //! The Flink REST endpoints: JSON bodies built from a job's monitor and metric snapshots, with
 //! Flink 2.3's keys, key order and value types. This module holds what every endpoint shares (the
 //! request context [`Ctx`], [`ApiError`], id resolution); the endpoints are grouped by resource:
-//! [`cluster`], [`job`], [`vertex`], [`metric_queries`]; [`states`] and [`io`] are the execution
+//! [`cluster`], [`job`], [`vertex`], [`metric_queries`], [`profiler`] (flame graphs, thread dump); [`states`] and [`io`] are the execution
 //! states/times and IO metrics they report.
 
 use sluice_plan::Json;
@@ -15,11 +15,13 @@ mod cluster;
 mod io;
 mod job;
 mod metric_queries;
+mod profiler;
 mod states;
 mod vertex;
 
 pub use cluster::{config, jobs, jobs_overview, overview, taskmanagers};
 pub use job::{cancel_job, job, job_config, job_plan};
+pub use profiler::{flame_graph, thread_dump, FLAME_GRAPH_TYPES};
 pub use metric_queries::{subtask_metrics, subtasks_metrics, vertex_metrics, AGGREGATIONS};
 pub use states::job_state;
 pub use vertex::{
@@ -91,7 +93,7 @@ impl Ctx<'_> {
         (seen && !out.is_empty()).then_some(out)
     }
 
-    fn param(&self, key: &str) -> Option<&str> {
+    pub(crate) fn param(&self, key: &str) -> Option<&str> {
         self.query
             .iter()
             .find(|(k, _)| k == key)

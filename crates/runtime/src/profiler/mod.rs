@@ -4,15 +4,19 @@
 //! A sampling run ([`sample_vertex`]) looks at every running subtask thread of a vertex
 //! `num_samples` times, `delay` apart (Flink's `rest.flamegraph.num-samples` 100 and
 //! `delay-between-samples` 50 ms). Each look ([`procfs`]) reads the thread's scheduler state:
-//! - **on CPU** (`R`): the sample takes the thread's native stack. While a run lasts, `pprof`'s
-//!   signal-based sampler ([`native`]) collects symbolised stacks of the task threads on process
-//!   CPU time; a thread's on-CPU looks are shared out over its native stacks in proportion to
-//!   their hits, so counts stay "looks at the thread", as Flink's are, and the shape is the real
-//!   one: user functions under the engine's operator frames.
+//! - **on CPU** (`R`): while a run lasts, `pprof`'s signal-based sampler ([`native`]) collects
+//!   symbolised stacks of the task threads, one per 1/199 s of CPU time: the on-CPU graph is
+//!   these native stacks (user functions under the engine's operator frames), from the engine's
+//!   first frame on (the thread-start boilerplate of `std` is cut).
 //! - **off CPU**: the sample is logical: the task, what the task waits for (input = idle, output
 //!   credit = backpressured, or neither: a call inside operator code), the system call it is
 //!   blocked in (`clock_nanosleep` = a sleep, `recvfrom` = a socket read, `futex` = a lock or
 //!   condition) and the kernel function it sleeps in.
+//!
+//! Values count native samples, i.e. slices of 1/`native_hz` of thread time: a look off CPU
+//! stands for `delay` of the thread's time and counts `delay × native_hz` (10 by default), so
+//! on- and off-CPU parts of the `full` graph keep their proportions of time. (Flink counts
+//! looks: 100 per thread; here a thread sampled for 5 s totals about 1,000.)
 //!
 //! Frames are root first and sit under `[task] <vertex>`; Sluice's logical frames are bracketed
 //! (`[wait]`, `[blocked]`, `[syscall]`, `[kernel]`, `[running]`) so nobody mistakes them for
@@ -71,7 +75,9 @@ pub struct ProfilerConfig {
     pub num_samples: usize,
     /// Between looks (`delay-between-samples`, 50 ms).
     pub delay: Duration,
-    /// Frames kept per stack, from the running function up (`stack-depth`, 100).
+    /// Frames kept per stack, from the running function up (Flink's `stack-depth` is 100; 56
+    /// here, so a graph's JSON nests fewer than 128 levels, the limit of common JSON readers
+    /// such as serde_json's).
     pub stack_depth: usize,
     /// A vertex's graph is resampled on a request once it is older than this
     /// (`refresh-interval`, 60 s); the older graph is answered meanwhile.
@@ -86,7 +92,7 @@ impl Default for ProfilerConfig {
         ProfilerConfig {
             num_samples: 100,
             delay: Duration::from_millis(50),
-            stack_depth: 100,
+            stack_depth: 56,
             refresh_interval: Duration::from_secs(60),
             native_hz: 199,
         }
@@ -196,36 +202,21 @@ pub fn syscall_frame(nr: u64) -> String {
     }
 }
 
-/// Shares `looks` out over `stacks` in proportion to their counts (largest remainders first),
-/// so the result sums to `looks`.
-fn apportion(looks: u64, stacks: &[(Stack, u64)]) -> Vec<(Stack, u64)> {
-    let total: u64 = stacks.iter().map(|(_, n)| n).sum();
-    if total == 0 || looks == 0 {
-        return Vec::new();
+/// What one look weighs in native samples: `delay × native_hz` (1 without native stacks).
+fn look_weight(cfg: &ProfilerConfig, native: bool) -> u64 {
+    if native && cfg.native_hz > 0 {
+        ((cfg.delay.as_secs_f64() * cfg.native_hz as f64).round() as u64).max(1)
+    } else {
+        1
     }
-    let mut shares: Vec<(usize, u64, u64)> = stacks
-        .iter()
-        .enumerate()
-        .map(|(i, (_, n))| {
-            let exact = looks as u128 * *n as u128;
-            (
-                i,
-                (exact / total as u128) as u64,
-                (exact % total as u128) as u64,
-            )
-        })
-        .collect();
-    let given: u64 = shares.iter().map(|s| s.1).sum();
-    shares.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
-    for s in shares.iter_mut().take((looks - given) as usize) {
-        s.1 += 1;
-    }
-    shares.sort_by_key(|s| s.0);
-    shares
-        .into_iter()
-        .filter(|s| s.1 > 0)
-        .map(|(i, n, _)| (stacks[i].0.clone(), n))
-        .collect()
+}
+
+/// A native stack without the thread-start boilerplate before the engine's first frame, and
+/// at most `depth` frames (the running function's side kept, as Flink's `stack-depth` does).
+fn trim_stack(s: &[String], depth: usize) -> &[String] {
+    let first_engine = s.iter().position(|f| f.starts_with("sluice_")).unwrap_or(0);
+    let s = &s[first_engine..];
+    &s[s.len().saturating_sub(depth)..]
 }
 
 /// Samples `threads` (see the module docs); blocks for about `num_samples × delay`, less when
@@ -273,34 +264,39 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
     };
     let end_timestamp_ms = crate::executor::epoch_ms() as i64;
     let mut native_note = native.as_ref().err().cloned();
+    // One unit of value is one native sample's worth of thread time (1 / native_hz): a native
+    // sample counts 1, a look (standing for `delay` of the thread's time) counts delay × hz.
+    let look_weight = look_weight(cfg, native.is_ok());
     let mut subtasks = Vec::with_capacity(n);
     for (i, t) in threads.iter().enumerate() {
         let task = task_frame(&t.vertex_name);
-        let truncate = |s: &Stack| -> Stack {
+        let keep = |s: &Stack| -> Stack {
             let mut st = vec![task.clone()];
-            let skip = s.len().saturating_sub(cfg.stack_depth);
-            st.extend(s[skip..].iter().cloned());
+            st.extend(trim_stack(s, cfg.stack_depth).iter().cloned());
             st
         };
-        let native_stacks: Vec<(Stack, u64)> = native
+        let mut on_cpu: Vec<(Stack, u64)> = native
             .as_ref()
             .ok()
             .and_then(|ns| ns.by_thread.get(&pthreads[i]))
-            .map(|v| v.iter().map(|(s, c)| (truncate(s), *c)).collect())
+            .map(|v| v.iter().map(|(s, c)| (keep(s), *c)).collect())
             .unwrap_or_default();
-        let mut on_cpu = apportion(on_looks[i], &native_stacks);
         if on_cpu.is_empty() && on_looks[i] > 0 {
             if native.is_ok() {
                 native_note.get_or_insert_with(|| {
-                    "some on-CPU looks had no native sample of their thread".to_string()
+                    "some threads seen on CPU had no native sample".to_string()
                 });
             }
             on_cpu.push((
                 vec![task.clone(), "[running] (no native stack sampled)".to_string()],
-                on_looks[i],
+                on_looks[i] * look_weight,
             ));
         }
-        let mut off_cpu: Vec<(Stack, u64)> = std::mem::take(&mut off[i]).into_iter().collect();
+        on_cpu.sort();
+        let mut off_cpu: Vec<(Stack, u64)> = std::mem::take(&mut off[i])
+            .into_iter()
+            .map(|(s, n)| (s, n * look_weight))
+            .collect();
         off_cpu.sort();
         subtasks.push(SubtaskProfile {
             subtask: t.subtask,
@@ -410,14 +406,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn apportioning_keeps_the_total() {
-        let st = |s: &str| vec![s.to_string()];
-        let stacks = vec![(st("a"), 7), (st("b"), 2), (st("c"), 1)];
-        let out = apportion(99, &stacks);
-        assert_eq!(out.iter().map(|(_, n)| n).sum::<u64>(), 99);
-        assert_eq!(out[0], (st("a"), 69));
-        assert!(apportion(0, &stacks).is_empty());
-        assert!(apportion(5, &[]).is_empty());
+    fn looks_weigh_their_time_in_native_samples() {
+        let cfg = ProfilerConfig::default();
+        assert_eq!(look_weight(&cfg, true), 10);
+        assert_eq!(look_weight(&cfg, false), 1);
+        let s: Vec<String> = ["clone3", "start_thread", "sluice_runtime::a", "b", "c"]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        assert_eq!(trim_stack(&s, 100), &s[2..]);
+        assert_eq!(trim_stack(&s, 2), &s[3..]);
     }
 
     #[test]

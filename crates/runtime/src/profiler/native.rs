@@ -75,16 +75,18 @@ fn stack_of(frames: &pprof::Frames) -> Stack {
             }
         })
         .collect();
-    let start = names
-        .iter()
-        .rposition(|n| {
-            n.contains("perf_signal_handler") || n.contains("__restore_rt") || n.starts_with("pprof::")
-        })
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    let mut stack: Stack = names[start..].to_vec();
+    // The sampler's own frames (the unwinder, the signal handler, the kernel's trampoline)
+    // show up on the leaf side; they are not the thread's.
+    let mut stack: Stack = names.into_iter().filter(|n| !is_sampler_frame(n)).collect();
     stack.reverse();
     stack
+}
+
+fn is_sampler_frame(name: &str) -> bool {
+    name.contains("pprof::")
+        || name.starts_with("backtrace::")
+        || name.contains("perf_signal_handler")
+        || name.starts_with("__restore_rt")
 }
 
 /// `path::function:line` (Flink names frames `class.method:line`), without the hash suffix.

@@ -83,9 +83,9 @@ pub fn thread_dump(tasks: &[ProfiledThread], max_depth: usize) -> Vec<ThreadInfo
                         .and_then(|n| n.by_thread.get(&t.metrics.pthread_id.load(Relaxed)))
                         .and_then(|stacks| stacks.iter().max_by_key(|(_, c)| *c))
                         .map(|(s, _)| {
-                            let mut s = s.clone();
-                            s.insert(0, super::task_frame(&t.vertex_name));
-                            s
+                            let mut st = vec![super::task_frame(&t.vertex_name)];
+                            st.extend(super::trim_stack(s, max_depth).iter().cloned());
+                            st
                         })
                         .unwrap_or_else(|| {
                             vec![

@@ -1,0 +1,232 @@
+//! The profiler over REST against real jobs: flame graphs (`/jobs/:id/vertices/:vid/flamegraph`)
+//! and the thread dump (`/taskmanagers/:tm/thread-dump`), compared in shape with Flink 2.3's
+//! captures and in content with what the jobs do.
+
+mod common;
+
+use common::{eventually, get, get_json, Served};
+use serde_json::Value;
+use sluice_jobs::scenarios::{self, ScenarioConfig};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/flink/flink-rest");
+
+fn fixture(path: &str) -> Value {
+    let p = format!("{FIXTURES}/{path}");
+    let text = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Keys, key order and value types, recursively (arrays: every element against the first of
+/// the reference).
+fn same_shape(ours: &Value, flink: &Value, at: &str) {
+    match (ours, flink) {
+        (Value::Object(a), Value::Object(b)) => {
+            let ka: Vec<&String> = a.keys().collect();
+            let kb: Vec<&String> = b.keys().collect();
+            assert_eq!(ka, kb, "keys at {at}");
+            for (k, v) in a {
+                same_shape(v, &b[k], &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            if let Some(first) = b.first() {
+                for (i, v) in a.iter().enumerate() {
+                    same_shape(v, first, &format!("{at}[{i}]"));
+                }
+            }
+        }
+        (Value::Number(a), Value::Number(b)) => {
+            assert_eq!(a.is_i64() || a.is_u64(), b.is_i64() || b.is_u64(), "number kind at {at}")
+        }
+        (a, b) => assert_eq!(
+            std::mem::discriminant(a),
+            std::mem::discriminant(b),
+            "type at {at}: {a} vs {b}"
+        ),
+    }
+}
+
+fn scenario(name: &str, parallelism: usize) -> (Served, scenarios::ScenarioJob) {
+    let env = common::env(parallelism);
+    let job = scenarios::build(
+        &env,
+        &ScenarioConfig {
+            name: name.into(),
+            parallelism,
+            ..ScenarioConfig::default()
+        },
+    )
+    .unwrap();
+    (Served::start(&env), job)
+}
+
+/// Requests a flame graph until it has data (the first answer is `-3`).
+fn flame_graph(s: &Served, vertex: &str, query: &str) -> Value {
+    let path = format!("/jobs/{}/vertices/{vertex}/flamegraph{query}", s.jid);
+    eventually("the flame graph has data", || {
+        let g = get_json(s.addr, &path);
+        g.get("data").is_some().then_some(g)
+    })
+}
+
+/// Every root-to-node path of names, with the node's value.
+fn paths(n: &Value, prefix: &mut Vec<String>, out: &mut Vec<(Vec<String>, u64)>) {
+    prefix.push(n["name"].as_str().unwrap().to_string());
+    out.push((prefix.clone(), n["value"].as_u64().unwrap()));
+    for c in n["children"].as_array().unwrap() {
+        paths(c, prefix, out);
+    }
+    prefix.pop();
+}
+
+fn all_paths(g: &Value) -> Vec<(Vec<String>, u64)> {
+    let mut out = Vec::new();
+    paths(&g["data"], &mut Vec::new(), &mut out);
+    out
+}
+
+fn dump_tree(n: &Value, depth: usize, out: &mut String) {
+    out.push_str(&format!(
+        "{}{} {}\n",
+        " ".repeat(depth),
+        n["name"].as_str().unwrap(),
+        n["value"]
+    ));
+    for c in n["children"].as_array().unwrap() {
+        dump_tree(c, depth + 1, out);
+    }
+}
+
+fn tree_text(g: &Value) -> String {
+    let mut s = String::new();
+    dump_tree(&g["data"], 0, &mut s);
+    s
+}
+
+/// Whether some path has a frame matching `outer` and, deeper, one matching `inner`.
+fn nested(g: &Value, outer: impl Fn(&str) -> bool, inner: impl Fn(&str) -> bool) -> bool {
+    all_paths(g).iter().any(|(p, _)| {
+        p.iter()
+            .position(|f| outer(f))
+            .is_some_and(|i| p[i + 1..].iter().any(|f| inner(f)))
+    })
+}
+
+/// Samples under frames matching `frame` (each sample once), as a share of the root's.
+fn share_under(g: &Value, frame: impl Fn(&str) -> bool) -> f64 {
+    fn walk(n: &Value, frame: &dyn Fn(&str) -> bool) -> u64 {
+        if frame(n["name"].as_str().unwrap()) {
+            return n["value"].as_u64().unwrap();
+        }
+        n["children"].as_array().unwrap().iter().map(|c| walk(c, frame)).sum()
+    }
+    let root = g["data"]["value"].as_u64().unwrap().max(1);
+    walk(&g["data"], &frame) as f64 / root as f64
+}
+
+#[test]
+fn skew_flame_graph_has_flinks_shape_and_the_reduce_function_under_the_sum_operator() {
+    let (s, _job) = scenario("skew", 2);
+    s.wait_for_metrics();
+    let keyed = s.vertex("sum-per-key");
+    let path = format!("/jobs/{}/vertices/{keyed}/flamegraph", s.jid);
+    // The first call starts sampling: Flink's answer, byte for byte.
+    let first = get(s.addr, &format!("{path}?type=on_cpu"));
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.json(), fixture("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call1.json"));
+    let g = flame_graph(&s, &keyed, "?type=on_cpu");
+    same_shape(&g, &fixture("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call2.json"), "");
+    assert!(g["endTimestamp"].as_i64().unwrap() > 1_700_000_000_000, "{g}");
+    assert_eq!(g["data"]["name"], "root");
+    let text = tree_text(&g);
+    assert!(
+        nested(&g, |f| f.contains("KeyedReduceOp") && f.contains("process"), |f| f
+            .contains("KeyedStream<K,T>::sum::{{closure}}")),
+        "no sum reduce function under the keyed reduce operator:\n{text}"
+    );
+    // Every type and one subtask share the shape; values add up.
+    for q in ["?type=full", "?type=off_cpu", "?type=ON_CPU&subtaskindex=0", ""] {
+        let g = get_json(s.addr, &format!("{path}{q}"));
+        same_shape(&g, &fixture("profiling-and-rescale/v1-flamegraph-oncpu-subtask0-call1.json"), q);
+    }
+    let full = get_json(s.addr, &format!("{path}?type=full"))["data"]["value"].as_u64().unwrap();
+    let off = get_json(s.addr, &format!("{path}?type=off_cpu"))["data"]["value"].as_u64().unwrap();
+    assert_eq!(full, g["data"]["value"].as_u64().unwrap() + off);
+    let sub0 = get_json(s.addr, &format!("{path}?type=full&subtaskindex=0"))["data"]["value"]
+        .as_u64()
+        .unwrap();
+    assert!(sub0 > 0 && sub0 < full, "{sub0} of {full}");
+    // Bad parameters are Flink errors, never 5xx.
+    assert_eq!(get(s.addr, &format!("{path}?type=mixed")).status, 400);
+    assert_eq!(get(s.addr, &format!("{path}?subtaskindex=7")).status, 404);
+    assert_eq!(get(s.addr, &format!("{path}?subtaskindex=x")).status, 400);
+}
+
+#[test]
+fn blocking_subtasks_wait_in_their_sleep_in_the_thread_dump_and_the_off_cpu_graph() {
+    let (s, _job) = scenario("blocking", 2);
+    s.wait_for_metrics();
+    let tms = get_json(s.addr, "/taskmanagers");
+    let tm = tms["taskmanagers"][0]["id"].as_str().unwrap().to_string();
+    let dump_path = format!("/taskmanagers/{tm}/thread-dump");
+    let dump = eventually("both blocking subtasks seen asleep at once", || {
+        let d = get_json(s.addr, &dump_path);
+        let asleep = d["threadInfos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                let name = t["threadName"].as_str().unwrap();
+                let info = t["stringifiedThreadInfo"].as_str().unwrap();
+                name.starts_with("blocking-call")
+                    && info.contains(" TIMED_WAITING")
+                    && info.contains("clock_nanosleep (sleep)")
+            })
+            .count();
+        (asleep == 2).then_some(d)
+    });
+    same_shape(&dump, &fixture("profiling-and-rescale/taskmanager-thread-dump.json"), "");
+    let names: Vec<&str> = dump["threadInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["threadName"].as_str().unwrap())
+        .collect();
+    let vertex = s.vertex_names.iter().find(|n| n.starts_with("blocking-call")).unwrap();
+    for i in 1..=2 {
+        let want = format!("{vertex} ({i}/2)#0");
+        assert!(names.contains(&want.as_str()), "{want} not in {names:?}");
+    }
+    let info = dump["threadInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["threadName"].as_str().unwrap().starts_with("blocking-call"))
+        .unwrap()["stringifiedThreadInfo"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(info.starts_with(&format!("\"{vertex} (")), "{info}");
+    assert!(info.contains("\n\tat [blocked] in operator code\n"), "{info}");
+    assert_eq!(get(s.addr, "/taskmanagers/nope/thread-dump").status, 404);
+
+    let id = s.vertex("blocking-call");
+    let g = flame_graph(&s, &id, "?type=off_cpu");
+    let sleep = share_under(&g, |f| f.contains("clock_nanosleep (sleep)"));
+    assert!(sleep > 0.5, "sleep share {sleep}:\n{}", tree_text(&g));
+}
+
+#[test]
+fn state_heavy_on_cpu_graph_names_the_lsm_stores_get() {
+    let (s, _job) = scenario("state-heavy", 1);
+    s.wait_for_metrics();
+    let id = s.vertex("state-heavy");
+    let g = flame_graph(&s, &id, "?type=on_cpu");
+    let text = tree_text(&g);
+    assert!(
+        nested(&g, |f| f.contains("MapState") && f.contains("::get"), |f| (f.contains("lsm_tree")
+            || f.contains("fjall"))
+            && f.contains("get")),
+        "no LSM get under MapState::get:\n{text}"
+    );
+}
