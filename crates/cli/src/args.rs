@@ -42,6 +42,8 @@ pub enum Command {
     Savepoint(crate::savepoint_cmd::SavepointArgs),
     /// Write a workload's records to Kafka (`produce skew --records N --to kafka://HOST:PORT/TOPIC?partitions=P`).
     Produce(crate::produce::ProduceArgs),
+    /// A vertex's flame graph (Sluice or Flink REST API) as folded stacks or an SVG.
+    Profile(crate::profile_cmd::ProfileArgs),
 }
 
 #[derive(Args, Debug)]

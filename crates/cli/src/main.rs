@@ -12,6 +12,7 @@ mod plan_cmd;
 mod preflight;
 mod procstat;
 mod produce;
+mod profile_cmd;
 mod progress;
 mod run;
 mod savepoint_cmd;
@@ -39,6 +40,7 @@ fn main() -> ExitCode {
         Command::Nexmark(n) => nexmark_cmd::nexmark(n),
         Command::Savepoint(s) => savepoint_cmd::savepoint(s),
         Command::Produce(p) => produce::produce(p),
+        Command::Profile(p) => profile_cmd::profile(p),
     };
     match outcome {
         Ok(code) => code,

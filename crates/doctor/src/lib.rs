@@ -20,6 +20,7 @@
 //! - a sink waiting on its external system (busy, little CPU, its send time) →
 //!   [`Cause::SinkLimit`] with "batch the writes" ([`PlanChange::SinkOption`]) while its batches
 //!   are small, else "scale the sink";
+//! - all busy, the flame graph's CPU mostly in serialization frames → [`Cause::Serialization`];
 //! - all busy in a source operator → [`Cause::SourceCeiling`]; in a sink → [`Cause::SinkLimit`];
 //! - all busy otherwise → [`Cause::UnderProvisioned`] (fix: parallelism N behind REBALANCE/HASH);
 //! - nothing busy → [`Cause::NoBottleneck`]: the input is the limit.
@@ -29,6 +30,11 @@
 //! Source lag (FLIP-33 `pendingRecords`) is evidence ([`lag`]): growing while the source is
 //! backpressured, the source is throttled by the bottleneck; about 0 with nothing busy, the input
 //! is the limit.
+//! When the busy subtasks' flame graphs are given ([`VertexView::profile`], see [`profile`]),
+//! their top self-time frames are evidence, and they decide where metrics are missing (Flink
+//! reports no CPU time per subtask, nor state-access time): mostly off CPU inside the operator
+//! → blocking calls; mostly on CPU in state frames → state access; in serialization frames →
+//! serialization cost.
 //! Times are in ms per second (Flink's `…TimeMsPerSecond`), rates in records per second.
 
 use std::fmt;
@@ -38,11 +44,13 @@ mod error;
 pub mod flink_rest;
 mod json;
 pub mod lag;
+pub mod profile;
 mod rules;
 
 pub use checkpoints::{checkpoint_advice, CheckpointStats};
 pub use error::DoctorError;
 pub use json::{plan_change_json, to_json};
+pub use profile::{FlameTree, ProfileSummary, VertexProfile};
 
 /// A subtask is busy from this many ms/s of busy time.
 pub const BUSY_MS: f64 = 600.0;
@@ -136,6 +144,8 @@ pub struct VertexView {
     /// Connector options of the vertex's operators (a sink's batch size …), as the plan holds
     /// them: what a [`PlanChange::SinkOption`] may change.
     pub options: Vec<ConnectorOption>,
+    /// Flame graphs of the busy subtasks when fetched (see [`profile`]); `None`: not sampled.
+    pub profile: Option<VertexProfile>,
 }
 
 /// A connector option of an operator, as its plan node holds it.
@@ -188,6 +198,8 @@ pub enum Cause {
     BlockingCalls,
     /// Busy in keyed-state calls.
     StateAccess,
+    /// Busy serializing and deserializing records or state (seen in the flame graph).
+    Serialization,
     /// The source itself runs flat out.
     SourceCeiling,
     /// The sink is busy writing.
@@ -207,6 +219,7 @@ impl Cause {
             Cause::UnderProvisioned => "under-provisioned",
             Cause::BlockingCalls => "blocking-calls",
             Cause::StateAccess => "state-access",
+            Cause::Serialization => "serialization",
             Cause::SourceCeiling => "source-ceiling",
             Cause::SinkLimit => "sink-limit",
             Cause::Stalls => "stalls",
@@ -223,6 +236,7 @@ impl fmt::Display for Cause {
             Cause::UnderProvisioned => "under-provisioned or expensive work",
             Cause::BlockingCalls => "blocking calls",
             Cause::StateAccess => "state access",
+            Cause::Serialization => "serialization cost",
             Cause::SourceCeiling => "source ceiling",
             Cause::SinkLimit => "sink limit",
             Cause::Stalls => "periodic stalls",

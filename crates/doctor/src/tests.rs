@@ -43,6 +43,7 @@ pub(crate) fn job(
                 subtasks: subs,
                 hot_keys: None,
                 options: Vec::new(),
+                profile: None,
             }
         };
     let mut v = vec![

@@ -81,6 +81,8 @@ pub fn job_view(m: &JobMonitor, snaps: &[VertexSnapshot]) -> Option<JobView> {
             subtasks: snap.subtasks.iter().map(sample).collect(),
             hot_keys,
             options: connector_options(g, v),
+            // The latest flame graphs when someone sampled them (never started from here).
+            profile: m.profiler.cached(i).map(|p| profile_of(&p)),
         });
     }
     Some(JobView {
@@ -214,5 +216,21 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
                 "after": value,
             })
         }
+    }
+}
+
+/// A sampled flame graph as the doctor reads it (every subtask's samples).
+fn profile_of(p: &sluice_runtime::profiler::VertexProfile) -> sluice_doctor::VertexProfile {
+    use sluice_runtime::profiler::{FlameGraphType, FlameNode};
+    fn tree(n: &FlameNode) -> sluice_doctor::FlameTree {
+        sluice_doctor::FlameTree {
+            name: n.name.clone(),
+            value: n.value,
+            children: n.children.iter().map(tree).collect(),
+        }
+    }
+    sluice_doctor::VertexProfile {
+        on_cpu: tree(&p.tree(FlameGraphType::OnCpu, None)),
+        off_cpu: tree(&p.tree(FlameGraphType::OffCpu, None)),
     }
 }

@@ -45,6 +45,8 @@ pub(crate) struct Breakdown<'a> {
     pub state: Option<f64>,
     /// Samples in which the vertex stalled (see [`stalls`]), and the number of samples.
     pub stall_samples: Option<usize>,
+    /// The busy subtasks' flame graphs, summed up, when given.
+    pub profile: Option<crate::ProfileSummary>,
     pub sample_count: usize,
     /// Mean busy share of all subtasks (0..=1) and the parallelism that brings it to
     /// [`TARGET_BUSY`] (at least one more subtask, capped by the free cores).
@@ -126,6 +128,7 @@ impl<'a> Breakdown<'a> {
             cpu_wait,
             state,
             stall_samples: stalls(samples, vi),
+            profile: v.profile.as_ref().and_then(|p| p.summary()),
             sample_count: samples.len(),
             busy_ratio,
             n,
@@ -185,6 +188,9 @@ impl<'a> Breakdown<'a> {
                 pct(idle),
                 pct(busiest)
             ));
+        }
+        if let Some(line) = self.profile.as_ref().and_then(|p| p.top_self_line()) {
+            evidence.push(line);
         }
         if let Some((name, share)) = &self.hottest {
             if v.operators.len() > 1 {

@@ -73,7 +73,7 @@ pub(crate) struct Rule {
 }
 
 /// Every rule, in the order they are tried.
-pub(crate) const RULES: [Rule; 12] = [
+pub(crate) const RULES: [Rule; 13] = [
     Rule {
         cause: "source-ceiling",
         shape: Shape::Skewed,
@@ -113,6 +113,11 @@ pub(crate) const RULES: [Rule; 12] = [
         cause: "state-access",
         shape: Shape::Uniform,
         check: uniform::state_access,
+    },
+    Rule {
+        cause: "serialization",
+        shape: Shape::Uniform,
+        check: uniform::serialization,
     },
     Rule {
         cause: "source-ceiling",
@@ -227,6 +232,7 @@ mod tests {
             Cause::Stalls,
             Cause::BlockingCalls,
             Cause::StateAccess,
+            Cause::Serialization,
             Cause::SourceCeiling,
             Cause::SinkLimit,
             Cause::UnderProvisioned,

@@ -4,6 +4,11 @@
 use super::{Breakdown, Finding};
 use crate::{pct, Cause, FixProposal, PlanChange, LOW_CPU_RATIO, STATE_RATIO, TARGET_BUSY};
 
+/// A flame graph with this share of the working samples blocked off CPU shows blocking calls.
+pub const BLOCKED_SHARE: f64 = 0.5;
+/// A flame graph with this share of on-CPU samples in serialization frames shows its cost.
+pub const SERIALIZATION_SHARE: f64 = 0.4;
+
 /// Evidence shared by the uniform rules: all subtasks busy alike, and an oversubscribed
 /// machine when the busy time is largely waiting for a free CPU.
 pub(super) fn shape_evidence(b: &Breakdown) -> Vec<String> {
@@ -46,23 +51,41 @@ pub(super) fn stalls(b: &Breakdown) -> Option<Finding> {
 }
 
 /// Busy but hardly on the CPU: the thread waits inside the operator. Async I/O keeps several
-/// requests in flight.
+/// requests in flight. Decided by the CPU time when it is reported, else (Flink) by the flame
+/// graph: mostly off CPU inside the operator.
 pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
     let hot_busy = b.hot_busy;
-    // Time waiting for a free core is not blocking: count it with the CPU time.
-    let c = b
-        .cpu
-        .filter(|c| *c + b.cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * hot_busy)?;
-    let capacity = ((hot_busy / c.max(1.0)).ceil() as usize).clamp(2, 100);
+    let profile_line = b.profile.as_ref().and_then(|p| p.blocked_line());
+    let (on_cpu, mut evidence) = match b.cpu {
+        Some(c) => {
+            // Time waiting for a free core is not blocking: count it with the CPU time.
+            if c + b.cpu_wait.unwrap_or(0.0) >= LOW_CPU_RATIO * hot_busy {
+                return None;
+            }
+            (
+                c,
+                vec![format!(
+                    "busy {} but on the CPU only {}: the thread waits inside the operator (synchronous I/O, sleeps, locks)",
+                    pct(hot_busy),
+                    pct(c)
+                )],
+            )
+        }
+        None => {
+            let p = b.profile.as_ref()?;
+            if p.blocked_share < BLOCKED_SHARE {
+                return None;
+            }
+            (hot_busy * (1.0 - p.blocked_share), Vec::new())
+        }
+    };
+    evidence.extend(profile_line);
+    let capacity = ((hot_busy / on_cpu.max(1.0)).ceil() as usize).clamp(2, 100);
     let op = &b.op_or_vertex;
     Some(Finding::new(
         Cause::BlockingCalls,
-        0.8,
-        vec![format!(
-            "busy {} but on the CPU only {}: the thread waits inside the operator (synchronous I/O, sleeps, locks)",
-            pct(hot_busy),
-            pct(c)
-        )],
+        if b.cpu.is_some() { 0.8 } else { 0.7 },
+        evidence,
         Some(FixProposal {
             description: format!(
                 "call the external system asynchronously (async I/O) so {capacity} requests per \
@@ -76,24 +99,43 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
         }),
         format!(
             "up to {:.1}x the throughput before the CPU becomes the limit",
-            hot_busy / c.max(1.0)
+            hot_busy / on_cpu.max(1.0)
         ),
     ))
 }
 
-/// Most of the busy time goes to keyed-state calls.
+/// Most of the busy time goes to keyed-state calls: the state-access time when reported, else
+/// the flame graph's on-CPU samples in state frames.
 pub(super) fn state_access(b: &Breakdown) -> Option<Finding> {
     let hot_busy = b.hot_busy;
-    let s = b.state.filter(|s| *s >= STATE_RATIO * hot_busy)?;
-    Some(Finding::new(
-        Cause::StateAccess,
-        0.7,
-        vec![format!(
+    let from_profile = b
+        .profile
+        .as_ref()
+        .filter(|p| p.state.0 >= STATE_RATIO)
+        .map(|p| {
+            format!(
+                "flame graph: {:.0}% of on-CPU samples in keyed-state calls, outermost `{}`",
+                p.state.0 * 100.0,
+                p.state.1.as_deref().unwrap_or("?")
+            )
+        });
+    let mut evidence = Vec::new();
+    match b.state {
+        Some(s) if s >= STATE_RATIO * hot_busy => evidence.push(format!(
             "{} of the busy time goes to keyed-state calls ({} of {})",
             pct(1000.0 * s / hot_busy.max(1.0)),
             pct(s),
             pct(hot_busy)
-        )],
+        )),
+        Some(_) => return None,
+        None if from_profile.is_none() => return None,
+        None => {}
+    }
+    evidence.extend(from_profile);
+    Some(Finding::new(
+        Cause::StateAccess,
+        0.7,
+        evidence,
         Some(FixProposal {
             description: "use the memory backend if the state fits in memory, keep less state \
                           (TTL, smaller values), or raise the parallelism to split the key groups"
@@ -102,6 +144,34 @@ pub(super) fn state_access(b: &Breakdown) -> Option<Finding> {
             plan_change: None,
         }),
         "the busy time falls with the state-access time".to_string(),
+    ))
+}
+
+/// The flame graph's on-CPU samples are mostly in serialization frames (Kryo fallback, a
+/// generic serializer, JSON): the records' encoding costs more than the work on them.
+pub(super) fn serialization(b: &Breakdown) -> Option<Finding> {
+    let p = b.profile.as_ref()?;
+    let (share, frame) = (&p.serialization.0, &p.serialization.1);
+    if *share < SERIALIZATION_SHARE {
+        return None;
+    }
+    Some(Finding::new(
+        Cause::Serialization,
+        0.65,
+        vec![format!(
+            "flame graph: {:.0}% of on-CPU samples in serialization, outermost `{}`",
+            share * 100.0,
+            frame.as_deref().unwrap_or("?")
+        )],
+        Some(FixProposal {
+            description: "give the records a type with a dedicated serializer (no generic or \
+                          reflective fallback), send fewer or smaller fields, or chain the \
+                          operators so records are not serialized between them"
+                .to_string(),
+            change: format!("cheaper record encoding in `{}`", b.op_or_vertex),
+            plan_change: None,
+        }),
+        "the busy time falls with the serialization time".to_string(),
     ))
 }
 
