@@ -61,6 +61,10 @@ pub struct DoctorArgs {
     /// Also write the REST answers read into DIR, in the `--from-dir` layout (the last sample).
     #[arg(long, value_name = "DIR")]
     pub save: Option<PathBuf>,
+    /// Do not read the bottleneck's flame graphs (they take the server ~5 s to sample; on
+    /// Flink they need rest.flamegraph.enabled: true).
+    #[arg(long)]
+    pub no_flame_graphs: bool,
     #[command(subcommand)]
     pub action: Option<DoctorAction>,
 }
@@ -446,11 +450,52 @@ fn read_checkpoint_stats(src: &dyn RestSource, jid: &str) -> Option<CheckpointSt
 }
 
 /// Samples a job through `src` (one sample per second over `window` seconds when the source is
-/// live, else one) and diagnoses it.
+/// live, else one) and diagnoses it from its metrics alone.
 pub fn sample_and_diagnose(
     src: &dyn RestSource,
     job: Option<&str>,
     window: f64,
+) -> anyhow::Result<Report> {
+    // `demo` and `doctor fix` diagnose a built-in job to prove a plan change: no profiling.
+    sample_and_diagnose_with(src, job, window, true)
+}
+
+/// How long the doctor waits for a server's flame graph sampling run.
+const FLAME_GRAPH_WAIT: Duration = Duration::from_secs(30);
+
+/// The flame graphs (on- and off-CPU) of `subtasks` of a vertex, merged; `Err` says why there
+/// are none.
+fn bottleneck_profile(
+    src: &dyn RestSource,
+    jid: &str,
+    vid: &str,
+    subtasks: &[usize],
+    parallelism: usize,
+) -> anyhow::Result<sluice_doctor::VertexProfile> {
+    use crate::profile_cmd::{fetch_flame_graph, FlameType};
+    // Every subtask at once when all are busy (one request per type); else each busy one.
+    let picks: Vec<Option<usize>> = if subtasks.is_empty() || subtasks.len() >= parallelism {
+        vec![None]
+    } else {
+        subtasks.iter().map(|&i| Some(i)).collect()
+    };
+    let mut profile = sluice_doctor::VertexProfile::default();
+    for pick in picks {
+        let (on, _) = fetch_flame_graph(src, jid, vid, FlameType::OnCpu, pick, FLAME_GRAPH_WAIT)?;
+        let (off, _) = fetch_flame_graph(src, jid, vid, FlameType::OffCpu, pick, FLAME_GRAPH_WAIT)?;
+        profile.on_cpu.merge(&on);
+        profile.off_cpu.merge(&off);
+    }
+    Ok(profile)
+}
+
+/// Like [`sample_and_diagnose`]; unless `no_flame_graphs`, a live source's bottleneck is then
+/// profiled (its busy subtasks' flame graphs) and diagnosed again with them as evidence.
+pub fn sample_and_diagnose_with(
+    src: &dyn RestSource,
+    job: Option<&str>,
+    window: f64,
+    no_flame_graphs: bool,
 ) -> anyhow::Result<Report> {
     if !(window.is_finite() && (0.0..=3600.0).contains(&window)) {
         anyhow::bail!("--window must be between 0 and 3600 seconds");
@@ -497,7 +542,22 @@ pub fn sample_and_diagnose(
         vertices,
         available_cores,
     };
+    let mut job = job;
     let mut d = diagnose_window(&job, &samples);
+    let mut flame_note = None;
+    if let (Some(b), true) = (d.bottleneck.clone(), src.is_live() && !no_flame_graphs) {
+        let v = &job.vertices[b.vertex];
+        match bottleneck_profile(src, &jid, &v.id.clone(), &b.subtasks, v.parallelism) {
+            Ok(p) => {
+                job.vertices[b.vertex].profile = Some(p);
+                d = diagnose_window(&job, &samples);
+            }
+            Err(e) => flame_note = Some(format!("flame graphs: {e:#}")),
+        }
+    }
+    if let Some(n) = flame_note {
+        d.undetermined.push(n);
+    }
     if let Some(u) = extra_unknown {
         if !d.undetermined.iter().any(|x| x.starts_with("hot keys")) {
             d.undetermined.push(u);
@@ -534,17 +594,18 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         (None, Some(dir)) => {
             let live = LiveSource::with(&args.url, &args.client)?;
             let saving = SavingSource::new(&live, dir)?;
-            let r = sample_and_diagnose(&saving, args.job.as_deref(), window)?;
+            let r = sample_and_diagnose_with(&saving, args.job.as_deref(), window, args.no_flame_graphs)?;
             eprintln!(
                 "saved the REST answers of the last sample to {}",
                 dir.display()
             );
             r
         }
-        (None, None) => sample_and_diagnose(
+        (None, None) => sample_and_diagnose_with(
             &LiveSource::with(&args.url, &args.client)?,
             args.job.as_deref(),
             window,
+            args.no_flame_graphs,
         )?,
     };
     if args.json {

@@ -23,12 +23,18 @@ fn start(name: &str) -> (Job, String) {
 /// look busy for a while: the test waits until the evidence is clear instead of diagnosing once
 /// after a fixed sleep, and then asserts all of it.
 fn diagnose(name: &str, window: &str, cause: &str) -> Value {
+    diagnose_with(name, window, cause, &["--no-flame-graphs"])
+}
+
+/// [`diagnose`] with extra `sluice doctor` flags.
+fn diagnose_with(name: &str, window: &str, cause: &str, extra: &[&str]) -> Value {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let (job, url) = start(name);
     let deadline = Instant::now() + Duration::from_secs(120);
     let d = loop {
         let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .args(["doctor", "--url", &url, "--window", window, "--json"])
+            .args(extra)
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout).to_string();
@@ -86,6 +92,30 @@ fn blocking_is_blocking_calls() {
     assert!(vertex_name(&d).starts_with("blocking-call"), "{d:#}");
     assert_eq!(d["bottleneck"]["operator"], "blocking-call", "{d:#}");
     assert_eq!(subtasks(&d), 2, "{d:#}");
+}
+
+/// By default the doctor also reads the bottleneck's flame graphs: its evidence names where
+/// the busy subtasks spend their time (off CPU in the sleep, the top on-CPU frames).
+#[test]
+fn blocking_evidence_comes_from_the_flame_graphs_too() {
+    let d = diagnose_with("blocking", "2", "blocking-calls", &[]);
+    assert_eq!(d["cause"], "blocking-calls", "{d:#}");
+    let evidence: Vec<&str> = d["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        evidence
+            .iter()
+            .any(|e| e.starts_with("flame graph: ") && e.contains("off CPU") && e.contains("a sleep")),
+        "{d:#}"
+    );
+    assert!(
+        evidence.iter().any(|e| e.starts_with("flame graph: ") && e.contains("on-CPU samples")),
+        "{d:#}"
+    );
 }
 
 #[test]

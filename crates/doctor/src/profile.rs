@@ -40,6 +40,17 @@ impl FlameTree {
         FlameTree::from_json(answer.get("data")?)
     }
 
+    /// Adds `other`'s samples (a graph of another subtask) into this tree, frame by frame.
+    pub fn merge(&mut self, other: &FlameTree) {
+        self.value += other.value;
+        for c in &other.children {
+            match self.children.iter_mut().find(|m| m.name == c.name) {
+                Some(m) => m.merge(c),
+                None => self.children.push(c.clone()),
+            }
+        }
+    }
+
     fn self_value(&self) -> u64 {
         self.value
             .saturating_sub(self.children.iter().map(|c| c.value).sum())
@@ -110,6 +121,9 @@ pub struct ProfileSummary {
     /// The on-CPU frames with the most self time, with their share of on-CPU samples.
     pub top_self: Vec<(String, f64)>,
 }
+
+/// Fewer on-CPU samples than this name no hot frame (their shares would be noise).
+pub const MIN_ON_CPU_SAMPLES: u64 = 20;
 
 fn is_idle_wait(f: &str) -> bool {
     f.starts_with("[wait] input") || f.contains("TaskMailboxImpl.take")
@@ -257,8 +271,11 @@ impl VertexProfile {
 impl ProfileSummary {
     /// The evidence line naming the top self-time frames.
     pub fn top_self_line(&self) -> Option<String> {
-        if self.top_self.is_empty() {
-            return None;
+        if self.on_cpu < MIN_ON_CPU_SAMPLES || self.top_self.is_empty() {
+            return Some(format!(
+                "flame graph: {} on-CPU samples (too few to name hot frames), {} blocked off CPU",
+                self.on_cpu, self.blocked
+            ));
         }
         let frames: Vec<String> = self
             .top_self
@@ -368,5 +385,11 @@ mod tests {
         assert_eq!(s.top_self[0].0, "bench.Common.work");
         assert!(s.top_self[0].1 > 0.8);
         assert_eq!(FlameTree::from_json(&json!({"name": "x"})), None);
+        let mut a = tree(&[(&["x", "y"], 2)]);
+        a.merge(&tree(&[(&["x", "z"], 3), (&["w"], 1)]));
+        assert_eq!(a.value, 6);
+        assert_eq!(a.children[0].value, 5);
+        assert_eq!(a.children[0].children.len(), 2);
+        assert_eq!(a.children[1].name, "w");
     }
 }

@@ -230,3 +230,66 @@ fn state_heavy_on_cpu_graph_names_the_lsm_stores_get() {
         "no LSM get under MapState::get:\n{text}"
     );
 }
+
+/// The doctor as it sees a Flink cluster: Flink's metrics only (no CPU time, no state-access or
+/// per-operator time), read over REST from the blocking scenario. Without flame graphs it cannot
+/// tell waiting from computing; with the busy subtasks' on- and off-CPU graphs it says
+/// "blocking calls", from the share of samples spent off CPU in the sleep.
+#[test]
+fn the_doctor_without_cpu_metrics_finds_blocking_calls_in_the_flame_graphs() {
+    use sluice_doctor::{diagnose, flink_rest, FlameTree, JobView, VertexProfile};
+    let (s, _job) = scenario("blocking", 2);
+    s.wait_for_metrics();
+    let job = get_json(s.addr, &format!("/jobs/{}", s.jid));
+    let view = || -> JobView {
+        let mut vertices = flink_rest::read_graph(&job).unwrap();
+        for v in &mut vertices {
+            v.subtasks = (0..v.parallelism)
+                .map(|n| {
+                    let a = get_json(s.addr, &flink_rest::subtask_metrics_path(&s.jid, v, n));
+                    let mut sample = flink_rest::subtask_sample(&a, &v.operators);
+                    // What Flink does not report.
+                    sample.cpu = None;
+                    sample.cpu_wait = None;
+                    sample.state_access = None;
+                    sample.operator_busy.clear();
+                    sample
+                })
+                .collect();
+        }
+        JobView {
+            vertices,
+            available_cores: None,
+        }
+    };
+    let blocking = s
+        .vertex_names
+        .iter()
+        .position(|n| n.starts_with("blocking-call"))
+        .unwrap();
+    // Wait until the metrics show the blocking vertex as the busy one.
+    let mut without = eventually("the blocking vertex is the bottleneck", || {
+        let j = view();
+        let d = diagnose(&j);
+        (d.bottleneck.as_ref().map(|b| b.vertex) == Some(blocking)).then_some(j)
+    });
+    let d = diagnose(&without);
+    assert_ne!(d.cause.name(), "blocking-calls", "{d:?}");
+
+    let vid = &s.vertices[blocking];
+    let tree = |ty: &str| FlameTree::from_answer(&flame_graph(&s, vid, &format!("?type={ty}"))).unwrap();
+    without.vertices[blocking].profile = Some(VertexProfile {
+        on_cpu: tree("on_cpu"),
+        off_cpu: tree("off_cpu"),
+    });
+    let d = diagnose(&without);
+    assert_eq!(d.cause.name(), "blocking-calls", "{d:?}");
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("off CPU inside the operator") && e.contains("a sleep")),
+        "{:?}",
+        d.evidence
+    );
+    assert!(d.evidence.iter().any(|e| e.starts_with("flame graph: ") && e.contains("on-CPU")), "{:?}", d.evidence);
+}

@@ -55,36 +55,36 @@ pub(super) fn stalls(b: &Breakdown) -> Option<Finding> {
 /// graph: mostly off CPU inside the operator.
 pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
     let hot_busy = b.hot_busy;
-    let profile_line = b.profile.as_ref().and_then(|p| p.blocked_line());
-    let (on_cpu, mut evidence) = match b.cpu {
-        Some(c) => {
-            // Time waiting for a free core is not blocking: count it with the CPU time.
-            if c + b.cpu_wait.unwrap_or(0.0) >= LOW_CPU_RATIO * hot_busy {
-                return None;
-            }
-            (
-                c,
-                vec![format!(
-                    "busy {} but on the CPU only {}: the thread waits inside the operator (synchronous I/O, sleeps, locks)",
-                    pct(hot_busy),
-                    pct(c)
-                )],
-            )
-        }
-        None => {
-            let p = b.profile.as_ref()?;
-            if p.blocked_share < BLOCKED_SHARE {
-                return None;
-            }
-            (hot_busy * (1.0 - p.blocked_share), Vec::new())
-        }
+    // From the metrics: little CPU per busy ms (time waiting for a free core counts as CPU).
+    let by_metrics = b
+        .cpu
+        .filter(|c| *c + b.cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * hot_busy);
+    // From the flame graph: most working samples off CPU inside the operator (a direct look,
+    // so it also decides when the CPU metrics are missing, as on Flink, or blurred by a
+    // loaded machine).
+    let by_profile = b
+        .profile
+        .as_ref()
+        .filter(|p| p.blocked_share >= BLOCKED_SHARE);
+    let on_cpu = match (by_metrics, by_profile) {
+        (Some(c), _) => c,
+        (None, Some(p)) => hot_busy * (1.0 - p.blocked_share),
+        (None, None) => return None,
     };
-    evidence.extend(profile_line);
+    let mut evidence = Vec::new();
+    if let Some(c) = by_metrics {
+        evidence.push(format!(
+            "busy {} but on the CPU only {}: the thread waits inside the operator (synchronous I/O, sleeps, locks)",
+            pct(hot_busy),
+            pct(c)
+        ));
+    }
+    evidence.extend(b.profile.as_ref().and_then(|p| p.blocked_line()));
     let capacity = ((hot_busy / on_cpu.max(1.0)).ceil() as usize).clamp(2, 100);
     let op = &b.op_or_vertex;
     Some(Finding::new(
         Cause::BlockingCalls,
-        if b.cpu.is_some() { 0.8 } else { 0.7 },
+        if by_metrics.is_some() { 0.8 } else { 0.7 },
         evidence,
         Some(FixProposal {
             description: format!(
