@@ -170,6 +170,44 @@ try {
     check(n > 0, `checkpoints panel shows ${n} completed checkpoint(s)`);
   }
 
+  // Flame graph of the selected vertex: drawn by the page from the REST tree; the first request
+  // answers "sampling" (-3), the graph follows. Zoom, search, type and subtask switches.
+  const flame = page.locator('[data-testid="flamegraph-panel"]');
+  await flame.waitFor({ timeout: DEADLINE_MS });
+  const ready = await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready");
+  check(!!ready, `flame graph sampled (${await page.locator('[data-testid="flame-status"]').textContent().catch(() => "")})`);
+  const frames = flame.locator('[data-testid="flame-frame"]');
+  check(await frames.count() > 3, `flame graph drawn (${await frames.count()} frames)`);
+  if (SCENARIO === "skew") {
+    // On CPU, the keyed vertex runs the sum operator (KeyedReduceOp) with its reduce function.
+    await page.selectOption('[data-testid="flame-type"]', "on_cpu");
+    await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready" &&
+      (await flame.locator('[data-testid="flame-frame"][data-name*="KeyedReduceOp"]').count()) > 0);
+    const op = flame.locator('[data-testid="flame-frame"][data-name*="KeyedReduceOp"]').first();
+    check(await op.count() === 1, `on-CPU graph shows the sum operator (${await op.getAttribute("data-name").catch(() => "none")})`);
+    if (await op.count()) {
+      await op.click();
+      const zoom = await page.locator('[data-testid="flame-graph"]').getAttribute("data-zoom");
+      check((zoom || "").includes("KeyedReduceOp"), `click zooms into the frame (${zoom})`);
+      await page.locator('[data-testid="flame-reset"]').click();
+    }
+    await page.fill('[data-testid="flame-search"]', "KeyedReduceOp");
+    const matched = Number(await page.locator('[data-testid="flame-graph"]').getAttribute("data-matched"));
+    check(matched > 0 && (await flame.locator(".fr.match").count()) > 0, `search highlights the frames (${matched} samples match)`);
+    await page.fill('[data-testid="flame-search"]', "");
+    await page.selectOption('[data-testid="flame-subtask"]', "1");
+    const one = await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready");
+    check(!!one, "subtask filter answers a graph for subtask 2/2");
+  }
+
+  // Thread dump: task threads with Flink's names and Java-like states.
+  await page.locator('[data-testid="thread-dump-take"]').click();
+  const infos = page.locator('[data-testid="thread-info"]');
+  await infos.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+  const names = await infos.evaluateAll((es) => es.map((e) => e.dataset.threadName + " " + e.dataset.state));
+  check(names.length > 0 && names.every((n) => /\(\d+\/\d+\)#\d+ (RUNNABLE|WAITING|TIMED_WAITING|BLOCKED)$/.test(n)),
+    `thread dump lists the task threads: ${names.slice(0, 3).join("; ")}`);
+
   const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
   await page.screenshot({ path: shot });
   console.log(`screenshot: ${shot}`);

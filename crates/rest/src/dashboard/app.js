@@ -343,6 +343,148 @@
   }
   $("vertex-close").addEventListener("click", function () { setHash(state.job, null); });
 
+
+  // ---- flame graph of the selected vertex (drawn here: an icicle, root on top) ---------------
+  // GET …/flamegraph answers {"endTimestamp":-3} while the server samples (Flink's protocol),
+  // then the tree; it is asked again every tick while sampling, every 5 s after.
+  var flame = { key: null, data: null, end: null, zoom: [], asked: 0, vertex: null };
+  function flameKey() { return state.job + "/" + state.vertex + "/" + $("flame-type").value + "/" + $("flame-subtask").value; }
+  function refreshFlame() {
+    var vid = state.vertex;
+    if (!vid) { $("flame").hidden = true; flame.key = null; return Promise.resolve(); }
+    var v = ((state.detail && state.detail.vertices) || []).filter(function (x) { return x.id === vid; })[0];
+    if (!v) { $("flame").hidden = true; return Promise.resolve(); }
+    $("flame").hidden = false;
+    $("flame-vertex").textContent = "· " + v.name;
+    var sel = $("flame-subtask");
+    if (flame.vertex !== vid) {
+      flame.vertex = vid;
+      var opts = ['<option value="">all</option>'];
+      for (var i = 0; i < v.parallelism; i++) opts.push('<option value="' + i + '">' + (i + 1) + "/" + v.parallelism + "</option>");
+      sel.innerHTML = opts.join("");
+    }
+    var key = flameKey(), now = Date.now();
+    if (key === flame.key && flame.data && now - flame.asked < 5000) return Promise.resolve();
+    if (key !== flame.key) { flame.data = null; flame.zoom = []; }
+    flame.key = key; flame.asked = now;
+    var q = "?type=" + $("flame-type").value + (sel.value !== "" ? "&subtaskindex=" + sel.value : "");
+    return get("/jobs/" + state.job + "/vertices/" + vid + "/flamegraph" + q).then(function (g) {
+      if (key !== flameKey()) return;
+      if (!g.data) {
+        flame.asked = 0;
+        $("flame-status").textContent = g.endTimestamp === -1 ? "The vertex's tasks are not running." : "Sampling the vertex's threads (100 looks, 50 ms apart)…";
+        $("flame-status").setAttribute("data-state", g.endTimestamp === -1 ? "terminated" : "sampling");
+        if (!flame.data) { $("flame-graph").innerHTML = ""; $("flame-crumbs").innerHTML = ""; }
+        return;
+      }
+      var changed = g.endTimestamp !== flame.end || !flame.data;
+      flame.data = g.data; flame.end = g.endTimestamp;
+      $("flame-status").textContent = g.data.value + " samples · sampled until " + new Date(g.endTimestamp).toLocaleTimeString() +
+        " · click a frame to zoom";
+      $("flame-status").setAttribute("data-state", "ready");
+      if (changed) drawFlame();
+    }).catch(function (e) { $("flame-status").textContent = "flame graph unavailable: " + e.message; });
+  }
+  function flameNodeAt(path) {
+    var n = flame.data;
+    for (var i = 0; i < path.length && n; i++) n = (n.children || [])[path[i]];
+    return n;
+  }
+  function flameColour(name) {
+    if (/^\[(wait|blocked|syscall|kernel)\]/.test(name)) return "#7fb3e6";
+    if (/^\[/.test(name)) return "#b7c4d6";
+    var h = 0;
+    for (var i = 0; i < Math.min(name.length, 40); i++) h = (h * 31 + name.charCodeAt(i)) >>> 0;
+    return "hsl(" + (10 + (h % 40)) + "," + (70 + (h % 20)) + "%," + (55 + (h % 12)) + "%)";
+  }
+  function drawFlame() {
+    var root = flame.data;
+    if (!root) return;
+    var zoomed = flameNodeAt(flame.zoom) || root;
+    if (zoomed === root) flame.zoom = [];
+    var W = Math.max(600, $("flame-graph").clientWidth || 1200), RH = 18, rows = [], term = $("flame-search").value.trim().toLowerCase();
+    var matched = 0;
+    // The zoomed node's ancestors span the full width (greyed); below it, widths by samples.
+    var chain = [root], n = root;
+    flame.zoom.forEach(function (i) { n = n.children[i]; chain.push(n); });
+    chain.forEach(function (a, d) {
+      rows.push({ node: a, path: flame.zoom.slice(0, d), x: 0, w: W, depth: d, anc: d < chain.length - 1 });
+    });
+    var scale = W / Math.max(zoomed.value, 1);
+    function walk(node, path, x, depth) {
+      var cx = x;
+      (node.children || []).forEach(function (c, i) {
+        var w = c.value * scale;
+        if (w >= 0.5) {
+          var p = path.concat([i]);
+          rows.push({ node: c, path: p, x: cx, w: w, depth: depth });
+          walk(c, p, cx, depth + 1);
+        }
+        cx += w;
+      });
+    }
+    walk(zoomed, flame.zoom, 0, chain.length);
+    var maxDepth = 0;
+    rows.forEach(function (r) { maxDepth = Math.max(maxDepth, r.depth); });
+    var svg = ['<svg xmlns="http://www.w3.org/2000/svg" width="' + W + '" height="' + (maxDepth + 1) * RH + '">'];
+    rows.forEach(function (r, k) {
+      var name = r.node.name, hit = term && name.toLowerCase().indexOf(term) >= 0;
+      var chars = Math.floor((r.w - 6) / 6.6), label = chars < 3 ? "" : name.length > chars ? name.slice(0, chars - 1) + "…" : name;
+      svg.push('<g class="fr' + (hit ? " match" : "") + (r.anc ? " dim" : "") + '" data-testid="flame-frame" data-k="' + k + '" data-name="' + esc(name) +
+        '" data-value="' + r.node.value + '" data-depth="' + r.depth + '"><title>' + esc(name) + " — " + r.node.value + " samples (" +
+        (Math.round(1000 * r.node.value / Math.max(root.value, 1)) / 10) + '%)</title><rect x="' + r.x.toFixed(1) + '" y="' + r.depth * RH +
+        '" width="' + Math.max(r.w - 0.5, 0.5).toFixed(1) + '" height="' + (RH - 1) + '" fill="' + flameColour(name) + '"/><text x="' + (r.x + 3).toFixed(1) +
+        '" y="' + (r.depth * RH + 13) + '">' + esc(label) + "</text></g>");
+    });
+    svg.push("</svg>");
+    $("flame-graph").innerHTML = svg.join("");
+    // Share of samples under a matching frame (each sample once: a match's subtree is not re-counted).
+    if (term) {
+      var under = 0;
+      (function count(node) {
+        if (node !== root && node.name.toLowerCase().indexOf(term) >= 0) { under += node.value; return; }
+        (node.children || []).forEach(count);
+      })(root);
+      matched = under;
+    }
+    $("flame-graph").setAttribute("data-matched", term ? String(matched) : "");
+    $("flame-graph").setAttribute("data-zoom", zoomed.name);
+    $("flame-crumbs").innerHTML = chain.map(function (a, d) {
+      return '<a data-depth="' + d + '">' + esc(d === 0 ? "root" : a.name) + "</a>";
+    }).join(" › ") + (term ? ' · <span data-testid="flame-matched">' + Math.round(1000 * matched / Math.max(root.value, 1)) / 10 + "% of samples match “" + esc(term) + "”</span>" : "");
+    Array.prototype.forEach.call($("flame-crumbs").querySelectorAll("a"), function (a) {
+      a.addEventListener("click", function () { flame.zoom = flame.zoom.slice(0, +a.getAttribute("data-depth")); drawFlame(); });
+    });
+    var byK = rows;
+    Array.prototype.forEach.call($("flame-graph").querySelectorAll("g.fr"), function (g) {
+      g.addEventListener("click", function () { flame.zoom = byK[+g.getAttribute("data-k")].path; drawFlame(); });
+    });
+  }
+  ["flame-type", "flame-subtask"].forEach(function (id) { $(id).addEventListener("change", function () { refreshFlame(); }); });
+  $("flame-search").addEventListener("input", drawFlame);
+  $("flame-reset").addEventListener("click", function () { flame.zoom = []; drawFlame(); });
+
+  // ---- thread dump (on request) ----------------------------------------------------------
+  function takeThreadDump() {
+    $("threads-body").textContent = "Taking a thread dump…";
+    return get("/taskmanagers").then(function (t) {
+      var tm = t.taskmanagers && t.taskmanagers[0];
+      if (!tm) throw new Error("no task manager");
+      return get("/taskmanagers/" + encodeURIComponent(tm.id) + "/thread-dump");
+    }).then(function (d) {
+      var onlyTasks = $("threads-tasks").checked;
+      var infos = (d.threadInfos || []).filter(function (t) { return !onlyTasks || / \(\d+\/\d+\)#\d+$/.test(t.threadName); });
+      $("threads-body").className = "";
+      $("threads-body").innerHTML = '<p class="muted" style="font-size:12px">' + infos.length + " of " + (d.threadInfos || []).length + " threads · " +
+        new Date().toLocaleTimeString() + "</p>" + infos.map(function (t) {
+          var m = /^"[^\n]*" Id=\d+ (\w+)/.exec(t.stringifiedThreadInfo || ""), st = m ? m[1] : "";
+          return '<div class="threadinfo" data-testid="thread-info" data-thread-name="' + esc(t.threadName) + '" data-state="' + esc(st) +
+            '"><span class="tstate ' + esc(st) + '">' + esc(st) + "</span> " + esc(t.stringifiedThreadInfo) + "</div>";
+        }).join("");
+    }).catch(function (e) { $("threads-body").textContent = "thread dump unavailable: " + e.message; });
+  }
+  $("threads-take").addEventListener("click", takeThreadDump);
+
   // ---- doctor panel --------------------------------------------------------------------
   function renderValue(x) {
     if (x == null) return "–";
@@ -477,7 +619,7 @@
       }
       if (!state.job) { $("jobview").hidden = true; $("nojob").hidden = false; return; }
       return refreshJob().then(function () {
-        return Promise.all([refreshVertex(), refreshDoctor(), refreshCheckpoints()]);
+        return Promise.all([refreshVertex(), refreshDoctor(), refreshCheckpoints(), refreshFlame()]);
       });
     });
     p.then(function () {
