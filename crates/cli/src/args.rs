@@ -59,6 +59,11 @@ pub struct RunArgs {
     /// The embedded REST API's flags.
     #[command(flatten)]
     pub rest: RestArgs,
+    /// Sample flame graphs of every subtask back to back while the job runs (native stacks
+    /// and thread looks, as a flame graph request does): what `sluice bench --profiler`
+    /// measures the profiler's cost with. The runs taken are reported.
+    #[arg(long, global = true)]
+    pub profile_all: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -184,6 +189,11 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(short = 'p', long, default_value_t = 2)]
     pub parallelism: usize,
+    /// Measure the profiler instead: the skew and passthrough jobs with and without flame
+    /// graph sampling running all along (`sluice run --profile-all`), runs interleaved, and
+    /// the throughput ratio.
+    #[arg(long)]
+    pub profiler: bool,
 }
 
 #[derive(Args, Debug)]

@@ -27,8 +27,95 @@ fn field(json: &str, key: &str) -> Option<f64> {
     rest[..end].trim().parse().ok()
 }
 
+/// One `sluice run <args> --stats-json --no-rest`: its stats line.
+fn run_once(exe: &std::path::Path, name: &str, args: &[String]) -> anyhow::Result<String> {
+    let out = Command::new(exe)
+        .arg("run")
+        .args(args)
+        .arg("--stats-json")
+        .arg("--no-rest")
+        .output()?;
+    if !out.status.success() {
+        anyhow::bail!("{name} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// `sluice bench --profiler`: each job with and without `--profile-all`, runs interleaved (off,
+/// on, off, on, …) so drifting machine load hits both alike; medians and their ratio.
+fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let p = a.parallelism.to_string();
+    let jobs: [(&str, Vec<String>); 2] = [
+        (
+            "passthrough (chained)",
+            vec![
+                "passthrough".into(),
+                "--records".into(),
+                a.passthrough_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
+        ),
+        (
+            "skew",
+            vec![
+                "skew".into(),
+                "--records".into(),
+                a.skew_records.to_string(),
+                "-p".into(),
+                p.clone(),
+            ],
+        ),
+    ];
+    println!(
+        "{:<24} {:>14} {:>14} {:>10} {:>16} {:>16} {:>13}",
+        "case",
+        "off records/s",
+        "on records/s",
+        "on/off",
+        "off CPU-ns/rec",
+        "on CPU-ns/rec",
+        "runs sampled"
+    );
+    for (name, args) in jobs {
+        let mut on_args = args.clone();
+        on_args.push("--profile-all".into());
+        let (mut off, mut on, mut off_cpu, mut on_cpu, mut sampled) =
+            (vec![], vec![], vec![], vec![], vec![]);
+        for _ in 0..a.runs.max(1) {
+            let s = run_once(exe, name, &args)?;
+            off.push(field(&s, "records_per_sec").unwrap_or(0.0));
+            off_cpu.push(field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN));
+            let s = run_once(exe, name, &on_args)?;
+            on.push(field(&s, "records_per_sec").unwrap_or(0.0));
+            on_cpu.push(field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN));
+            sampled.push(field(&s, "profile_runs").unwrap_or(0.0));
+        }
+        let (off, on) = (median(off), median(on));
+        println!(
+            "{:<24} {:>14} {:>14} {:>10.3} {:>16.1} {:>16.1} {:>13}",
+            name,
+            human(off),
+            human(on),
+            on / off.max(1e-9),
+            median(off_cpu),
+            median(on_cpu),
+            median(sampled)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()?;
+    if a.profiler {
+        return bench_profiler(&a, &exe);
+    }
     let p = a.parallelism.to_string();
     let cases = vec![
         Case {

@@ -594,7 +594,12 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         (None, Some(dir)) => {
             let live = LiveSource::with(&args.url, &args.client)?;
             let saving = SavingSource::new(&live, dir)?;
-            let r = sample_and_diagnose_with(&saving, args.job.as_deref(), window, args.no_flame_graphs)?;
+            let r = sample_and_diagnose_with(
+                &saving,
+                args.job.as_deref(),
+                window,
+                args.no_flame_graphs,
+            )?;
             eprintln!(
                 "saved the REST answers of the last sample to {}",
                 dir.display()

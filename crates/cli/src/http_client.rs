@@ -501,7 +501,9 @@ pub fn parse_json(body: &[u8]) -> Result<serde_json::Value, String> {
         }
     }
     if max > MAX_JSON_DEPTH {
-        return Err(format!("nested {max} levels deep (at most {MAX_JSON_DEPTH} are read)"));
+        return Err(format!(
+            "nested {max} levels deep (at most {MAX_JSON_DEPTH} are read)"
+        ));
     }
     let mut de = serde_json::Deserializer::from_slice(body);
     de.disable_recursion_limit();

@@ -89,8 +89,10 @@ pub fn find_vertex(job: &Value, wanted: &str) -> anyhow::Result<(String, String)
     if let Some(v) = vertices.iter().find(|(_, n)| n == wanted) {
         return Ok(v.clone());
     }
-    let matching: Vec<&(String, String)> =
-        vertices.iter().filter(|(_, n)| n.contains(wanted)).collect();
+    let matching: Vec<&(String, String)> = vertices
+        .iter()
+        .filter(|(_, n)| n.contains(wanted))
+        .collect();
     let names = || {
         vertices
             .iter()
@@ -100,7 +102,10 @@ pub fn find_vertex(job: &Value, wanted: &str) -> anyhow::Result<(String, String)
     };
     match matching.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => anyhow::bail!("no vertex named like `{wanted}`; the job's vertices: {}", names()),
+        [] => anyhow::bail!(
+            "no vertex named like `{wanted}`; the job's vertices: {}",
+            names()
+        ),
         _ => anyhow::bail!(
             "`{wanted}` names several vertices ({}); give more of the name",
             matching
@@ -185,7 +190,8 @@ pub fn svg(folded: &str, title: &str, ty: FlameType) -> anyhow::Result<Vec<u8>> 
     opts.title = title.to_string();
     opts.count_name = "samples".to_string();
     if ty == FlameType::OffCpu {
-        opts.colors = inferno::flamegraph::Palette::Basic(inferno::flamegraph::color::BasicPalette::Io);
+        opts.colors =
+            inferno::flamegraph::Palette::Basic(inferno::flamegraph::color::BasicPalette::Io);
     }
     let mut out = Vec::new();
     if folded.is_empty() {
@@ -241,7 +247,10 @@ mod tests {
     use super::*;
 
     fn fixture(p: &str) -> Value {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/flink/flink-rest");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/flink/flink-rest"
+        );
         crate::http_client::parse_json(&std::fs::read(format!("{dir}/{p}")).unwrap()).unwrap()
     }
 
@@ -255,11 +264,21 @@ mod tests {
             .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
             .sum();
         assert_eq!(total, tree.value);
-        assert!(f.lines().any(|l| l.contains("SumReduce.reduce:190;bench.Common.work:153 91")), "{f}");
+        assert!(
+            f.lines()
+                .any(|l| l.contains("SumReduce.reduce:190;bench.Common.work:153 91")),
+            "{f}"
+        );
         let svg = String::from_utf8(svg(&f, "sum-per-key", FlameType::Full).unwrap()).unwrap();
-        assert!(svg.starts_with("<?xml") && svg.contains("bench.Common.work"), "{}", &svg[..200]);
+        assert!(
+            svg.starts_with("<?xml") && svg.contains("bench.Common.work"),
+            "{}",
+            &svg[..200]
+        );
         assert!(svg.contains("sum-per-key"));
-        assert!(String::from_utf8(svg_empty()).unwrap().contains("no samples"));
+        assert!(String::from_utf8(svg_empty())
+            .unwrap()
+            .contains("no samples"));
     }
 
     fn svg_empty() -> Vec<u8> {
@@ -272,7 +291,10 @@ mod tests {
         let (_, n) = find_vertex(&job, "sum-per-key").unwrap();
         assert!(n.starts_with("sum-per-key"), "{n}");
         let e = find_vertex(&job, "nope").unwrap_err().to_string();
-        assert!(e.contains("no vertex") && e.contains("Source: generator"), "{e}");
+        assert!(
+            e.contains("no vertex") && e.contains("Source: generator"),
+            "{e}"
+        );
         let e = find_vertex(&job, "-").unwrap_err().to_string();
         assert!(e.contains("several"), "{e}");
     }

@@ -65,6 +65,45 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
     }
 }
 
+/// `--profile-all`: sampling runs over every subtask thread, back to back, until the job ends.
+struct ProfileAll {
+    thread: std::thread::JoinHandle<u64>,
+}
+
+impl ProfileAll {
+    fn start(monitor: &std::sync::Arc<sluice_runtime::JobMonitor>) -> ProfileAll {
+        let m = monitor.clone();
+        let thread = std::thread::spawn(move || {
+            use sluice_runtime::profiler::{sample_vertex, FlameGraphType, ProfilerConfig};
+            let cfg = ProfilerConfig::default();
+            let threads: Vec<_> = (0..m.graph.vertices.len())
+                .flat_map(|v| m.profiled_threads(v))
+                .collect();
+            let mut runs = 0;
+            while m.outcome() == sluice_runtime::JobOutcome::Running {
+                let p = sample_vertex(&threads, &cfg);
+                // What an answer costs besides the sampling: the tree.
+                std::hint::black_box(p.tree(FlameGraphType::Full, None));
+                if p.subtasks
+                    .iter()
+                    .all(|s| s.on_cpu.is_empty() && s.off_cpu.is_empty())
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                } else {
+                    runs += 1;
+                }
+            }
+            runs
+        });
+        ProfileAll { thread }
+    }
+
+    /// Waits for the last run (the job has ended); the number of runs that sampled something.
+    fn finish(self) -> u64 {
+        self.thread.join().unwrap_or(0)
+    }
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
@@ -92,6 +131,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let running = sluice::Running::start(&env, &args.rest, say)?;
     let monitor = running.monitor().clone();
+    let profiling = args.profile_all.then(|| ProfileAll::start(&monitor));
     // Start-up latency: from building the job to the sources' first published batch.
     let mut startup = None;
     while startup.is_none() && !running.is_finished() {
@@ -107,6 +147,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         !args.no_progress && !args.stats_json,
     );
     let (outcome, finished) = running.wait();
+    let profile_runs = profiling.map(ProfileAll::finish);
     progress.finish();
     let restarts = finished.restarts;
     let recovery = finished.recovery.clone();
@@ -148,7 +189,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let peak = procstat::peak_rss_kib();
     if args.stats_json {
         println!(
-            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{}}}",
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"profile_runs\":{}}}",
             exec.graph.name,
             records,
             wall.as_secs_f64() * 1000.0,
@@ -157,6 +198,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             peak.map(|p| p.to_string()).unwrap_or("null".into()),
             startup.map(|s| format!("{:.3}", s.as_secs_f64() * 1000.0)).unwrap_or("null".into()),
             restarts,
+            profile_runs.map(|n| n.to_string()).unwrap_or("null".into()),
         );
         // Not on stdout (one JSON line there), but never silent.
         for line in &recovery {

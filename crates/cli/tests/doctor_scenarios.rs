@@ -107,13 +107,15 @@ fn blocking_evidence_comes_from_the_flame_graphs_too() {
         .filter_map(Value::as_str)
         .collect();
     assert!(
-        evidence
-            .iter()
-            .any(|e| e.starts_with("flame graph: ") && e.contains("off CPU") && e.contains("a sleep")),
+        evidence.iter().any(|e| e.starts_with("flame graph: ")
+            && e.contains("off CPU")
+            && e.contains("a sleep")),
         "{d:#}"
     );
     assert!(
-        evidence.iter().any(|e| e.starts_with("flame graph: ") && e.contains("on-CPU samples")),
+        evidence
+            .iter()
+            .any(|e| e.starts_with("flame graph: ") && e.contains("on-CPU samples")),
         "{d:#}"
     );
 }

@@ -183,14 +183,22 @@ fn is_serialization(f: &str) -> bool {
 /// A frame name without its `:line` suffix.
 fn bare(f: &str) -> &str {
     match f.rsplit_once(':') {
-        Some((head, line)) if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit() || b == b'-') => head,
+        Some((head, line))
+            if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit() || b == b'-') =>
+        {
+            head
+        }
         _ => f,
     }
 }
 
 /// The share of `samples` whose path has a frame matching `family`, and the most common
 /// outermost such frame.
-fn family(paths: &[(Vec<&str>, u64)], total: u64, family: fn(&str) -> bool) -> (f64, Option<String>) {
+fn family(
+    paths: &[(Vec<&str>, u64)],
+    total: u64,
+    family: fn(&str) -> bool,
+) -> (f64, Option<String>) {
     let mut hits = 0;
     let mut outer: Vec<(String, u64)> = Vec::new();
     for (p, n) in paths {
@@ -227,7 +235,10 @@ impl VertexProfile {
                 .iter()
                 .rev()
                 .find_map(|f| blocked_kind(f).map(|k| (k, bare(f).to_string())))
-                .unwrap_or((BlockedIn::Other, p.last().map(|f| bare(f).to_string()).unwrap_or_default()));
+                .unwrap_or((
+                    BlockedIn::Other,
+                    p.last().map(|f| bare(f).to_string()).unwrap_or_default(),
+                ));
             match kinds.iter_mut().find(|(k, f, _)| *k == kind && *f == frame) {
                 Some((_, _, c)) => *c += n,
                 None => kinds.push((kind, frame, n)),
@@ -338,8 +349,23 @@ mod tests {
         let p = VertexProfile {
             on_cpu: tree(&[(&["[task] m", "sluice::map:3"], 20)]),
             off_cpu: tree(&[
-                (&["[task] m", "[blocked] in operator code", "[syscall] clock_nanosleep (sleep)", "[kernel] hrtimer_nanosleep"], 70),
-                (&["[task] m", "[wait] input (idle)", "[syscall] futex (lock, condition or park)"], 500),
+                (
+                    &[
+                        "[task] m",
+                        "[blocked] in operator code",
+                        "[syscall] clock_nanosleep (sleep)",
+                        "[kernel] hrtimer_nanosleep",
+                    ],
+                    70,
+                ),
+                (
+                    &[
+                        "[task] m",
+                        "[wait] input (idle)",
+                        "[syscall] futex (lock, condition or park)",
+                    ],
+                    500,
+                ),
             ]),
         };
         let s = p.summary().unwrap();
@@ -357,7 +383,14 @@ mod tests {
     fn state_and_serialization_families_are_found_by_their_outermost_frame() {
         let p = VertexProfile {
             on_cpu: tree(&[
-                (&["op", "sluice_runtime::state::handles::MapState<UK,UV>::get:104", "lsm_tree::tree::Tree::get:9"], 71),
+                (
+                    &[
+                        "op",
+                        "sluice_runtime::state::handles::MapState<UK,UV>::get:104",
+                        "lsm_tree::tree::Tree::get:9",
+                    ],
+                    71,
+                ),
                 (&["op", "postcard::to_vec:3"], 9),
                 (&["op", "work:1"], 20),
             ]),
@@ -365,22 +398,39 @@ mod tests {
         };
         let s = p.summary().unwrap();
         assert!((s.state.0 - 0.71).abs() < 1e-9);
-        assert_eq!(s.state.1.as_deref(), Some("sluice_runtime::state::handles::MapState<UK,UV>::get"));
+        assert_eq!(
+            s.state.1.as_deref(),
+            Some("sluice_runtime::state::handles::MapState<UK,UV>::get")
+        );
         assert!((s.serialization.0 - 0.09).abs() < 1e-9);
         assert_eq!(s.top_self[0].0, "lsm_tree::tree::Tree::get");
     }
 
     #[test]
     fn flinks_answers_parse_and_their_idle_mailbox_is_not_blocking() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/flink/flink-rest");
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/flink/flink-rest"
+        );
         let read = |p: &str| -> Value {
             serde_json::from_str(&std::fs::read_to_string(format!("{dir}/{p}")).unwrap()).unwrap()
         };
         let pending = read("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call1.json");
         assert_eq!(FlameTree::from_answer(&pending), None);
-        let on = FlameTree::from_answer(&read("profiling-and-rescale/v1-flamegraph-oncpu-subtask0-call1.json")).unwrap();
-        let off = FlameTree::from_answer(&read("profiling-and-rescale/v1-flamegraph-offcpu-call2.json")).unwrap();
-        let s = VertexProfile { on_cpu: on, off_cpu: off }.summary().unwrap();
+        let on = FlameTree::from_answer(&read(
+            "profiling-and-rescale/v1-flamegraph-oncpu-subtask0-call1.json",
+        ))
+        .unwrap();
+        let off = FlameTree::from_answer(&read(
+            "profiling-and-rescale/v1-flamegraph-offcpu-call2.json",
+        ))
+        .unwrap();
+        let s = VertexProfile {
+            on_cpu: on,
+            off_cpu: off,
+        }
+        .summary()
+        .unwrap();
         assert_eq!(s.blocked, 0, "the mailbox wait is idle time");
         assert_eq!(s.top_self[0].0, "bench.Common.work");
         assert!(s.top_self[0].1 > 0.8);

@@ -8,7 +8,10 @@ use common::{eventually, get, get_json, Served};
 use serde_json::Value;
 use sluice_jobs::scenarios::{self, ScenarioConfig};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/flink/flink-rest");
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../tests/fixtures/flink/flink-rest"
+);
 
 fn fixture(path: &str) -> Value {
     let p = format!("{FIXTURES}/{path}");
@@ -36,7 +39,11 @@ fn same_shape(ours: &Value, flink: &Value, at: &str) {
             }
         }
         (Value::Number(a), Value::Number(b)) => {
-            assert_eq!(a.is_i64() || a.is_u64(), b.is_i64() || b.is_u64(), "number kind at {at}")
+            assert_eq!(
+                a.is_i64() || a.is_u64(),
+                b.is_i64() || b.is_u64(),
+                "number kind at {at}"
+            )
         }
         (a, b) => assert_eq!(
             std::mem::discriminant(a),
@@ -118,7 +125,12 @@ fn share_under(g: &Value, frame: impl Fn(&str) -> bool) -> f64 {
         if frame(n["name"].as_str().unwrap()) {
             return n["value"].as_u64().unwrap();
         }
-        n["children"].as_array().unwrap().iter().map(|c| walk(c, frame)).sum()
+        n["children"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| walk(c, frame))
+            .sum()
     }
     let root = g["data"]["value"].as_u64().unwrap().max(1);
     walk(&g["data"], &frame) as f64 / root as f64
@@ -133,24 +145,50 @@ fn skew_flame_graph_has_flinks_shape_and_the_reduce_function_under_the_sum_opera
     // The first call starts sampling: Flink's answer, byte for byte.
     let first = get(s.addr, &format!("{path}?type=on_cpu"));
     assert_eq!(first.status, 200, "{}", first.body);
-    assert_eq!(first.json(), fixture("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call1.json"));
+    assert_eq!(
+        first.json(),
+        fixture("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call1.json")
+    );
     let g = flame_graph(&s, &keyed, "?type=on_cpu");
-    same_shape(&g, &fixture("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call2.json"), "");
-    assert!(g["endTimestamp"].as_i64().unwrap() > 1_700_000_000_000, "{g}");
+    same_shape(
+        &g,
+        &fixture("skew/v1-sum-per-key-counting-sink-writer-flamegraph-call2.json"),
+        "",
+    );
+    assert!(
+        g["endTimestamp"].as_i64().unwrap() > 1_700_000_000_000,
+        "{g}"
+    );
     assert_eq!(g["data"]["name"], "root");
     let text = tree_text(&g);
     assert!(
-        nested(&g, |f| f.contains("KeyedReduceOp") && f.contains("process"), |f| f
-            .contains("KeyedStream<K,T>::sum::{{closure}}")),
+        nested(
+            &g,
+            |f| f.contains("KeyedReduceOp") && f.contains("process"),
+            |f| f.contains("KeyedStream<K,T>::sum::{{closure}}")
+        ),
         "no sum reduce function under the keyed reduce operator:\n{text}"
     );
     // Every type and one subtask share the shape; values add up.
-    for q in ["?type=full", "?type=off_cpu", "?type=ON_CPU&subtaskindex=0", ""] {
+    for q in [
+        "?type=full",
+        "?type=off_cpu",
+        "?type=ON_CPU&subtaskindex=0",
+        "",
+    ] {
         let g = get_json(s.addr, &format!("{path}{q}"));
-        same_shape(&g, &fixture("profiling-and-rescale/v1-flamegraph-oncpu-subtask0-call1.json"), q);
+        same_shape(
+            &g,
+            &fixture("profiling-and-rescale/v1-flamegraph-oncpu-subtask0-call1.json"),
+            q,
+        );
     }
-    let full = get_json(s.addr, &format!("{path}?type=full"))["data"]["value"].as_u64().unwrap();
-    let off = get_json(s.addr, &format!("{path}?type=off_cpu"))["data"]["value"].as_u64().unwrap();
+    let full = get_json(s.addr, &format!("{path}?type=full"))["data"]["value"]
+        .as_u64()
+        .unwrap();
+    let off = get_json(s.addr, &format!("{path}?type=off_cpu"))["data"]["value"]
+        .as_u64()
+        .unwrap();
     assert_eq!(full, g["data"]["value"].as_u64().unwrap() + off);
     let sub0 = get_json(s.addr, &format!("{path}?type=full&subtaskindex=0"))["data"]["value"]
         .as_u64()
@@ -185,14 +223,22 @@ fn blocking_subtasks_wait_in_their_sleep_in_the_thread_dump_and_the_off_cpu_grap
             .count();
         (asleep == 2).then_some(d)
     });
-    same_shape(&dump, &fixture("profiling-and-rescale/taskmanager-thread-dump.json"), "");
+    same_shape(
+        &dump,
+        &fixture("profiling-and-rescale/taskmanager-thread-dump.json"),
+        "",
+    );
     let names: Vec<&str> = dump["threadInfos"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t["threadName"].as_str().unwrap())
         .collect();
-    let vertex = s.vertex_names.iter().find(|n| n.starts_with("blocking-call")).unwrap();
+    let vertex = s
+        .vertex_names
+        .iter()
+        .find(|n| n.starts_with("blocking-call"))
+        .unwrap();
     for i in 1..=2 {
         let want = format!("{vertex} ({i}/2)#0");
         assert!(names.contains(&want.as_str()), "{want} not in {names:?}");
@@ -201,13 +247,21 @@ fn blocking_subtasks_wait_in_their_sleep_in_the_thread_dump_and_the_off_cpu_grap
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["threadName"].as_str().unwrap().starts_with("blocking-call"))
+        .find(|t| {
+            t["threadName"]
+                .as_str()
+                .unwrap()
+                .starts_with("blocking-call")
+        })
         .unwrap()["stringifiedThreadInfo"]
         .as_str()
         .unwrap()
         .to_string();
     assert!(info.starts_with(&format!("\"{vertex} (")), "{info}");
-    assert!(info.contains("\n\tat [blocked] in operator code\n"), "{info}");
+    assert!(
+        info.contains("\n\tat [blocked] in operator code\n"),
+        "{info}"
+    );
     assert_eq!(get(s.addr, "/taskmanagers/nope/thread-dump").status, 404);
 
     let id = s.vertex("blocking-call");
@@ -224,9 +278,11 @@ fn state_heavy_on_cpu_graph_names_the_lsm_stores_get() {
     let g = flame_graph(&s, &id, "?type=on_cpu");
     let text = tree_text(&g);
     assert!(
-        nested(&g, |f| f.contains("MapState") && f.contains("::get"), |f| (f.contains("lsm_tree")
-            || f.contains("fjall"))
-            && f.contains("get")),
+        nested(
+            &g,
+            |f| f.contains("MapState") && f.contains("::get"),
+            |f| (f.contains("lsm_tree") || f.contains("fjall")) && f.contains("get")
+        ),
         "no LSM get under MapState::get:\n{text}"
     );
 }
@@ -277,7 +333,8 @@ fn the_doctor_without_cpu_metrics_finds_blocking_calls_in_the_flame_graphs() {
     assert_ne!(d.cause.name(), "blocking-calls", "{d:?}");
 
     let vid = &s.vertices[blocking];
-    let tree = |ty: &str| FlameTree::from_answer(&flame_graph(&s, vid, &format!("?type={ty}"))).unwrap();
+    let tree =
+        |ty: &str| FlameTree::from_answer(&flame_graph(&s, vid, &format!("?type={ty}"))).unwrap();
     without.vertices[blocking].profile = Some(VertexProfile {
         on_cpu: tree("on_cpu"),
         off_cpu: tree("off_cpu"),
@@ -291,5 +348,11 @@ fn the_doctor_without_cpu_metrics_finds_blocking_calls_in_the_flame_graphs() {
         "{:?}",
         d.evidence
     );
-    assert!(d.evidence.iter().any(|e| e.starts_with("flame graph: ") && e.contains("on-CPU")), "{:?}", d.evidence);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.starts_with("flame graph: ") && e.contains("on-CPU")),
+        "{:?}",
+        d.evidence
+    );
 }

@@ -425,11 +425,10 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
                 ])),
             ),
         ]),
-        (Endpoint::FlameGraph, _) => obj(vec![
-            ("endTimestamp", int()),
-            ("data", r("FlameGraphNode")),
-        ])
-        .with("required", vec![Json::from("endTimestamp")]),
+        (Endpoint::FlameGraph, _) => {
+            obj(vec![("endTimestamp", int()), ("data", r("FlameGraphNode"))])
+                .with("required", vec![Json::from("endTimestamp")])
+        }
         (Endpoint::ThreadDump, _) => obj(vec![(
             "threadInfos",
             arr(obj(vec![

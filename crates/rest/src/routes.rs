@@ -84,7 +84,8 @@ pub const FLAME_TYPE_PARAM: QueryParam = QueryParam {
 };
 pub const SUBTASK_INDEX_PARAM: QueryParam = QueryParam {
     name: "subtaskindex",
-    description: "Only this subtask's samples (0-based; a subtask the vertex does not have is 404).",
+    description:
+        "Only this subtask's samples (0-based; a subtask the vertex does not have is 404).",
     schema: QuerySchema::Pattern("^[0-9]+$"),
 };
 pub const MODE_PARAM: QueryParam = QueryParam {

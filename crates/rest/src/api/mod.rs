@@ -21,8 +21,8 @@ mod vertex;
 
 pub use cluster::{config, jobs, jobs_overview, overview, taskmanagers};
 pub use job::{cancel_job, job, job_config, job_plan};
-pub use profiler::{flame_graph, thread_dump, FLAME_GRAPH_TYPES};
 pub use metric_queries::{subtask_metrics, subtasks_metrics, vertex_metrics, AGGREGATIONS};
+pub use profiler::{flame_graph, thread_dump, FLAME_GRAPH_TYPES};
 pub use states::job_state;
 pub use vertex::{
     accumulators, backpressure, backpressure_level, hot_keys, subtask, subtask_times_ep, vertex,

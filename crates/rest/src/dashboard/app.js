@@ -402,7 +402,7 @@
     if (!root) return;
     var zoomed = flameNodeAt(flame.zoom) || root;
     if (zoomed === root) flame.zoom = [];
-    var W = Math.max(600, $("flame-graph").clientWidth || 1200), RH = 18, rows = [], term = $("flame-search").value.trim().toLowerCase();
+    var W = Math.max(600, ($("flame").clientWidth || 1230) - 30), RH = 18, rows = [], term = $("flame-search").value.trim().toLowerCase();
     var matched = 0;
     // The zoomed node's ancestors span the full width (greyed); below it, widths by samples.
     var chain = [root], n = root;

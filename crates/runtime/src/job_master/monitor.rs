@@ -64,7 +64,8 @@ impl JobOutcome {
 impl JobMonitor {
     /// The subtask threads of vertex `vertex` (empty for an unknown index), for the profiler.
     pub fn profiled_threads(&self, vertex: usize) -> Vec<crate::profiler::ProfiledThread> {
-        let (Some(v), Some(subtasks)) = (self.graph.vertices.get(vertex), self.subtasks.get(vertex))
+        let (Some(v), Some(subtasks)) =
+            (self.graph.vertices.get(vertex), self.subtasks.get(vertex))
         else {
             return Vec::new();
         };

@@ -288,7 +288,10 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
                 });
             }
             on_cpu.push((
-                vec![task.clone(), "[running] (no native stack sampled)".to_string()],
+                vec![
+                    task.clone(),
+                    "[running] (no native stack sampled)".to_string(),
+                ],
                 on_looks[i] * look_weight,
             ));
         }
@@ -370,7 +373,11 @@ impl JobProfiler {
     }
 
     /// A flame graph request for `vertex`, whose subtask threads are `threads`.
-    pub fn request(self: &Arc<Self>, vertex: usize, threads: Vec<ProfiledThread>) -> FlameGraphAnswer {
+    pub fn request(
+        self: &Arc<Self>,
+        vertex: usize,
+        threads: Vec<ProfiledThread>,
+    ) -> FlameGraphAnswer {
         let running = threads
             .iter()
             .any(|t| t.metrics.state() == TaskState::Running);
@@ -421,7 +428,10 @@ mod tests {
     #[test]
     fn types_parse_as_flink_names_them() {
         assert_eq!(FlameGraphType::parse("ON_CPU"), Some(FlameGraphType::OnCpu));
-        assert_eq!(FlameGraphType::parse("off_cpu"), Some(FlameGraphType::OffCpu));
+        assert_eq!(
+            FlameGraphType::parse("off_cpu"),
+            Some(FlameGraphType::OffCpu)
+        );
         assert_eq!(FlameGraphType::parse("Full"), Some(FlameGraphType::Full));
         assert_eq!(FlameGraphType::parse("mixed"), None);
     }

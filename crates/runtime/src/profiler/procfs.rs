@@ -159,7 +159,10 @@ mod tests {
 
     #[test]
     fn syscall_lines() {
-        assert_eq!(parse_syscall("230 0x1 0x0 0x7ffd 0x0 0x0 0x0 0x7ff 0x7f"), Some(230));
+        assert_eq!(
+            parse_syscall("230 0x1 0x0 0x7ffd 0x0 0x0 0x0 0x7ff 0x7f"),
+            Some(230)
+        );
         assert_eq!(parse_syscall("running"), None);
         assert_eq!(parse_syscall("-1 0x7ffd 0x7f"), None);
     }

@@ -107,6 +107,9 @@ mod tests {
         assert_eq!(t.children[0].children[0].name, "work");
         assert_eq!(t.children[0].children[0].value, 4);
         assert_eq!(t.children[0].children[0].self_value(), 1);
-        assert_eq!(t.folded(), "main;work 1\nmain;work;hash 3\nmain;io:read 2\n");
+        assert_eq!(
+            t.folded(),
+            "main;work 1\nmain;work;hash 3\nmain;io:read 2\n"
+        );
     }
 }
