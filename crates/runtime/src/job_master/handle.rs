@@ -63,7 +63,9 @@ impl JobHandle {
         let t = self.thread.take().expect("wait is called once");
         let result = t
             .join()
-            .map_err(|_| JobError::job("the job coordinator thread panicked"))??;
+            .map_err(|_| JobError::job("the job coordinator thread panicked"));
+        self.monitor.profiler.join_samplers();
+        let result = result??;
         Ok(JobExecution {
             job_id: self.monitor.job_id,
             result,
@@ -79,5 +81,6 @@ impl Drop for JobHandle {
             self.monitor.control.cancel_by_user();
             let _ = t.join();
         }
+        self.monitor.profiler.join_samplers();
     }
 }

@@ -338,6 +338,8 @@ struct VertexCache {
 pub struct JobProfiler {
     config: ProfilerConfig,
     vertices: Mutex<HashMap<usize, VertexCache>>,
+    /// Sampling threads started (joined by [`JobProfiler::join_samplers`] when the job ends).
+    samplers: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for JobProfiler {
@@ -359,11 +361,22 @@ impl JobProfiler {
         JobProfiler {
             config,
             vertices: Mutex::new(HashMap::new()),
+            samplers: Mutex::new(Vec::new()),
         }
     }
 
     pub fn config(&self) -> &ProfilerConfig {
         &self.config
+    }
+
+    /// Waits for the sampling threads; once the job's tasks have ended, each stops within a
+    /// look (`delay`) and the symbolisation of what it sampled. The job handle calls this, so
+    /// no sampler outlives it.
+    pub fn join_samplers(&self) {
+        let samplers = std::mem::take(&mut *self.samplers.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in samplers {
+            let _ = t.join();
+        }
     }
 
     /// The latest graph of `vertex` without starting anything.
@@ -399,6 +412,11 @@ impl JobProfiler {
                     c.last_done = Some(Instant::now());
                 });
             cache.running = spawned.is_ok();
+            if let Ok(h) = spawned {
+                let mut samplers = self.samplers.lock().unwrap_or_else(|p| p.into_inner());
+                samplers.retain(|t| !t.is_finished());
+                samplers.push(h);
+            }
         }
         match (&cache.last, cache.running) {
             (Some(p), _) => FlameGraphAnswer::Ready(p.clone()),

@@ -28,7 +28,35 @@ pub fn sample_during<R>(
     pthreads: &[u64],
     during: impl FnOnce() -> R,
 ) -> (R, Result<NativeSamples, String>) {
-    let _one_at_a_time = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+    let one_at_a_time = SESSION.lock().unwrap_or_else(|p| p.into_inner());
+    sample_in_session(one_at_a_time, hz, pthreads, during)
+}
+
+/// Like [`sample_during`], but without waiting: when another session runs, `during` runs
+/// without native samples (for answers that must not wait seconds, like a thread dump).
+pub fn sample_during_if_free<R>(
+    hz: i32,
+    pthreads: &[u64],
+    during: impl FnOnce() -> R,
+) -> (R, Result<NativeSamples, String>) {
+    match SESSION.try_lock() {
+        Ok(session) => sample_in_session(session, hz, pthreads, during),
+        Err(std::sync::TryLockError::Poisoned(p)) => {
+            sample_in_session(p.into_inner(), hz, pthreads, during)
+        }
+        Err(std::sync::TryLockError::WouldBlock) => (
+            during(),
+            Err("native sampler busy with a flame graph".to_string()),
+        ),
+    }
+}
+
+fn sample_in_session<R>(
+    _session: std::sync::MutexGuard<'_, ()>,
+    hz: i32,
+    pthreads: &[u64],
+    during: impl FnOnce() -> R,
+) -> (R, Result<NativeSamples, String>) {
     let guard = pprof::ProfilerGuardBuilder::default()
         .frequency(hz)
         // Unwinding from inside these would risk a deadlock (the loader's locks) or garbage.

@@ -64,7 +64,7 @@ pub fn thread_dump(tasks: &[ProfiledThread], max_depth: usize) -> Vec<ThreadInfo
     let (_, native) = if pthreads.is_empty() {
         ((), Err(String::new()))
     } else {
-        native::sample_during(499, &pthreads, || std::thread::sleep(NATIVE_GLANCE))
+        native::sample_during_if_free(499, &pthreads, || std::thread::sleep(NATIVE_GLANCE))
     };
     let mut out = Vec::new();
     for tid in procfs::threads() {
@@ -88,10 +88,11 @@ pub fn thread_dump(tasks: &[ProfiledThread], max_depth: usize) -> Vec<ThreadInfo
                             st
                         })
                         .unwrap_or_else(|| {
-                            vec![
-                                super::task_frame(&t.vertex_name),
-                                "[running] (no native stack sampled)".to_string(),
-                            ]
+                            let why = match &native {
+                                Err(e) if !e.is_empty() => format!("[running] ({e})"),
+                                _ => "[running] (no native stack sampled)".to_string(),
+                            };
+                            vec![super::task_frame(&t.vertex_name), why]
                         })
                 } else {
                     off_cpu_stack(t, &look)
