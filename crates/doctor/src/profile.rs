@@ -211,7 +211,7 @@ fn family(
             }
         }
     }
-    outer.sort_by(|a, b| b.1.cmp(&a.1));
+    outer.sort_by_key(|b| std::cmp::Reverse(b.1));
     (
         hits as f64 / total.max(1) as f64,
         outer.into_iter().next().map(|(f, _)| f),
@@ -247,7 +247,7 @@ impl VertexProfile {
         if on_cpu + blocked == 0 {
             return None;
         }
-        kinds.sort_by(|a, b| b.2.cmp(&a.2));
+        kinds.sort_by_key(|b| std::cmp::Reverse(b.2));
         let blocked_in = kinds
             .into_iter()
             .next()

@@ -265,7 +265,7 @@ pub fn run_job(
         match spawned {
             Ok(h) => {
                 use std::os::unix::thread::JoinHandleExt;
-                pthread_slot.store(h.as_pthread_t() as u64, Ordering::Relaxed);
+                pthread_slot.store(h.as_pthread_t(), Ordering::Relaxed);
                 handles.push(h)
             }
             Err(e) => {

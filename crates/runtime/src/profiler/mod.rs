@@ -148,7 +148,7 @@ impl VertexProfile {
         let picked = self
             .subtasks
             .iter()
-            .filter(|s| subtask.map_or(true, |i| s.subtask == i));
+            .filter(|s| subtask.is_none_or(|i| s.subtask == i));
         let mut stacks: Vec<(&[String], u64)> = Vec::new();
         for s in picked {
             if ty != FlameGraphType::OffCpu {
@@ -373,7 +373,8 @@ impl JobProfiler {
     /// look (`delay`) and the symbolisation of what it sampled. The job handle calls this, so
     /// no sampler outlives it.
     pub fn join_samplers(&self) {
-        let samplers = std::mem::take(&mut *self.samplers.lock().unwrap_or_else(|p| p.into_inner()));
+        let samplers =
+            std::mem::take(&mut *self.samplers.lock().unwrap_or_else(|p| p.into_inner()));
         for t in samplers {
             let _ = t.join();
         }
@@ -398,7 +399,7 @@ impl JobProfiler {
         let cache = all.entry(vertex).or_default();
         let stale = cache
             .last_done
-            .map_or(true, |t| t.elapsed() >= self.config.refresh_interval);
+            .is_none_or(|t| t.elapsed() >= self.config.refresh_interval);
         if stale && running && !cache.running {
             let me = self.clone();
             let spawned = std::thread::Builder::new()

@@ -166,7 +166,7 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let h = std::thread::spawn(move || burn_cpu_in_a_named_function(&s));
-        let pthread = h.as_pthread_t() as u64;
+        let pthread = h.as_pthread_t();
         let (_, samples) = sample_during(199, &[pthread], || {
             std::thread::sleep(std::time::Duration::from_millis(600))
         });
