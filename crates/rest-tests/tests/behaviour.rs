@@ -502,12 +502,14 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/vertices/{vertexid}/watermarks",
     "/jobs/{jobid}/vertices/{vertexid}/accumulators",
     "/jobs/{jobid}/vertices/{vertexid}/hot-keys",
+    "/jobs/{jobid}/vertices/{vertexid}/flamegraph",
     "/jobs/{jobid}/savepoints/{triggerid}",
     "/jobs/{jobid}/checkpoints",
     "/jobs/{jobid}/checkpoints/config",
     "/jobs/{jobid}/checkpoints/details/{checkpointid}",
     "/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}",
     "/taskmanagers",
+    "/taskmanagers/{taskmanagerid}/thread-dump",
     "/metrics",
     "/openapi.json",
 ];
@@ -551,6 +553,10 @@ fn openapi_document_describes_every_served_path() {
         let c = get_json(s.addr, &format!("/jobs/{jid}/checkpoints"));
         c["history"][0]["id"].as_u64().map(|id| id.to_string())
     });
+    let tm = get_json(s.addr, "/taskmanagers")["taskmanagers"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
     for p in SERVED {
         let item = paths
             .get(*p)
@@ -583,7 +589,8 @@ fn openapi_document_describes_every_served_path() {
             .replace("{vertexid}", &v)
             .replace("{subtaskindex}", "0")
             .replace("{checkpointid}", &checkpoint)
-            .replace("{triggerid}", &trigger);
+            .replace("{triggerid}", &trigger)
+            .replace("{taskmanagerid}", &tm);
         let r = get(s.addr, &concrete);
         assert_eq!(r.status, 200, "{concrete}: {}", r.body);
     }
