@@ -187,6 +187,26 @@ pub fn file_for(path: &str, stems: &HashMap<String, String>) -> Option<String> {
             format!("{}-subtask{n}-metrics.json", stem(vid)?)
         }
         ["jobs", _, "vertices", vid, "hot-keys"] => format!("{}-hot-keys.json", stem(vid)?),
+        ["jobs", _, "vertices", vid, "flamegraph"] => {
+            // `…-flamegraph-on_cpu.json`, `…-flamegraph-off_cpu-subtask1.json`: one per query.
+            let query = path.split_once('?').map_or("", |(_, q)| q);
+            let param = |k: &str| {
+                query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix(k)?.strip_prefix('='))
+            };
+            let ty = param("type").unwrap_or("full");
+            if !["full", "on_cpu", "off_cpu"].contains(&ty) {
+                return None;
+            }
+            match param("subtaskindex") {
+                Some(n) => {
+                    n.parse::<usize>().ok()?;
+                    format!("{}-flamegraph-{ty}-subtask{n}.json", stem(vid)?)
+                }
+                None => format!("{}-flamegraph-{ty}.json", stem(vid)?),
+            }
+        }
         ["jobs", _, "checkpoints"] => "job-checkpoints.json".to_string(),
         ["jobs", _, "checkpoints", "config"] => "job-checkpoints-config.json".to_string(),
         _ => return None,
@@ -216,9 +236,9 @@ impl DirSource {
 }
 
 fn read_json_file(path: &Path) -> anyhow::Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    crate::http_client::parse_json(&bytes)
+        .map_err(|e| anyhow::anyhow!("{} is not JSON: {e}", path.display()))
 }
 
 impl RestSource for DirSource {
@@ -464,14 +484,14 @@ pub fn sample_and_diagnose(
 const FLAME_GRAPH_WAIT: Duration = Duration::from_secs(30);
 
 /// The flame graphs (on- and off-CPU) of `subtasks` of a vertex, merged; `Err` says why there
-/// are none.
+/// are none; `Ok(None)` when saved answers (`--from-dir`) hold none.
 fn bottleneck_profile(
     src: &dyn RestSource,
     jid: &str,
     vid: &str,
     subtasks: &[usize],
     parallelism: usize,
-) -> anyhow::Result<sluice_doctor::VertexProfile> {
+) -> anyhow::Result<Option<sluice_doctor::VertexProfile>> {
     use crate::profile_cmd::{fetch_flame_graph, FlameType};
     // Every subtask at once when all are busy (one request per type); else each busy one.
     let picks: Vec<Option<usize>> = if subtasks.is_empty() || subtasks.len() >= parallelism {
@@ -479,14 +499,29 @@ fn bottleneck_profile(
     } else {
         subtasks.iter().map(|&i| Some(i)).collect()
     };
+    if !src.is_live() {
+        let mut probe = format!("/jobs/{jid}/vertices/{vid}/flamegraph?type=on_cpu");
+        if let Some(Some(i)) = picks.first() {
+            probe.push_str(&format!("&subtaskindex={i}"));
+        }
+        if src.get(&probe)?.is_none() {
+            return Ok(None);
+        }
+    }
     let mut profile = sluice_doctor::VertexProfile::default();
     for pick in picks {
-        let (on, _) = fetch_flame_graph(src, jid, vid, FlameType::OnCpu, pick, FLAME_GRAPH_WAIT)?;
-        let (off, _) = fetch_flame_graph(src, jid, vid, FlameType::OffCpu, pick, FLAME_GRAPH_WAIT)?;
+        // Saved answers are final: asking again would not change them.
+        let wait = if src.is_live() {
+            FLAME_GRAPH_WAIT
+        } else {
+            Duration::ZERO
+        };
+        let (on, _) = fetch_flame_graph(src, jid, vid, FlameType::OnCpu, pick, wait)?;
+        let (off, _) = fetch_flame_graph(src, jid, vid, FlameType::OffCpu, pick, wait)?;
         profile.on_cpu.merge(&on);
         profile.off_cpu.merge(&off);
     }
-    Ok(profile)
+    Ok(Some(profile))
 }
 
 /// Like [`sample_and_diagnose`]; unless `no_flame_graphs`, a live source's bottleneck is then
@@ -545,13 +580,14 @@ pub fn sample_and_diagnose_with(
     let mut job = job;
     let mut d = diagnose_window(&job, &samples);
     let mut flame_note = None;
-    if let (Some(b), true) = (d.bottleneck.clone(), src.is_live() && !no_flame_graphs) {
+    if let (Some(b), false) = (d.bottleneck.clone(), no_flame_graphs) {
         let v = &job.vertices[b.vertex];
         match bottleneck_profile(src, &jid, &v.id.clone(), &b.subtasks, v.parallelism) {
-            Ok(p) => {
+            Ok(Some(p)) => {
                 job.vertices[b.vertex].profile = Some(p);
                 d = diagnose_window(&job, &samples);
             }
+            Ok(None) => {}
             Err(e) => flame_note = Some(format!("flame graphs: {e:#}")),
         }
     }
@@ -590,7 +626,12 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
     }
     let window = args.window.unwrap_or(10.0);
     let report = match (&args.from_dir, &args.save) {
-        (Some(dir), _) => sample_and_diagnose(&DirSource::open(dir)?, args.job.as_deref(), 0.0)?,
+        (Some(dir), _) => sample_and_diagnose_with(
+            &DirSource::open(dir)?,
+            args.job.as_deref(),
+            0.0,
+            args.no_flame_graphs,
+        )?,
         (None, Some(dir)) => {
             let live = LiveSource::with(&args.url, &args.client)?;
             let saving = SavingSource::new(&live, dir)?;
@@ -1075,6 +1116,21 @@ mod tests {
         );
         assert_eq!(f("/jobs/abc/vertices/unknown/subtasks/1/metrics"), None);
         assert_eq!(f("/taskmanagers"), None);
+        assert_eq!(
+            f(&format!(
+                "/jobs/abc/vertices/{vid}/flamegraph?type=off_cpu&subtaskindex=1"
+            ))
+            .as_deref(),
+            Some("v1-sum-per-key-counting-sink-writer-flamegraph-off_cpu-subtask1.json")
+        );
+        assert_eq!(
+            f(&format!("/jobs/abc/vertices/{vid}/flamegraph")).as_deref(),
+            Some("v1-sum-per-key-counting-sink-writer-flamegraph-full.json")
+        );
+        assert_eq!(
+            f(&format!("/jobs/abc/vertices/{vid}/flamegraph?type=x")),
+            None
+        );
         // Every file the doctor reads from the capture exists.
         for n in 0..2 {
             let name = f(&format!("/jobs/abc/vertices/{vid}/subtasks/{n}/metrics")).unwrap();

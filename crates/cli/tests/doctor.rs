@@ -20,7 +20,15 @@ fn doctor(url: &str, cause: &str) -> serde_json::Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["doctor", "--url", url, "--window", "2", "--json"])
+            .args([
+                "doctor",
+                "--url",
+                url,
+                "--window",
+                "2",
+                "--json",
+                "--no-flame-graphs",
+            ])
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout).to_string();
