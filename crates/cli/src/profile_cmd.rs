@@ -151,9 +151,10 @@ pub fn fetch_flame_graph(
             _ => anyhow::bail!("{path}: not a flame graph answer: {answer}"),
         }
         if started.elapsed() >= wait {
+            // The same words whatever the wait, so a saved `-3` answer (`doctor --from-dir`)
+            // reads as the live one did.
             anyhow::bail!(
-                "no flame graph after {} s (the server is still sampling); try a larger --seconds",
-                wait.as_secs()
+                "no flame graph: the server was still sampling (`sluice profile --seconds` waits longer)"
             );
         }
         std::thread::sleep(Duration::from_millis(250));
