@@ -5,7 +5,7 @@
 //! `num_samples` times, `delay` apart (Flink's `rest.flamegraph.num-samples` 100 and
 //! `delay-between-samples` 50 ms). Each look ([`procfs`]) reads the thread's scheduler state:
 //! - **on CPU** (`R`): while a run lasts, `pprof`'s signal-based sampler ([`native`]) collects
-//!   symbolised stacks of the task threads, one per 1/199 s of CPU time: the on-CPU graph is
+//!   symbolised stacks of the task threads, one per 1/99 s of CPU time: the on-CPU graph is
 //!   these native stacks (user functions under the engine's operator frames), from the engine's
 //!   first frame on (the thread-start boilerplate of `std` is cut).
 //! - **off CPU**: the sample is logical: the task, what the task waits for (input = idle, output
@@ -14,9 +14,9 @@
 //!   condition) and the kernel function it sleeps in.
 //!
 //! Values count native samples, i.e. slices of 1/`native_hz` of thread time: a look off CPU
-//! stands for `delay` of the thread's time and counts `delay × native_hz` (10 by default), so
+//! stands for `delay` of the thread's time and counts `delay × native_hz` (5 by default), so
 //! on- and off-CPU parts of the `full` graph keep their proportions of time. (Flink counts
-//! looks: 100 per thread; here a thread sampled for 5 s totals about 1,000.)
+//! looks: 100 per thread; here a thread sampled for 5 s totals about 500.)
 //!
 //! Frames are root first and sit under `[task] <vertex>`; Sluice's logical frames are bracketed
 //! (`[wait]`, `[blocked]`, `[syscall]`, `[kernel]`, `[running]`) so nobody mistakes them for
@@ -94,7 +94,7 @@ impl Default for ProfilerConfig {
             delay: Duration::from_millis(50),
             stack_depth: 56,
             refresh_interval: Duration::from_secs(60),
-            native_hz: 199,
+            native_hz: 99,
         }
     }
 }
@@ -434,7 +434,7 @@ mod tests {
     #[test]
     fn looks_weigh_their_time_in_native_samples() {
         let cfg = ProfilerConfig::default();
-        assert_eq!(look_weight(&cfg, true), 10);
+        assert_eq!(look_weight(&cfg, true), 5);
         assert_eq!(look_weight(&cfg, false), 1);
         let s: Vec<String> = ["clone3", "start_thread", "sluice_runtime::a", "b", "c"]
             .iter()

@@ -74,56 +74,57 @@ fn sample_in_session<R>(
         Err(e) => return (result, Err(format!("native samples unreadable: {e}"))),
     };
     let mut by_thread: HashMap<u64, Vec<(Stack, u64)>> = HashMap::new();
+    // Stacks share most of their frames: each address is resolved once (pprof's own resolver
+    // resolves every frame of every stack, most of a run's symbolisation time).
+    let mut names_at: HashMap<usize, Vec<String>> = HashMap::new();
     for (frames, count) in report.data {
         if count <= 0 || !pthreads.contains(&frames.thread_id) {
             continue;
         }
-        let thread = frames.thread_id;
-        let resolved = pprof::Frames::from(frames);
+        // Leaf first; inlined functions come before the function they were inlined into.
+        let mut stack: Stack = Vec::with_capacity(frames.frames.len() * 2);
+        for frame in &frames.frames {
+            let names = names_at
+                .entry(frame.ip() as usize)
+                .or_insert_with(|| resolve(frame));
+            stack.extend(names.iter().filter(|n| !is_sampler_frame(n)).cloned());
+        }
+        stack.reverse();
         by_thread
-            .entry(thread)
+            .entry(frames.thread_id)
             .or_default()
-            .push((stack_of(&resolved), count as u64));
+            .push((stack, count as u64));
     }
     (result, Ok(NativeSamples { by_thread }))
 }
 
-/// Root-first frame names of a resolved sample, without the sampler's own frames (the signal
-/// handler and the kernel's signal trampoline).
-fn stack_of(frames: &pprof::Frames) -> Stack {
-    // Leaf first; inlined functions come before the function they were inlined into.
-    let names: Vec<String> = frames
-        .frames
-        .iter()
-        .flat_map(|f| {
-            if f.is_empty() {
-                vec!["[unknown]".to_string()]
-            } else {
-                f.iter().map(symbol_name).collect()
-            }
-        })
-        .collect();
-    // The sampler's own frames (the unwinder, the signal handler, the kernel's trampoline)
-    // show up on the leaf side; they are not the thread's.
-    let mut stack: Stack = names.into_iter().filter(|n| !is_sampler_frame(n)).collect();
-    stack.reverse();
-    stack
+/// The names at a frame's address, innermost inlined function first, as `path::function:line`
+/// (Flink names frames `class.method:line`), without the hash suffix.
+fn resolve(frame: &backtrace::Frame) -> Vec<String> {
+    let mut names = Vec::new();
+    backtrace::resolve_frame(frame, |sym| {
+        let name = sym
+            .name()
+            .map(|n| strip_hash(&format!("{n:#}")))
+            .unwrap_or_else(|| "[unknown]".to_string());
+        names.push(match sym.lineno() {
+            Some(line) if line > 0 => format!("{name}:{line}"),
+            _ => name,
+        });
+    });
+    if names.is_empty() {
+        names.push("[unknown]".to_string());
+    }
+    names
 }
 
+/// The sampler's own frames (the unwinder, the signal handler, the kernel's signal trampoline)
+/// show up on the leaf side; they are not the thread's.
 fn is_sampler_frame(name: &str) -> bool {
     name.contains("pprof::")
         || name.starts_with("backtrace::")
         || name.contains("perf_signal_handler")
         || name.starts_with("__restore_rt")
-}
-
-/// `path::function:line` (Flink names frames `class.method:line`), without the hash suffix.
-fn symbol_name(s: &pprof::Symbol) -> String {
-    let name = strip_hash(&s.name());
-    match s.lineno {
-        Some(line) if line > 0 => format!("{name}:{line}"),
-        _ => name,
-    }
 }
 
 /// Drops a legacy-mangling hash (`::h0123456789abcdef`).
