@@ -1,2 +1,212 @@
-//! PostgreSQL for Sluice: a sink that appends (binary `COPY`, two-phase commit) or upserts by
-//! primary key, batched and flushed at every checkpoint.
+//! PostgreSQL for Sluice: a sink that appends (binary `COPY`) or upserts by primary key
+//! (`INSERT … ON CONFLICT DO UPDATE`), batched and flushed at every checkpoint, exactly once.
+//!
+//! Main types: [`PostgresSink`] (the builder), [`RowMapping`] (record → typed columns),
+//! [`Mode`], [`SinkOptions`] (Flink JDBC option names), [`PostgresSinkHandle`] (metrics),
+//! [`PostgresSinkExt`] (`stream.sink_to_postgres(…)`), [`PostgresError`].
+//!
+//! ```no_run
+//! use sluice_graph::StreamEnv;
+//! use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
+//!
+//! let env = StreamEnv::new();
+//! let sums = env.generate(1_000, |i| (i % 10, i));
+//! let sink = PostgresSink::builder(
+//!     "postgres://sluice@127.0.0.1:5432/sluice",
+//!     "totals",
+//!     RowMapping::new()
+//!         .column("key", |r: &(u64, u64)| r.0 as i64)
+//!         .column("total", |r: &(u64, u64)| r.1 as i64),
+//! )
+//! .upsert(&["key"])
+//! .option("sink.buffer-flush.max-rows", "1000")
+//! .unwrap();
+//! sums.sink_to_postgres(sink).unwrap();
+//! ```
+//!
+//! # Guarantees
+//! - **Upsert** is idempotent: after a failure the job replays from its checkpoint and the
+//!   same keys are written again with the same values, so the table converges. Every barrier
+//!   writes the buffer before it is acknowledged, so a completed checkpoint's rows are in the
+//!   table.
+//! - **Append** in a job with periodic checkpoints uses two-phase commit, as Flink's XA JDBC
+//!   sink: each subtask copies into one open transaction per checkpoint; at the barrier it
+//!   runs `PREPARE TRANSACTION '<gid>'` (gid: prefix, subtask, checkpoint, attempt; see
+//!   [`xa`]) and lists the prepared gids in its snapshot; when the checkpoint completes it
+//!   runs `COMMIT PREPARED` on a second connection. No row is visible before its checkpoint
+//!   completed. On restore it commits what the checkpoint names (a gid already gone was
+//!   committed) and rolls back every other prepared transaction of its subtasks (found in
+//!   `pg_prepared_xacts` by prefix). The server needs `max_prepared_transactions` ≥ the
+//!   sink's parallelism × (checkpoints in flight + 1). Rows of the transaction after the last
+//!   checkpoint are committed when the whole job has finished.
+//! - **Append without periodic checkpoints** commits every batch (`COPY` in autocommit):
+//!   at least once — a batch retried after a lost connection may have been written already.
+//! - **Lost connections** (I/O errors, `pg_terminate_backend`, a server restart) are retried
+//!   `sink.max-retries` times on a new connection with a doubling backoff; the open
+//!   transaction is rebuilt from the rows it held (kept in memory until its barrier — memory
+//!   proportional to the rows per checkpoint interval and subtask). Then the task fails and the
+//!   job master restarts the job from its checkpoint.
+//! - The table is checked when the job is deployed (before any record flows) and again by each
+//!   subtask: every mapped column exists with a type the mapping writes, no NOT NULL column
+//!   without default is left out, a nullable mapping does not target a NOT NULL column, and an
+//!   upsert key is the primary key or a unique index. Errors name the table and the column.
+//!   An unreachable server fails within `connection.connect-timeout` (10 s), naming the address.
+//! - Two jobs that append to the same table through operators with the same id must set
+//!   distinct [`PostgresSink::gid_prefix`]es, or one's restore rolls back the other's
+//!   transactions.
+
+mod connect;
+mod error;
+mod mapping;
+mod metrics;
+mod options;
+mod schema;
+mod sink;
+mod value;
+mod write;
+pub mod xa;
+
+use std::sync::Arc;
+
+use sluice_graph::{DataStream, Sink};
+use sluice_types::{Data, OperatorError};
+
+pub use connect::Endpoint;
+pub use error::PostgresError;
+pub use mapping::{Column, RowMapping};
+pub use metrics::{SinkMetrics, SinkMetricsSnapshot};
+pub use options::{parse_duration, Mode, SinkOptions, UpsertStatement};
+pub use sink::PostgresSinkWriter;
+pub use value::{ColumnType, PgValue, Value};
+
+use sink::SinkSpec;
+
+/// Builds a PostgreSQL sink: connection, table, row mapping, mode and options.
+pub struct PostgresSink<T> {
+    conn: String,
+    table: String,
+    mapping: RowMapping<T>,
+    mode: Mode,
+    options: SinkOptions,
+    gid_prefix: Option<String>,
+    name: Option<String>,
+}
+
+/// What the sink's [`Sink`] handle holds: its counters (all subtasks).
+#[derive(Clone, Debug)]
+pub struct PostgresSinkHandle {
+    pub metrics: Arc<SinkMetrics>,
+}
+
+impl<T: Data> PostgresSink<T> {
+    /// A sink writing to `table` (`name` or `schema.name`, taken literally) of the database at
+    /// `conn` (`postgres://USER[:PASSWORD]@HOST:PORT/DB` or `host=… port=… user=… dbname=…`).
+    /// Appends by default.
+    pub fn builder(conn: &str, table: &str, mapping: RowMapping<T>) -> Self {
+        PostgresSink {
+            conn: conn.to_string(),
+            table: table.to_string(),
+            mapping,
+            mode: Mode::Append,
+            options: SinkOptions::default(),
+            gid_prefix: None,
+            name: None,
+        }
+    }
+
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Upsert by these key columns (the table's primary key or a unique index on them).
+    pub fn upsert(self, key: &[&str]) -> Self {
+        self.mode(Mode::Upsert {
+            key: key.iter().map(|k| k.to_string()).collect(),
+        })
+    }
+
+    pub fn options(mut self, options: SinkOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Sets one option by its Flink name (see [`SinkOptions::set`]).
+    pub fn option(mut self, name: &str, value: &str) -> Result<Self, PostgresError> {
+        self.options.set(name, value)?;
+        Ok(self)
+    }
+
+    /// The gid prefix of two-phase commit (default `sluice:<table>:<operator id>`).
+    pub fn gid_prefix(mut self, prefix: &str) -> Self {
+        self.gid_prefix = Some(prefix.to_string());
+        self
+    }
+
+    /// The operator's name (default `PostgreSQL: <table>`, shown as `Sink: PostgreSQL: <table>`).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// Adds the sink to `stream` (through [`DataStream::add_sink`]). The connection string is
+    /// parsed now; the table is checked when the job is deployed.
+    pub fn add_to(self, stream: &DataStream<T>) -> Result<Sink<PostgresSinkHandle>, PostgresError> {
+        let endpoint = Endpoint::parse(&self.conn, self.options.connect_timeout)?;
+        if self.mapping.columns().is_empty() {
+            return Err(PostgresError::Schema {
+                table: self.table,
+                problem: "the row mapping has no columns".into(),
+            });
+        }
+        let metrics = Arc::new(SinkMetrics::default());
+        let name = self
+            .name
+            .unwrap_or_else(|| format!("PostgreSQL: {}", self.table));
+        let spec = Arc::new(SinkSpec {
+            endpoint,
+            table: self.table,
+            mapping: self.mapping,
+            mode: self.mode,
+            options: self.options,
+            gid_prefix: self.gid_prefix,
+            metrics: metrics.clone(),
+        });
+        let check = spec.clone();
+        Ok(stream.add_sink(
+            &name,
+            PostgresSinkHandle { metrics },
+            move |_parallelism| {
+                // Before any task starts: reachable, and the table fits the mapping.
+                let mut client = check
+                    .endpoint
+                    .connect(&format!("sluice sink {} (check)", check.table))?;
+                schema::check_table(
+                    &mut client,
+                    &check.table,
+                    check.mapping.columns(),
+                    &check.mode,
+                )?;
+                Ok::<(), OperatorError>(())
+            },
+            move |ctx| PostgresSinkWriter::open(spec.clone(), ctx),
+        ))
+    }
+}
+
+/// `stream.sink_to_postgres(PostgresSink::builder(…))`.
+pub trait PostgresSinkExt<T: Data> {
+    fn sink_to_postgres(
+        &self,
+        sink: PostgresSink<T>,
+    ) -> Result<Sink<PostgresSinkHandle>, PostgresError>;
+}
+
+impl<T: Data> PostgresSinkExt<T> for DataStream<T> {
+    fn sink_to_postgres(
+        &self,
+        sink: PostgresSink<T>,
+    ) -> Result<Sink<PostgresSinkHandle>, PostgresError> {
+        sink.add_to(self)
+    }
+}

@@ -1,0 +1,531 @@
+//! The sink subtask: buffers rows, writes them in batches (by size, by interval, at every
+//! barrier, at end of input), retries a lost connection, and — for exactly-once appends —
+//! runs one transaction per checkpoint: `PREPARE TRANSACTION` at the barrier, `COMMIT
+//! PREPARED` once the checkpoint completed (seen on the job's checkpoint hub, polled on the
+//! task's flush ticks and every few hundred records, as the transactional file sink does).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Instant;
+
+use postgres::types::Type;
+use postgres::Client;
+use sluice_runtime::checkpoint::CheckpointHub;
+use sluice_runtime::state::layout;
+use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, ServicesHandle};
+
+use crate::connect::{backoff_for, Endpoint};
+use crate::error::is_connection_loss;
+use crate::mapping::RowMapping;
+use crate::metrics::SinkMetrics;
+use crate::schema::check_table;
+use crate::value::Value;
+use crate::write::{copy_rows, copy_sql, Upserter};
+use crate::{xa, Mode, PostgresError, SinkOptions};
+
+/// What every subtask of one sink shares.
+pub(crate) struct SinkSpec<T: 'static> {
+    pub endpoint: Endpoint,
+    pub table: String,
+    pub mapping: RowMapping<T>,
+    pub mode: Mode,
+    pub options: SinkOptions,
+    /// The gid prefix of two-phase commit (see [`xa`]); `None` = `sluice:<table>:<operator id>`.
+    pub gid_prefix: Option<String>,
+    pub metrics: Arc<SinkMetrics>,
+}
+
+impl<T: 'static> SinkSpec<T> {
+    pub fn prefix(&self, operator_id: &str) -> String {
+        self.gid_prefix
+            .clone()
+            .unwrap_or_else(|| format!("sluice:{}:{operator_id}", self.table))
+    }
+
+    fn err(&self, what: &str, source: postgres::Error) -> PostgresError {
+        PostgresError::Statement {
+            table: self.table.clone(),
+            what: what.to_string(),
+            source,
+        }
+    }
+
+    /// Runs `f` on `slot`'s connection (connecting first if needed), reconnecting with backoff
+    /// on a lost connection up to `sink.max-retries` times. For connections without state of
+    /// their own (the committer's, the restore's).
+    fn retrying<R>(
+        &self,
+        slot: &mut Option<Client>,
+        app: &str,
+        what: &str,
+        mut f: impl FnMut(&mut Client) -> Result<R, postgres::Error>,
+    ) -> Result<R, PostgresError> {
+        let mut attempt = 0u32;
+        loop {
+            if slot.is_none() {
+                *slot = Some(self.endpoint.connect_retrying(
+                    app,
+                    self.options.max_retries.saturating_sub(attempt),
+                    self.options.retry_backoff,
+                )?);
+            }
+            let client = slot.as_mut().expect("connected above");
+            match f(client) {
+                Ok(r) => return Ok(r),
+                Err(e) if is_connection_loss(&e) && attempt < self.options.max_retries => {
+                    tracing::warn!(table = %self.table, what, error = %e, "PostgreSQL connection lost; retrying");
+                    self.metrics.retries.fetch_add(1, Relaxed);
+                    *slot = None;
+                    std::thread::sleep(backoff_for(self.options.retry_backoff, attempt));
+                    attempt += 1;
+                }
+                Err(e) => return Err(self.err(what, e)),
+            }
+        }
+    }
+}
+
+/// Records between two looks at the hub for completed checkpoints / the flush interval.
+const CHECK_EVERY: u32 = 64;
+
+/// One subtask of a PostgreSQL sink (see the crate docs).
+pub struct PostgresSinkWriter<T: 'static> {
+    spec: Arc<SinkSpec<T>>,
+    app: String,
+    client: Option<Client>,
+    /// A second connection for `COMMIT PREPARED` (it cannot run inside the open transaction).
+    committer: Option<Client>,
+    copy_sql: String,
+    wire: Vec<Type>,
+    upserter: Option<Upserter>,
+    /// Buffered rows, flattened (`columns` values per row).
+    buffer: Vec<Value>,
+    rows: usize,
+    /// When the oldest buffered row must be written (`sink.buffer-flush.interval`).
+    deadline: Option<Instant>,
+    countdown: u32,
+    // --- two-phase commit (appends in a checkpointing job) ---
+    xa: bool,
+    prefix: String,
+    subtask: usize,
+    attempt: u64,
+    /// A transaction is open on `client` (BEGIN sent, rows copied into it).
+    txn_open: bool,
+    /// The rows of the open transaction, replayed into a new one if the connection is lost.
+    txn_rows: Vec<Value>,
+    /// The gid being prepared, if `PREPARE TRANSACTION` was sent but not acknowledged.
+    preparing: Option<String>,
+    /// Prepared transactions waiting for their checkpoint: `(checkpoint id, gid)`.
+    pending: Vec<(u64, String)>,
+    hub: Option<Arc<CheckpointHub>>,
+    services: ServicesHandle,
+    operator_id: String,
+}
+
+impl<T: 'static> PostgresSinkWriter<T> {
+    /// The sink of subtask `ctx.subtask_index`: connects, checks the table, and on a restore
+    /// commits the prepared transactions the checkpoint names and rolls back this sink's
+    /// others.
+    pub(crate) fn open(
+        spec: Arc<SinkSpec<T>>,
+        ctx: &OperatorContext,
+    ) -> Result<Self, OperatorError> {
+        let hub = sluice_runtime::TaskServices::of(ctx).and_then(|s| s.hub().cloned());
+        let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
+        let app = format!("sluice sink {} {}/{}", spec.table, me + 1, p);
+        let prefix = spec.prefix(&ctx.operator_id);
+        let mut client = Some(spec.endpoint.connect(&app)?);
+        let pg_types = check_table(
+            client.as_mut().expect("connected above"),
+            &spec.table,
+            spec.mapping.columns(),
+            &spec.mode,
+        )?;
+        let columns = spec.mapping.columns();
+        let wire = columns
+            .iter()
+            .zip(&pg_types)
+            .map(|(c, t)| c.ty.wire_type(t))
+            .collect();
+        let upserter = match &spec.mode {
+            Mode::Upsert { key } => Some(Upserter::new(
+                &spec.table,
+                columns,
+                &pg_types,
+                key,
+                spec.options.upsert_statement,
+            )),
+            Mode::Append => None,
+        };
+        let xa =
+            spec.mode == Mode::Append && hub.as_ref().is_some_and(|h| h.config.interval.is_some());
+        let attempt = hub
+            .as_ref()
+            .map_or_else(sluice_runtime::executor::epoch_ms, |h| h.attempt_tag());
+        let mut sink = PostgresSinkWriter {
+            copy_sql: copy_sql(&spec.table, columns),
+            wire,
+            upserter,
+            buffer: Vec::new(),
+            rows: 0,
+            deadline: None,
+            countdown: CHECK_EVERY,
+            xa,
+            prefix,
+            subtask: me,
+            attempt,
+            txn_open: false,
+            txn_rows: Vec::new(),
+            preparing: None,
+            pending: Vec::new(),
+            hub,
+            services: ctx.services.clone(),
+            operator_id: ctx.operator_id.clone(),
+            app,
+            client: None,
+            committer: None,
+            spec,
+        };
+        sink.recover(ctx, &mut client)?;
+        sink.client = client;
+        Ok(sink)
+    }
+
+    /// Restore: commit what the restored checkpoint names (idempotently), roll back every
+    /// other prepared transaction of the subtasks this one takes over. Appends only: upserts
+    /// prepare nothing and converge by replay.
+    fn recover(
+        &mut self,
+        ctx: &OperatorContext,
+        client: &mut Option<Client>,
+    ) -> Result<(), OperatorError> {
+        if self.spec.mode != Mode::Append {
+            return Ok(());
+        }
+        let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
+        let mut owned = vec![me];
+        if let Some(restored) = sluice_runtime::services::restored_parts(ctx) {
+            let old_p = restored.parallelism.max(1);
+            owned = (0..old_p.max(p)).filter(|i| i % p == me).collect();
+            for (old, bytes) in &restored.parts {
+                if old % p != me {
+                    continue;
+                }
+                let named: Vec<(u64, String)> = layout::decode(bytes)?;
+                for (id, gid) in named {
+                    if id <= restored.checkpoint_id {
+                        let done = self.spec.retrying(
+                            client,
+                            &self.app,
+                            "COMMIT PREPARED on restore",
+                            |c| xa::commit_prepared(c, &gid),
+                        )?;
+                        if done {
+                            self.spec.metrics.committed.fetch_add(1, Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+        let prefix = self.prefix.clone();
+        let strays = self
+            .spec
+            .retrying(client, &self.app, "listing pg_prepared_xacts", |c| {
+                xa::prepared_of(c, &prefix)
+            })?;
+        for (gid, sub) in strays {
+            if owned.contains(&sub) {
+                tracing::info!(table = %self.spec.table, gid = %gid, "rolling back a stray prepared transaction");
+                if self
+                    .spec
+                    .retrying(client, &self.app, "ROLLBACK PREPARED on restore", |c| {
+                        xa::rollback_prepared(c, &gid)
+                    })?
+                {
+                    self.spec.metrics.rolled_back.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn table(&self) -> &str {
+        &self.spec.table
+    }
+
+    /// Runs `f` on the main connection with retries: on a lost connection, reconnect after a
+    /// backoff (up to `sink.max-retries` times), rebuild the open transaction — `BEGIN` and
+    /// its rows copied again, unless the gid being prepared turns out to be prepared already —
+    /// and run `f` again.
+    fn on_main<R>(
+        &mut self,
+        what: &str,
+        mut f: impl FnMut(&mut Self) -> Result<R, postgres::Error>,
+    ) -> Result<R, PostgresError> {
+        let mut attempt = 0u32;
+        loop {
+            let r = if self.client.is_none() {
+                self.client = Some(self.spec.endpoint.connect_retrying(
+                    &self.app,
+                    self.spec.options.max_retries.saturating_sub(attempt),
+                    self.spec.options.retry_backoff,
+                )?);
+                if let Some(u) = &mut self.upserter {
+                    u.reset();
+                }
+                self.rebuild_transaction().and_then(|()| f(self))
+            } else {
+                f(self)
+            };
+            match r {
+                Ok(v) => return Ok(v),
+                Err(e) if is_connection_loss(&e) && attempt < self.spec.options.max_retries => {
+                    tracing::warn!(table = %self.spec.table, what, error = %e, "PostgreSQL connection lost; retrying");
+                    self.spec.metrics.retries.fetch_add(1, Relaxed);
+                    self.client = None;
+                    std::thread::sleep(backoff_for(self.spec.options.retry_backoff, attempt));
+                    attempt += 1;
+                }
+                Err(e) => return Err(self.spec.err(what, e)),
+            }
+        }
+    }
+
+    fn main(&mut self) -> &mut Client {
+        self.client
+            .as_mut()
+            .expect("on_main connects before calling")
+    }
+
+    /// After a reconnection: the open transaction died with the old connection; open a new
+    /// one holding the same rows.
+    fn rebuild_transaction(&mut self) -> Result<(), postgres::Error> {
+        if !self.txn_open {
+            return Ok(());
+        }
+        if let Some(gid) = self.preparing.clone() {
+            if xa::is_prepared(self.main(), &gid)? {
+                // The PREPARE went through before the connection dropped.
+                self.txn_open = false;
+                return Ok(());
+            }
+        }
+        self.main().batch_execute("BEGIN")?;
+        let rows = std::mem::take(&mut self.txn_rows);
+        let client = self.client.as_mut().expect("connected");
+        let r = copy_rows(client, &self.copy_sql, &self.wire, &rows);
+        self.txn_rows = rows;
+        r.map(|_| ())
+    }
+
+    /// Writes the buffered rows (one batch).
+    fn flush_buffer(&mut self) -> Result<(), PostgresError> {
+        self.deadline = None;
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let written = match self.spec.mode {
+            Mode::Upsert { .. } => self.on_main("upsert batch", |s| {
+                let (Some(client), Some(u)) = (s.client.as_mut(), s.upserter.as_mut()) else {
+                    return Ok(0);
+                };
+                u.write(client, &s.buffer)
+            })?,
+            Mode::Append => {
+                let xa = self.xa;
+                let n = self.on_main("COPY batch", |s| {
+                    if xa && !s.txn_open {
+                        s.main().batch_execute("BEGIN")?;
+                        s.txn_open = true;
+                    }
+                    let client = s.client.as_mut().expect("connected");
+                    copy_rows(client, &s.copy_sql, &s.wire, &s.buffer)
+                })?;
+                if xa {
+                    self.txn_rows.append(&mut self.buffer);
+                }
+                n
+            }
+        };
+        self.buffer.clear();
+        self.rows = 0;
+        self.spec.metrics.batch(written, started.elapsed());
+        Ok(())
+    }
+
+    /// At barrier `checkpoint` (or at end of input, `None`): write the buffer; for two-phase
+    /// appends prepare the open transaction under its gid.
+    fn pre_commit(&mut self, checkpoint: Option<u64>) -> Result<(), PostgresError> {
+        self.flush_buffer()?;
+        if !self.xa || !self.txn_open {
+            return Ok(());
+        }
+        let gid = xa::gid(&self.prefix, self.subtask, checkpoint, self.attempt);
+        self.preparing = Some(gid.clone());
+        let sql = format!("PREPARE TRANSACTION {}", xa::literal(&gid));
+        self.on_main("PREPARE TRANSACTION", |s| {
+            if s.txn_open {
+                s.main().batch_execute(&sql)?;
+                s.txn_open = false;
+            }
+            Ok(())
+        })?;
+        self.preparing = None;
+        self.txn_rows.clear();
+        self.spec.metrics.prepared.fetch_add(1, Relaxed);
+        self.pending.push((checkpoint.unwrap_or(u64::MAX), gid));
+        Ok(())
+    }
+
+    /// Commits the prepared transactions whose checkpoint completed.
+    fn commit_due(&mut self) -> Result<(), PostgresError> {
+        let Some(hub) = &self.hub else {
+            return Ok(());
+        };
+        let done = hub.completed_checkpoint();
+        if !self.pending.iter().any(|(id, _)| *id <= done) {
+            return Ok(());
+        }
+        let due: Vec<(u64, String)> = self
+            .pending
+            .iter()
+            .filter(|(id, _)| *id <= done)
+            .cloned()
+            .collect();
+        let app = format!("{} (commits)", self.app);
+        for (id, gid) in due {
+            let spec = self.spec.clone();
+            if spec.retrying(&mut self.committer, &app, "COMMIT PREPARED", |c| {
+                xa::commit_prepared(c, &gid)
+            })? {
+                spec.metrics.committed.fetch_add(1, Relaxed);
+            }
+            self.pending.retain(|(i, g)| !(*i == id && *g == gid));
+        }
+        Ok(())
+    }
+
+    /// End of input: write and prepare the rest; what is prepared is committed once the whole
+    /// job has finished (a failure before that restores the last checkpoint, which does not
+    /// name it).
+    fn end_of_input(&mut self) -> Result<(), OperatorError> {
+        self.pre_commit(None)?;
+        if !self.xa {
+            return Ok(());
+        }
+        self.commit_due()?;
+        let gids: Vec<String> = self.pending.drain(..).map(|(_, g)| g).collect();
+        if gids.is_empty() {
+            return Ok(());
+        }
+        let spec = self.spec.clone();
+        let app = format!("{} (final commit)", self.app);
+        let publish = move || -> Result<(), OperatorError> {
+            let mut slot = None;
+            for gid in &gids {
+                if spec.retrying(&mut slot, &app, "COMMIT PREPARED at the end", |c| {
+                    xa::commit_prepared(c, gid)
+                })? {
+                    spec.metrics.committed.fetch_add(1, Relaxed);
+                }
+            }
+            Ok(())
+        };
+        match &self.hub {
+            Some(h) => h.register_final_commit(Box::new(publish)),
+            None => publish()?,
+        }
+        Ok(())
+    }
+
+    /// Buffers one row, checking its values against the mapping's column types.
+    fn push_row(&mut self, record: &T) -> Result<(), PostgresError> {
+        let start = self.buffer.len();
+        self.spec.mapping.row_into(record, &mut self.buffer);
+        for (v, c) in self.buffer[start..].iter().zip(self.spec.mapping.columns()) {
+            if !v.fits(c.ty) || (*v == Value::Null && !c.nullable) {
+                let problem = if *v == Value::Null {
+                    "the mapping produced NULL for a column it declared NOT NULL".to_string()
+                } else {
+                    format!(
+                        "the mapping produced {v:?} for a column of type {}",
+                        c.ty.sql_name()
+                    )
+                };
+                self.buffer.truncate(start);
+                return Err(PostgresError::Value {
+                    table: self.table().to_string(),
+                    column: c.name.clone(),
+                    problem,
+                });
+            }
+        }
+        self.rows += 1;
+        if self.deadline.is_none() && !self.spec.options.flush_interval.is_zero() {
+            self.deadline = Some(Instant::now() + self.spec.options.flush_interval);
+        }
+        Ok(())
+    }
+
+    fn interval_due(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+impl<T: Send + 'static> Collector<T> for PostgresSinkWriter<T> {
+    fn collect(&mut self, record: T) -> Result<(), OperatorError> {
+        self.push_row(&record)?;
+        let max = self.spec.options.max_rows;
+        if max > 0 && self.rows >= max {
+            self.flush_buffer()?;
+        }
+        self.countdown -= 1;
+        if self.countdown == 0 {
+            self.countdown = CHECK_EVERY;
+            if self.interval_due() {
+                self.flush_buffer()?;
+            }
+            self.commit_due()?;
+        }
+        Ok(())
+    }
+
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
+        match event {
+            // The task's buffer-timeout tick: the flush interval and completed checkpoints.
+            ControlEvent::Flush => {
+                if self.interval_due() {
+                    self.flush_buffer()?;
+                }
+                self.commit_due()?;
+            }
+            // Every row before the barrier is written (and prepared) before it is acknowledged.
+            ControlEvent::Barrier(barrier) => {
+                self.pre_commit(Some(barrier.checkpoint_id))?;
+                let bytes = layout::encode(&self.pending)?;
+                if let Some(s) = self.services.get::<sluice_runtime::TaskServices>() {
+                    s.record(&self.operator_id, bytes);
+                }
+                self.commit_due()?;
+            }
+            ControlEvent::EndOfInput => self.end_of_input()?,
+            // Rows follow checkpoints, not event time.
+            ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => {}
+        }
+        Ok(())
+    }
+}
+
+impl<T: 'static> Drop for PostgresSinkWriter<T> {
+    // A cancelled or failed subtask: commit what completed checkpoints named (best effort;
+    // otherwise the next restore does). Nothing is rolled back here: a checkpoint may still
+    // complete, and the restore decides which strays to roll back.
+    fn drop(&mut self) {
+        if self.xa && !self.pending.is_empty() {
+            if let Err(e) = self.commit_due() {
+                tracing::warn!(table = %self.spec.table, error = %e, "committing prepared transactions on close failed; the next restore commits them");
+            }
+        }
+    }
+}

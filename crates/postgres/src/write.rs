@@ -1,0 +1,316 @@
+//! The statements that move a batch: binary `COPY` for appends, one `INSERT … ON CONFLICT` per
+//! batch for upserts (by `UNNEST` arrays or multi-row `VALUES`).
+
+use std::collections::HashMap;
+use std::error::Error;
+
+use bytes::BytesMut;
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use postgres::{Client, Statement};
+
+use crate::connect::{quote_ident, quote_table};
+use crate::mapping::Column;
+use crate::value::{ColumnType, Value};
+use crate::UpsertStatement;
+
+/// PostgreSQL's limit on parameters per statement.
+const MAX_PARAMS: usize = 65_535;
+
+/// `COPY t (c1, …) FROM STDIN (FORMAT binary)`.
+pub fn copy_sql(table: &str, columns: &[Column]) -> String {
+    format!(
+        "COPY {} ({}) FROM STDIN (FORMAT binary)",
+        quote_table(table),
+        column_list(columns)
+    )
+}
+
+fn column_list(columns: &[Column]) -> String {
+    columns
+        .iter()
+        .map(|c| quote_ident(&c.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Writes `rows` (flattened, `wire.len()` values per row) by binary `COPY`.
+pub fn copy_rows(
+    client: &mut Client,
+    sql: &str,
+    wire: &[Type],
+    rows: &[Value],
+) -> Result<u64, postgres::Error> {
+    let n = wire.len();
+    let writer = client.copy_in(sql)?;
+    let mut w = BinaryCopyInWriter::new(writer, wire);
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(n);
+    for row in rows.chunks_exact(n) {
+        params.clear();
+        params.extend(row.iter().map(|v| v as &(dyn ToSql + Sync)));
+        w.write(&params)?;
+    }
+    w.finish()
+}
+
+/// One column of an `UNNEST` batch.
+#[derive(Debug)]
+enum ColumnArray {
+    I32(Vec<Option<i32>>),
+    I64(Vec<Option<i64>>),
+    F64(Vec<Option<f64>>),
+    Text(Vec<Option<String>>),
+    Bool(Vec<Option<bool>>),
+    Timestamp(Vec<Option<std::time::SystemTime>>),
+}
+
+impl ToSql for ColumnArray {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn Error + Sync + Send>> {
+        match self {
+            ColumnArray::I32(v) => v.to_sql(ty, out),
+            ColumnArray::I64(v) => v.to_sql(ty, out),
+            ColumnArray::F64(v) => v.to_sql(ty, out),
+            ColumnArray::Text(v) => v.to_sql(ty, out),
+            ColumnArray::Bool(v) => v.to_sql(ty, out),
+            ColumnArray::Timestamp(v) => v.to_sql(ty, out),
+        }
+    }
+
+    // Cast in the statement to the column's own array type.
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+
+    to_sql_checked!();
+}
+
+impl ColumnArray {
+    fn new(ty: ColumnType, cap: usize) -> ColumnArray {
+        match ty {
+            ColumnType::Int4 => ColumnArray::I32(Vec::with_capacity(cap)),
+            ColumnType::Int8 => ColumnArray::I64(Vec::with_capacity(cap)),
+            ColumnType::Float8 => ColumnArray::F64(Vec::with_capacity(cap)),
+            ColumnType::Text => ColumnArray::Text(Vec::with_capacity(cap)),
+            ColumnType::Bool => ColumnArray::Bool(Vec::with_capacity(cap)),
+            ColumnType::Timestamp => ColumnArray::Timestamp(Vec::with_capacity(cap)),
+        }
+    }
+
+    /// Appends `v` (checked against the column's type when it was buffered).
+    fn push(&mut self, v: &Value) {
+        match (self, v) {
+            (ColumnArray::I32(a), Value::I32(x)) => a.push(Some(*x)),
+            (ColumnArray::I64(a), Value::I64(x)) => a.push(Some(*x)),
+            (ColumnArray::F64(a), Value::F64(x)) => a.push(Some(*x)),
+            (ColumnArray::Text(a), Value::Text(x)) => a.push(Some(x.clone())),
+            (ColumnArray::Bool(a), Value::Bool(x)) => a.push(Some(*x)),
+            (ColumnArray::Timestamp(a), Value::Timestamp(x)) => a.push(Some(*x)),
+            (ColumnArray::I32(a), _) => a.push(None),
+            (ColumnArray::I64(a), _) => a.push(None),
+            (ColumnArray::F64(a), _) => a.push(None),
+            (ColumnArray::Text(a), _) => a.push(None),
+            (ColumnArray::Bool(a), _) => a.push(None),
+            (ColumnArray::Timestamp(a), _) => a.push(None),
+        }
+    }
+}
+
+/// An upsert batch writer for one table: its statements (prepared once per connection) and
+/// the key columns it deduplicates a batch by (`ON CONFLICT DO UPDATE` must not touch a row
+/// twice in one statement; the last update of a key wins, as it would row by row).
+pub struct Upserter {
+    columns: Vec<Column>,
+    pg_types: Vec<String>,
+    key_idx: Vec<usize>,
+    how: UpsertStatement,
+    head: String,
+    tail: String,
+    unnest_sql: String,
+    prepared: HashMap<usize, Statement>,
+    keep: Vec<usize>,
+    seen: HashMap<Vec<u8>, usize>,
+    key_buf: Vec<u8>,
+}
+
+impl Upserter {
+    pub fn new(
+        table: &str,
+        columns: &[Column],
+        pg_types: &[String],
+        key: &[String],
+        how: UpsertStatement,
+    ) -> Upserter {
+        let key_idx: Vec<usize> = key
+            .iter()
+            .filter_map(|k| columns.iter().position(|c| &c.name == k))
+            .collect();
+        let updates: Vec<String> = columns
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !key_idx.contains(i))
+            .map(|(_, c)| format!("{0} = EXCLUDED.{0}", quote_ident(&c.name)))
+            .collect();
+        let conflict = key
+            .iter()
+            .map(|k| quote_ident(k))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tail = if updates.is_empty() {
+            format!(" ON CONFLICT ({conflict}) DO NOTHING")
+        } else {
+            format!(
+                " ON CONFLICT ({conflict}) DO UPDATE SET {}",
+                updates.join(", ")
+            )
+        };
+        let head = format!(
+            "INSERT INTO {} ({})",
+            quote_table(table),
+            column_list(columns)
+        );
+        let arrays = pg_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("${}::{t}[]", i + 1))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let unnest_sql = format!("{head} SELECT * FROM UNNEST({arrays}){tail}");
+        Upserter {
+            columns: columns.to_vec(),
+            pg_types: pg_types.to_vec(),
+            key_idx,
+            how,
+            head,
+            tail,
+            unnest_sql,
+            prepared: HashMap::new(),
+            keep: Vec::new(),
+            seen: HashMap::new(),
+            key_buf: Vec::new(),
+        }
+    }
+
+    /// A new connection: statements must be prepared again.
+    pub fn reset(&mut self) {
+        self.prepared.clear();
+    }
+
+    /// Upserts `rows` (flattened); returns the number of distinct keys written.
+    pub fn write(&mut self, client: &mut Client, rows: &[Value]) -> Result<u64, postgres::Error> {
+        let n = self.columns.len();
+        // The last row of each key, in order of first appearance.
+        self.keep.clear();
+        self.seen.clear();
+        for (i, row) in rows.chunks_exact(n).enumerate() {
+            self.key_buf.clear();
+            for &k in &self.key_idx {
+                row[k].encode_key(&mut self.key_buf);
+            }
+            match self.seen.get(&self.key_buf) {
+                Some(&slot) => self.keep[slot] = i,
+                None => {
+                    self.seen.insert(self.key_buf.clone(), self.keep.len());
+                    self.keep.push(i);
+                }
+            }
+        }
+        let keep = std::mem::take(&mut self.keep);
+        let r = match self.how {
+            UpsertStatement::Unnest => self.write_unnest(client, rows, &keep),
+            UpsertStatement::MultiRow => self.write_multi_row(client, rows, &keep),
+        };
+        self.keep = keep;
+        r.map(|()| self.keep.len() as u64)
+    }
+
+    fn statement(
+        &mut self,
+        client: &mut Client,
+        rows: usize,
+    ) -> Result<Statement, postgres::Error> {
+        let key = if self.how == UpsertStatement::Unnest {
+            0
+        } else {
+            rows
+        };
+        if let Some(s) = self.prepared.get(&key) {
+            return Ok(s.clone());
+        }
+        let sql = match self.how {
+            UpsertStatement::Unnest => self.unnest_sql.clone(),
+            UpsertStatement::MultiRow => {
+                let n = self.columns.len();
+                let mut sql = format!("{} VALUES ", self.head);
+                for r in 0..rows {
+                    if r > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push('(');
+                    for c in 0..n {
+                        if c > 0 {
+                            sql.push_str(", ");
+                        }
+                        sql.push_str(&format!("${}::{}", r * n + c + 1, self.pg_types[c]));
+                    }
+                    sql.push(')');
+                }
+                sql.push_str(&self.tail);
+                sql
+            }
+        };
+        let s = client.prepare(&sql)?;
+        self.prepared.insert(key, s.clone());
+        Ok(s)
+    }
+
+    fn write_unnest(
+        &mut self,
+        client: &mut Client,
+        rows: &[Value],
+        keep: &[usize],
+    ) -> Result<(), postgres::Error> {
+        let n = self.columns.len();
+        let mut arrays: Vec<ColumnArray> = self
+            .columns
+            .iter()
+            .map(|c| ColumnArray::new(c.ty, keep.len()))
+            .collect();
+        for &i in keep {
+            for (c, a) in arrays.iter_mut().enumerate() {
+                a.push(&rows[i * n + c]);
+            }
+        }
+        let stmt = self.statement(client, keep.len())?;
+        let params: Vec<&(dyn ToSql + Sync)> =
+            arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
+        client.execute(&stmt, &params)?;
+        Ok(())
+    }
+
+    fn write_multi_row(
+        &mut self,
+        client: &mut Client,
+        rows: &[Value],
+        keep: &[usize],
+    ) -> Result<(), postgres::Error> {
+        let n = self.columns.len();
+        let per_statement = (MAX_PARAMS / n).max(1);
+        for chunk in keep.chunks(per_statement) {
+            let stmt = self.statement(client, chunk.len())?;
+            let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * n);
+            for &i in chunk {
+                params.extend(
+                    rows[i * n..(i + 1) * n]
+                        .iter()
+                        .map(|v| v as &(dyn ToSql + Sync)),
+                );
+            }
+            client.execute(&stmt, &params)?;
+        }
+        Ok(())
+    }
+}
