@@ -73,6 +73,7 @@ pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
 pub use sluice_runtime::fasthash::FastHashMap;
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};
 pub use sluice_runtime::sinks::{CollectHandle, DiscardHandle};
+pub use sluice_runtime::sources::SocketSourceConfig;
 pub use sluice_runtime::time::windows::TimeWindow;
 pub use sluice_runtime::JobResult;
 pub use sluice_types::Watermark;

@@ -304,12 +304,12 @@ fn every_column_type_and_nulls_are_written() {
         .column("f", |r: &u64| *r as f64 / 4.0)
         .column("t", |r: &u64| format!("row \"{r}\", tab\t"))
         .column("v", |r: &u64| format!("v{r}"))
-        .column("b", |r: &u64| r % 2 == 0)
+        .column("b", |r: &u64| r.is_multiple_of(2))
         .column("ts", move |r: &u64| epoch + Duration::from_secs(86_400 * r))
         .column("tz", move |r: &u64| {
             epoch + Duration::from_micros(1_500_000 * r)
         })
-        .column("n", |r: &u64| (r % 2 == 1).then_some(*r as i64));
+        .column("n", |r: &u64| (!r.is_multiple_of(2)).then_some(*r as i64));
     for (mode, table) in [(None, "typed"), (Some("i"), "typed_up")] {
         if table == "typed_up" {
             pg.psql("CREATE TABLE typed_up (LIKE typed); ALTER TABLE typed_up ADD PRIMARY KEY (i)")

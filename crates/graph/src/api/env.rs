@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sluice_runtime::sources::{
-    GeneratorSource, IterSource, SourceFunction, TextFileSource, VecSource,
+    GeneratorSource, IterSource, SocketSourceConfig, SocketTextSource, SourceFunction,
+    TextFileSource, VecSource,
 };
 use sluice_types::{Data, NodeId, OperatorError};
 
@@ -25,6 +26,9 @@ pub(crate) struct EnvInner {
     pub impls: BTreeMap<NodeId, NodeImpl>,
     /// API misuse found while building (reported when the job is planned or run).
     pub errors: Vec<String>,
+    /// Sources that cannot replay after a failure (a socket), by description: a job with
+    /// periodic checkpoints is refused while any is listed (see `socket_text_stream`).
+    pub non_replayable: Vec<String>,
 }
 
 /// The job builder and its settings (Flink's `StreamExecutionEnvironment`).
@@ -62,6 +66,7 @@ impl StreamEnv {
                 nodes: Vec::new(),
                 impls: BTreeMap::new(),
                 errors: Vec::new(),
+                non_replayable: Vec::new(),
             })),
         }
     }
@@ -262,6 +267,37 @@ impl StreamEnv {
         })
     }
 
+    /// Lines from a TCP server, as Flink's `socketTextStream(host, port)`: delimiter `\n`,
+    /// parallelism 1, no reconnection when the server closes (the source then ends). See
+    /// [`socket_text_stream_with`](Self::socket_text_stream_with) for retries and delays.
+    ///
+    /// **It cannot replay after a failure**: lines received after the last checkpoint are lost
+    /// when the job restores. A job with periodic checkpoints using it is refused at launch
+    /// unless [`SocketSourceConfig::accept_loss_on_restore`] is set; then every restore
+    /// reports how many received lines were lost.
+    pub fn socket_text_stream(&self, host: &str, port: u16) -> DataStream<String> {
+        self.socket_text_stream_with(SocketSourceConfig::new(host, port))
+    }
+
+    /// [`socket_text_stream`](Self::socket_text_stream) with every setting
+    /// ([`SocketSourceConfig`]: delimiter, `max_retries` (-1 = forever), `retry_delay`
+    /// (Flink's 500 ms), connect timeout, `accept_loss_on_restore`).
+    pub fn socket_text_stream_with(&self, config: SocketSourceConfig) -> DataStream<String> {
+        let address = config.address();
+        if !config.accept_loss_on_restore {
+            self.inner
+                .borrow_mut()
+                .non_replayable
+                .push(format!("the socket source {address}"));
+        }
+        let lines = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        self.source_node(
+            format!("Source: Socket Stream {address}"),
+            true,
+            move |_, _| Ok(SocketTextSource::new(config.clone(), lines.clone())),
+        )
+    }
+
     /// Every stream-graph node built so far, in id order.
     pub fn stream_nodes(&self) -> Vec<StreamNode> {
         self.inner.borrow().nodes.clone()
@@ -300,6 +336,16 @@ impl StreamEnv {
     pub fn launch(&self) -> Result<JobHandle, GraphError> {
         let graph = self.job_graph()?;
         let i = self.inner.borrow();
+        if i.config.checkpoints.interval.is_some() {
+            if let Some(what) = i.non_replayable.first() {
+                return Err(GraphError::InvalidJob(format!(
+                    "{what} cannot replay after a failure, so checkpoints cannot restore this \
+                     job without losing the lines received after the last checkpoint; disable \
+                     checkpointing, or accept the loss (SocketSourceConfig::accept_loss_on_restore, \
+                     each restore then reports the lines lost)"
+                )));
+            }
+        }
         // Resource ceilings and fault specs are checked before any thread starts.
         crate::launch_checks::check(&graph, &i.config)?;
         crate::deploy::launch(graph, &i.nodes, &i.impls, &i.config)

@@ -4,10 +4,12 @@
 
 mod collection;
 mod generator;
+mod socket;
 mod text_file;
 
 pub use collection::{IterSource, VecSource};
 pub use generator::{split_range, GeneratorSource};
+pub use socket::{SocketSourceConfig, SocketTextSource};
 pub use text_file::{byte_split, TextFileSource};
 
 use std::cell::Cell;
