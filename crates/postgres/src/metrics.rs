@@ -1,8 +1,11 @@
 //! The sink's counters, shared by its subtasks (summed) and read by the job's front ends, tests
 //! and the benchmark through [`PostgresSinkHandle`](crate::PostgresSinkHandle).
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
+
+use sluice_types::OperatorContext;
 
 /// Counters of one sink (all subtasks, all attempts).
 #[derive(Debug, Default)]
@@ -66,5 +69,45 @@ impl SinkMetricsSnapshot {
     /// Mean batch write latency.
     pub fn mean_flush(&self) -> Duration {
         Duration::from_nanos(self.flush_ns.checked_div(self.batches).unwrap_or(0))
+    }
+}
+
+/// One subtask's figures on its task's metrics (connector gauges: REST lists them after the
+/// task metrics, Prometheus exports them), beside the sink-wide [`SinkMetrics`]: FLIP-33's
+/// `numRecordsSend` and `currentSendTime` (the last batch's write time, ms), and
+/// `numBatchesSend`, `sendTimeMsTotal`, `numRetries`.
+pub(crate) struct TaskCounters {
+    shared: Arc<SinkMetrics>,
+    rows: Arc<AtomicI64>,
+    batches: Arc<AtomicI64>,
+    send_ms_total: Arc<AtomicI64>,
+    current_send_ms: Arc<AtomicI64>,
+    pub retries: Arc<AtomicI64>,
+}
+
+impl TaskCounters {
+    pub fn new(shared: Arc<SinkMetrics>, ctx: &OperatorContext) -> TaskCounters {
+        let task = sluice_runtime::services::task_metrics(ctx);
+        let reg = |name: &str| match &task {
+            Some(t) => t.connector_gauge(name),
+            None => Arc::new(AtomicI64::new(0)),
+        };
+        TaskCounters {
+            rows: reg("numRecordsSend"),
+            batches: reg("numBatchesSend"),
+            send_ms_total: reg("sendTimeMsTotal"),
+            current_send_ms: reg("currentSendTime"),
+            retries: reg("numRetries"),
+            shared,
+        }
+    }
+
+    pub fn batch(&self, rows: u64, took: Duration) {
+        self.shared.batch(rows, took);
+        let ms = took.as_millis() as i64;
+        self.rows.fetch_add(rows as i64, Relaxed);
+        self.batches.fetch_add(1, Relaxed);
+        self.send_ms_total.fetch_add(ms, Relaxed);
+        self.current_send_ms.store(ms, Relaxed);
     }
 }

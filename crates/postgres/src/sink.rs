@@ -17,7 +17,7 @@ use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, Serv
 use crate::connect::{backoff_for, Endpoint};
 use crate::error::is_connection_loss;
 use crate::mapping::RowMapping;
-use crate::metrics::SinkMetrics;
+use crate::metrics::{SinkMetrics, TaskCounters};
 use crate::schema::check_table;
 use crate::value::Value;
 use crate::write::{copy_rows, copy_sql, Upserter};
@@ -58,6 +58,7 @@ impl<T: 'static> SinkSpec<T> {
         slot: &mut Option<Client>,
         app: &str,
         what: &str,
+        task_retries: Option<&std::sync::atomic::AtomicI64>,
         mut f: impl FnMut(&mut Client) -> Result<R, postgres::Error>,
     ) -> Result<R, PostgresError> {
         let mut attempt = 0u32;
@@ -75,6 +76,9 @@ impl<T: 'static> SinkSpec<T> {
                 Err(e) if is_connection_loss(&e) && attempt < self.options.max_retries => {
                     tracing::warn!(table = %self.table, what, error = %e, "PostgreSQL connection lost; retrying");
                     self.metrics.retries.fetch_add(1, Relaxed);
+                    if let Some(r) = task_retries {
+                        r.fetch_add(1, Relaxed);
+                    }
                     *slot = None;
                     std::thread::sleep(backoff_for(self.options.retry_backoff, attempt));
                     attempt += 1;
@@ -120,6 +124,7 @@ pub struct PostgresSinkWriter<T: 'static> {
     hub: Option<Arc<CheckpointHub>>,
     services: ServicesHandle,
     operator_id: String,
+    counters: TaskCounters,
 }
 
 impl<T: 'static> PostgresSinkWriter<T> {
@@ -181,6 +186,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
             hub,
             services: ctx.services.clone(),
             operator_id: ctx.operator_id.clone(),
+            counters: TaskCounters::new(spec.metrics.clone(), ctx),
             app,
             client: None,
             committer: None,
@@ -218,6 +224,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                             client,
                             &self.app,
                             "COMMIT PREPARED on restore",
+                            Some(&self.counters.retries),
                             |c| xa::commit_prepared(c, &gid),
                         )?;
                         if done {
@@ -228,20 +235,23 @@ impl<T: 'static> PostgresSinkWriter<T> {
             }
         }
         let prefix = self.prefix.clone();
-        let strays = self
-            .spec
-            .retrying(client, &self.app, "listing pg_prepared_xacts", |c| {
-                xa::prepared_of(c, &prefix)
-            })?;
+        let strays = self.spec.retrying(
+            client,
+            &self.app,
+            "listing pg_prepared_xacts",
+            Some(&self.counters.retries),
+            |c| xa::prepared_of(c, &prefix),
+        )?;
         for (gid, sub) in strays {
             if owned.contains(&sub) {
                 tracing::info!(table = %self.spec.table, gid = %gid, "rolling back a stray prepared transaction");
-                if self
-                    .spec
-                    .retrying(client, &self.app, "ROLLBACK PREPARED on restore", |c| {
-                        xa::rollback_prepared(c, &gid)
-                    })?
-                {
+                if self.spec.retrying(
+                    client,
+                    &self.app,
+                    "ROLLBACK PREPARED on restore",
+                    Some(&self.counters.retries),
+                    |c| xa::rollback_prepared(c, &gid),
+                )? {
                     self.spec.metrics.rolled_back.fetch_add(1, Relaxed);
                 }
             }
@@ -282,6 +292,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 Err(e) if is_connection_loss(&e) && attempt < self.spec.options.max_retries => {
                     tracing::warn!(table = %self.spec.table, what, error = %e, "PostgreSQL connection lost; retrying");
                     self.spec.metrics.retries.fetch_add(1, Relaxed);
+                    self.counters.retries.fetch_add(1, Relaxed);
                     self.client = None;
                     std::thread::sleep(backoff_for(self.spec.options.retry_backoff, attempt));
                     attempt += 1;
@@ -350,7 +361,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
         };
         self.buffer.clear();
         self.rows = 0;
-        self.spec.metrics.batch(written, started.elapsed());
+        self.counters.batch(written, started.elapsed());
         Ok(())
     }
 
@@ -396,9 +407,13 @@ impl<T: 'static> PostgresSinkWriter<T> {
         let app = format!("{} (commits)", self.app);
         for (id, gid) in due {
             let spec = self.spec.clone();
-            if spec.retrying(&mut self.committer, &app, "COMMIT PREPARED", |c| {
-                xa::commit_prepared(c, &gid)
-            })? {
+            if spec.retrying(
+                &mut self.committer,
+                &app,
+                "COMMIT PREPARED",
+                Some(&self.counters.retries),
+                |c| xa::commit_prepared(c, &gid),
+            )? {
                 spec.metrics.committed.fetch_add(1, Relaxed);
             }
             self.pending.retain(|(i, g)| !(*i == id && *g == gid));
@@ -424,7 +439,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
         let publish = move || -> Result<(), OperatorError> {
             let mut slot = None;
             for gid in &gids {
-                if spec.retrying(&mut slot, &app, "COMMIT PREPARED at the end", |c| {
+                if spec.retrying(&mut slot, &app, "COMMIT PREPARED at the end", None, |c| {
                     xa::commit_prepared(c, gid)
                 })? {
                     spec.metrics.committed.fetch_add(1, Relaxed);

@@ -278,10 +278,25 @@ fn a_terminated_connection_is_retried_without_loss() {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    let monitor = handle.monitor();
     handle.wait().unwrap();
     assert_eq!(kills, 4, "the sink's connections were terminated 4 times");
     let m = metrics.snapshot();
     assert!(m.retries >= 1, "{m:?}");
+    // The same figures on the sink tasks' metrics (connector gauges, listed by REST).
+    let task_sum = |name: &str| -> u64 {
+        monitor
+            .subtasks
+            .iter()
+            .flatten()
+            .flat_map(|t| t.connector_gauge_values())
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v as u64)
+            .sum()
+    };
+    assert_eq!(task_sum("numRecordsSend"), m.rows_written);
+    assert_eq!(task_sum("numRetries"), m.retries);
+    assert_eq!(task_sum("numBatchesSend"), m.batches);
     assert_eq!(count(&pg, "SELECT count(*) FROM out"), records);
     assert_eq!(
         difference(&pg, "SELECT k, seq, s FROM out", EXPECTED_RUNNING),
