@@ -533,13 +533,32 @@ impl<T: Send + 'static> Collector<T> for PostgresSinkWriter<T> {
 }
 
 impl<T: 'static> Drop for PostgresSinkWriter<T> {
-    // A cancelled or failed subtask: commit what completed checkpoints named (best effort;
-    // otherwise the next restore does). Nothing is rolled back here: a checkpoint may still
-    // complete, and the restore decides which strays to roll back.
+    // A cancelled or failed subtask: commit what completed checkpoints named (best effort, one
+    // attempt, no retries, so a dead server does not hold up the failover; otherwise the next
+    // restore commits them). Nothing is rolled back here: a checkpoint may still complete, and
+    // the restore decides which strays to roll back.
     fn drop(&mut self) {
-        if self.xa && !self.pending.is_empty() {
-            if let Err(e) = self.commit_due() {
-                tracing::warn!(table = %self.spec.table, error = %e, "committing prepared transactions on close failed; the next restore commits them");
+        let Some(hub) = &self.hub else { return };
+        let done = hub.completed_checkpoint();
+        let due: Vec<&String> = self
+            .pending
+            .iter()
+            .filter(|(id, _)| *id <= done)
+            .map(|(_, g)| g)
+            .collect();
+        if !self.xa || due.is_empty() {
+            return;
+        }
+        if self.committer.is_none() {
+            self.committer = self.spec.endpoint.connect(&self.app).ok();
+        }
+        let Some(c) = self.committer.as_mut() else {
+            return;
+        };
+        for gid in due {
+            if let Err(e) = xa::commit_prepared(c, gid) {
+                tracing::warn!(table = %self.spec.table, error = %e, "committing a prepared transaction on close failed; the next restore commits it");
+                return;
             }
         }
     }
