@@ -9,7 +9,7 @@ use sluice_graph::{
     Collector, FaultSpec, KeyedProcessFunction, OperatorError, ProcessContext, RestartStrategy,
     StreamEnv,
 };
-use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping, SinkOptions};
+use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping, SinkOptions, UpsertStatement};
 use sluice_testkit::PostgresCluster;
 
 const KEYS: u64 = 40;
@@ -325,17 +325,37 @@ fn every_column_type_and_nulls_are_written() {
             epoch + Duration::from_micros(1_500_000 * r)
         })
         .column("n", |r: &u64| (!r.is_multiple_of(2)).then_some(*r as i64));
-    for (mode, table) in [(None, "typed"), (Some("i"), "typed_up")] {
-        if table == "typed_up" {
-            pg.psql("CREATE TABLE typed_up (LIKE typed); ALTER TABLE typed_up ADD PRIMARY KEY (i)")
+    for (mode, table) in [
+        (None, "typed"),
+        (Some(UpsertStatement::Unnest), "typed_unnest"),
+        (Some(UpsertStatement::MultiRow), "typed_multi_row"),
+    ] {
+        let mut b = PostgresSink::builder(&pg.url(), table, mapping.clone());
+        if let Some(how) = mode {
+            pg.psql(&format!(
+                "CREATE TABLE {table} (LIKE typed); ALTER TABLE {table} ADD PRIMARY KEY (i)"
+            ))
+            .unwrap();
+            b = b
+                .upsert(&["i"])
+                .option(
+                    "sink.upsert-statement",
+                    match how {
+                        UpsertStatement::Unnest => "unnest",
+                        UpsertStatement::MultiRow => "multi-row",
+                    },
+                )
                 .unwrap();
         }
         let env = StreamEnv::new();
-        let mut b = PostgresSink::builder(&pg.url(), table, mapping.clone());
-        if let Some(k) = mode {
-            b = b.upsert(&[k]);
-        }
-        env.from_vec(vec![1u64, 2, 3]).sink_to_postgres(b).unwrap();
+        env.set_parallelism(1);
+        // Upserts see every row twice (in one batch): one row per key remains.
+        let input = if mode.is_some() {
+            vec![1u64, 2, 3, 1, 2, 3]
+        } else {
+            vec![1u64, 2, 3]
+        };
+        env.from_vec(input).sink_to_postgres(b).unwrap();
         env.execute().unwrap();
         let got = pg
             .psql(&format!(
