@@ -158,11 +158,11 @@ fn appends_are_exactly_once_under_twenty_injected_failures() {
     let stats = hub.stats();
     assert!(stats.restored >= 10, "restores: {}", stats.restored);
     let m = metrics.snapshot();
+    // Strays (prepared at a barrier whose checkpoint a failure cut short) are rolled back on
+    // restore when they occur; how many occur depends on timing, so the stray test below makes
+    // them on purpose.
     assert!(m.prepared >= 10 && m.committed >= 10, "{m:?}");
-    assert!(
-        m.rolled_back >= 1,
-        "failures left stray prepared transactions: {m:?}"
-    );
+    eprintln!("append under failures: {m:?}");
     assert_eq!(count(&pg, "SELECT count(*) FROM out"), records);
     assert_eq!(
         difference(&pg, "SELECT k, seq, s FROM out", EXPECTED_RUNNING),
