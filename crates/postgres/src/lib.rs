@@ -3,7 +3,8 @@
 //!
 //! Main types: [`PostgresSink`] (the builder), [`RowMapping`] (record → typed columns),
 //! [`Mode`], [`SinkOptions`] (Flink JDBC option names), [`PostgresSinkHandle`] (metrics),
-//! [`PostgresSinkExt`] (`stream.sink_to_postgres(…)`), [`PostgresError`].
+//! [`PostgresSinkExt`] (`stream.sink_to_postgres(…)`), [`SinkUrl`] (one URL for a whole sink:
+//! `postgres://USER@HOST:PORT/DB?table=T&key=K&sink.buffer-flush.max-rows=1000`), [`PostgresError`].
 //!
 //! ```no_run
 //! use sluice_graph::StreamEnv;
@@ -62,6 +63,7 @@ mod metrics;
 mod options;
 mod schema;
 mod sink;
+mod url;
 mod value;
 mod write;
 pub mod xa;
@@ -77,6 +79,7 @@ pub use mapping::{Column, RowMapping};
 pub use metrics::{SinkMetrics, SinkMetricsSnapshot};
 pub use options::{parse_duration, Mode, SinkOptions, UpsertStatement};
 pub use sink::PostgresSinkWriter;
+pub use url::SinkUrl;
 pub use value::{ColumnType, PgValue, Value};
 
 use sink::SinkSpec;
@@ -117,6 +120,15 @@ impl<T: Data> PostgresSink<T> {
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
+    }
+
+    /// A sink from one URL (`postgres://USER@HOST:PORT/DB?table=T[&key=K1,K2][&sink.…=…]`,
+    /// see [`SinkUrl`]): what `sluice run --to postgres://…` takes.
+    pub fn from_url(url: &str, mapping: RowMapping<T>) -> Result<Self, PostgresError> {
+        let u = SinkUrl::parse(url)?;
+        Ok(Self::builder(&u.conn, &u.table, mapping)
+            .mode(u.mode)
+            .options(u.options))
     }
 
     /// Upsert by these key columns (the table's primary key or a unique index on them).

@@ -186,8 +186,10 @@ fn upserts_are_exactly_once_under_twenty_injected_failures() {
         .column("k", |r: &(i64, i64, i64)| r.0)
         .column("s", |r: &(i64, i64, i64)| r.2)
         .column("seq", |r: &(i64, i64, i64)| Some(r.1));
-    PostgresSink::builder(&pg.url(), "totals", mapping)
-        .upsert(&["k"])
+    // The one-URL form (`sluice run --to postgres://…`).
+    let url = format!("{}?table=totals&key=k&connect_timeout=5", pg.url());
+    PostgresSink::from_url(&url, mapping)
+        .unwrap()
         .add_to(&running_sums(&env, &path, 2))
         .unwrap();
     let handle = env.launch().unwrap();
