@@ -8,7 +8,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
-use postgres::types::Type;
 use postgres::Client;
 use sluice_runtime::checkpoint::CheckpointHub;
 use sluice_runtime::state::layout;
@@ -20,7 +19,7 @@ use crate::mapping::RowMapping;
 use crate::metrics::{SinkMetrics, TaskCounters};
 use crate::schema::check_table;
 use crate::value::Value;
-use crate::write::{copy_rows, copy_sql, Upserter};
+use crate::write::{Copier, Upserter};
 use crate::{xa, Mode, PostgresError, SinkOptions};
 
 /// What every subtask of one sink shares.
@@ -99,8 +98,7 @@ pub struct PostgresSinkWriter<T: 'static> {
     client: Option<Client>,
     /// A second connection for `COMMIT PREPARED` (it cannot run inside the open transaction).
     committer: Option<Client>,
-    copy_sql: String,
-    wire: Vec<Type>,
+    copier: Copier,
     upserter: Option<Upserter>,
     /// Buffered rows, flattened (`columns` values per row).
     buffer: Vec<Value>,
@@ -168,8 +166,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
             .as_ref()
             .map_or_else(sluice_runtime::executor::epoch_ms, |h| h.attempt_tag());
         let mut sink = PostgresSinkWriter {
-            copy_sql: copy_sql(&spec.table, columns),
-            wire,
+            copier: Copier::new(&spec.table, columns, wire),
             upserter,
             buffer: Vec::new(),
             rows: 0,
@@ -283,6 +280,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 if let Some(u) = &mut self.upserter {
                     u.reset();
                 }
+                self.copier.reset();
                 self.rebuild_transaction().and_then(|()| f(self))
             } else {
                 f(self)
@@ -322,11 +320,8 @@ impl<T: 'static> PostgresSinkWriter<T> {
             }
         }
         self.main().batch_execute("BEGIN")?;
-        let rows = std::mem::take(&mut self.txn_rows);
         let client = self.client.as_mut().expect("connected");
-        let r = copy_rows(client, &self.copy_sql, &self.wire, &rows);
-        self.txn_rows = rows;
-        r.map(|_| ())
+        self.copier.write(client, &self.txn_rows).map(|_| ())
     }
 
     /// Writes the buffered rows (one batch).
@@ -351,7 +346,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                         s.txn_open = true;
                     }
                     let client = s.client.as_mut().expect("connected");
-                    copy_rows(client, &s.copy_sql, &s.wire, &s.buffer)
+                    s.copier.write(client, &s.buffer)
                 })?;
                 if xa {
                     self.txn_rows.append(&mut self.buffer);
