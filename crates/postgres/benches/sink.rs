@@ -169,8 +169,9 @@ fn run_copy(pg: &PostgresCluster, rows: u64) -> Case {
 }
 
 fn main() {
-    // `cargo test --benches` runs this with `--bench`-less args; do the work only for bench.
-    if std::env::args().any(|a| a == "--list") {
+    // `cargo bench` passes `--bench`; `cargo test --all-targets` does not: skip the work then.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("the PostgreSQL sink benchmark runs under `cargo bench -p sluice-postgres`");
         return;
     }
     let rows: u64 = std::env::var("SLUICE_BENCH_ROWS")
