@@ -292,7 +292,8 @@ impl StreamEnv {
         }
         let lines = Arc::new(std::sync::atomic::AtomicU64::new(0));
         self.source_node(
-            format!("Source: Socket Stream {address}"),
+            // Flink's name for it (the address is in its errors and restore reports).
+            "Source: Socket Stream".into(),
             true,
             move |_, _| Ok(SocketTextSource::new(config.clone(), lines.clone())),
         )
