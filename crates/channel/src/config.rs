@@ -1,5 +1,5 @@
 /// Buffer and credit sizes of an exchange (Flink's defaults: 32 KiB buffers, 2 exclusive buffers
-/// per channel, 8 floating buffers per gate).
+/// per channel, 8 floating buffers per gate, 5 overdraft buffers per output gate, no debloating).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExchangeConfig {
     /// Target buffer size in bytes; a buffer holds `buffer_bytes / size_of::<T>()` records (≥ 1).
@@ -8,6 +8,11 @@ pub struct ExchangeConfig {
     pub exclusive_credits: usize,
     /// Credits shared by all channels of a gate.
     pub floating_credits: usize,
+    /// `taskmanager.network.memory.max-overdraft-buffers-per-gate`: buffers a writer may ship
+    /// without credit while it is in the middle of one input record's outputs.
+    pub max_overdraft_buffers: usize,
+    /// Buffer debloating (`taskmanager.network.memory.buffer-debloat.*`).
+    pub debloat: crate::DebloatConfig,
 }
 
 impl Default for ExchangeConfig {
@@ -16,6 +21,8 @@ impl Default for ExchangeConfig {
             buffer_bytes: 32 * 1024,
             exclusive_credits: 2,
             floating_credits: 8,
+            max_overdraft_buffers: 5,
+            debloat: crate::DebloatConfig::default(),
         }
     }
 }
@@ -35,6 +42,9 @@ impl ExchangeConfig {
             return Err(
                 "credits: exclusive-per-channel + floating-per-gate must be at least 1".into(),
             );
+        }
+        if self.debloat.enabled {
+            self.debloat.validate(self.buffer_bytes)?;
         }
         Ok(())
     }

@@ -14,6 +14,10 @@ pub struct ChannelCounters {
     pub buffers_in_flight: AtomicU64,
     /// Buffers waiting in the channel's queue (shipped, not yet taken by the receiver).
     pub buffers_queued: AtomicU64,
+    /// Bytes of the buffers in flight (shipped, not yet released).
+    pub bytes_in_flight: AtomicU64,
+    /// Buffers shipped without a credit because the writer was mid-record (overdraft).
+    pub overdraft_buffers: AtomicU64,
 }
 
 impl ChannelCounters {
@@ -70,8 +74,12 @@ impl WaitTimes {
         now
     }
     pub(crate) fn end_backpressure(&self, started: u64) {
+        self.end_backpressure_at(started, mono_ns());
+    }
+    /// Ends a backpressure wait that really ended at `end` (when its credit was freed).
+    pub(crate) fn end_backpressure_at(&self, started: u64, end: u64) {
         self.backpressured_since.store(0, Relaxed);
-        let d = mono_ns().saturating_sub(started);
+        let d = end.saturating_sub(started);
         self.backpressured_ns.fetch_add(d, Relaxed);
         self.max_backpressured_ns.fetch_max(d, Relaxed);
     }

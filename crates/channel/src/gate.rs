@@ -3,15 +3,33 @@
 //!
 //! Locking happens once per *buffer*, never per record: with 32 KiB buffers that is one lock per
 //! ~2,000 small records, which is why the exchange costs a few nanoseconds per record.
+//!
+//! Waiting for credit is per channel: each sender parks on its own condvar, and a freed credit
+//! wakes exactly one sender that can use it — the channel's own sender for an exclusive credit,
+//! the longest-waiting sender without a pending wake-up for a floating one. A sender's
+//! backpressure time ends when its credit was freed, not when the scheduler ran it, so only the
+//! time it could not have proceeded counts.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use sluice_types::{Barrier, Watermark};
 
-use crate::{Cancelled, ChannelCounters, ExchangeConfig, WaitTimes};
+use crate::debloat::{BufferDebloater, DebloatGauges, ThroughputCalculator};
+use crate::{mono_ns, Cancelled, ChannelCounters, ExchangeConfig, OverdraftBudget, WaitTimes};
+
+/// Which credit a buffer holds; its release returns that credit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Credit {
+    /// One of the channel's exclusive credits. An overdraft buffer counts here too: it took the
+    /// channel's exclusive count below zero, and its release pays that debt back.
+    Exclusive,
+    Floating,
+    /// No credit at all: the partial buffer an unaligned barrier takes along.
+    None,
+}
 
 /// A control event travelling in a channel. Events need no credit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,13 +44,7 @@ pub enum ChannelEvent {
 }
 
 enum Entry<T> {
-    Buffer {
-        records: Vec<T>,
-        floating: bool,
-        /// Sent without a credit (the partial buffer an unaligned barrier overtakes): its
-        /// release returns no credit.
-        overdraft: bool,
-    },
+    Buffer { records: Vec<T>, credit: Credit },
     /// An unaligned barrier, put at the front of the queue: it overtook the `overtaken`
     /// entries behind it, which belong to the checkpoint's channel state.
     Priority {
@@ -44,10 +56,19 @@ enum Entry<T> {
 
 struct ChannelState<T> {
     queue: VecDeque<Entry<T>>,
-    exclusive_free: usize,
+    /// Free exclusive credits; below zero while the channel owes overdraft buffers.
+    exclusive_free: isize,
     /// Emptied buffers handed back for the sender to refill, so steady state allocates nothing.
     recycled: Vec<Vec<T>>,
     in_ready: bool,
+    /// The sender is parked for credit (and listed in `State::waiters`).
+    waiting: bool,
+    /// A wake-up was sent to the parked sender and it has not run yet.
+    notified: bool,
+    /// When the credit that woke the sender was freed ([`mono_ns`]): its backpressure ends there.
+    granted_at: u64,
+    /// The overdraft allowance of the writer of this channel (repaid on release).
+    budget: Option<Arc<OverdraftBudget>>,
 }
 
 struct State<T> {
@@ -58,7 +79,9 @@ struct State<T> {
     /// one busy channel cannot starve the others.
     ready: VecDeque<usize>,
     receiver_waiting: bool,
-    senders_waiting: usize,
+    /// Channels whose sender is parked for credit, longest-waiting first (a floating credit
+    /// goes to the first without a pending wake-up).
+    waiters: VecDeque<usize>,
     cancelled: bool,
     /// Channels the receiver does not read for now (checkpoint barrier alignment): their
     /// entries wait in their queues and keep their credits.
@@ -69,8 +92,12 @@ struct State<T> {
 struct Shared<T> {
     state: Mutex<State<T>>,
     data_cv: Condvar,
-    credit_cv: Condvar,
+    /// One per channel: its sender parks here for credit.
+    credit_cvs: Vec<Condvar>,
     counters: Vec<Arc<ChannelCounters>>,
+    /// Records per buffer the receiver announced to each channel's sender (buffer debloating);
+    /// 0 = none announced, use the configured size.
+    announced: Vec<AtomicUsize>,
     record_size: u64,
 }
 
@@ -82,6 +109,52 @@ impl<T> Shared<T> {
     }
 }
 
+impl<T> State<T> {
+    /// A credit of `credit` kind was freed on `channel`: marks the one parked sender that can
+    /// use it as notified and returns its channel (to notify once the lock is dropped), and the
+    /// overdraft budget to repay when the release paid a debt instead of freeing a credit.
+    fn credit_freed(
+        &mut self,
+        channel: usize,
+        credit: Credit,
+    ) -> (Option<usize>, Option<Arc<OverdraftBudget>>) {
+        match credit {
+            Credit::None => (None, None),
+            Credit::Floating => {
+                self.floating_free += 1;
+                (self.wake_for_floating(), None)
+            }
+            Credit::Exclusive => {
+                let chan = &mut self.channels[channel];
+                let owed = chan.exclusive_free < 0;
+                chan.exclusive_free += 1;
+                if owed {
+                    return (None, chan.budget.clone());
+                }
+                if chan.waiting && !chan.notified {
+                    chan.notified = true;
+                    chan.granted_at = mono_ns();
+                    return (Some(channel), None);
+                }
+                (None, None)
+            }
+        }
+    }
+
+    /// The longest-waiting sender not woken yet, for a free floating credit.
+    fn wake_for_floating(&mut self) -> Option<usize> {
+        if self.floating_free == 0 {
+            return None;
+        }
+        let channels = &mut self.channels;
+        let ch = *self.waiters.iter().find(|&&c| !channels[c].notified)?;
+        let chan = &mut channels[ch];
+        chan.notified = true;
+        chan.granted_at = mono_ns();
+        Some(ch)
+    }
+}
+
 trait Cancel: Send + Sync {
     fn cancel(&self);
 }
@@ -90,9 +163,17 @@ impl<T: Send> Cancel for Shared<T> {
     fn cancel(&self) {
         let mut st = self.lock();
         st.cancelled = true;
+        let budgets: Vec<_> = st.channels.iter().filter_map(|c| c.budget.clone()).collect();
         drop(st);
         self.data_cv.notify_all();
-        self.credit_cv.notify_all();
+        for cv in &self.credit_cvs {
+            cv.notify_all();
+        }
+        // A sender waiting between records for its overdraft to be paid back waits on its
+        // task's debt, not on this gate.
+        for b in budgets {
+            b.task().cancel();
+        }
     }
 }
 
@@ -119,8 +200,9 @@ impl std::fmt::Debug for GateCanceller {
 pub struct ReceivedBuffer<T> {
     pub channel: usize,
     pub records: Vec<T>,
-    floating: bool,
-    overdraft: bool,
+    credit: Credit,
+    /// Bytes the buffer held when it arrived (the records may be drained before release).
+    bytes: u64,
 }
 
 /// What [`InputGate::next`] yields.
@@ -149,6 +231,16 @@ pub struct InputGate<T> {
     open_channels: usize,
     waits: Arc<WaitTimes>,
     wake_interval: Option<Duration>,
+    debloat: Option<GateDebloat>,
+    gauges: Arc<DebloatGauges>,
+}
+
+/// The receiver-side state of buffer debloating (only when enabled).
+struct GateDebloat {
+    throughput: ThroughputCalculator,
+    debloater: BufferDebloater,
+    period_ns: u64,
+    next_due: u64,
 }
 
 impl<T: Send + 'static> InputGate<T> {
@@ -162,15 +254,19 @@ impl<T: Send + 'static> InputGate<T> {
             channels: (0..channels)
                 .map(|_| ChannelState {
                     queue: VecDeque::new(),
-                    exclusive_free: cfg.exclusive_credits,
+                    exclusive_free: cfg.exclusive_credits as isize,
                     recycled: Vec::new(),
                     in_ready: false,
+                    waiting: false,
+                    notified: false,
+                    granted_at: 0,
+                    budget: None,
                 })
                 .collect(),
             floating_free: cfg.floating_credits,
             ready: VecDeque::with_capacity(channels),
             receiver_waiting: false,
-            senders_waiting: 0,
+            waiters: VecDeque::with_capacity(channels),
             cancelled: false,
             blocked: vec![false; channels],
             blocked_count: 0,
@@ -178,11 +274,24 @@ impl<T: Send + 'static> InputGate<T> {
         let shared = Arc::new(Shared {
             state: Mutex::new(state),
             data_cv: Condvar::new(),
-            credit_cv: Condvar::new(),
+            credit_cvs: (0..channels).map(|_| Condvar::new()).collect(),
             counters: (0..channels)
                 .map(|_| Arc::new(ChannelCounters::default()))
                 .collect(),
+            announced: (0..channels).map(|_| AtomicUsize::new(0)).collect(),
             record_size: sluice_types::estimated_record_size::<T>() as u64,
+        });
+        let gauges = Arc::new(DebloatGauges::default());
+        gauges.buffer_size.store(cfg.buffer_bytes as u64, Relaxed);
+        let debloat = cfg.debloat.enabled.then(|| {
+            gauges.enabled.store(true, Relaxed);
+            let period_ns = cfg.debloat.period.as_nanos().max(1) as u64;
+            GateDebloat {
+                throughput: ThroughputCalculator::default(),
+                debloater: BufferDebloater::new(&cfg.debloat, cfg.buffer_bytes),
+                period_ns,
+                next_due: mono_ns() + period_ns,
+            }
         });
         let senders = (0..channels)
             .map(|channel| ChannelSender {
@@ -195,6 +304,8 @@ impl<T: Send + 'static> InputGate<T> {
             open_channels: channels,
             waits,
             wake_interval: None,
+            debloat,
+            gauges,
         };
         (gate, senders)
     }
@@ -219,6 +330,45 @@ impl<T: Send + 'static> InputGate<T> {
 
     pub fn canceller(&self) -> GateCanceller {
         GateCanceller(self.shared.clone())
+    }
+
+    /// The debloater's gauges (`debloatedBufferSize`, `estimatedTimeToConsumeBuffersMs`).
+    pub fn debloat_gauges(&self) -> Arc<DebloatGauges> {
+        self.gauges.clone()
+    }
+
+    /// Bytes shipped to this gate and not yet released, over all channels.
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.shared
+            .counters
+            .iter()
+            .map(|c| c.bytes_in_flight.load(Relaxed))
+            .sum()
+    }
+
+    /// One debloating period: throughput over the active time, the new size, announced to every
+    /// sender when it changed by the threshold.
+    fn debloat_now(&mut self, now: u64) {
+        let Some(d) = &mut self.debloat else { return };
+        d.next_due = now + d.period_ns;
+        let throughput = d.throughput.calculate(now);
+        let in_use: u64 = self
+            .shared
+            .counters
+            .iter()
+            .map(|c| c.buffers_in_flight.load(Relaxed))
+            .sum();
+        let announce = d.debloater.recalculate(throughput, in_use as usize);
+        self.gauges
+            .estimated_time_to_consume_ms
+            .store(d.debloater.estimated_time_ms(), Relaxed);
+        if let Some(bytes) = announce {
+            self.gauges.buffer_size.store(bytes as u64, Relaxed);
+            let records = (bytes as u64 / self.shared.record_size.max(1)).max(1) as usize;
+            for a in &self.shared.announced {
+                a.store(records, Relaxed);
+            }
+        }
     }
 
     /// Stops (`true`) or resumes reading `channel`: while blocked, [`next`](Self::next) skips
@@ -264,6 +414,20 @@ impl<T: Send + 'static> InputGate<T> {
     #[allow(clippy::should_implement_trait)]
     /// Blocks (parked, counted as idle time) while no channel has data.
     pub fn next(&mut self) -> Result<Option<GateItem<T>>, Cancelled> {
+        if self.debloat.is_some() {
+            let now = mono_ns();
+            if self.debloat.as_ref().is_some_and(|d| now >= d.next_due) {
+                self.debloat_now(now);
+            }
+        }
+        let item = self.next_item()?;
+        if let (Some(d), Some(GateItem::Buffer(b))) = (&mut self.debloat, &item) {
+            d.throughput.incoming(b.bytes, mono_ns());
+        }
+        Ok(item)
+    }
+
+    fn next_item(&mut self) -> Result<Option<GateItem<T>>, Cancelled> {
         let mut st = self.shared.lock();
         loop {
             if st.cancelled {
@@ -292,22 +456,18 @@ impl<T: Send + 'static> InputGate<T> {
                         barrier,
                         overtaken,
                     },
-                    Entry::Buffer {
-                        records,
-                        floating,
-                        overdraft,
-                    } => {
+                    Entry::Buffer { records, credit } => {
                         let c = &self.shared.counters[ch];
+                        let bytes = records.len() as u64 * self.shared.record_size;
                         c.records_in.fetch_add(records.len() as u64, Relaxed);
-                        c.bytes_in
-                            .fetch_add(records.len() as u64 * self.shared.record_size, Relaxed);
+                        c.bytes_in.fetch_add(bytes, Relaxed);
                         c.buffers_in.fetch_add(1, Relaxed);
                         c.buffers_queued.fetch_sub(1, Relaxed);
                         GateItem::Buffer(ReceivedBuffer {
                             channel: ch,
                             records,
-                            floating,
-                            overdraft,
+                            credit,
+                            bytes,
                         })
                     }
                     Entry::Event(event) => {
@@ -323,6 +483,9 @@ impl<T: Send + 'static> InputGate<T> {
             }
             st.receiver_waiting = true;
             let started = self.waits.begin_idle();
+            if let Some(d) = &mut self.debloat {
+                d.throughput.pause(started);
+            }
             let timed_out;
             (st, timed_out) = match self.wake_interval {
                 None => (
@@ -343,6 +506,9 @@ impl<T: Send + 'static> InputGate<T> {
             };
             st.receiver_waiting = false;
             self.waits.end_idle(started);
+            if let Some(d) = &mut self.debloat {
+                d.throughput.resume(mono_ns());
+            }
             let readable = st.ready.iter().any(|&c| !st.blocked[c]);
             if timed_out && !readable && !st.cancelled {
                 return Ok(Some(GateItem::Idle));
@@ -356,29 +522,25 @@ impl<T: Send + 'static> InputGate<T> {
         let ReceivedBuffer {
             channel,
             mut records,
-            floating,
-            overdraft,
+            credit,
+            bytes,
         } = buf;
         records.clear();
         let mut st = self.shared.lock();
-        if overdraft {
-            // Took no credit, returns none.
-        } else if floating {
-            st.floating_free += 1;
-        } else {
-            st.channels[channel].exclusive_free += 1;
-        }
+        let (wake, repay) = st.credit_freed(channel, credit);
         let chan = &mut st.channels[channel];
         if chan.recycled.len() < 2 && records.capacity() > 0 {
             chan.recycled.push(records);
         }
-        self.shared.counters[channel]
-            .buffers_in_flight
-            .fetch_sub(1, Relaxed);
-        let wake = st.senders_waiting > 0;
+        let c = &self.shared.counters[channel];
+        c.buffers_in_flight.fetch_sub(1, Relaxed);
+        c.bytes_in_flight.fetch_sub(bytes, Relaxed);
         drop(st);
-        if wake {
-            self.shared.credit_cv.notify_all();
+        if let Some(ch) = wake {
+            self.shared.credit_cvs[ch].notify_one();
+        }
+        if let Some(b) = repay {
+            b.repay();
         }
     }
 }
@@ -393,17 +555,17 @@ pub struct ChannelSender<T> {
 #[must_use = "a permit holds a credit until it is used to send"]
 pub struct Permit<'a, T: Send + 'static> {
     sender: &'a ChannelSender<T>,
-    floating: bool,
+    credit: Credit,
 }
 
 impl<T: Send + 'static> Permit<'_, T> {
     /// Ships `records` as one buffer; returns an empty buffer (recycled when possible) to refill.
     pub fn send(self, records: Vec<T>) -> Vec<T> {
-        let (sender, floating) = (self.sender, self.floating);
+        let (sender, credit) = (self.sender, self.credit);
         // The credit is used by this send: skip Drop, which would hand it back.
         std::mem::forget(self);
         let mut st = sender.shared.lock();
-        sender.push_locked_raw(&mut st, records, floating)
+        sender.push_locked_raw(&mut st, records, credit)
     }
 }
 
@@ -411,15 +573,10 @@ impl<T: Send + 'static> Drop for Permit<'_, T> {
     fn drop(&mut self) {
         // Reached only for a permit that was never sent: give its credit back.
         let mut st = self.sender.shared.lock();
-        if self.floating {
-            st.floating_free += 1;
-        } else {
-            st.channels[self.sender.channel].exclusive_free += 1;
-        }
-        let wake = st.senders_waiting > 0;
+        let (wake, _) = st.credit_freed(self.sender.channel, self.credit);
         drop(st);
-        if wake {
-            self.sender.shared.credit_cv.notify_all();
+        if let Some(ch) = wake {
+            self.sender.shared.credit_cvs[ch].notify_one();
         }
     }
 }
@@ -441,14 +598,29 @@ impl<T: Send + 'static> ChannelSender<T> {
         crate::ChannelWriter::new(self, cfg.records_per_buffer::<T>(), waits)
     }
 
-    fn take_credit(&self, st: &mut State<T>) -> Option<bool> {
+    /// Records per buffer the receiver announced (buffer debloating); `None` = not announced.
+    #[inline]
+    pub fn announced_records(&self) -> Option<usize> {
+        match self.shared.announced[self.channel].load(Relaxed) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+
+    /// Lets this channel's sends go into overdraft under `budget` (the writer's allowance);
+    /// the receiver repays the budget as the channel's debt is paid back.
+    pub fn set_overdraft(&self, budget: Arc<OverdraftBudget>) {
+        self.shared.lock().channels[self.channel].budget = Some(budget);
+    }
+
+    fn take_credit(&self, st: &mut State<T>) -> Option<Credit> {
         let chan = &mut st.channels[self.channel];
         if chan.exclusive_free > 0 {
             chan.exclusive_free -= 1;
-            Some(false)
+            Some(Credit::Exclusive)
         } else if st.floating_free > 0 {
             st.floating_free -= 1;
-            Some(true)
+            Some(Credit::Floating)
         } else {
             None
         }
@@ -457,11 +629,11 @@ impl<T: Send + 'static> ChannelSender<T> {
     /// Reserves one credit, parking until one is free (time counted as backpressure).
     pub fn reserve(&self, waits: &WaitTimes) -> Result<Permit<'_, T>, Cancelled> {
         let st = self.shared.lock();
-        let (_st, floating) = self.wait_for_credit(st, waits);
-        let floating = floating?;
+        let (_st, credit) = self.wait_for_credit(st, waits, false);
+        let credit = credit?;
         Ok(Permit {
             sender: self,
-            floating,
+            credit,
         })
     }
 
@@ -471,49 +643,93 @@ impl<T: Send + 'static> ChannelSender<T> {
         if st.cancelled {
             return Err(Cancelled);
         }
-        Ok(self.take_credit(&mut st).map(|floating| Permit {
-            sender: self,
-            floating,
-        }))
+        Ok(self
+            .take_credit(&mut st)
+            .map(|credit| Permit { sender: self, credit }))
     }
 
-    /// Takes a credit, parking on the gate's credit condvar while none is free. Takes and
-    /// returns the guard because `Condvar::wait` consumes it.
+    /// Takes a credit, parking on the channel's own condvar while none is free; with
+    /// `overdraft`, takes an overdraft buffer of the channel's budget instead of parking when
+    /// the budget has one left. Takes and returns the guard because `Condvar::wait` consumes it.
     fn wait_for_credit<'g>(
         &'g self,
         mut st: MutexGuard<'g, State<T>>,
         waits: &WaitTimes,
-    ) -> (MutexGuard<'g, State<T>>, Result<bool, Cancelled>) {
+        overdraft: bool,
+    ) -> (MutexGuard<'g, State<T>>, Result<Credit, Cancelled>) {
+        let ch = self.channel;
         let mut started: Option<u64> = None;
         let result = loop {
             if st.cancelled {
                 break Err(Cancelled);
             }
-            if let Some(floating) = self.take_credit(&mut st) {
-                break Ok(floating);
+            if let Some(credit) = self.take_credit(&mut st) {
+                break Ok(credit);
+            }
+            if overdraft {
+                let chan = &mut st.channels[ch];
+                if chan.budget.as_ref().is_some_and(|b| b.try_take()) {
+                    // Into debt: the buffer's release pays it back.
+                    chan.exclusive_free -= 1;
+                    self.shared.counters[ch]
+                        .overdraft_buffers
+                        .fetch_add(1, Relaxed);
+                    break Ok(Credit::Exclusive);
+                }
             }
             if started.is_none() {
                 started = Some(waits.begin_backpressure());
             }
-            st.senders_waiting += 1;
-            st = self
-                .shared
-                .credit_cv
+            let chan = &mut st.channels[ch];
+            if !chan.waiting {
+                chan.waiting = true;
+                st.waiters.push_back(ch);
+            }
+            st = self.shared.credit_cvs[ch]
                 .wait(st)
                 .unwrap_or_else(|p| p.into_inner());
-            st.senders_waiting -= 1;
+            st.channels[ch].notified = false;
         };
+        let chan = &mut st.channels[ch];
+        let granted_at = std::mem::take(&mut chan.granted_at);
+        chan.notified = false;
+        if chan.waiting {
+            chan.waiting = false;
+            if let Some(i) = st.waiters.iter().position(|&c| c == ch) {
+                st.waiters.remove(i);
+            }
+            // Woken for a floating credit but served by an exclusive one (or the other way
+            // round while more are free): the next waiter may proceed now.
+            if let Some(next) = st.wake_for_floating() {
+                self.shared.credit_cvs[next].notify_one();
+            }
+        }
         if let Some(s) = started {
-            waits.end_backpressure(s);
+            // Count only the time no credit was free; the scheduler's delay in running this
+            // thread after its credit was freed is not backpressure.
+            let end = if granted_at > s { granted_at } else { mono_ns() };
+            waits.end_backpressure_at(s, end);
         }
         (st, result)
     }
 
     /// Reserve-and-send under one lock acquisition: the hot path of [`crate::ChannelWriter`].
     pub fn send_blocking(&self, records: Vec<T>, waits: &WaitTimes) -> Result<Vec<T>, Cancelled> {
+        self.send_or_overdraft(records, waits, false)
+    }
+
+    /// [`send_blocking`](Self::send_blocking), but without a free credit the buffer goes out as
+    /// an overdraft buffer when `overdraft` and the channel's budget allows
+    /// ([`set_overdraft`](Self::set_overdraft)); only when neither is possible does it park.
+    pub fn send_or_overdraft(
+        &self,
+        records: Vec<T>,
+        waits: &WaitTimes,
+        overdraft: bool,
+    ) -> Result<Vec<T>, Cancelled> {
         let st = self.shared.lock();
-        let (mut st, floating) = self.wait_for_credit(st, waits);
-        Ok(self.push_locked_raw(&mut st, records, floating?))
+        let (mut st, credit) = self.wait_for_credit(st, waits, overdraft);
+        Ok(self.push_locked_raw(&mut st, records, credit?))
     }
 
     /// Sends if a credit is free right now; otherwise hands the records back untouched.
@@ -523,7 +739,7 @@ impl<T: Send + 'static> ChannelSender<T> {
             return Err(Cancelled);
         }
         match self.take_credit(&mut st) {
-            Some(floating) => Ok(Ok(self.push_locked_raw(&mut st, records, floating))),
+            Some(credit) => Ok(Ok(self.push_locked_raw(&mut st, records, credit))),
             None => Ok(Err(records)),
         }
     }
@@ -544,18 +760,11 @@ impl<T: Send + 'static> ChannelSender<T> {
         let cap = partial.capacity();
         let mut fresh = partial;
         if !fresh.is_empty() {
-            let c = &self.shared.counters[self.channel];
-            c.records_out.fetch_add(fresh.len() as u64, Relaxed);
-            c.bytes_out
-                .fetch_add(fresh.len() as u64 * self.shared.record_size, Relaxed);
-            c.buffers_out.fetch_add(1, Relaxed);
-            c.buffers_in_flight.fetch_add(1, Relaxed);
-            c.buffers_queued.fetch_add(1, Relaxed);
+            self.count_out(fresh.len());
             let records = std::mem::replace(&mut fresh, Vec::with_capacity(cap));
             st.channels[self.channel].queue.push_back(Entry::Buffer {
                 records,
-                floating: false,
-                overdraft: true,
+                credit: Credit::None,
             });
         }
         let chan = &mut st.channels[self.channel];
@@ -588,21 +797,22 @@ impl<T: Send + 'static> ChannelSender<T> {
         Ok(())
     }
 
-    fn push_locked_raw(&self, st: &mut State<T>, records: Vec<T>, floating: bool) -> Vec<T> {
-        let cap = records.capacity();
+    fn count_out(&self, records: usize) {
         let c = &self.shared.counters[self.channel];
-        c.records_out.fetch_add(records.len() as u64, Relaxed);
-        c.bytes_out
-            .fetch_add(records.len() as u64 * self.shared.record_size, Relaxed);
+        let bytes = records as u64 * self.shared.record_size;
+        c.records_out.fetch_add(records as u64, Relaxed);
+        c.bytes_out.fetch_add(bytes, Relaxed);
         c.buffers_out.fetch_add(1, Relaxed);
         c.buffers_in_flight.fetch_add(1, Relaxed);
+        c.bytes_in_flight.fetch_add(bytes, Relaxed);
         c.buffers_queued.fetch_add(1, Relaxed);
+    }
+
+    fn push_locked_raw(&self, st: &mut State<T>, records: Vec<T>, credit: Credit) -> Vec<T> {
+        let cap = records.capacity();
+        self.count_out(records.len());
         let chan = &mut st.channels[self.channel];
-        chan.queue.push_back(Entry::Buffer {
-            records,
-            floating,
-            overdraft: false,
-        });
+        chan.queue.push_back(Entry::Buffer { records, credit });
         let fresh = chan
             .recycled
             .pop()

@@ -16,13 +16,22 @@
 //! [`ChannelWriter`] adds the sender-side buffer builder: it appends records, ships a full buffer,
 //! and flushes a partial one on request (buffer timeout) or at end of input.
 //!
+//! What may exceed a channel's credits, and by how much: **overdraft buffers**
+//! ([`OverdraftBudget`], [`OutputDebt`]; at most `max_overdraft_buffers` per writer, taken only
+//! mid-record and paid back before the writer's task starts its next input record) and the
+//! partial buffer an **unaligned barrier** takes along (one per barrier). Nothing else.
+//!
+//! **Buffer debloating** ([`debloat`]): a gate measures its throughput and announces a buffer
+//! size (bytes, turned into records per buffer) to its senders, so the data in flight takes about
+//! the configured target time to consume.
+//!
 //! Every channel keeps counters ([`ChannelCounters`]): records, bytes and buffers in and out, and
 //! queued buffers. Blocking time (idle on input, backpressured on output) is added to the
 //! [`WaitTimes`] the runtime hands in, which is how subtasks account their seconds.
 //!
 //! ```
 //! use sluice_channel::{ExchangeConfig, InputGate, GateItem};
-//! let cfg = ExchangeConfig { buffer_bytes: 64, exclusive_credits: 2, floating_credits: 1 };
+//! let cfg = ExchangeConfig { buffer_bytes: 64, exclusive_credits: 2, floating_credits: 1, ..Default::default() };
 //! let (gate, senders) = InputGate::<u64>::new(2, &cfg, Default::default());
 //! let mut writers: Vec<_> = senders.into_iter().map(|s| s.into_writer(&cfg, Default::default())).collect();
 //! writers[0].push(7).unwrap();
@@ -39,11 +48,15 @@
 
 mod config;
 mod counters;
+pub mod debloat;
 mod gate;
+mod overdraft;
 mod writer;
 
 pub use config::ExchangeConfig;
 pub use counters::{mono_ns, ChannelCounters, WaitTimes};
+pub use debloat::{DebloatConfig, DebloatGauges};
+pub use overdraft::{OutputDebt, OverdraftBudget};
 pub use gate::{
     ChannelEvent, ChannelSender, GateCanceller, GateItem, InputGate, Permit, ReceivedBuffer,
 };

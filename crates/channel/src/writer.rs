@@ -2,16 +2,22 @@
 
 use std::sync::Arc;
 
-use crate::{Cancelled, ChannelEvent, ChannelSender, WaitTimes};
+use crate::{Cancelled, ChannelEvent, ChannelSender, OverdraftBudget, WaitTimes};
 
-/// Appends records to the channel's current buffer and ships it when full (blocking for credit),
-/// on [`try_flush`](Self::try_flush) (buffer timeout; never blocks) and on
-/// [`finish`](Self::finish) (end of input).
+/// Appends records to the channel's current buffer and ships it when full (blocking for credit,
+/// or going into overdraft when allowed), on [`try_flush`](Self::try_flush) (buffer timeout;
+/// never blocks) and on [`finish`](Self::finish) (end of input).
+///
+/// A buffer is full at the configured size or at the size the receiver announced (buffer
+/// debloating), whichever is smaller; the announcement is read once per shipped buffer.
 pub struct ChannelWriter<T: Send + 'static> {
     sender: ChannelSender<T>,
     buffer: Vec<T>,
+    /// Records per buffer now (the announced size, at most `max_capacity`).
     capacity: usize,
+    max_capacity: usize,
     waits: Arc<WaitTimes>,
+    overdraft: Option<Arc<OverdraftBudget>>,
 }
 
 impl<T: Send + 'static> ChannelWriter<T> {
@@ -21,13 +27,34 @@ impl<T: Send + 'static> ChannelWriter<T> {
             sender,
             buffer: Vec::with_capacity(capacity),
             capacity,
+            max_capacity: capacity,
             waits,
+            overdraft: None,
         }
     }
 
-    /// Records per buffer.
+    /// Lets full buffers go out without credit under `budget` (shared by the writers of one
+    /// output gate) instead of blocking; see [`crate::OutputDebt`].
+    pub fn with_overdraft(mut self, budget: Arc<OverdraftBudget>) -> Self {
+        if budget.limit() > 0 {
+            self.sender.set_overdraft(budget.clone());
+            self.overdraft = Some(budget);
+        }
+        self
+    }
+
+    /// Records per buffer (the receiver's announced size when debloating).
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// Picks up a size the receiver announced (once per buffer).
+    #[inline]
+    fn refresh_capacity(&mut self) {
+        self.capacity = self
+            .sender
+            .announced_records()
+            .map_or(self.max_capacity, |n| n.min(self.max_capacity));
     }
 
     /// Records appended but not shipped yet.
@@ -54,7 +81,12 @@ impl<T: Send + 'static> ChannelWriter<T> {
             return Ok(());
         }
         let full = std::mem::take(&mut self.buffer);
-        let mut fresh = self.sender.send_blocking(full, &self.waits)?;
+        let mid_record = self.overdraft.as_ref().is_some_and(|b| b.mid_record());
+        let mut fresh = self.sender.send_or_overdraft(full, &self.waits, mid_record)?;
+        if let Some(b) = &self.overdraft {
+            b.shipped();
+        }
+        self.refresh_capacity();
         if fresh.capacity() < self.capacity {
             // `reserve_exact` counts from `len()` (0 here), not from the current capacity.
             fresh.reserve_exact(self.capacity - fresh.len());
@@ -73,6 +105,7 @@ impl<T: Send + 'static> ChannelWriter<T> {
         let partial = std::mem::take(&mut self.buffer);
         match self.sender.try_send(partial)? {
             Ok(mut fresh) => {
+                self.refresh_capacity();
                 if fresh.capacity() < self.capacity {
                     fresh.reserve_exact(self.capacity - fresh.len());
                 }

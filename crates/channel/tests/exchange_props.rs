@@ -81,6 +81,7 @@ fn config(capacity: usize, slack: usize, exclusive: usize, floating: usize) -> E
         buffer_bytes: capacity * REC_SIZE + slack,
         exclusive_credits: exclusive,
         floating_credits: floating,
+        ..Default::default()
     };
     assert_eq!(cfg.records_per_buffer::<Rec>(), capacity);
     cfg.validate().expect("test configs are valid");

@@ -61,6 +61,7 @@ fn run(s: Setup) -> Outcome {
             buffer_bytes,
             exclusive_credits: s.exclusive,
             floating_credits: s.floating,
+            ..Default::default()
         }
         .records_per_buffer::<u64>() as u64;
         assert_eq!(rpb, s.records_per_buffer as u64);
