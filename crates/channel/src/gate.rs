@@ -128,15 +128,16 @@ impl<T> State<T> {
                 let chan = &mut self.channels[channel];
                 let owed = chan.exclusive_free < 0;
                 chan.exclusive_free += 1;
-                if owed {
-                    return (None, chan.budget.clone());
-                }
-                if chan.waiting && !chan.notified {
+                // A freed credit lets the parked sender proceed; a repaid debt may too (its
+                // writer's overdraft budget has room again).
+                let wake = if chan.waiting && !chan.notified {
                     chan.notified = true;
                     chan.granted_at = mono_ns();
-                    return (Some(channel), None);
-                }
-                (None, None)
+                    Some(channel)
+                } else {
+                    None
+                };
+                (wake, if owed { chan.budget.clone() } else { None })
             }
         }
     }
@@ -535,12 +536,14 @@ impl<T: Send + 'static> InputGate<T> {
         let c = &self.shared.counters[channel];
         c.buffers_in_flight.fetch_sub(1, Relaxed);
         c.bytes_in_flight.fetch_sub(bytes, Relaxed);
+        // Repaid under the gate lock: a sender of this channel checks its budget under it, so
+        // the wake-up below cannot find the budget still full.
+        if let Some(b) = repay {
+            b.repay();
+        }
         drop(st);
         if let Some(ch) = wake {
             self.shared.credit_cvs[ch].notify_one();
-        }
-        if let Some(b) = repay {
-            b.repay();
         }
     }
 }

@@ -132,6 +132,11 @@ impl OverdraftBudget {
         &self.task
     }
 
+    /// The task debt this budget charges (what the task's record loop waits on).
+    pub fn task_debt(&self) -> Arc<OutputDebt> {
+        self.task.clone()
+    }
+
     /// Takes one overdraft buffer if the allowance has one left.
     pub(crate) fn try_take(&self) -> bool {
         let took = self

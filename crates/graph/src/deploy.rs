@@ -308,6 +308,9 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
             .unwrap_or_else(|p| p.into_inner()) = edges;
     }
     let timing = |id: &NodeId| operator_timing.then(|| op_metrics[id].clone());
+    // Overdraft needs record boundaries, which only the input loop marks (a source's records
+    // are emitted inside its user function): source tasks ship on credit only.
+    let has_input = gate.is_some();
     for m in members.into_iter().rev() {
         let mut outs: Vec<AnyBox> = Vec::new();
         for c in &m.chained {
@@ -328,6 +331,12 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
                     cfg: exch.clone(),
                     control: ctx.control.clone(),
                     metrics: ctx.metrics.clone(),
+                    overdraft: has_input.then(|| {
+                        sluice_channel::OverdraftBudget::new(
+                            exch.max_overdraft_buffers,
+                            ctx.output_debt.clone(),
+                        )
+                    }),
                 },
             ));
         }

@@ -66,6 +66,8 @@ pub use sluice_runtime::job_master::{
 pub mod config {
     pub use sluice_runtime::job_master::{EnvConfig, FaultSpec};
 }
+/// Buffer debloating settings (`StreamEnv::set_buffer_debloat`).
+pub use sluice_channel::DebloatConfig;
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::{to_jackson_pretty, JacksonPretty, Json};

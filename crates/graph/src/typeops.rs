@@ -94,6 +94,8 @@ pub(crate) struct WriterArgs {
     pub cfg: ExchangeConfig,
     pub control: Arc<JobControl>,
     pub metrics: Arc<TaskMetrics>,
+    /// The output gate's overdraft allowance (tasks with an input only).
+    pub overdraft: Option<Arc<sluice_channel::OverdraftBudget>>,
 }
 
 /// Builds the writer for one edge of a stream of `T` (captures the key function of a HASH edge).
@@ -115,7 +117,11 @@ impl<T: Data> WriterFactory for TypedWriterFactory<T> {
                 let s = *s
                     .downcast::<ChannelSender<T>>()
                     .expect("sender of the edge's record type");
-                s.into_writer(&a.cfg, a.metrics.waits.clone())
+                let w = s.into_writer(&a.cfg, a.metrics.waits.clone());
+                match &a.overdraft {
+                    Some(b) => w.with_overdraft(b.clone()),
+                    None => w,
+                }
             })
             .collect();
         let key_hash = self.key_hash.clone();

@@ -170,6 +170,11 @@ const TASK_EXTRAS: &[&str] = &[
     "stateAccessTimeMsPerSecond",
     "currentOutputWatermark",
     "numLateRecordsDropped",
+    // Flink registers these two only when buffer debloating is enabled (the captures ran
+    // without it); Sluice always serves them on tasks with an input gate.
+    "Shuffle.Netty.Input.0.debloatedBufferSize",
+    "Shuffle.Netty.Input.0.estimatedTimeToConsumeBuffersMs",
+    "Shuffle.Netty.Input.0.inFlightBytes",
 ];
 const OPERATOR_EXTRAS: &[&str] = &["busyTimeMsPerSecond", "accumulateBusyTimeMs"];
 

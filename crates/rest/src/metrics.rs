@@ -238,6 +238,15 @@ pub static TASK_METRICS: &[TaskMetric] = &[
     TaskMetric { name: "Shuffle.Netty.Output.Buffers.outputQueueLength", kind: Gauge, extra: false,
         help: "Buffers queued on the output channels",
         get: |s| count(s.snap.output_queue_length) },
+    TaskMetric { name: "Shuffle.Netty.Input.0.debloatedBufferSize", kind: Gauge, extra: false,
+        help: "Buffer size the input gate announced to its senders (buffer debloating), bytes",
+        get: |s| Value::Long(s.snap.debloated_buffer_size as i64) },
+    TaskMetric { name: "Shuffle.Netty.Input.0.estimatedTimeToConsumeBuffersMs", kind: Gauge, extra: false,
+        help: "Estimated time to consume the data in flight before the input gate (buffer debloating), ms",
+        get: |s| Value::Long(s.snap.estimated_time_to_consume_buffers_ms as i64) },
+    TaskMetric { name: "Shuffle.Netty.Input.0.inFlightBytes", kind: Gauge, extra: true,
+        help: "Bytes shipped to the input gate and not yet processed",
+        get: |s| Value::Long(s.snap.in_flight_bytes as i64) },
     TaskMetric { name: "cpuTimeMsPerSecond", kind: Gauge, extra: true,
         help: "CPU time of the task thread, ms per second (NaN where unavailable)",
         get: |s| Value::Double(s.snap.cpu_ms_per_second) },
@@ -287,8 +296,10 @@ pub fn subtask_metric_names(graph: &JobGraph, vertex: usize) -> Vec<String> {
     let has_inputs = graph.edges.iter().any(|e| e.to_vertex == vertex);
     let mut names: Vec<String> = TASK_METRICS
         .iter()
-        // Flink has no input watermark on a source task.
-        .filter(|m| has_inputs || m.name != "currentInputWatermark")
+        // Flink has no input watermark and no input gate metrics on a source task.
+        .filter(|m| {
+            has_inputs || (m.name != "currentInputWatermark" && !m.name.starts_with("Shuffle.Netty.Input.0."))
+        })
         .map(|m| m.name.to_string())
         .collect();
     for (_, scope) in operators(graph, vertex) {

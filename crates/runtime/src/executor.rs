@@ -54,6 +54,9 @@ pub struct TaskContext {
     /// What the task offers its operators (metrics, checkpoint reporting); the chain passes its
     /// handle in every operator's context.
     pub services: Arc<TaskServices>,
+    /// The overdraft its output gates owe (this attempt's): the input loop waits for it to be
+    /// paid back before each record.
+    pub output_debt: Arc<sluice_channel::OutputDebt>,
 }
 
 /// Tells the checkpoint hub that the task ended, however it ended (dropped last on the task
@@ -218,6 +221,7 @@ pub fn run_job(
                 t.vertex_index,
                 t.subtask,
             ),
+            output_debt: sluice_channel::OutputDebt::new(),
         };
         let name = ctx.display_name();
         let pthread_slot = t.metrics.clone();

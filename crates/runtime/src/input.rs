@@ -36,6 +36,13 @@ pub fn run_one_input<T: Data>(
             .unwrap_or_else(|p| p.into_inner());
         ins.extend(gate.counters());
     }
+    *ctx.metrics
+        .input_debloat
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(gate.debloat_gauges());
+    // Overdraft taken while emitting one record's outputs is paid back before the next record.
+    let debt = &*ctx.output_debt;
+    let waits = &*ctx.metrics.waits;
     let mut valve = WatermarkCombiner::new(gate.open_channels());
     let mut aligner = Aligner::new(gate.num_channels());
     // An unaligned checkpoint whose barrier has not arrived on every channel yet.
@@ -68,6 +75,8 @@ pub fn run_one_input<T: Data>(
                     .bytes_in
                     .fetch_add(n * size, std::sync::atomic::Ordering::Relaxed);
                 for r in buf.records.drain(..) {
+                    debt.begin_record(waits)
+                        .map_err(|_| OperatorError::Cancelled)?;
                     head.collect(r)?;
                 }
                 gate.release(buf);

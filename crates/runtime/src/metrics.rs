@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use sluice_channel::{ChannelCounters, WaitTimes};
+use sluice_channel::{ChannelCounters, DebloatGauges, WaitTimes};
 
 /// Execution state of a subtask (Flink's `ExecutionState`, the subset a local run goes through).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +86,8 @@ pub struct TaskMetrics {
     pub input_channels: Mutex<Vec<Arc<ChannelCounters>>>,
     /// Counters of the channels this subtask writes.
     pub output_channels: Mutex<Vec<Arc<ChannelCounters>>>,
+    /// The buffer debloater's gauges of the subtask's input gate (none for sources).
+    pub input_debloat: Mutex<Option<Arc<DebloatGauges>>>,
     /// Credits (buffers) the subtask's input gate can hold in total; 0 for sources.
     pub input_pool_size: AtomicU64,
     /// Credits the downstream gates grant this subtask's output channels in total.
@@ -230,6 +232,10 @@ impl TaskMetrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        *self
+            .input_debloat
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
         self.operators
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -38,6 +38,29 @@ pub struct EnvArgs {
     /// Floating credits per input gate [taskmanager.network.memory.floating-buffers-per-gate].
     #[arg(long, default_value_t = 8, value_parser = between(0usize, MAX_CREDITS, ""))]
     pub floating_credits: usize,
+    /// Buffers a task may ship without credit while emitting one input record's outputs, per
+    /// output gate [taskmanager.network.memory.max-overdraft-buffers-per-gate].
+    #[arg(long, default_value_t = 5, value_parser = between(0usize, MAX_CREDITS, ""))]
+    pub max_overdraft_buffers_per_gate: usize,
+    /// Buffer debloating: size buffers so the data in flight takes --buffer-debloat-target to
+    /// consume [taskmanager.network.memory.buffer-debloat.enabled].
+    #[arg(long)]
+    pub buffer_debloat: bool,
+    /// Time the data in flight should take to consume, ms [taskmanager.network.memory.buffer-debloat.target].
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = between(1, MAX_MS, " ms"))]
+    pub buffer_debloat_target: u64,
+    /// How often buffer sizes are recalculated, ms [taskmanager.network.memory.buffer-debloat.period].
+    #[arg(long, value_name = "MS", default_value_t = 200, value_parser = between(1, MAX_MS, " ms"))]
+    pub buffer_debloat_period: u64,
+    /// Periods the size is averaged over [taskmanager.network.memory.buffer-debloat.samples].
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = between(1u32, 10_000, ""))]
+    pub buffer_debloat_samples: u32,
+    /// Smallest change of the buffer size announced, percent [taskmanager.network.memory.buffer-debloat.threshold-percentages].
+    #[arg(long, value_name = "PCT", default_value_t = 25, value_parser = between(0u32, 100, " %"))]
+    pub buffer_debloat_threshold_percentages: u32,
+    /// Smallest debloated buffer, bytes [taskmanager.memory.min-segment-size].
+    #[arg(long, value_name = "BYTES", default_value_t = 256, value_parser = between(1usize, 64 << 20, " bytes"))]
+    pub min_segment_size: usize,
     /// Disable operator chaining [pipeline.operator-chaining.enabled=false].
     #[arg(long)]
     pub disable_chaining: bool,
@@ -138,6 +161,15 @@ impl EnvArgs {
             buffer_bytes: a.buffer_size,
             exclusive_credits: a.exclusive_credits,
             floating_credits: a.floating_credits,
+            max_overdraft_buffers: a.max_overdraft_buffers_per_gate,
+            buffer_debloat: sluice_graph::DebloatConfig {
+                enabled: a.buffer_debloat,
+                target: Duration::from_millis(a.buffer_debloat_target),
+                period: Duration::from_millis(a.buffer_debloat_period),
+                samples: a.buffer_debloat_samples,
+                threshold_percentages: a.buffer_debloat_threshold_percentages,
+                min_bytes: a.min_segment_size,
+            },
             chaining: !a.disable_chaining,
             checkpoints: sluice_runtime::checkpoint::CheckpointConfig {
                 interval: a.checkpoint_interval.map(Duration::from_millis),

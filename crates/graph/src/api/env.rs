@@ -105,6 +105,23 @@ impl StreamEnv {
         i.config.floating_credits = floating_per_gate;
         self
     }
+    /// Buffers a task may ship without credit while emitting one input record's outputs, per
+    /// output gate (`taskmanager.network.memory.max-overdraft-buffers-per-gate`, 5; 0 = none).
+    pub fn set_max_overdraft_buffers(&self, per_gate: usize) -> &Self {
+        self.inner.borrow_mut().config.max_overdraft_buffers = per_gate;
+        self
+    }
+    /// Buffer debloating (`taskmanager.network.memory.buffer-debloat.*`): every gate sizes its
+    /// senders' buffers so that the data in flight takes `target` to consume.
+    pub fn set_buffer_debloat(&self, debloat: sluice_channel::DebloatConfig) -> &Self {
+        self.inner.borrow_mut().config.buffer_debloat = debloat;
+        self
+    }
+    /// Turns buffer debloating on or off with Flink's default target, period and samples.
+    pub fn enable_buffer_debloat(&self, enabled: bool) -> &Self {
+        self.inner.borrow_mut().config.buffer_debloat.enabled = enabled;
+        self
+    }
     pub fn disable_operator_chaining(&self) -> &Self {
         self.inner.borrow_mut().config.chaining = false;
         self

@@ -32,6 +32,11 @@ pub struct EnvConfig {
     pub exclusive_credits: usize,
     /// `taskmanager.network.memory.floating-buffers-per-gate` (8).
     pub floating_credits: usize,
+    /// `taskmanager.network.memory.max-overdraft-buffers-per-gate` (5).
+    pub max_overdraft_buffers: usize,
+    /// `taskmanager.network.memory.buffer-debloat.*` and `taskmanager.memory.min-segment-size`
+    /// (off by default, as in Flink).
+    pub buffer_debloat: sluice_channel::DebloatConfig,
     /// `pipeline.operator-chaining.enabled` (true).
     pub chaining: bool,
     /// Metric update interval and window (Flink: 5 s over 60 s).
@@ -97,6 +102,8 @@ impl Default for EnvConfig {
             buffer_bytes: 32 * 1024,
             exclusive_credits: 2,
             floating_credits: 8,
+            max_overdraft_buffers: 5,
+            buffer_debloat: sluice_channel::DebloatConfig::default(),
             chaining: true,
             metrics: crate::telemetry::MetricsConfig::default(),
             operator_timing: true,
@@ -157,6 +164,9 @@ impl EnvConfig {
         if self.exclusive_credits.saturating_add(self.floating_credits) == 0 {
             return bad("credits: buffers per channel + floating buffers per gate must be at least 1, got 0 + 0".into());
         }
+        if self.buffer_debloat.enabled {
+            self.buffer_debloat.validate(self.buffer_bytes)?;
+        }
         Ok(())
     }
 
@@ -175,6 +185,8 @@ impl EnvConfig {
             buffer_bytes: self.buffer_bytes,
             exclusive_credits: self.exclusive_credits,
             floating_credits: self.floating_credits,
+            max_overdraft_buffers: self.max_overdraft_buffers,
+            debloat: self.buffer_debloat.clone(),
         }
     }
 }

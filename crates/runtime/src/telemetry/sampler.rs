@@ -235,6 +235,21 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
 
     let (in_used, in_queued) = channel_sums(&m.input_channels);
     let (out_used, out_queued) = channel_sums(&m.output_channels);
+    let in_flight_bytes: u64 = m
+        .input_channels
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|c| c.bytes_in_flight.load(Relaxed))
+        .sum();
+    let (debloated_buffer_size, estimated_time_to_consume_buffers_ms) = m
+        .input_debloat
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map_or((0, 0), |g| {
+            (g.buffer_size(), g.estimated_time_to_consume_ms())
+        });
     let ratio = |used: u64, pool: u64| {
         if pool == 0 {
             0.0
@@ -326,6 +341,9 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
         out_pool_usage: ratio(out_used, m.output_pool_size.load(Relaxed)),
         input_queue_length: in_queued,
         output_queue_length: out_queued,
+        in_flight_bytes,
+        debloated_buffer_size,
+        estimated_time_to_consume_buffers_ms,
         cpu_ms_per_second: if s.prev.cpu_ns.is_some() {
             s.cpu.per_second()
         } else {

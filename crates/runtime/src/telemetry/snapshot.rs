@@ -46,6 +46,14 @@ pub struct SubtaskSnapshot {
     pub out_pool_usage: f64,
     pub input_queue_length: u64,
     pub output_queue_length: u64,
+    /// Bytes shipped to the subtask's input gate and not yet released (queued or being
+    /// processed); 0 for sources.
+    pub in_flight_bytes: u64,
+    /// Flink's `debloatedBufferSize`: the buffer size the input gate announced to its senders
+    /// (the configured size unless debloating changed it; 0 for sources).
+    pub debloated_buffer_size: u64,
+    /// Flink's `estimatedTimeToConsumeBuffersMs` (0 unless debloating runs).
+    pub estimated_time_to_consume_buffers_ms: u64,
     /// CPU time of the subtask's thread, ms per second (NaN where unavailable).
     pub cpu_ms_per_second: f64,
     pub accumulated_cpu_ms: f64,
