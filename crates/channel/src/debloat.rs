@@ -158,8 +158,7 @@ impl BufferDebloater {
         self.ema += self.alpha * (candidate - self.ema);
         self.ema = self.ema.clamp(self.min as f64, self.max as f64);
         let size = self.ema.round() as usize;
-        self.estimated_ms =
-            (size as u64 * in_use as u64).saturating_mul(1000) / throughput.max(1);
+        self.estimated_ms = (size as u64 * in_use as u64).saturating_mul(1000) / throughput.max(1);
         if self.skip(size) {
             return None;
         }

@@ -44,7 +44,10 @@ pub enum ChannelEvent {
 }
 
 enum Entry<T> {
-    Buffer { records: Vec<T>, credit: Credit },
+    Buffer {
+        records: Vec<T>,
+        credit: Credit,
+    },
     /// An unaligned barrier, put at the front of the queue: it overtook the `overtaken`
     /// entries behind it, which belong to the checkpoint's channel state.
     Priority {
@@ -164,7 +167,11 @@ impl<T: Send> Cancel for Shared<T> {
     fn cancel(&self) {
         let mut st = self.lock();
         st.cancelled = true;
-        let budgets: Vec<_> = st.channels.iter().filter_map(|c| c.budget.clone()).collect();
+        let budgets: Vec<_> = st
+            .channels
+            .iter()
+            .filter_map(|c| c.budget.clone())
+            .collect();
         drop(st);
         self.data_cv.notify_all();
         for cv in &self.credit_cvs {
@@ -646,9 +653,10 @@ impl<T: Send + 'static> ChannelSender<T> {
         if st.cancelled {
             return Err(Cancelled);
         }
-        Ok(self
-            .take_credit(&mut st)
-            .map(|credit| Permit { sender: self, credit }))
+        Ok(self.take_credit(&mut st).map(|credit| Permit {
+            sender: self,
+            credit,
+        }))
     }
 
     /// Takes a credit, parking on the channel's own condvar while none is free; with
@@ -710,7 +718,11 @@ impl<T: Send + 'static> ChannelSender<T> {
         if let Some(s) = started {
             // Count only the time no credit was free; the scheduler's delay in running this
             // thread after its credit was freed is not backpressure.
-            let end = if granted_at > s { granted_at } else { mono_ns() };
+            let end = if granted_at > s {
+                granted_at
+            } else {
+                mono_ns()
+            };
             waits.end_backpressure_at(s, end);
         }
         (st, result)

@@ -56,10 +56,10 @@ mod writer;
 pub use config::ExchangeConfig;
 pub use counters::{mono_ns, ChannelCounters, WaitTimes};
 pub use debloat::{DebloatConfig, DebloatGauges};
-pub use overdraft::{OutputDebt, OverdraftBudget};
 pub use gate::{
     ChannelEvent, ChannelSender, GateCanceller, GateItem, InputGate, Permit, ReceivedBuffer,
 };
+pub use overdraft::{OutputDebt, OverdraftBudget};
 pub use writer::ChannelWriter;
 
 /// The exchange was torn down: the job is being cancelled.

@@ -82,7 +82,9 @@ impl<T: Send + 'static> ChannelWriter<T> {
         }
         let full = std::mem::take(&mut self.buffer);
         let mid_record = self.overdraft.as_ref().is_some_and(|b| b.mid_record());
-        let mut fresh = self.sender.send_or_overdraft(full, &self.waits, mid_record)?;
+        let mut fresh = self
+            .sender
+            .send_or_overdraft(full, &self.waits, mid_record)?;
         if let Some(b) = &self.overdraft {
             b.shipped();
         }

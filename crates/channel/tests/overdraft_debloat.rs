@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use sluice_channel::{
-    ChannelCounters, DebloatConfig, ExchangeConfig, GateCanceller, GateItem, InputGate,
-    OutputDebt, OverdraftBudget, WaitTimes,
+    ChannelCounters, DebloatConfig, ExchangeConfig, GateCanceller, GateItem, InputGate, OutputDebt,
+    OverdraftBudget, WaitTimes,
 };
 use sluice_types::{Barrier, CheckpointKind};
 
@@ -206,7 +206,11 @@ fn first_buffer_of_a_record_waits_for_credit_as_usual() {
                 waits.backpressured_since.load(Ordering::Relaxed) != 0
             });
             assert!(only_the_credited_buffer_shipped(&gate));
-            assert_eq!(budget.in_use(), 0, "no overdraft outside a record's fan-out");
+            assert_eq!(
+                budget.in_use(),
+                0,
+                "no overdraft outside a record's fan-out"
+            );
             while let Some(item) = gate.next().expect("not cancelled") {
                 if let GateItem::Buffer(b) = item {
                     gate.release(b);
@@ -238,7 +242,14 @@ struct Case {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (1usize..=4, 1usize..=8, 0usize..=2, 0usize..=2, 0usize..=4, 1u64..=5)
+    (
+        1usize..=4,
+        1usize..=8,
+        0usize..=2,
+        0usize..=2,
+        0usize..=4,
+        1u64..=5,
+    )
         .prop_filter("credits", |t| t.2 + t.3 >= 1)
         .prop_flat_map(|(channels, capacity, exclusive, floating, overdraft, ry)| {
             proptest::collection::vec(

@@ -1,6 +1,7 @@
 //! Command-line arguments. Job flags are shared by `run` and `plan`, so a plan shows exactly
 //! what the same flags would run.
 
+use sluice::bounds::between;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -102,6 +103,9 @@ pub struct ScenarioArgs {
     /// Records to generate (default: effectively unbounded, for live diagnosis).
     #[arg(long, default_value_t = sluice_jobs::scenarios::UNBOUNDED)]
     pub records: u64,
+    /// slow-sink only: instead of the remote table, a sink burning ROUNDS of CPU per record (~1 µs per 1000), as the debloating benchmark runs it.
+    #[arg(long, value_name = "ROUNDS", value_parser = between(0u32, 100_000_000, ""))]
+    pub sink_work: Option<u32>,
     #[command(flatten)]
     pub env: EnvArgs,
 }
@@ -194,6 +198,19 @@ pub struct BenchArgs {
     /// the throughput ratio.
     #[arg(long)]
     pub profiler: bool,
+    /// Instead of the reference cases: the buffer-debloating comparison — a sink ~1000× slower
+    /// than its source with aligned checkpoints, run without and with debloating.
+    #[arg(long)]
+    pub debloat: bool,
+    /// Records per run of the debloating comparison.
+    #[arg(long, default_value_t = 200_000)]
+    pub debloat_records: u64,
+    /// Sink CPU burn per record in the debloating comparison (rounds, ~1 µs per 1000).
+    #[arg(long, default_value_t = 25_000)]
+    pub debloat_sink_work: u32,
+    /// Debloating target in the comparison, ms (Flink's default 1000).
+    #[arg(long, default_value_t = 1000)]
+    pub debloat_target_ms: u64,
 }
 
 #[derive(Args, Debug)]

@@ -111,10 +111,91 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
+/// The buffer-debloating comparison: a slow sink (its CPU burn per record ~1000× the source's
+/// cost) behind a full exchange, aligned checkpoints every 500 ms, without and with debloating;
+/// median of the runs by throughput.
+fn bench_debloat(exe: &std::path::Path, a: &BenchArgs) -> anyhow::Result<ExitCode> {
+    println!(
+        "{:<22} {:>12} {:>16} {:>16} {:>8} {:>14} {:>14}",
+        "slow sink",
+        "records/s",
+        "in-flight avg B",
+        "in-flight max B",
+        "ckpts",
+        "ckpt avg ms",
+        "ckpt max ms"
+    );
+    let mut rows = Vec::new();
+    for debloat in [false, true] {
+        let mut args: Vec<String> = [
+            "scenario",
+            "slow-sink",
+            "--records",
+            &a.debloat_records.to_string(),
+            "--sink-work",
+            &a.debloat_sink_work.to_string(),
+            "-p",
+            &a.parallelism.to_string(),
+            "--checkpoint-interval",
+            "500",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if debloat {
+            args.push("--buffer-debloat".into());
+            args.push("--buffer-debloat-target".into());
+            args.push(a.debloat_target_ms.to_string());
+        }
+        let name = if debloat {
+            "with debloating"
+        } else {
+            "without debloating"
+        };
+        let mut runs = Vec::new();
+        for _ in 0..a.runs.max(1) {
+            let s = run_once(exe, name, &args)?;
+            let g = |k: &str| field(&s, k).unwrap_or(f64::NAN);
+            runs.push([
+                g("records_per_sec"),
+                g("in_flight_bytes_avg"),
+                g("in_flight_bytes_max"),
+                g("checkpoints_completed"),
+                g("checkpoint_ms_avg"),
+                g("checkpoint_ms_max"),
+            ]);
+        }
+        runs.sort_by(|x, y| x[0].total_cmp(&y[0]));
+        let m = runs[runs.len() / 2];
+        println!(
+            "{:<22} {:>12} {:>16.0} {:>16.0} {:>8.0} {:>14.1} {:>14.0}",
+            name,
+            human(m[0]),
+            m[1],
+            m[2],
+            m[3],
+            m[4],
+            m[5]
+        );
+        rows.push(m);
+    }
+    let (off, on) = (rows[0], rows[1]);
+    println!(
+        "with/without: throughput {:.3}, in-flight bytes {:.3}, aligned checkpoint duration {:.3}",
+        on[0] / off[0],
+        on[1] / off[1],
+        on[4] / off[4]
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()?;
     if a.profiler {
         return bench_profiler(&a, &exe);
+    }
+    if a.debloat {
+        return bench_debloat(&exe, &a);
     }
     let p = a.parallelism.to_string();
     let cases = vec![
@@ -172,6 +253,16 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
             ],
         },
         Case {
+            name: "skew, 8 -> HASH -> 8",
+            args: vec![
+                "skew".into(),
+                "--records".into(),
+                a.skew_records.to_string(),
+                "-p".into(),
+                "8".into(),
+            ],
+        },
+        Case {
             name: "chained, no op timing",
             args: vec![
                 "passthrough".into(),
@@ -193,20 +284,7 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     for c in cases {
         let mut runs = Vec::new();
         for _ in 0..a.runs.max(1) {
-            let out = Command::new(&exe)
-                .arg("run")
-                .args(&c.args)
-                .arg("--stats-json")
-                .arg("--no-rest")
-                .output()?;
-            if !out.status.success() {
-                anyhow::bail!(
-                    "{} failed: {}",
-                    c.name,
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            let s = String::from_utf8_lossy(&out.stdout).to_string();
+            let s = run_once(&exe, c.name, &c.args)?;
             runs.push(Stats {
                 records: field(&s, "records").unwrap_or(0.0),
                 rate: field(&s, "records_per_sec").unwrap_or(0.0),

@@ -6,6 +6,7 @@ mod demo;
 mod doctor_cmd;
 mod fix_cmd;
 mod http_client;
+mod in_flight;
 mod key_group;
 mod nexmark_cmd;
 mod plan_cmd;

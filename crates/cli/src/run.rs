@@ -58,6 +58,7 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 name: a.name.clone(),
                 records: a.records,
                 parallelism: a.env.parallelism,
+                sink_work: a.sink_work,
             };
             let j = scenarios::build(&env, &cfg)?;
             Ok((env, BuiltJob::Scenario(j), a.records))
@@ -146,9 +147,13 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         total,
         !args.no_progress && !args.stats_json,
     );
+    let in_flight = args
+        .stats_json
+        .then(|| crate::in_flight::InFlightSampler::start(monitor.clone()));
     let (outcome, finished) = running.wait();
     let profile_runs = profiling.map(ProfileAll::finish);
     progress.finish();
+    let in_flight = in_flight.map(|s| s.finish());
     let restarts = finished.restarts;
     let recovery = finished.recovery.clone();
     let exec = match outcome {
@@ -188,8 +193,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let rate = records as f64 / wall.as_secs_f64().max(1e-9);
     let peak = procstat::peak_rss_kib();
     if args.stats_json {
+        let f = in_flight.unwrap_or_default();
+        let durations = monitor
+            .control
+            .checkpoints()
+            .map(|h| h.stats().durations)
+            .unwrap_or_default();
+        let ckpt_avg = durations.iter().sum::<i64>() as f64 / durations.len().max(1) as f64;
+        let ckpt_max = durations.iter().copied().max().unwrap_or(0);
         println!(
-            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"profile_runs\":{}}}",
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{}}}",
             exec.graph.name,
             records,
             wall.as_secs_f64() * 1000.0,
@@ -198,6 +211,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             peak.map(|p| p.to_string()).unwrap_or("null".into()),
             startup.map(|s| format!("{:.3}", s.as_secs_f64() * 1000.0)).unwrap_or("null".into()),
             restarts,
+            f.avg,
+            f.max,
+            durations.len(),
+            ckpt_avg,
+            ckpt_max,
             profile_runs.map(|n| n.to_string()).unwrap_or("null".into()),
         );
         // Not on stdout (one JSON line there), but never silent.

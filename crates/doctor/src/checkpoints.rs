@@ -4,7 +4,9 @@
 //! checkpoints take ever longer, time out, and a job that restarts on checkpoint failure never
 //! recovers. Unaligned checkpoints let the barrier overtake the buffers (persisting them with
 //! the snapshot); Flink's aligned-checkpoint timeout switches a slow aligned checkpoint to
-//! unaligned.
+//! unaligned. Buffer debloating attacks the cause instead: it shrinks the buffers so the data in
+//! flight takes about its target (1 s) to consume, so an aligned barrier waits no longer than
+//! that, with nothing extra to persist.
 
 use crate::JobView;
 
@@ -21,13 +23,18 @@ pub struct CheckpointStats {
     /// End-to-end duration of completed checkpoints, 90th percentile and maximum (ms).
     pub duration_p90_ms: f64,
     pub duration_max_ms: f64,
+    /// Whether the job's input gates debloat their buffers (Flink serves
+    /// `Shuffle.Netty.Input.<n>.debloatedBufferSize` only then; Sluice reports a nonzero
+    /// `estimatedTimeToConsumeBuffersMs`). False when unknown.
+    pub buffer_debloat: bool,
 }
 
 /// Backpressure above this (ms per second, on some subtask) counts as "backpressured".
 const BACKPRESSURED_MS: f64 = 100.0;
 
-/// Advice to switch to unaligned checkpoints (or an aligned-checkpoint timeout) when aligned
-/// checkpoints are slow or failing while the job is backpressured; `None` otherwise.
+/// Advice to switch to unaligned checkpoints (or an aligned-checkpoint timeout), and to enable
+/// buffer debloating unless it is on, when aligned checkpoints are slow or failing while the job
+/// is backpressured; `None` otherwise.
 pub fn checkpoint_advice(stats: &CheckpointStats, job: &JobView) -> Option<String> {
     if stats.unaligned || stats.aligned_timeout_ms > 0 || stats.interval_ms == 0 {
         return None;
@@ -59,14 +66,22 @@ pub fn checkpoint_advice(stats: &CheckpointStats, job: &JobView) -> Option<Strin
             stats.duration_max_ms, stats.duration_p90_ms, stats.interval_ms
         ));
     }
+    let debloat = if stats.buffer_debloat {
+        ""
+    } else {
+        "; or enable buffer debloating (taskmanager.network.memory.buffer-debloat.enabled: true, \
+         `sluice run --buffer-debloat`), which shrinks buffers until the data in flight takes \
+         about 1 s to consume, so aligned barriers stop waiting behind it"
+    };
     Some(format!(
         "checkpoints: {} while `{}` is backpressured ({:.0}% of its time): aligned barriers wait \
          behind full buffers. Enable unaligned checkpoints \
          (execution.checkpointing.unaligned.enabled: true), or set \
-         execution.checkpointing.aligned-checkpoint-timeout so slow alignments switch to unaligned",
+         execution.checkpointing.aligned-checkpoint-timeout so slow alignments switch to unaligned{}",
         why.join(", "),
         vertex.name,
-        bp / 10.0
+        bp / 10.0,
+        debloat
     ))
 }
 
@@ -118,6 +133,16 @@ mod tests {
         assert!(
             a.contains("up to 1500 ms") && a.contains("unaligned.enabled"),
             "{a}"
+        );
+        assert!(a.contains("buffer-debloat.enabled: true"), "{a}");
+        let debloating = CheckpointStats {
+            buffer_debloat: true,
+            ..slow.clone()
+        };
+        let a = checkpoint_advice(&debloating, &job(600.0)).unwrap();
+        assert!(
+            a.contains("unaligned.enabled") && !a.contains("buffer-debloat"),
+            "debloating already on: only the unaligned advice: {a}"
         );
         let failing = CheckpointStats {
             failed: 1,

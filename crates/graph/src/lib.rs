@@ -66,11 +66,11 @@ pub use sluice_runtime::job_master::{
 pub mod config {
     pub use sluice_runtime::job_master::{EnvConfig, FaultSpec};
 }
-/// Buffer debloating settings (`StreamEnv::set_buffer_debloat`).
-pub use sluice_channel::DebloatConfig;
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::{to_jackson_pretty, JacksonPretty, Json};
+/// Buffer debloating settings (`StreamEnv::set_buffer_debloat`).
+pub use sluice_channel::DebloatConfig;
 pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
 pub use sluice_runtime::fasthash::FastHashMap;
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};

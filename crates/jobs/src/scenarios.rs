@@ -70,6 +70,9 @@ pub struct ScenarioConfig {
     pub name: String,
     pub records: u64,
     pub parallelism: usize,
+    /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1 µs per
+    /// 1000), so a benchmark can make the sink a chosen factor slower than the source.
+    pub sink_work: Option<u32>,
 }
 
 impl Default for ScenarioConfig {
@@ -78,6 +81,7 @@ impl Default for ScenarioConfig {
             name: "skew".into(),
             records: UNBOUNDED,
             parallelism: 2,
+            sink_work: None,
         }
     }
 }
@@ -195,24 +199,37 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
         }
         "slow-sink" => {
             env.set_parallelism(cfg.parallelism);
-            let t = crate::remote_table::TableHandle::default();
-            let sunk = sunk.clone();
-            env.generate(n, |i| {
-                let h = mix(i);
-                ((h % SLOW_SINK_KEYS) as i64, (h >> 48) as i64)
-            })
-            .name("generator")
-            .key_by(|r: &(i64, i64)| r.0)
-            .sum(|r: &mut (i64, i64)| &mut r.1)
-            .name("sum-per-key")
-            .add_sink("slow-sink", (), |_| Ok(()), {
-                let t = t.clone();
-                move |ctx| t.writer(ctx, sunk.clone())
-            })
-            .option(crate::remote_table::MAX_ROWS, 1)
-            .option(crate::remote_table::FLUSH_INTERVAL, "1s")
-            .disable_chaining();
-            table = Some(t);
+            if let Some(rounds) = cfg.sink_work {
+                // The debloating benchmark's variant: a sink that burns CPU per record.
+                env.generate(n, |i| mix(i) as i64)
+                    .name("generator")
+                    .map(|v: i64| v & 0xFFFF)
+                    .name("map")
+                    .sink_fn("slow-sink", move |v: i64| {
+                        std::hint::black_box(work(v, rounds));
+                        count(v)
+                    })
+                    .disable_chaining();
+            } else {
+                let t = crate::remote_table::TableHandle::default();
+                let sunk = sunk.clone();
+                env.generate(n, |i| {
+                    let h = mix(i);
+                    ((h % SLOW_SINK_KEYS) as i64, (h >> 48) as i64)
+                })
+                .name("generator")
+                .key_by(|r: &(i64, i64)| r.0)
+                .sum(|r: &mut (i64, i64)| &mut r.1)
+                .name("sum-per-key")
+                .add_sink("slow-sink", (), |_| Ok(()), {
+                    let t = t.clone();
+                    move |ctx| t.writer(ctx, sunk.clone())
+                })
+                .option(crate::remote_table::MAX_ROWS, 1)
+                .option(crate::remote_table::FLUSH_INTERVAL, "1s")
+                .disable_chaining();
+                table = Some(t);
+            }
         }
         "stalls" => {
             env.set_parallelism(cfg.parallelism);

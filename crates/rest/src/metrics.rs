@@ -298,7 +298,9 @@ pub fn subtask_metric_names(graph: &JobGraph, vertex: usize) -> Vec<String> {
         .iter()
         // Flink has no input watermark and no input gate metrics on a source task.
         .filter(|m| {
-            has_inputs || (m.name != "currentInputWatermark" && !m.name.starts_with("Shuffle.Netty.Input.0."))
+            has_inputs
+                || (m.name != "currentInputWatermark"
+                    && !m.name.starts_with("Shuffle.Netty.Input.0."))
         })
         .map(|m| m.name.to_string())
         .collect();

@@ -232,10 +232,7 @@ impl TaskMetrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
-        *self
-            .input_debloat
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = None;
+        *self.input_debloat.lock().unwrap_or_else(|p| p.into_inner()) = None;
         self.operators
             .lock()
             .unwrap_or_else(|p| p.into_inner())

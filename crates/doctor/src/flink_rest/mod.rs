@@ -347,6 +347,8 @@ pub fn checkpoint_stats(stats: &Value, config: &Value) -> CheckpointStats {
         failed: u(&stats["counts"]["failed"]),
         duration_p90_ms: f(&duration["p90"]),
         duration_max_ms: f(&duration["max"]),
+        // Not in the checkpoint answers: the caller sets it from the subtask metrics.
+        buffer_debloat: false,
     }
 }
 
