@@ -119,6 +119,12 @@ try {
   await panel.locator('[data-testid="subtask-row"]').first().waitFor({ timeout: DEADLINE_MS });
   check(await panel.locator('[data-testid="bp-badge"]').count() > 0, "vertex panel shows a backpressure level badge");
   if (exp.hotSubtask) {
+    // The keyed vertex reads an input gate: its bytes in flight and buffer size per subtask.
+    const rows = panel.locator('[data-testid="in-flight-row"]');
+    await rows.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+    check(await rows.count() === 2, "vertex panel shows the input gate's bytes in flight per subtask");
+  }
+  if (exp.hotSubtask) {
     // Relative, not a fixed percentage (CPU starvation lowers every figure): subtask 2/2 holds
     // the hot key, so it is the busiest and at least twice as busy as its sibling, and the panel
     // marks it hot.

@@ -4,25 +4,32 @@
 //! gate (one record writer) at a time. "In the middle" means the writer already shipped a buffer
 //! during this input record: the first buffer a record fills waits for credit as usual (Flink
 //! checks output availability before each record, which is the same wait), later ones of the
-//! same record take overdraft. The channel goes into credit *debt*: its exclusive credit
+//! same record take overdraft. (Per task: any of its writers having shipped during the record
+//! counts, which keeps the per-record check to one load.) The channel goes into credit *debt*: its exclusive credit
 //! count drops below zero and the next releases of its buffers pay the debt back before they
 //! free a credit. Before the next input record the task waits until every debt of its writers is
 //! paid ([`OutputDebt::wait_clear`]), so the overdraft never grows from record to record.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use crate::{Cancelled, WaitTimes};
 
 /// The debts of one task's output gates, waited on between input records.
+///
+/// One word holds both what the input loop must look at per record: bit 0 = "a writer of the
+/// task shipped a buffer during the current record" (so another full buffer is mid-record), the
+/// rest = overdraft buffers owed × 2. When it is 0 — the steady state — a record costs one relaxed
+/// load.
 #[derive(Debug, Default)]
 pub struct OutputDebt {
-    outstanding: AtomicUsize,
-    /// Input records the task started (written by the task thread only).
-    record: AtomicU64,
+    state: AtomicUsize,
     cancelled: Mutex<bool>,
     cv: Condvar,
 }
+
+const SHIPPED: usize = 1;
+const ONE_OWED: usize = 2;
 
 impl OutputDebt {
     pub fn new() -> Arc<OutputDebt> {
@@ -32,20 +39,38 @@ impl OutputDebt {
     /// Overdraft buffers not yet paid back, over all the task's writers.
     #[inline]
     pub fn outstanding(&self) -> usize {
-        self.outstanding.load(Ordering::Acquire)
+        self.state.load(Ordering::Acquire) / ONE_OWED
     }
 
     /// Called by the task loop before each input record: waits until nothing is owed, then
-    /// starts the record. Two relaxed loads and one store when nothing is owed.
+    /// starts the record. One relaxed load when nothing happened since the last record.
     #[inline]
     pub fn begin_record(&self, waits: &WaitTimes) -> Result<(), Cancelled> {
-        if self.outstanding.load(Ordering::Relaxed) > 0 {
-            self.wait_clear(waits)?;
+        if self.state.load(Ordering::Relaxed) == 0 {
+            return Ok(());
         }
-        // Only the task thread writes it: no read-modify-write needed.
-        let r = self.record.load(Ordering::Relaxed);
-        self.record.store(r.wrapping_add(1), Ordering::Relaxed);
+        self.begin_record_slow(waits)
+    }
+
+    #[cold]
+    fn begin_record_slow(&self, waits: &WaitTimes) -> Result<(), Cancelled> {
+        self.wait_clear(waits)?;
+        self.state.fetch_and(!SHIPPED, Ordering::AcqRel);
         Ok(())
+    }
+
+    /// Whether a writer of the task already shipped a buffer during the current record.
+    #[inline]
+    pub(crate) fn mid_record(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & SHIPPED != 0
+    }
+
+    /// A writer of the task shipped a buffer during the current record.
+    #[inline]
+    pub(crate) fn shipped(&self) {
+        if self.state.load(Ordering::Relaxed) & SHIPPED == 0 {
+            self.state.fetch_or(SHIPPED, Ordering::AcqRel);
+        }
     }
 
     /// Parks until every overdraft is paid back (time counted as backpressure: the task waits
@@ -76,8 +101,12 @@ impl OutputDebt {
         self.cv.notify_all();
     }
 
+    fn owe(&self) {
+        self.state.fetch_add(ONE_OWED, Ordering::AcqRel);
+    }
+
     fn repaid(&self) {
-        if self.outstanding.fetch_sub(1, Ordering::AcqRel) == 1 {
+        if self.state.fetch_sub(ONE_OWED, Ordering::AcqRel) / ONE_OWED == 1 {
             // Taking the lock orders this wake-up after a waiter's check (no lost wake-up).
             let _g = self.cancelled.lock().unwrap_or_else(|p| p.into_inner());
             self.cv.notify_all();
@@ -91,8 +120,6 @@ pub struct OverdraftBudget {
     limit: usize,
     in_use: AtomicUsize,
     task: Arc<OutputDebt>,
-    /// The task's record during which this writer last shipped a buffer.
-    last_ship: AtomicU64,
 }
 
 impl OverdraftBudget {
@@ -101,22 +128,20 @@ impl OverdraftBudget {
             limit,
             in_use: AtomicUsize::new(0),
             task,
-            last_ship: AtomicU64::new(u64::MAX),
         })
     }
 
-    /// Whether the writer already shipped a buffer during the task's current input record (so
-    /// another full buffer may take overdraft).
+    /// Whether the task already shipped a buffer during its current input record (so another
+    /// full buffer may take overdraft).
     #[inline]
     pub fn mid_record(&self) -> bool {
-        self.last_ship.load(Ordering::Relaxed) == self.task.record.load(Ordering::Relaxed)
+        self.task.mid_record()
     }
 
-    /// The writer shipped a buffer during the current record.
+    /// A buffer was shipped during the current record.
     #[inline]
     pub fn shipped(&self) {
-        self.last_ship
-            .store(self.task.record.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.task.shipped()
     }
 
     pub fn limit(&self) -> usize {
@@ -146,7 +171,7 @@ impl OverdraftBudget {
             })
             .is_ok();
         if took {
-            self.task.outstanding.fetch_add(1, Ordering::AcqRel);
+            self.task.owe();
         }
         took
     }

@@ -199,6 +199,13 @@
 
   // ---- vertex panel --------------------------------------------------------------------
   var PER_SUBTASK = ["numRecordsInPerSecond", "numRecordsOutPerSecond", "cpuTimeMsPerSecond", "busyTimeMsPerSecond"];
+  // The input gate's data in flight and what buffer debloating made of it (tasks with an input).
+  var IN_FLIGHT = ["Shuffle.Netty.Input.0.inFlightBytes", "Shuffle.Netty.Input.0.debloatedBufferSize",
+    "Shuffle.Netty.Input.0.estimatedTimeToConsumeBuffersMs"];
+  function fmtBytes(b) {
+    if (b == null || isNaN(b)) return "–";
+    return b < 1024 ? Math.round(b) + " B" : b < 1048576 ? (b / 1024).toFixed(1) + " KiB" : (b / 1048576).toFixed(1) + " MiB";
+  }
   function refreshVertex() {
     var jid = state.job, vid = state.vertex;
     if (!vid) { $("vertex").hidden = true; return Promise.resolve(); }
@@ -208,15 +215,16 @@
     var ids = state.metricIds[vid]
       ? Promise.resolve(state.metricIds[vid])
       : get(base + "/metrics").then(function (l) {
-        var ops = [], lag = [];
+        var ops = [], lag = [], input = false;
         l.forEach(function (m) {
           var mm = /^0\.(.+)\.busyTimeMsPerSecond$/.exec(m.id);
-          if (mm) ops.push(mm[1]);
+          if (mm && !/^Shuffle\./.test(mm[1])) ops.push(mm[1]);
           // A Kafka source's per-partition lag (FLIP-33 pendingRecords per partition).
           var lm = /^\d+\..+\.KafkaSourceReader\.topic\.(.+)\.partition\.(\d+)\.pendingRecords$/.exec(m.id);
           if (lm) lag.push({ id: m.id, label: lm[1] + "/" + lm[2] });
+          if (m.id === "0." + IN_FLIGHT[0]) input = true;
         });
-        var info = { ops: ops, lag: lag };
+        var info = { ops: ops, lag: lag, input: input };
         // A source registers its gauges when it starts: look again until they are there.
         if (lag.length || !/^Source: /.test(v.name)) state.metricIds[vid] = info;
         return info;
@@ -226,6 +234,7 @@
       for (var i = 0; i < v.parallelism; i++) {
         PER_SUBTASK.forEach(function (n) { names.push(i + "." + n); });
         info.ops.forEach(function (o) { names.push(i + "." + o + ".busyTimeMsPerSecond"); });
+        if (info.input) IN_FLIGHT.forEach(function (n) { names.push(i + "." + n); });
       }
       (info.lag || []).forEach(function (x) { names.push(x.id); });
       return Promise.all([
@@ -312,6 +321,21 @@
     h.push(lagChart(v.id));
     h.push('<p class="muted" style="margin:6px 0 0;font-size:12px">CPU total ' + fmtNum(sumCpu) + " ms/s" +
       (bp && bp["end-timestamp"] ? " · measured " + Math.max(0, Math.round((Date.now() - bp["end-timestamp"]) / 1000)) + " s ago" : "") + "</p>");
+    if (info.input) {
+      var maxIf = 1;
+      for (var q = 0; q < v.parallelism; q++) maxIf = Math.max(maxIf, m[q + "." + IN_FLIGHT[0]] || 0);
+      h.push("<h3>Input in flight</h3>",
+        '<table class="sub" data-testid="in-flight"><thead><tr><th>#</th><th>Bytes in flight</th><th class="num">Buffer size</th><th class="num">Time to consume</th></tr></thead><tbody>');
+      for (var q2 = 0; q2 < v.parallelism; q2++) {
+        var ifb = m[q2 + "." + IN_FLIGHT[0]], bs = m[q2 + "." + IN_FLIGHT[1]], ttc = m[q2 + "." + IN_FLIGHT[2]];
+        var w = Math.round(100 * (ifb || 0) / maxIf);
+        h.push('<tr data-testid="in-flight-row" data-subtask="' + q2 + '" data-bytes="' + (isNaN(ifb) ? "" : ifb) + '"><td><b>' + (q2 + 1) + "/" + v.parallelism + "</b></td>" +
+          '<td><div class="bar" title="' + fmtBytes(ifb) + '"><span class="p" style="width:' + w + '%"></span></div><span class="barlabel">' + fmtBytes(ifb) + "</span></td>" +
+          '<td class="num">' + fmtBytes(bs) + '</td><td class="num">' + (ttc > 0 ? fmtMs(ttc) : "–") + "</td></tr>");
+      }
+      h.push("</tbody></table>",
+        '<p class="muted" style="margin:6px 0 0;font-size:12px">Buffer size: the size the gate announced to its senders (debloatedBufferSize; the configured size unless buffer debloating is on).</p>');
+    }
     if (info.ops.length) {
       h.push("<h3>Time per operator in the chain (busy ms/s, own time)</h3>",
         '<table class="sub" data-testid="operators"><thead><tr><th>Operator</th>');
