@@ -18,6 +18,8 @@ pub struct ChannelCounters {
     pub bytes_in_flight: AtomicU64,
     /// Buffers shipped without a credit because the writer was mid-record (overdraft).
     pub overdraft_buffers: AtomicU64,
+    /// The most buffers ever in flight at once (checked against the credit bounds in tests).
+    pub max_buffers_in_flight: AtomicU64,
 }
 
 impl ChannelCounters {

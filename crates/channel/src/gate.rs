@@ -818,7 +818,8 @@ impl<T: Send + 'static> ChannelSender<T> {
         c.records_out.fetch_add(records as u64, Relaxed);
         c.bytes_out.fetch_add(bytes, Relaxed);
         c.buffers_out.fetch_add(1, Relaxed);
-        c.buffers_in_flight.fetch_add(1, Relaxed);
+        let in_flight = c.buffers_in_flight.fetch_add(1, Relaxed) + 1;
+        c.max_buffers_in_flight.fetch_max(in_flight, Relaxed);
         c.bytes_in_flight.fetch_add(bytes, Relaxed);
         c.buffers_queued.fetch_add(1, Relaxed);
     }

@@ -8,11 +8,14 @@ use std::time::Duration;
 
 use sluice_runtime::job_master::JobMonitor;
 
-/// Average and maximum of the job's total in-flight bytes over the samples taken.
+/// Average and maximum of the job's total in-flight bytes over the samples taken, and the
+/// average over the second half of the run (steady state: debloating needs a few seconds to
+/// converge and to drain the full-size buffers already in flight when it starts).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct InFlight {
     pub avg: f64,
     pub max: u64,
+    pub avg_second_half: f64,
 }
 
 pub struct InFlightSampler {
@@ -27,17 +30,16 @@ impl InFlightSampler {
         let thread = std::thread::Builder::new()
             .name("in-flight-sampler".into())
             .spawn(move || {
-                let (mut sum, mut n, mut max) = (0u128, 0u64, 0u64);
+                let mut samples: Vec<u64> = Vec::new();
                 while !s.load(Relaxed) {
-                    let now = total(&monitor);
-                    sum += now as u128;
-                    n += 1;
-                    max = max.max(now);
+                    samples.push(total(&monitor));
                     std::thread::sleep(Duration::from_millis(10));
                 }
+                let avg = |xs: &[u64]| xs.iter().sum::<u64>() as f64 / xs.len().max(1) as f64;
                 InFlight {
-                    avg: sum as f64 / n.max(1) as f64,
-                    max,
+                    avg: avg(&samples),
+                    max: samples.iter().copied().max().unwrap_or(0),
+                    avg_second_half: avg(&samples[samples.len() / 2..]),
                 }
             })
             .ok();

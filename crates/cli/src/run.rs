@@ -202,7 +202,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let ckpt_avg = durations.iter().sum::<i64>() as f64 / durations.len().max(1) as f64;
         let ckpt_max = durations.iter().copied().max().unwrap_or(0);
         println!(
-            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{}}}",
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"in_flight_bytes_avg_second_half\":{:.0},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{}}}",
             exec.graph.name,
             records,
             wall.as_secs_f64() * 1000.0,
@@ -213,6 +213,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             restarts,
             f.avg,
             f.max,
+            f.avg_second_half,
             durations.len(),
             ckpt_avg,
             ckpt_max,
