@@ -346,7 +346,7 @@ fn run_case(c: Case) {
                         next_seq[ch] += 1;
                     }
                     taken += 1;
-                    if taken % c.receiver_yield == 0 {
+                    if taken.is_multiple_of(c.receiver_yield) {
                         thread::yield_now();
                     }
                     gate.release(buf);
