@@ -106,6 +106,16 @@ pub struct ScenarioArgs {
     /// slow-sink only: instead of the remote table, a sink burning ROUNDS of CPU per record (~1 µs per 1000), as the debloating benchmark runs it.
     #[arg(long, value_name = "ROUNDS", value_parser = between(0u32, 100_000_000, ""))]
     pub sink_work: Option<u32>,
+    /// On a real source (source-ceiling, input-limited): kafka://HOST:PORT/TOPIC of
+    /// `key,value` lines.
+    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]
+    pub from: Option<crate::endpoints::FromUrl>,
+    /// With a Kafka --from: stop at the end offsets seen at start.
+    #[arg(long, requires = "from")]
+    pub bounded: bool,
+    /// On a real sink (slow-sink): postgres://USER@HOST:PORT/DB?table=T.
+    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_to)]
+    pub to: Option<crate::endpoints::ToUrl>,
     #[command(flatten)]
     pub env: EnvArgs,
 }
@@ -155,6 +165,18 @@ pub struct SkewArgs {
     /// Write the final sum per key as CSV `key,sum`, sorted by key.
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Read the records instead of generating them: kafka://HOST:PORT/TOPIC (`key,value`
+    /// lines, as `sluice produce skew` writes them) or socket://HOST:PORT.
+    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]
+    pub from: Option<crate::endpoints::FromUrl>,
+    /// With a Kafka --from: stop at the end offsets seen at start (a bounded run).
+    #[arg(long, requires = "from")]
+    pub bounded: bool,
+    /// Write the running sums (so the final sum per key) here too:
+    /// postgres://USER@HOST:PORT/DB?table=T (upserted by key; the table is created if missing)
+    /// or kafka://HOST:PORT/TOPIC[?exactly-once][&partitions=P] (`key,sum` lines keyed by key).
+    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_to)]
+    pub to: Option<crate::endpoints::ToUrl>,
     #[command(flatten)]
     pub env: EnvArgs,
 }

@@ -843,17 +843,27 @@ impl BoundedRun {
     }
 }
 
-fn output_of(job: &BuiltJob) -> Option<JobOutput> {
-    #[allow(unreachable_patterns)]
-    match job {
-        BuiltJob::Skew(j, _) => Some(JobOutput::Sums(j.final_sums())),
+fn output_of(job: &BuiltJob) -> anyhow::Result<Option<JobOutput>> {
+    if let BuiltJob::RealScenario(s) = job {
+        return Ok(match &s.sink {
+            Some(crate::connectors::SinkHandle::Postgres { conn, table, .. }) => Some(
+                JobOutput::Table(crate::connectors::read_table(conn, table)?),
+            ),
+            _ => Some(JobOutput::Count(
+                s.sunk.load(std::sync::atomic::Ordering::Relaxed),
+            )),
+        });
+    }
+    Ok(match job {
+        BuiltJob::Skew(j, _, _) => Some(JobOutput::Sums(j.final_sums())),
         BuiltJob::Passthrough(p) => Some(JobOutput::Count(p.discarded.count())),
         BuiltJob::Scenario(s) => match (s.skew_job(), s.table()) {
             (Some(j), _) => Some(JobOutput::Sums(j.final_sums())),
             (None, Some(t)) => Some(JobOutput::Table(t.contents())),
             (None, None) => None,
         },
-    }
+        BuiltJob::RealScenario(_) => None,
+    })
 }
 
 /// Builds `cmd` (with `fix` applied when given) and runs it to completion.
@@ -863,6 +873,12 @@ pub fn run_bounded(cmd: &JobCmd, fix: Option<&Fix>) -> anyhow::Result<(BoundedRu
         Some(f) => apply(&env, f)?,
         None => PlanDiff::default(),
     };
+    // A table both runs write to starts empty for each, so their contents compare.
+    if let BuiltJob::RealScenario(s) = &job {
+        if let Some(crate::connectors::SinkHandle::Postgres { conn, table, .. }) = &s.sink {
+            crate::connectors::truncate_table(conn, table)?;
+        }
+    }
     let t0 = Instant::now();
     let handle = env.launch()?;
     let monitor = handle.monitor();
@@ -895,7 +911,7 @@ pub fn run_bounded(cmd: &JobCmd, fix: Option<&Fix>) -> anyhow::Result<(BoundedRu
         .collect();
     Ok((
         BoundedRun {
-            output: output_of(&job),
+            output: output_of(&job)?,
             wall,
             busy,
         },

@@ -63,22 +63,24 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
     println!("fixed plan:\n{}", plan.trim_end());
     if a.verify {
         let fixed = match job {
-            BuiltJob::Skew(j, _) => {
+            BuiltJob::Skew(j, _, _) => {
                 env.execute()?;
                 j.final_sums()
             }
             BuiltJob::Passthrough(_) => {
                 bail!("--verify compares keyed results; passthrough has none")
             }
-            BuiltJob::Scenario(_) => {
+            BuiltJob::Scenario(_) | BuiltJob::RealScenario(_) => {
                 bail!("--verify compares the skew job's results; use `fix skew` for them")
             }
         };
         let (env0, job0, _) = build_job(&a.job)?;
         env0.execute()?;
         let original = match job0 {
-            BuiltJob::Skew(j, _) => j.final_sums(),
-            BuiltJob::Passthrough(_) | BuiltJob::Scenario(_) => unreachable!("same job kind"),
+            BuiltJob::Skew(j, _, _) => j.final_sums(),
+            BuiltJob::Passthrough(_) | BuiltJob::Scenario(_) | BuiltJob::RealScenario(_) => {
+                unreachable!("same job kind")
+            }
         };
         if original == fixed {
             println!(

@@ -2,8 +2,10 @@
 
 mod args;
 mod bench;
+mod connectors;
 mod demo;
 mod doctor_cmd;
+mod endpoints;
 mod fix_cmd;
 mod http_client;
 mod in_flight;
@@ -15,6 +17,7 @@ mod procstat;
 mod produce;
 mod profile_cmd;
 mod progress;
+mod real_scenarios;
 mod run;
 mod savepoint_cmd;
 mod top;

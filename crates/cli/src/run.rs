@@ -13,8 +13,15 @@ use crate::progress::{human, Progress};
 
 pub enum BuiltJob {
     Passthrough(passthrough::PassthroughJob),
-    Skew(skew::SkewJob, Option<std::path::PathBuf>),
+    /// The skew job, its `--output` and its `--to` sink.
+    Skew(
+        skew::SkewJob,
+        Option<std::path::PathBuf>,
+        Option<crate::connectors::SinkHandle>,
+    ),
     Scenario(scenarios::ScenarioJob),
+    /// A scenario on real systems (`--from` / `--to`).
+    RealScenario(crate::real_scenarios::RealScenario),
 }
 
 fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
@@ -49,11 +56,44 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 two_phase: a.two_phase.then_some(a.buckets),
                 adaptive: a.adaptive,
             };
-            let j = skew::build(&env, &cfg)?;
-            Ok((env, BuiltJob::Skew(j, a.output.clone()), a.records))
+            let source = match &a.from {
+                None => skew::generated_source(&env, &cfg)?,
+                Some(from) => {
+                    cfg.validate()
+                        .map_err(sluice_graph::GraphError::InvalidConfig)?;
+                    env.set_parallelism(cfg.parallelism);
+                    env.set_job_name("skew");
+                    let mut s = crate::connectors::records_from(&env, from, a.bounded, 0)?;
+                    if let Some(p) = cfg.source_parallelism {
+                        s = s.set_parallelism(p);
+                    }
+                    s
+                }
+            };
+            let summed = skew::sums(&cfg, source)?;
+            let j = skew::final_sums_sink(&cfg, &summed);
+            let sink = match &a.to {
+                None => None,
+                Some(to) => Some(crate::connectors::write_to(&summed, to, "sums", &[])?),
+            };
+            // Read from elsewhere, the record count is what the source holds.
+            let records = if a.from.is_some() { 0 } else { a.records };
+            Ok((env, BuiltJob::Skew(j, a.output.clone(), sink), records))
         }
         JobCmd::Scenario(a) => {
             let env = env_of(&a.env)?;
+            if a.from.is_some() || a.to.is_some() {
+                let j = crate::real_scenarios::build(
+                    &env,
+                    &a.name,
+                    a.records,
+                    a.env.parallelism,
+                    a.from.as_ref(),
+                    a.bounded,
+                    a.to.as_ref(),
+                )?;
+                return Ok((env, BuiltJob::RealScenario(j), 0));
+            }
             let cfg = scenarios::ScenarioConfig {
                 name: a.name.clone(),
                 records: a.records,
@@ -109,7 +149,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
     let (env, job, total) = build_job(&args.job)?;
-    if let BuiltJob::Skew(_, Some(path)) = &job {
+    if let BuiltJob::Skew(_, Some(path), _) = &job {
         crate::preflight::output_file(path, "--output")?;
     }
     // A restored source continues from its position in the savepoint: what it reads is the rest
@@ -186,7 +226,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     // Every record enters through a source; sources publish their counts as they go.
     let records = monitor.records_emitted_by_sources();
-    if let BuiltJob::Skew(j, Some(path)) = &job {
+    if let BuiltJob::Skew(j, Some(path), _) = &job {
         j.write_csv(path)
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -273,16 +313,31 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default()
         );
         match &job {
-            BuiltJob::Skew(_, Some(path)) => eprintln!("final sums written to {}", path.display()),
+            BuiltJob::Skew(_, Some(path), _) => {
+                eprintln!("final sums written to {}", path.display())
+            }
             BuiltJob::Passthrough(p) => {
                 eprintln!("the sink discarded {} records", p.discarded.count())
             }
-            BuiltJob::Skew(_, None) => {}
+            BuiltJob::Skew(_, None, _) => {}
+            BuiltJob::RealScenario(s) => eprintln!(
+                "scenario {}: the sink received {} records",
+                s.name,
+                s.sunk.load(std::sync::atomic::Ordering::Relaxed)
+            ),
             BuiltJob::Scenario(s) => eprintln!(
                 "scenario {}: the sink received {} records",
                 s.name,
                 s.records_sunk()
             ),
+        }
+        let sink = match &job {
+            BuiltJob::Skew(_, _, sink) => sink.as_ref(),
+            BuiltJob::RealScenario(s) => s.sink.as_ref(),
+            _ => None,
+        };
+        if let Some(sink) = sink {
+            eprintln!("{}", sink.summary());
         }
         for line in &recovery {
             eprintln!("{line}");

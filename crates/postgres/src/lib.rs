@@ -185,7 +185,19 @@ impl<T: Data> PostgresSink<T> {
             metrics: metrics.clone(),
         });
         let check = spec.clone();
-        Ok(stream.add_sink(
+        // The batching options are declared on the plan node (the doctor's "batch the writes"
+        // is a plan change the fixer makes there); each subtask applies the node's values.
+        let declared = [
+            (
+                "sink.buffer-flush.max-rows",
+                spec.options.max_rows.to_string(),
+            ),
+            (
+                "sink.buffer-flush.interval",
+                format!("{}ms", spec.options.flush_interval.as_millis()),
+            ),
+        ];
+        let sink = stream.add_sink(
             &name,
             PostgresSinkHandle { metrics },
             move |_parallelism| {
@@ -201,8 +213,11 @@ impl<T: Data> PostgresSink<T> {
                 )?;
                 Ok::<(), OperatorError>(())
             },
-            move |ctx| PostgresSinkWriter::open(spec.clone(), ctx),
-        ))
+            move |ctx| PostgresSinkWriter::open(spec.with_node_options(ctx)?, ctx),
+        );
+        Ok(declared
+            .into_iter()
+            .fold(sink, |s, (key, value)| s.option(key, value)))
     }
 }
 

@@ -35,6 +35,31 @@ pub(crate) struct SinkSpec<T: 'static> {
 }
 
 impl<T: 'static> SinkSpec<T> {
+    /// This spec with the plan node's connector options applied (the values the job declared,
+    /// or the fixer's change); the same spec when they change nothing. A bad value fails the
+    /// subtask naming the option.
+    pub fn with_node_options(
+        self: &Arc<Self>,
+        ctx: &OperatorContext,
+    ) -> Result<Arc<Self>, OperatorError> {
+        let mut options = self.options.clone();
+        for (k, v) in &ctx.options {
+            options.set(k, v)?;
+        }
+        if options == self.options {
+            return Ok(self.clone());
+        }
+        Ok(Arc::new(SinkSpec {
+            endpoint: self.endpoint.clone(),
+            table: self.table.clone(),
+            mapping: self.mapping.clone(),
+            mode: self.mode.clone(),
+            options,
+            gid_prefix: self.gid_prefix.clone(),
+            metrics: self.metrics.clone(),
+        }))
+    }
+
     pub fn prefix(&self, operator_id: &str) -> String {
         self.gid_prefix
             .clone()

@@ -1,0 +1,198 @@
+//! The built-in jobs on real systems: the skew workload's `(key, value)` records read from
+//! Kafka (`key,value` lines; a line that does not parse is a dead letter with its topic,
+//! partition and offset) or a socket, and `(key, value)` results written to PostgreSQL (upsert
+//! by key, the table created if missing) or Kafka (`key,value` lines keyed by the key, at least
+//! once or exactly once). Building contacts the brokers and the database, so an unreachable
+//! one or a missing topic is an error before the job starts.
+
+use anyhow::Context;
+use sluice_graph::{DataStream, StreamEnv};
+use sluice_jobs::skew;
+use sluice_kafka::source::{KafkaDeserializer, KafkaRecord, KafkaSource, Lines};
+use sluice_kafka::{DeliveryGuarantee, KafkaSink, KafkaSinkExt, KafkaUrl, Serializer};
+use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
+
+use crate::endpoints::{FromUrl, ToUrl, PG_CONNECT_TIMEOUT};
+
+/// The consumer group the built-in jobs commit their offsets to (monitoring only).
+pub const GROUP: &str = "sluice-run";
+
+/// `key,value` lines from Kafka, parsed, with `extra` per-record work in the deserializer
+/// (the source-ceiling scenario's expensive decoding; 0 for none).
+fn kafka_records(
+    env: &StreamEnv,
+    url: &KafkaUrl,
+    bounded: bool,
+    extra_work: u32,
+) -> anyhow::Result<DataStream<(i64, i64)>> {
+    let settings = url.client_settings()?;
+    let decode = move |r: &KafkaRecord<'_>| -> Result<(i64, i64), String> {
+        let line = Lines.deserialize(r)?;
+        let (k, v) = skew::parse_line(&line)?;
+        if extra_work > 0 {
+            return Ok((k, std::hint::black_box(skew::work(v, extra_work)) & 0xFFFF));
+        }
+        Ok((k, v))
+    };
+    let source = KafkaSource::builder()
+        .client_settings(settings)
+        .topics([url.topic.clone()])
+        .group_id(GROUP)
+        .set_bounded(bounded)
+        .build(decode)
+        .with_context(|| format!("--from {url}"))?;
+    Ok(source.add_to(env, &format!("Kafka: {}", url.topic)))
+}
+
+/// The records of `--from`.
+pub fn records_from(
+    env: &StreamEnv,
+    from: &FromUrl,
+    bounded: bool,
+    extra_work: u32,
+) -> anyhow::Result<DataStream<(i64, i64)>> {
+    match from {
+        FromUrl::Kafka(url) => kafka_records(env, url, bounded, extra_work),
+        FromUrl::Socket { host, port } => {
+            if bounded {
+                anyhow::bail!("--bounded: a socket source has no end offsets to stop at");
+            }
+            anyhow::bail!(
+                "--from socket://{host}:{port}: the socket source is not in this build yet"
+            )
+        }
+    }
+}
+
+/// What a `--to` sink wrote, for the summary and `doctor fix`.
+pub enum SinkHandle {
+    Postgres {
+        conn: String,
+        table: String,
+        metrics: std::sync::Arc<sluice_postgres::SinkMetrics>,
+    },
+    Kafka(std::sync::Arc<sluice_kafka::sink::KafkaSinkMetrics>),
+}
+
+impl SinkHandle {
+    /// One line for the run summary: what the sink wrote.
+    pub fn summary(&self) -> String {
+        match self {
+            SinkHandle::Postgres { table, metrics, .. } => {
+                let m = metrics.snapshot();
+                format!(
+                    "PostgreSQL table {table}: {} rows written in {} batches ({:.2} ms per batch), {} reconnections",
+                    m.rows_written,
+                    m.batches,
+                    m.flush_ns as f64 / 1e6 / m.batches.max(1) as f64,
+                    m.retries
+                )
+            }
+            SinkHandle::Kafka(m) => format!(
+                "Kafka: {} records written, {} transactions committed, {} records of \
+                 transactions that could not be resumed",
+                m.records_out(),
+                m.transactions_committed(),
+                m.unresumable_records()
+            ),
+        }
+    }
+}
+
+/// Creates `table (key BIGINT PRIMARY KEY, sum BIGINT NOT NULL)` if missing.
+fn create_table(conn: &str, table: &str) -> anyhow::Result<()> {
+    let endpoint = sluice_postgres::Endpoint::parse(conn, PG_CONNECT_TIMEOUT)?;
+    let mut client = endpoint.connect("sluice run (create table)")?;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE IF NOT EXISTS {table} (key BIGINT PRIMARY KEY, sum BIGINT NOT NULL)"
+        ))
+        .with_context(|| format!("creating table {table} at {}", endpoint.address()))?;
+    Ok(())
+}
+
+/// Writes `(key, value)` results to `--to`; `options` are connector options to set on the
+/// sink (e.g. the slow-sink scenario's one-row batches), declared on its plan node so the
+/// doctor's fixer can change them.
+pub fn write_to(
+    stream: &DataStream<(i64, i64)>,
+    to: &ToUrl,
+    name: &str,
+    options: &[(&str, &str)],
+) -> anyhow::Result<SinkHandle> {
+    match to {
+        ToUrl::Postgres { conn, table } => {
+            create_table(conn, table)?;
+            let mut sink = PostgresSink::builder(
+                conn,
+                table,
+                RowMapping::new()
+                    .column("key", |r: &(i64, i64)| r.0)
+                    .column("sum", |r: &(i64, i64)| r.1),
+            )
+            .upsert(&["key"])
+            .name(name);
+            for (k, v) in options {
+                sink = sink.option(k, v)?;
+            }
+            let s = stream
+                .sink_to_postgres(sink)
+                .with_context(|| format!("--to {conn}?table={table}"))?;
+            Ok(SinkHandle::Postgres {
+                conn: conn.clone(),
+                table: table.clone(),
+                metrics: s.handle.metrics.clone(),
+            })
+        }
+        ToUrl::Kafka {
+            url,
+            exactly_once,
+            partitions,
+        } => {
+            if !options.is_empty() {
+                anyhow::bail!("the Kafka sink takes no connector options here");
+            }
+            let guarantee = if *exactly_once {
+                DeliveryGuarantee::ExactlyOnce
+            } else {
+                DeliveryGuarantee::AtLeastOnce
+            };
+            let mut b = KafkaSink::builder()
+                .bootstrap(&url.bootstrap)
+                .topic(&url.topic)
+                .guarantee(guarantee)
+                .serializer(Serializer::utf8(|r: &(i64, i64)| {
+                    (Some(r.0.to_string()), skew::format_line(*r))
+                }));
+            if let Some(p) = partitions {
+                b = b.create_topic(*p);
+            }
+            let sink = b.build().with_context(|| format!("--to {url}"))?;
+            let s = stream.sink_to_kafka(sink);
+            Ok(SinkHandle::Kafka(s.handle.clone()))
+        }
+    }
+}
+
+/// The table a PostgreSQL sink wrote: key → sum.
+pub fn read_table(conn: &str, table: &str) -> anyhow::Result<std::collections::BTreeMap<i64, i64>> {
+    let endpoint = sluice_postgres::Endpoint::parse(conn, PG_CONNECT_TIMEOUT)?;
+    let mut client = endpoint.connect("sluice (read table)")?;
+    let rows = client
+        .query(&format!("SELECT key, sum FROM {table}"), &[])
+        .with_context(|| format!("reading table {table} at {}", endpoint.address()))?;
+    Ok(rows
+        .iter()
+        .map(|r| (r.get::<_, i64>(0), r.get::<_, i64>(1)))
+        .collect())
+}
+
+/// Empties the table before a run that must be compared with another (`doctor fix`).
+pub fn truncate_table(conn: &str, table: &str) -> anyhow::Result<()> {
+    let endpoint = sluice_postgres::Endpoint::parse(conn, PG_CONNECT_TIMEOUT)?;
+    let mut client = endpoint.connect("sluice (truncate table)")?;
+    client
+        .batch_execute(&format!("TRUNCATE {table}"))
+        .with_context(|| format!("emptying table {table} at {}", endpoint.address()))?;
+    Ok(())
+}

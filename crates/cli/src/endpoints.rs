@@ -1,0 +1,194 @@
+//! `--from` / `--to` URLs of the built-in jobs: where their records come from and where their
+//! results go. Parsed by clap (a bad URL is refused before anything starts, with the reason);
+//! the brokers and the database are contacted when the job is built, so an unreachable one is
+//! an error naming its address before the job starts.
+//!
+//! - `--from kafka://HOST:PORT/TOPIC` (`key,value` lines, as `sluice produce` writes them;
+//!   `--bounded` stops at the end offsets seen at start), `--from socket://HOST:PORT` (lines
+//!   over TCP);
+//! - `--to postgres://USER@HOST:PORT/DB?table=T` (upsert by the first column),
+//!   `--to kafka://HOST:PORT/TOPIC[?exactly-once][&partitions=P]`.
+
+use std::time::Duration;
+
+use sluice_kafka::KafkaUrl;
+
+/// Where a job reads its records.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FromUrl {
+    Kafka(KafkaUrl),
+    Socket { host: String, port: u16 },
+}
+
+/// Where a job writes its results.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToUrl {
+    Kafka {
+        url: KafkaUrl,
+        exactly_once: bool,
+        /// Partitions of the topic when the sink creates it.
+        partitions: Option<i32>,
+    },
+    Postgres {
+        /// The connection URL without its query.
+        conn: String,
+        table: String,
+    },
+}
+
+/// Connect timeout for the database when a job is built (the sink's own default).
+pub const PG_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `--from`: `kafka://…` or `socket://HOST:PORT`.
+pub fn parse_from(s: &str) -> Result<FromUrl, String> {
+    if s.starts_with("kafka://") {
+        let url = KafkaUrl::parse(s).map_err(|e| e.to_string())?;
+        url.check_params(&["connect-timeout-ms"])
+            .map_err(|e| e.to_string())?;
+        return Ok(FromUrl::Kafka(url));
+    }
+    if let Some(rest) = s.strip_prefix("socket://") {
+        let (host, port) = rest
+            .rsplit_once(':')
+            .ok_or_else(|| format!("'{s}': expected socket://HOST:PORT"))?;
+        if host.is_empty() {
+            return Err(format!("'{s}': no host (expected socket://HOST:PORT)"));
+        }
+        let port: u16 = port
+            .parse()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("'{s}': port '{port}' is not a port number (1-65535)"))?;
+        return Ok(FromUrl::Socket {
+            host: host.to_string(),
+            port,
+        });
+    }
+    Err(format!(
+        "'{s}': unknown source; expected kafka://HOST:PORT/TOPIC or socket://HOST:PORT"
+    ))
+}
+
+/// `--to`: `postgres://USER@HOST:PORT/DB?table=T` or `kafka://…[?exactly-once]`.
+pub fn parse_to(s: &str) -> Result<ToUrl, String> {
+    if s.starts_with("kafka://") {
+        let url = KafkaUrl::parse(s).map_err(|e| e.to_string())?;
+        url.check_params(&["exactly-once", "partitions", "connect-timeout-ms"])
+            .map_err(|e| e.to_string())?;
+        let exactly_once = url.flag("exactly-once").map_err(|e| e.to_string())?;
+        let partitions = url
+            .parse_param::<i32>("partitions")
+            .map_err(|e| e.to_string())?;
+        if partitions.is_some_and(|p| p < 1) {
+            return Err(format!("'{s}': partitions must be at least 1"));
+        }
+        return Ok(ToUrl::Kafka {
+            url,
+            exactly_once,
+            partitions,
+        });
+    }
+    if s.starts_with("postgres://") || s.starts_with("postgresql://") {
+        let (conn, query) = s.split_once('?').unwrap_or((s, ""));
+        let mut table = None;
+        for kv in query.split('&').filter(|p| !p.is_empty()) {
+            match kv.split_once('=') {
+                Some(("table", t)) if !t.is_empty() => table = Some(t.to_string()),
+                _ => {
+                    return Err(format!(
+                        "'{s}': unknown parameter '{kv}' (the only one is table=NAME)"
+                    ))
+                }
+            }
+        }
+        let table = table.ok_or_else(|| {
+            format!("'{s}': no table: expected postgres://USER@HOST:PORT/DB?table=NAME")
+        })?;
+        if !table
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        {
+            return Err(format!(
+                "'{s}': table '{table}' must be letters, digits, '_' (and '.' for a schema)"
+            ));
+        }
+        sluice_postgres::Endpoint::parse(conn, PG_CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
+        return Ok(ToUrl::Postgres {
+            conn: conn.to_string(),
+            table,
+        });
+    }
+    Err(format!(
+        "'{s}': unknown sink; expected postgres://USER@HOST:PORT/DB?table=NAME or \
+         kafka://HOST:PORT/TOPIC[?exactly-once]"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_parse_and_bad_ones_say_why() {
+        match parse_from("kafka://127.0.0.1:9092/skew").unwrap() {
+            FromUrl::Kafka(u) => assert_eq!(
+                (u.bootstrap.as_str(), u.topic.as_str()),
+                ("127.0.0.1:9092", "skew")
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_from("socket://localhost:9999").unwrap(),
+            FromUrl::Socket {
+                host: "localhost".into(),
+                port: 9999
+            }
+        );
+        assert!(parse_from("socket://localhost:0")
+            .unwrap_err()
+            .contains("port"));
+        assert!(parse_from("kafka://127.0.0.1:9092")
+            .unwrap_err()
+            .contains("topic"));
+        assert!(parse_from("kafka://h:1/t?bogus")
+            .unwrap_err()
+            .contains("bogus"));
+        assert!(parse_from("file:///x")
+            .unwrap_err()
+            .contains("unknown source"));
+    }
+
+    #[test]
+    fn sinks_parse_and_bad_ones_say_why() {
+        match parse_to("kafka://h:1/out?exactly-once&partitions=3").unwrap() {
+            ToUrl::Kafka {
+                exactly_once,
+                partitions,
+                ..
+            } => assert_eq!((exactly_once, partitions), (true, Some(3))),
+            other => panic!("{other:?}"),
+        }
+        match parse_to("postgres://sluice@127.0.0.1:5432/sluice?table=sums").unwrap() {
+            ToUrl::Postgres { conn, table } => {
+                assert_eq!(conn, "postgres://sluice@127.0.0.1:5432/sluice");
+                assert_eq!(table, "sums");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_to("postgres://u@h:5432/db")
+            .unwrap_err()
+            .contains("no table"));
+        assert!(parse_to("postgres://u@h:5432/db?table=a;drop")
+            .unwrap_err()
+            .contains("must be letters"));
+        assert!(parse_to("postgres://u@h:5432/db?table=t&x=1")
+            .unwrap_err()
+            .contains("unknown parameter 'x=1'"));
+        assert!(parse_to("kafka://h:1/out?partitions=0")
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(parse_to("mysql://h/db")
+            .unwrap_err()
+            .contains("unknown sink"));
+    }
+}
