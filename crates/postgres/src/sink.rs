@@ -148,6 +148,8 @@ pub struct PostgresSinkWriter<T: 'static> {
     services: ServicesHandle,
     operator_id: String,
     counters: TaskCounters,
+    /// FLIP-33 `currentSendTime` of this subtask, ms (an operator gauge on REST).
+    send_time: Option<Arc<sluice_runtime::OperatorGauge>>,
 }
 
 impl<T: 'static> PostgresSinkWriter<T> {
@@ -209,6 +211,15 @@ impl<T: 'static> PostgresSinkWriter<T> {
             services: ctx.services.clone(),
             operator_id: ctx.operator_id.clone(),
             counters: TaskCounters::new(spec.metrics.clone(), ctx),
+            send_time: sluice_runtime::services::task_metrics(ctx).map(|m| {
+                m.register_gauge(
+                    &ctx.operator_name,
+                    "currentSendTime",
+                    sluice_runtime::GaugeKind::Gauge,
+                    "Time of the last write to PostgreSQL, ms",
+                    0,
+                )
+            }),
             app,
             client: None,
             committer: None,
@@ -382,6 +393,11 @@ impl<T: 'static> PostgresSinkWriter<T> {
         self.buffer.clear();
         self.rows = 0;
         self.counters.batch(written, started.elapsed());
+        let took = started.elapsed();
+        if let Some(g) = &self.send_time {
+            // FLIP-33 `currentSendTime`: the last write's round trip, for the doctor.
+            g.set(took.as_millis().min(i64::MAX as u128) as i64);
+        }
         Ok(())
     }
 

@@ -78,7 +78,15 @@ pub fn job_view(m: &JobMonitor, snaps: &[VertexSnapshot]) -> Option<JobView> {
                 .iter()
                 .filter_map(|n| g.nodes.get(n).map(|n| n.name.clone()))
                 .collect(),
-            subtasks: snap.subtasks.iter().map(sample).collect(),
+            subtasks: snap
+                .subtasks
+                .iter()
+                .enumerate()
+                .map(|(j, s)| {
+                    let live = m.subtasks.get(i).and_then(|subs| subs.get(j));
+                    with_connector_gauges(sample(s), live.map(|t| t.gauges()).unwrap_or_default())
+                })
+                .collect(),
             hot_keys,
             options: connector_options(g, v),
             // The latest flame graphs when someone sampled them (never started from here).
@@ -114,6 +122,27 @@ pub fn connector_options(g: &JobGraph, v: &JobVertex) -> Vec<ConnectorOption> {
     out
 }
 
+/// The connector facts a source or sink publishes as operator gauges: FLIP-33
+/// `pendingRecords` (summed over the subtask's operators), Sluice's `assignedSplits`, and
+/// FLIP-33 `currentSendTime`.
+fn with_connector_gauges(
+    mut s: SubtaskSample,
+    gauges: Vec<std::sync::Arc<sluice_runtime::OperatorGauge>>,
+) -> SubtaskSample {
+    let sum = |name: &str| {
+        let v: Vec<f64> = gauges
+            .iter()
+            .filter(|g| g.name == name)
+            .map(|g| g.get() as f64)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum())
+    };
+    s.pending_records = sum("pendingRecords");
+    s.assigned_splits = sum("assignedSplits");
+    s.send_time = sum("currentSendTime");
+    s
+}
+
 fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
 }
@@ -134,7 +163,7 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
             .map(|o| (o.name.clone(), o.busy_ms_per_second))
             .collect(),
         state_access: finite(s.state_access_ms_per_second),
-        // Connector metrics (lag, splits, send time) are not in the task snapshot yet.
+        // Connector metrics are operator gauges: see `with_connector_gauges`.
         pending_records: None,
         assigned_splits: None,
         send_time: None,

@@ -6,7 +6,8 @@
 //! over, so both are measured at the same point), `sourceIdleTime` (ms since the last record),
 //! `numRecordsIn`, `numBytesIn` (key + value bytes), and per partition Flink's
 //! `KafkaSourceReader.topic.<t>.partition.<p>.currentOffset` / `.committedOffset` plus
-//! `….pendingRecords` (a Sluice addition: lag per partition).
+//! `….pendingRecords` (a Sluice addition: lag per partition), and `assignedSplits` (Sluice: the
+//! partitions the subtask owns, for the doctor's source ceiling).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -45,6 +46,14 @@ impl SourceGauges {
             metrics.register_gauge(operator, name, kind, help, init)
         };
         use GaugeKind::{Counter, Gauge};
+        // Sluice's `assignedSplits`: the partitions this subtask owns (0: an idle subtask), so
+        // the doctor can tell a source at its partition ceiling from an uneven load.
+        g(
+            "assignedSplits",
+            Gauge,
+            "Partitions (splits) assigned to this subtask",
+            splits.len() as i64,
+        );
         SourceGauges {
             pending_records: g(
                 "pendingRecords",
