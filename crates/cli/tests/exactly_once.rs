@@ -40,7 +40,8 @@ fn input(kafka: &KafkaBroker, pg: &PostgresCluster, topic: &str) {
     }
     let path = std::env::temp_dir().join(format!("eo-raw-{}-{topic}.csv", std::process::id()));
     std::fs::write(&path, csv).unwrap();
-    pg.psql("CREATE TABLE raw (key BIGINT, value BIGINT)").unwrap();
+    pg.psql("CREATE TABLE raw (key BIGINT, value BIGINT)")
+        .unwrap();
     pg.psql(&format!("\\copy raw FROM '{}' CSV", path.display()))
         .unwrap();
     let _ = std::fs::remove_file(&path);
@@ -109,7 +110,11 @@ fn kafka_to_postgres_under_20_injected_failures_equals_postgres_own_sums() {
     assert!(o.status.success(), "{err}");
     assert!(err.contains("the job restarted 20 times"), "{err}");
     assert!(!err.contains("did not fire"), "{err}");
-    assert_eq!(compare(&pg, "sums"), (0, 0, 0), "lost, duplicated, missing keys");
+    assert_eq!(
+        compare(&pg, "sums"),
+        (0, 0, 0),
+        "lost, duplicated, missing keys"
+    );
     let _ = std::fs::remove_dir_all(&chk);
 }
 
@@ -123,7 +128,12 @@ fn tempdir(name: &str) -> PathBuf {
 /// Job directories under the checkpoint directory.
 fn job_dirs(chk: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(chk)
-        .map(|r| r.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -131,7 +141,8 @@ fn job_dirs(chk: &Path) -> Vec<PathBuf> {
 fn has_checkpoint(job: &Path) -> bool {
     std::fs::read_dir(job).is_ok_and(|r| {
         r.flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with("chk-") && e.path().join("_metadata").exists()
+            e.file_name().to_string_lossy().starts_with("chk-")
+                && e.path().join("_metadata").exists()
         })
     })
 }
@@ -197,6 +208,10 @@ fn kafka_to_postgres_with_the_process_sigkilled_5_times_equals_postgres_own_sums
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("restoring from"), "{err}");
-    assert_eq!(compare(&pg, "sums"), (0, 0, 0), "lost, duplicated, missing keys");
+    assert_eq!(
+        compare(&pg, "sums"),
+        (0, 0, 0),
+        "lost, duplicated, missing keys"
+    );
     let _ = std::fs::remove_dir_all(&chk);
 }
