@@ -116,9 +116,10 @@ fn four_subtasks_on_two_partitions_leave_two_idle_and_unbounded_idle_ones_end_on
     );
     // Flink's owner formula: "two".hashCode() = 115276, * 31 % 4 = 0 -> partitions on 0 and 1.
     assert_eq!(per_subtask, vec![300, 300, 0, 0]);
-    // The idle subtasks show no partitions; the busy ones their per-partition gauges.
+    // The idle subtasks show no partitions; the busy ones their per-partition gauges (the
+    // FLIP-33 set, `assignedSplits`, and offset/committed/lag for their partition).
     let gauges: Vec<usize> = m.subtasks[0].iter().map(|t| t.gauges().len()).collect();
-    assert_eq!(gauges, vec![9, 9, 6, 6]);
+    assert_eq!(gauges, vec![10, 10, 7, 7]);
     // Unbounded: nothing ends by itself; a cancel ends the busy and the parked subtasks.
     assert!(!h.is_finished());
     let t0 = Instant::now();
