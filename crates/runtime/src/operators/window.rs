@@ -609,21 +609,8 @@ mod tests {
     }
 
     fn op(assigner: WindowAssigner, backend: StateBackendKind) -> impl Operator<(u32, i64), Out> {
-        let config = KeyedStateConfig {
-            backend,
-            key_group_of: Arc::new(|k: &u32| *k % 4),
-            key_groups: 0..=3,
-        };
-        let mut op = WindowOp::new(
-            |r: &(u32, i64)| r.0,
-            |r: &(u32, i64)| r.1,
-            config,
-            assigner,
-            Count,
-            emit,
-        );
-        op.open(&ctx()).unwrap();
-        op
+        // No allowed lateness: the operator's default.
+        lateness_op(assigner, backend, 0)
     }
 
     fn ctx() -> OperatorContext {
