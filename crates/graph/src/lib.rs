@@ -66,6 +66,11 @@ pub use sluice_runtime::job_master::{
 pub mod config {
     pub use sluice_runtime::job_master::{EnvConfig, FaultSpec};
 }
+/// Async I/O (`DataStream::ordered_wait` / `unordered_wait`): the function trait, errors,
+/// settings and retry strategies.
+pub mod async_io {
+    pub use sluice_runtime::operators::async_io::*;
+}
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::{to_jackson_pretty, JacksonPretty, Json};

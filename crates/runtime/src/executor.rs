@@ -220,6 +220,7 @@ pub fn run_job(
                 control.checkpoints().cloned(),
                 t.vertex_index,
                 t.subtask,
+                Some(control.clone()),
             ),
             output_debt: sluice_channel::OutputDebt::new(),
         };

@@ -14,12 +14,15 @@ use sluice_types::{OperatorContext, ServicesHandle};
 
 use crate::checkpoint::task::{RestoredParts, TaskCheckpoints};
 use crate::checkpoint::CheckpointHub;
-use crate::TaskMetrics;
+use crate::{JobControl, TaskMetrics};
 
 /// The services of one task (see the module docs).
 pub struct TaskServices {
     metrics: Arc<TaskMetrics>,
     checkpoints: Option<TaskCheckpoints>,
+    /// The job's control, to know when the job is being torn down (an operator that waits on
+    /// something other than a gate, the async wait operator, checks it).
+    control: Option<Arc<JobControl>>,
 }
 
 impl TaskServices {
@@ -30,10 +33,12 @@ impl TaskServices {
         hub: Option<Arc<CheckpointHub>>,
         vertex: usize,
         subtask: usize,
+        control: Option<Arc<JobControl>>,
     ) -> Arc<TaskServices> {
         Arc::new(TaskServices {
             metrics,
             checkpoints: hub.map(|h| TaskCheckpoints::new(h, vertex, subtask)),
+            control,
         })
     }
 
@@ -42,6 +47,7 @@ impl TaskServices {
         Arc::new(TaskServices {
             metrics,
             checkpoints: None,
+            control: None,
         })
     }
 
@@ -58,6 +64,12 @@ impl TaskServices {
     /// The task's metrics.
     pub fn metrics(&self) -> &Arc<TaskMetrics> {
         &self.metrics
+    }
+
+    /// Whether the job is being cancelled (a failure elsewhere, or the user): an operator
+    /// waiting on an external system stops waiting and returns `OperatorError::Cancelled`.
+    pub fn is_cancelled(&self) -> bool {
+        self.control.as_ref().is_some_and(|c| c.is_cancelled())
     }
 
     /// The task's checkpoint reporting, if the job has a checkpoint hub.

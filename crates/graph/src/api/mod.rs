@@ -1,5 +1,6 @@
 //! The typed DataStream API: [`StreamEnv`], [`DataStream`], [`KeyedStream`], [`Sink`].
 
+mod async_io;
 mod checkpointing;
 mod env;
 mod event_time;

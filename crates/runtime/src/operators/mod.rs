@@ -2,6 +2,7 @@
 //! generic parameter so the call is inlined into the operator's `process`.
 
 mod aggregate;
+pub mod async_io;
 mod basic;
 mod keyed_process;
 mod keyed_reduce;
