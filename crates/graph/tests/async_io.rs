@@ -496,3 +496,136 @@ fn exhausted_retries_fail_on_error_and_emit_the_last_result() {
     assert!(err.contains("async request failed: down for"), "{err}");
     assert!(out.is_empty());
 }
+
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-async-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Source (2) → rebalance → async wait (2, capacity 8, 0.1–1 ms per request) → transactional
+/// file sink: `i,3i` per record.
+fn checkpointed_job(
+    env: &StreamEnv,
+    records: u64,
+    mode: sluice_graph::async_io::OutputMode,
+    out: &std::path::Path,
+) {
+    use sluice_graph::async_io::AsyncSettings;
+    // Small buffers: under backpressure an aligned barrier waits behind the buffered records,
+    // and 32 KiB buffers of u64 would hold most of this short job.
+    env.set_parallelism(2).set_buffer_size(8 * 64);
+    let f = |x: u64| -> Reply {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_micros(100 + (x * 7919) % 900)).await;
+            Ok(vec![x * 3])
+        })
+    };
+    env.generate(records, |i| i)
+        .rebalance()
+        .async_wait(
+            f,
+            AsyncSettings::new(mode, Duration::from_secs(10), 8),
+            None,
+        )
+        .map(|x: u64| (x / 3, x))
+        .write_text_exactly_once(out, |r: &(u64, u64), line: &mut String| {
+            line.push_str(&format!("{},{}", r.0, r.1))
+        });
+}
+
+fn committed_sorted(dir: &std::path::Path) -> Vec<String> {
+    let mut lines = sluice_runtime::sinks::committed_lines(dir).unwrap();
+    lines.sort();
+    lines
+}
+
+/// 12 failures injected into the async operator's subtasks while its requests are in flight:
+/// the checkpoints hold the in-flight inputs, a restore re-issues them, and the committed output
+/// equals a failure-free run's, in both modes.
+fn exactly_once_under_failures(mode: sluice_graph::async_io::OutputMode, tag: &str) {
+    use sluice_graph::{FaultSpec, RestartStrategy};
+    let records = 30_000;
+    let expected_dir = tempdir(&format!("{tag}-expected"));
+    let env = StreamEnv::new();
+    checkpointed_job(&env, records, mode, &expected_dir);
+    env.execute().unwrap();
+    let expected = committed_sorted(&expected_dir);
+    assert_eq!(expected.len() as u64, records);
+
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let faults: Vec<FaultSpec> = (0..12)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            FaultSpec {
+                vertex: "async wait operator".into(),
+                subtask: (x % 2) as usize,
+                after_records: 300 + (x >> 8) % 1_500,
+            }
+        })
+        .collect();
+    let out = tempdir(&format!("{tag}-faulty"));
+    let chk = tempdir(&format!("{tag}-chk"));
+    let env = StreamEnv::new();
+    env.enable_checkpointing(Duration::from_millis(10))
+        .set_checkpoint_dir(&chk)
+        .set_restart_strategy(RestartStrategy::FixedDelay {
+            attempts: 20,
+            delay: Duration::ZERO,
+        })
+        .inject_faults(faults);
+    checkpointed_job(&env, records, mode, &out);
+    let handle = env.launch().unwrap();
+    let monitor = handle.monitor();
+    handle.wait().unwrap();
+    let hub = monitor.control.checkpoints().unwrap();
+    assert_eq!(hub.attempt(), 12, "one restart per injected failure");
+    assert!(
+        hub.stats().restored >= 6,
+        "restores from a checkpoint: {}",
+        hub.stats().restored
+    );
+    let restored: i64 = monitor
+        .subtasks
+        .iter()
+        .flatten()
+        .flat_map(|m| m.gauges())
+        .filter(|g| g.name == "asyncRestored")
+        .map(|g| g.get())
+        .sum();
+    assert!(restored > 0, "no checkpoint held an in-flight request");
+    eprintln!(
+        "{tag}: {} restarts, {} restored from a checkpoint, {restored} in-flight elements re-issued",
+        hub.attempt(),
+        hub.stats().restored
+    );
+    let got = committed_sorted(&out);
+    if got != expected {
+        let missing = expected
+            .iter()
+            .filter(|l| got.binary_search(l).is_err())
+            .count();
+        let extra = got.len() as i64 - (expected.len() - missing) as i64;
+        panic!(
+            "not exactly once: {} lines, expected {}; {missing} missing, {extra} extra",
+            got.len(),
+            expected.len()
+        );
+    }
+    for d in [expected_dir, out, chk] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn ordered_wait_is_exactly_once_under_12_failures_with_requests_in_flight() {
+    exactly_once_under_failures(sluice_graph::async_io::OutputMode::Ordered, "ordered");
+}
+
+#[test]
+fn unordered_wait_is_exactly_once_under_12_failures_with_requests_in_flight() {
+    exactly_once_under_failures(sluice_graph::async_io::OutputMode::Unordered, "unordered");
+}

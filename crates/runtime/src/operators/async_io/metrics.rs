@@ -9,6 +9,7 @@
 //! | `asyncRequests` | counter | requests completed (successfully, by error, or by timeout) |
 //! | `asyncTimeouts` | counter | requests that timed out |
 //! | `asyncRetries` | counter | retries started |
+//! | `asyncRestored` | counter | elements re-issued from a restored checkpoint |
 //! | `asyncLatencyUs_p50`, `_p95`, `_p99`, `_max` | gauge | request latency in µs (issue to completion, retries included) over the last 1,024 completed requests |
 //!
 //! Percentiles are recomputed on the operator's tick (every buffer timeout) and every 4,096
@@ -29,6 +30,7 @@ pub(crate) struct AsyncMetrics {
     pub requests: Option<Arc<OperatorGauge>>,
     pub timeouts: Option<Arc<OperatorGauge>>,
     pub retries: Option<Arc<OperatorGauge>>,
+    pub restored: Option<Arc<OperatorGauge>>,
     percentiles: Option<[Arc<OperatorGauge>; 4]>,
     window: Vec<u32>,
     next: usize,
@@ -90,6 +92,11 @@ impl AsyncMetrics {
                 "asyncRetries",
                 GaugeKind::Counter,
                 "Async request retries started",
+            ),
+            restored: g(
+                "asyncRestored",
+                GaugeKind::Counter,
+                "Elements re-issued from a restored checkpoint",
             ),
             percentiles,
             window: Vec::with_capacity(LATENCY_WINDOW),

@@ -428,6 +428,9 @@ where
                     "cannot decode the in-flight elements of old subtask {old}: {e}"
                 ))
             })?;
+            if let Some(g) = self.metrics.as_ref().and_then(|m| m.restored.as_ref()) {
+                g.add(stored.len() as i64);
+            }
             self.backlog.extend(stored);
         }
         Ok(())
