@@ -12,6 +12,8 @@ use crate::PostgresError;
 #[derive(Clone)]
 pub struct Endpoint {
     config: Config,
+    /// The same configuration for tokio-postgres (the appending sink's COPY connection).
+    async_config: tokio_postgres::Config,
     address: String,
 }
 
@@ -28,6 +30,10 @@ impl Endpoint {
             PostgresError::Config(format!("connection string: {e} (expected postgres://USER@HOST:PORT/DB or 'host=… port=… user=… dbname=…')"))
         })?;
         config.connect_timeout(connect_timeout);
+        let mut async_config: tokio_postgres::Config = conn
+            .parse()
+            .map_err(|e| PostgresError::Config(format!("connection string: {e}")))?;
+        async_config.connect_timeout(connect_timeout);
         let ports = config.get_ports();
         let address = config
             .get_hosts()
@@ -47,7 +53,11 @@ impl Endpoint {
         } else {
             address
         };
-        Ok(Endpoint { config, address })
+        Ok(Endpoint {
+            config,
+            async_config,
+            address,
+        })
     }
 
     /// `host:port` (what error messages name).
@@ -76,9 +86,24 @@ impl Endpoint {
     ) -> Result<Client, PostgresError> {
         let mut config = self.config.clone();
         config.application_name(application_name);
+        self.retry_connect(retries, backoff, || config.connect(NoTls))
+    }
+
+    pub(crate) fn async_config(&self) -> &tokio_postgres::Config {
+        &self.async_config
+    }
+
+    /// Runs `connect` until it succeeds, at most `retries` more times with a doubling backoff
+    /// starting at `backoff`; the last error names the address.
+    pub(crate) fn retry_connect<C>(
+        &self,
+        retries: u32,
+        backoff: Duration,
+        mut connect: impl FnMut() -> Result<C, postgres::Error>,
+    ) -> Result<C, PostgresError> {
         let mut attempt = 0;
         loop {
-            match config.connect(NoTls) {
+            match connect() {
                 Ok(c) => return Ok(c),
                 Err(source) if attempt >= retries => {
                     return Err(PostgresError::Connect {

@@ -57,6 +57,8 @@
 //!   transactions.
 
 mod connect;
+mod copy_format;
+mod copy_stream;
 mod error;
 mod mapping;
 mod metrics;

@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bytes::{Bytes, BytesMut};
 use postgres::Client;
 use sluice_runtime::checkpoint::CheckpointHub;
 use sluice_runtime::state::layout;
@@ -18,8 +19,10 @@ use crate::error::is_connection_loss;
 use crate::mapping::RowMapping;
 use crate::metrics::{SinkMetrics, TaskCounters};
 use crate::schema::check_table;
+use crate::copy_format;
+use crate::copy_stream::CopyStream;
 use crate::value::Value;
-use crate::write::{Copier, Upserter};
+use crate::write::{copy_sql, Upserter};
 use crate::{xa, Mode, PostgresError, SinkOptions};
 
 /// What every subtask of one sink shares.
@@ -120,10 +123,14 @@ const CHECK_EVERY: u32 = 64;
 pub struct PostgresSinkWriter<T: 'static> {
     spec: Arc<SinkSpec<T>>,
     app: String,
+    /// The main connection of an upsert sink.
     client: Option<Client>,
+    /// The main connection of an append sink: its COPY stays open across the batches of a
+    /// two-phase transaction.
+    stream: Option<CopyStream>,
+    copy_sql: String,
     /// A second connection for `COMMIT PREPARED` (it cannot run inside the open transaction).
     committer: Option<Client>,
-    copier: Copier,
     upserter: Option<Upserter>,
     /// Buffered rows, flattened (`columns` values per row).
     buffer: Vec<Value>,
@@ -136,10 +143,11 @@ pub struct PostgresSinkWriter<T: 'static> {
     prefix: String,
     subtask: usize,
     attempt: u64,
-    /// A transaction is open on `client` (BEGIN sent, rows copied into it).
+    /// A transaction is open on `stream` (BEGIN sent, its COPY open until the barrier).
     txn_open: bool,
-    /// The rows of the open transaction, replayed into a new one if the connection is lost.
-    txn_rows: Vec<Value>,
+    /// The open transaction's COPY tuples as sent, batch by batch: replayed into a new
+    /// transaction if the connection is lost (cheap clones of what went to the wire).
+    txn_chunks: Vec<Bytes>,
     /// The gid being prepared, if `PREPARE TRANSACTION` was sent but not acknowledged.
     preparing: Option<String>,
     /// Prepared transactions waiting for their checkpoint: `(checkpoint id, gid)`.
@@ -172,11 +180,6 @@ impl<T: 'static> PostgresSinkWriter<T> {
             &spec.mode,
         )?;
         let columns = spec.mapping.columns();
-        let wire = columns
-            .iter()
-            .zip(&pg_types)
-            .map(|(c, t)| c.ty.wire_type(t))
-            .collect();
         let upserter = match &spec.mode {
             Mode::Upsert { key } => Some(Upserter::new(
                 &spec.table,
@@ -193,7 +196,8 @@ impl<T: 'static> PostgresSinkWriter<T> {
             .as_ref()
             .map_or_else(sluice_runtime::executor::epoch_ms, |h| h.attempt_tag());
         let mut sink = PostgresSinkWriter {
-            copier: Copier::new(&spec.table, columns, wire),
+            copy_sql: copy_sql(&spec.table, columns),
+            stream: None,
             upserter,
             buffer: Vec::new(),
             rows: 0,
@@ -204,7 +208,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
             subtask: me,
             attempt,
             txn_open: false,
-            txn_rows: Vec::new(),
+            txn_chunks: Vec::new(),
             preparing: None,
             pending: Vec::new(),
             hub,
@@ -226,7 +230,13 @@ impl<T: 'static> PostgresSinkWriter<T> {
             spec,
         };
         sink.recover(ctx, &mut client)?;
-        sink.client = client;
+        match sink.spec.mode {
+            Mode::Upsert { .. } => sink.client = client,
+            // Appends write through their own COPY connection; the one that checked the
+            // table commits prepared transactions (or is closed when there are none).
+            Mode::Append if sink.xa => sink.committer = client,
+            Mode::Append => {}
+        }
         Ok(sink)
     }
 
@@ -307,16 +317,32 @@ impl<T: 'static> PostgresSinkWriter<T> {
     ) -> Result<R, PostgresError> {
         let mut attempt = 0u32;
         loop {
-            let r = if self.client.is_none() {
-                self.client = Some(self.spec.endpoint.connect_retrying(
-                    &self.app,
-                    self.spec.options.max_retries.saturating_sub(attempt),
-                    self.spec.options.retry_backoff,
-                )?);
-                if let Some(u) = &mut self.upserter {
-                    u.reset();
+            let connected = match self.spec.mode {
+                Mode::Upsert { .. } => self.client.is_some(),
+                Mode::Append => self.stream.is_some(),
+            };
+            let r = if !connected {
+                let retries = self.spec.options.max_retries.saturating_sub(attempt);
+                let backoff = self.spec.options.retry_backoff;
+                match self.spec.mode {
+                    Mode::Upsert { .. } => {
+                        self.client = Some(self.spec.endpoint.connect_retrying(
+                            &self.app, retries, backoff,
+                        )?);
+                        if let Some(u) = &mut self.upserter {
+                            u.reset();
+                        }
+                    }
+                    Mode::Append => {
+                        self.stream = Some(CopyStream::connect(
+                            &self.spec.endpoint,
+                            &self.app,
+                            retries,
+                            backoff,
+                            &self.copy_sql,
+                        )?);
+                    }
                 }
-                self.copier.reset();
                 self.rebuild_transaction().and_then(|()| f(self))
             } else {
                 f(self)
@@ -328,6 +354,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                     self.spec.metrics.retries.fetch_add(1, Relaxed);
                     self.counters.retries.fetch_add(1, Relaxed);
                     self.client = None;
+                    self.stream = None;
                     std::thread::sleep(backoff_for(self.spec.options.retry_backoff, attempt));
                     attempt += 1;
                 }
@@ -336,8 +363,8 @@ impl<T: 'static> PostgresSinkWriter<T> {
         }
     }
 
-    fn main(&mut self) -> &mut Client {
-        self.client
+    fn stream(&mut self) -> &mut CopyStream {
+        self.stream
             .as_mut()
             .expect("on_main connects before calling")
     }
@@ -349,15 +376,19 @@ impl<T: 'static> PostgresSinkWriter<T> {
             return Ok(());
         }
         if let Some(gid) = self.preparing.clone() {
-            if xa::is_prepared(self.main(), &gid)? {
+            if self.stream().is_prepared(&gid)? {
                 // The PREPARE went through before the connection dropped.
                 self.txn_open = false;
                 return Ok(());
             }
         }
-        self.main().batch_execute("BEGIN")?;
-        let client = self.client.as_mut().expect("connected");
-        self.copier.write(client, &self.txn_rows).map(|_| ())
+        let stream = self.stream.as_mut().expect("on_main connects before calling");
+        stream.batch_execute("BEGIN")?;
+        stream.start()?;
+        for chunk in &self.txn_chunks {
+            stream.send(chunk.clone())?;
+        }
+        Ok(())
     }
 
     /// Writes the buffered rows (one batch).
@@ -375,19 +406,29 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 u.write(client, &s.buffer)
             })?,
             Mode::Append => {
-                let xa = self.xa;
-                let n = self.on_main("COPY batch", |s| {
-                    if xa && !s.txn_open {
-                        s.main().batch_execute("BEGIN")?;
-                        s.txn_open = true;
-                    }
-                    let client = s.client.as_mut().expect("connected");
-                    s.copier.write(client, &s.buffer)
-                })?;
-                if xa {
-                    self.txn_rows.append(&mut self.buffer);
+                let mut tuples = BytesMut::new();
+                copy_format::rows(&self.buffer, self.spec.mapping.columns().len(), &mut tuples);
+                let tuples = tuples.freeze();
+                if self.xa {
+                    // Into the checkpoint transaction's open COPY: no round trip until the
+                    // barrier finishes it.
+                    self.on_main("COPY batch", |s| {
+                        if !s.txn_open {
+                            s.stream().batch_execute("BEGIN")?;
+                            s.txn_open = true;
+                        }
+                        s.stream().send(tuples.clone())
+                    })?;
+                    self.txn_chunks.push(tuples);
+                    self.rows as u64
+                } else {
+                    // Autocommit: a COPY of its own per batch (visible when it returns).
+                    self.on_main("COPY batch", |s| {
+                        let stream = s.stream();
+                        stream.send(tuples.clone())?;
+                        stream.finish()
+                    })?
                 }
-                n
             }
         };
         self.buffer.clear();
@@ -413,13 +454,15 @@ impl<T: 'static> PostgresSinkWriter<T> {
         let sql = format!("PREPARE TRANSACTION {}", xa::literal(&gid));
         self.on_main("PREPARE TRANSACTION", |s| {
             if s.txn_open {
-                s.main().batch_execute(&sql)?;
+                let stream = s.stream();
+                stream.finish()?;
+                stream.batch_execute(&sql)?;
                 s.txn_open = false;
             }
             Ok(())
         })?;
         self.preparing = None;
-        self.txn_rows.clear();
+        self.txn_chunks.clear();
         self.spec.metrics.prepared.fetch_add(1, Relaxed);
         self.pending.push((checkpoint.unwrap_or(u64::MAX), gid));
         Ok(())

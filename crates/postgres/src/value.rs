@@ -48,20 +48,6 @@ impl ColumnType {
             ColumnType::Timestamp => "timestamptz",
         }
     }
-
-    /// The wire type for binary `COPY` into a column of PostgreSQL type `pg_type`.
-    pub(crate) fn wire_type(self, pg_type: &str) -> Type {
-        match self {
-            ColumnType::Int4 => Type::INT4,
-            ColumnType::Int8 => Type::INT8,
-            ColumnType::Float8 => Type::FLOAT8,
-            ColumnType::Text if pg_type == "text" => Type::TEXT,
-            ColumnType::Text => Type::VARCHAR,
-            ColumnType::Bool => Type::BOOL,
-            ColumnType::Timestamp if pg_type.contains("with time zone") => Type::TIMESTAMPTZ,
-            ColumnType::Timestamp => Type::TIMESTAMP,
-        }
-    }
 }
 
 /// One column value of a row; `Null` for SQL NULL.

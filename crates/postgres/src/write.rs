@@ -1,11 +1,11 @@
-//! The statements that move a batch: binary `COPY` for appends, one `INSERT … ON CONFLICT` per
-//! batch for upserts (by `UNNEST` arrays or multi-row `VALUES`).
+//! The statements that move a batch: the `COPY` statement of appends (sent by
+//! [`CopyStream`](crate::copy_stream::CopyStream)), one `INSERT … ON CONFLICT` per batch for
+//! upserts (by `UNNEST` arrays or multi-row `VALUES`).
 
 use std::collections::HashMap;
 use std::error::Error;
 
 use bytes::BytesMut;
-use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{Client, Statement};
 
@@ -18,7 +18,7 @@ use crate::UpsertStatement;
 const MAX_PARAMS: usize = 65_535;
 
 /// `COPY t (c1, …) FROM STDIN (FORMAT binary)`.
-fn copy_sql(table: &str, columns: &[Column]) -> String {
+pub(crate) fn copy_sql(table: &str, columns: &[Column]) -> String {
     format!(
         "COPY {} ({}) FROM STDIN (FORMAT binary)",
         quote_table(table),
@@ -32,51 +32,6 @@ fn column_list(columns: &[Column]) -> String {
         .map(|c| quote_ident(&c.name))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Appends by binary `COPY`, its statement prepared once per connection (`copy_in` of SQL text
-/// would prepare it again for every batch: one more round trip each).
-pub struct Copier {
-    sql: String,
-    wire: Vec<Type>,
-    prepared: Option<Statement>,
-}
-
-impl Copier {
-    pub fn new(table: &str, columns: &[Column], wire: Vec<Type>) -> Copier {
-        Copier {
-            sql: copy_sql(table, columns),
-            wire,
-            prepared: None,
-        }
-    }
-
-    /// A new connection: the statement must be prepared again.
-    pub fn reset(&mut self) {
-        self.prepared = None;
-    }
-
-    /// Writes `rows` (flattened, one value per column per row).
-    pub fn write(&mut self, client: &mut Client, rows: &[Value]) -> Result<u64, postgres::Error> {
-        let stmt = match &self.prepared {
-            Some(s) => s.clone(),
-            None => {
-                let s = client.prepare(&self.sql)?;
-                self.prepared = Some(s.clone());
-                s
-            }
-        };
-        let n = self.wire.len();
-        let writer = client.copy_in(&stmt)?;
-        let mut w = BinaryCopyInWriter::new(writer, &self.wire);
-        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(n);
-        for row in rows.chunks_exact(n) {
-            params.clear();
-            params.extend(row.iter().map(|v| v as &(dyn ToSql + Sync)));
-            w.write(&params)?;
-        }
-        w.finish()
-    }
 }
 
 /// One column of an `UNNEST` batch.
