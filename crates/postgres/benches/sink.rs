@@ -54,6 +54,21 @@ fn server_cpu_ns(pid: u32) -> u64 {
     total
 }
 
+/// Resets this process's peak resident set (Linux `clear_refs` 5), so each case reports its own.
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's peak resident set since the last reset, MiB (`VmHWM`).
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 fn row(i: u64) -> Row {
     (
         i as i64 % 50_000,
@@ -77,6 +92,8 @@ struct Case {
     in_writes: f64,
     /// The server's CPU time per row (postmaster and backends; includes its background work).
     server_ns_per_row: f64,
+    /// Peak resident set of this process during the case, MiB (the sink's side).
+    peak_rss_mib: f64,
 }
 
 /// The fastest of `n` runs (the machine is shared: the best run is the least disturbed).
@@ -120,6 +137,7 @@ fn run_sink(
         b = b.upsert(&["seq"]);
     }
     let sink = b.options(options).add_to(&env.generate(rows, row)).unwrap();
+    reset_peak_rss();
     let (cpu0, _) = cpu_ns();
     let s0 = server_cpu_ns(pg.pid());
     let t = Instant::now();
@@ -139,6 +157,7 @@ fn run_sink(
         cpu_ns_per_row: (cpu1 - cpu0) as f64 / rows as f64,
         in_writes: sink.handle.metrics.snapshot().flush_ns as f64 / wall.as_nanos() as f64,
         server_ns_per_row: (s1 - s0) as f64 / rows as f64,
+        peak_rss_mib: peak_rss_mib(),
     }
 }
 
@@ -165,6 +184,7 @@ fn run_copy(pg: &PostgresCluster, rows: u64) -> Case {
         cpu_ns_per_row: (c1 - c0) as f64 / rows as f64,
         in_writes: 1.0,
         server_ns_per_row: (s1 - s0) as f64 / rows as f64,
+        peak_rss_mib: 0.0,
     }
 }
 
@@ -210,12 +230,13 @@ fn main() {
             let n = if batch == 1 { rows / 10 } else { rows };
             let c = best(reps, || run_sink(&pg, n, batch, how, two_phase));
             println!(
-                "{name:<20} batch {batch:>4} {n:>8} rows  {:>10.0} rows/s  ({:.2} of \\copy)  sluice CPU {:>6.0} ns/row  server {:>6.0} ns/row  {:>3.0}% in writes",
+                "{name:<20} batch {batch:>4} {n:>8} rows  {:>10.0} rows/s  ({:.2} of \\copy)  sluice CPU {:>6.0} ns/row  server {:>6.0} ns/row  {:>3.0}% in writes  peak RSS {:>5.1} MiB",
                 c.rows_per_s,
                 c.rows_per_s / copy.rows_per_s,
                 c.cpu_ns_per_row,
                 c.server_ns_per_row,
-                c.in_writes * 100.0
+                c.in_writes * 100.0,
+                c.peak_rss_mib
             );
         }
     }
