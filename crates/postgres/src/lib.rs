@@ -58,7 +58,7 @@
 
 mod connect;
 mod copy_format;
-mod copy_stream;
+mod session;
 mod error;
 mod mapping;
 mod metrics;

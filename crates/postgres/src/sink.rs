@@ -4,6 +4,7 @@
 //! PREPARED` once the checkpoint completed (seen on the job's checkpoint hub, polled on the
 //! task's flush ticks and every few hundred records, as the transactional file sink does).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +21,7 @@ use crate::mapping::RowMapping;
 use crate::metrics::{SinkMetrics, TaskCounters};
 use crate::schema::check_table;
 use crate::copy_format;
-use crate::copy_stream::CopyStream;
+use crate::session::{Session, Submission};
 use crate::value::Value;
 use crate::write::{copy_sql, Upserter};
 use crate::{xa, Mode, PostgresError, SinkOptions};
@@ -123,12 +124,13 @@ const CHECK_EVERY: u32 = 64;
 pub struct PostgresSinkWriter<T: 'static> {
     spec: Arc<SinkSpec<T>>,
     app: String,
-    /// The main connection of an upsert sink.
-    client: Option<Client>,
-    /// The main connection of an append sink: its COPY stays open across the batches of a
-    /// two-phase transaction.
-    stream: Option<CopyStream>,
-    copy_sql: String,
+    /// The main connection: its COPY stays open across the batches of a two-phase
+    /// transaction; upsert statements are pipelined on it.
+    session: Option<Session>,
+    copy_sql: Arc<str>,
+    /// Upsert statements sent and not known to be acknowledged, oldest first: sent again on
+    /// a new connection if this one is lost (idempotent, in their order).
+    unacked: VecDeque<Arc<Submission>>,
     /// A second connection for `COMMIT PREPARED` (it cannot run inside the open transaction).
     committer: Option<Client>,
     upserter: Option<Upserter>,
@@ -196,8 +198,9 @@ impl<T: 'static> PostgresSinkWriter<T> {
             .as_ref()
             .map_or_else(sluice_runtime::executor::epoch_ms, |h| h.attempt_tag());
         let mut sink = PostgresSinkWriter {
-            copy_sql: copy_sql(&spec.table, columns),
-            stream: None,
+            copy_sql: copy_sql(&spec.table, columns).into(),
+            session: None,
+            unacked: VecDeque::new(),
             upserter,
             buffer: Vec::new(),
             rows: 0,
@@ -225,17 +228,14 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 )
             }),
             app,
-            client: None,
             committer: None,
             spec,
         };
         sink.recover(ctx, &mut client)?;
-        match sink.spec.mode {
-            Mode::Upsert { .. } => sink.client = client,
-            // Appends write through their own COPY connection; the one that checked the
-            // table commits prepared transactions (or is closed when there are none).
-            Mode::Append if sink.xa => sink.committer = client,
-            Mode::Append => {}
+        // Batches go through the session; the connection that checked the table commits
+        // prepared transactions (or is closed when there are none).
+        if sink.xa {
+            sink.committer = client;
         }
         Ok(sink)
     }
@@ -317,32 +317,13 @@ impl<T: 'static> PostgresSinkWriter<T> {
     ) -> Result<R, PostgresError> {
         let mut attempt = 0u32;
         loop {
-            let connected = match self.spec.mode {
-                Mode::Upsert { .. } => self.client.is_some(),
-                Mode::Append => self.stream.is_some(),
-            };
-            let r = if !connected {
-                let retries = self.spec.options.max_retries.saturating_sub(attempt);
-                let backoff = self.spec.options.retry_backoff;
-                match self.spec.mode {
-                    Mode::Upsert { .. } => {
-                        self.client = Some(self.spec.endpoint.connect_retrying(
-                            &self.app, retries, backoff,
-                        )?);
-                        if let Some(u) = &mut self.upserter {
-                            u.reset();
-                        }
-                    }
-                    Mode::Append => {
-                        self.stream = Some(CopyStream::connect(
-                            &self.spec.endpoint,
-                            &self.app,
-                            retries,
-                            backoff,
-                            &self.copy_sql,
-                        )?);
-                    }
-                }
+            let r = if self.session.is_none() {
+                self.session = Some(Session::connect(
+                    &self.spec.endpoint,
+                    &self.app,
+                    self.spec.options.max_retries.saturating_sub(attempt),
+                    self.spec.options.retry_backoff,
+                )?);
                 self.rebuild_transaction().and_then(|()| f(self))
             } else {
                 f(self)
@@ -353,8 +334,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                     tracing::warn!(table = %self.spec.table, what, error = %e, "PostgreSQL connection lost; retrying");
                     self.spec.metrics.retries.fetch_add(1, Relaxed);
                     self.counters.retries.fetch_add(1, Relaxed);
-                    self.client = None;
-                    self.stream = None;
+                    self.session = None;
                     std::thread::sleep(backoff_for(self.spec.options.retry_backoff, attempt));
                     attempt += 1;
                 }
@@ -363,30 +343,41 @@ impl<T: 'static> PostgresSinkWriter<T> {
         }
     }
 
-    fn stream(&mut self) -> &mut CopyStream {
-        self.stream
+    fn session(&mut self) -> &mut Session {
+        self.session
             .as_mut()
             .expect("on_main connects before calling")
     }
 
+    /// `acked` of the oldest unacknowledged upsert statements were acknowledged.
+    fn ack(&mut self, acked: usize) {
+        self.unacked.drain(..acked.min(self.unacked.len()));
+    }
+
     /// After a reconnection: the open transaction died with the old connection; open a new
-    /// one holding the same rows.
+    /// one holding the same rows. Upserts send their unacknowledged statements again.
     fn rebuild_transaction(&mut self) -> Result<(), postgres::Error> {
+        let again: Vec<Arc<Submission>> = self.unacked.iter().cloned().collect();
+        for sub in again {
+            let acked = self.session().submit(&sub)?;
+            self.ack(acked);
+        }
         if !self.txn_open {
             return Ok(());
         }
         if let Some(gid) = self.preparing.clone() {
-            if self.stream().is_prepared(&gid)? {
+            if self.session().is_prepared(&gid)? {
                 // The PREPARE went through before the connection dropped.
                 self.txn_open = false;
                 return Ok(());
             }
         }
-        let stream = self.stream.as_mut().expect("on_main connects before calling");
-        stream.batch_execute("BEGIN")?;
-        stream.start()?;
+        let sql = self.copy_sql.clone();
+        let session = self.session.as_mut().expect("on_main connects before calling");
+        session.batch_execute("BEGIN")?;
+        session.start(&sql)?;
         for chunk in &self.txn_chunks {
-            stream.send(chunk.clone())?;
+            session.send(&sql, chunk.clone())?;
         }
         Ok(())
     }
@@ -399,12 +390,22 @@ impl<T: 'static> PostgresSinkWriter<T> {
         }
         let started = Instant::now();
         let written = match self.spec.mode {
-            Mode::Upsert { .. } => self.on_main("upsert batch", |s| {
-                let (Some(client), Some(u)) = (s.client.as_mut(), s.upserter.as_mut()) else {
-                    return Ok(0);
+            Mode::Upsert { .. } => {
+                let Some(u) = self.upserter.as_mut() else {
+                    return Ok(());
                 };
-                u.write(client, &s.buffer)
-            })?,
+                let (subs, keys) = u.batch(&self.buffer);
+                for sub in subs {
+                    // Sent and left in flight (see `Session::submit`).
+                    self.on_main("upsert batch", |s| {
+                        let acked = s.session().submit(&sub)?;
+                        s.ack(acked);
+                        Ok(())
+                    })?;
+                    self.unacked.push_back(sub);
+                }
+                keys
+            }
             Mode::Append => {
                 let mut tuples = BytesMut::new();
                 copy_format::rows(&self.buffer, self.spec.mapping.columns().len(), &mut tuples);
@@ -412,21 +413,23 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 if self.xa {
                     // Into the checkpoint transaction's open COPY: no round trip until the
                     // barrier finishes it.
+                    let sql = self.copy_sql.clone();
                     self.on_main("COPY batch", |s| {
                         if !s.txn_open {
-                            s.stream().batch_execute("BEGIN")?;
+                            s.session().batch_execute("BEGIN")?;
                             s.txn_open = true;
                         }
-                        s.stream().send(tuples.clone())
+                        s.session().send(&sql, tuples.clone())
                     })?;
                     self.txn_chunks.push(tuples);
                     self.rows as u64
                 } else {
                     // Autocommit: a COPY of its own per batch (visible when it returns).
+                    let sql = self.copy_sql.clone();
                     self.on_main("COPY batch", |s| {
-                        let stream = s.stream();
-                        stream.send(tuples.clone())?;
-                        stream.finish()
+                        let session = s.session();
+                        session.send(&sql, tuples.clone())?;
+                        session.finish()
                     })?
                 }
             }
@@ -446,6 +449,14 @@ impl<T: 'static> PostgresSinkWriter<T> {
     /// appends prepare the open transaction under its gid.
     fn pre_commit(&mut self, checkpoint: Option<u64>) -> Result<(), PostgresError> {
         self.flush_buffer()?;
+        if !self.unacked.is_empty() {
+            // Every upsert before the barrier acknowledged (committed) before it is.
+            self.on_main("upsert batch", |s| {
+                let acked = s.session().drain()?;
+                s.ack(acked);
+                Ok(())
+            })?;
+        }
         if !self.xa || !self.txn_open {
             return Ok(());
         }
@@ -454,9 +465,9 @@ impl<T: 'static> PostgresSinkWriter<T> {
         let sql = format!("PREPARE TRANSACTION {}", xa::literal(&gid));
         self.on_main("PREPARE TRANSACTION", |s| {
             if s.txn_open {
-                let stream = s.stream();
-                stream.finish()?;
-                stream.batch_execute(&sql)?;
+                let session = s.session();
+                session.finish()?;
+                session.batch_execute(&sql)?;
                 s.txn_open = false;
             }
             Ok(())

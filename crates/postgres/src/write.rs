@@ -1,13 +1,15 @@
-//! The statements that move a batch: the `COPY` statement of appends (sent by
-//! [`CopyStream`](crate::copy_stream::CopyStream)), one `INSERT … ON CONFLICT` per batch for
-//! upserts (by `UNNEST` arrays or multi-row `VALUES`).
+//! The statements that move a batch (sent by [`Session`](crate::session::Session)): the `COPY`
+//! statement of appends, one `INSERT … ON CONFLICT` per batch for upserts (by `UNNEST` arrays
+//! or multi-row `VALUES`, a batch deduplicated by key).
 
 use std::collections::HashMap;
 use std::error::Error;
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use postgres::{Client, Statement};
+
+use crate::session::{Params, Submission};
 
 use crate::connect::{quote_ident, quote_table};
 use crate::mapping::Column;
@@ -36,7 +38,7 @@ fn column_list(columns: &[Column]) -> String {
 
 /// One column of an `UNNEST` batch.
 #[derive(Debug)]
-enum ColumnArray {
+pub(crate) enum ColumnArray {
     I32(Vec<Option<i32>>),
     I64(Vec<Option<i64>>),
     F64(Vec<Option<f64>>),
@@ -110,8 +112,9 @@ pub struct Upserter {
     how: UpsertStatement,
     head: String,
     tail: String,
-    unnest_sql: String,
-    prepared: HashMap<usize, Statement>,
+    unnest_sql: Arc<str>,
+    /// Multi-row statements by their number of rows.
+    multi_row: HashMap<usize, Arc<str>>,
     keep: Vec<usize>,
     seen: HashMap<Vec<u8>, usize>,
     key_buf: Vec<u8>,
@@ -159,7 +162,7 @@ impl Upserter {
             .map(|(i, t)| format!("${}::{t}[]", i + 1))
             .collect::<Vec<_>>()
             .join(", ");
-        let unnest_sql = format!("{head} SELECT * FROM UNNEST({arrays}){tail}");
+        let unnest_sql = format!("{head} SELECT * FROM UNNEST({arrays}){tail}").into();
         Upserter {
             columns: columns.to_vec(),
             pg_types: pg_types.to_vec(),
@@ -168,20 +171,16 @@ impl Upserter {
             head,
             tail,
             unnest_sql,
-            prepared: HashMap::new(),
+            multi_row: HashMap::new(),
             keep: Vec::new(),
             seen: HashMap::new(),
             key_buf: Vec::new(),
         }
     }
 
-    /// A new connection: statements must be prepared again.
-    pub fn reset(&mut self) {
-        self.prepared.clear();
-    }
-
-    /// Upserts `rows` (flattened); returns the number of distinct keys written.
-    pub fn write(&mut self, client: &mut Client, rows: &[Value]) -> Result<u64, postgres::Error> {
+    /// The statements that upsert `rows` (flattened): one for `UNNEST`; for multi-row
+    /// `VALUES` one per 65,535 parameters. Returns them and the number of distinct keys.
+    pub fn batch(&mut self, rows: &[Value]) -> (Vec<Arc<Submission>>, u64) {
         let n = self.columns.len();
         // The last row of each key, in order of first appearance.
         self.keep.clear();
@@ -199,99 +198,69 @@ impl Upserter {
                 }
             }
         }
-        let keep = std::mem::take(&mut self.keep);
-        let r = match self.how {
-            UpsertStatement::Unnest => self.write_unnest(client, rows, &keep),
-            UpsertStatement::MultiRow => self.write_multi_row(client, rows, &keep),
-        };
-        self.keep = keep;
-        r.map(|()| self.keep.len() as u64)
-    }
-
-    fn statement(
-        &mut self,
-        client: &mut Client,
-        rows: usize,
-    ) -> Result<Statement, postgres::Error> {
-        let key = if self.how == UpsertStatement::Unnest {
-            0
-        } else {
-            rows
-        };
-        if let Some(s) = self.prepared.get(&key) {
-            return Ok(s.clone());
-        }
-        let sql = match self.how {
-            UpsertStatement::Unnest => self.unnest_sql.clone(),
-            UpsertStatement::MultiRow => {
-                let n = self.columns.len();
-                let mut sql = format!("{} VALUES ", self.head);
-                for r in 0..rows {
-                    if r > 0 {
-                        sql.push_str(", ");
+        let subs = match self.how {
+            UpsertStatement::Unnest => {
+                let mut arrays: Vec<ColumnArray> = self
+                    .columns
+                    .iter()
+                    .map(|c| ColumnArray::new(c.ty, self.keep.len()))
+                    .collect();
+                for &i in &self.keep {
+                    for (c, a) in arrays.iter_mut().enumerate() {
+                        a.push(&rows[i * n + c]);
                     }
-                    sql.push('(');
-                    for c in 0..n {
-                        if c > 0 {
-                            sql.push_str(", ");
-                        }
-                        sql.push_str(&format!("${}::{}", r * n + c + 1, self.pg_types[c]));
-                    }
-                    sql.push(')');
                 }
-                sql.push_str(&self.tail);
-                sql
+                vec![Arc::new(Submission {
+                    sql: self.unnest_sql.clone(),
+                    params: Params::Arrays(arrays),
+                })]
+            }
+            UpsertStatement::MultiRow => {
+                let per_statement = (MAX_PARAMS / n).max(1);
+                let keep = std::mem::take(&mut self.keep);
+                let subs = keep
+                    .chunks(per_statement)
+                    .map(|chunk| {
+                        let mut values = Vec::with_capacity(chunk.len() * n);
+                        for &i in chunk {
+                            values.extend_from_slice(&rows[i * n..(i + 1) * n]);
+                        }
+                        Arc::new(Submission {
+                            sql: self.multi_row_sql(chunk.len()),
+                            params: Params::Values(values),
+                        })
+                    })
+                    .collect();
+                self.keep = keep;
+                subs
             }
         };
-        let s = client.prepare(&sql)?;
-        self.prepared.insert(key, s.clone());
-        Ok(s)
+        (subs, self.keep.len() as u64)
     }
 
-    fn write_unnest(
-        &mut self,
-        client: &mut Client,
-        rows: &[Value],
-        keep: &[usize],
-    ) -> Result<(), postgres::Error> {
-        let n = self.columns.len();
-        let mut arrays: Vec<ColumnArray> = self
-            .columns
-            .iter()
-            .map(|c| ColumnArray::new(c.ty, keep.len()))
-            .collect();
-        for &i in keep {
-            for (c, a) in arrays.iter_mut().enumerate() {
-                a.push(&rows[i * n + c]);
-            }
+    /// `INSERT … VALUES ($1::t, …), …` for `rows` rows (built once per batch size).
+    fn multi_row_sql(&mut self, rows: usize) -> Arc<str> {
+        if let Some(s) = self.multi_row.get(&rows) {
+            return s.clone();
         }
-        let stmt = self.statement(client, keep.len())?;
-        let params: Vec<&(dyn ToSql + Sync)> =
-            arrays.iter().map(|a| a as &(dyn ToSql + Sync)).collect();
-        client.execute(&stmt, &params)?;
-        Ok(())
-    }
-
-    fn write_multi_row(
-        &mut self,
-        client: &mut Client,
-        rows: &[Value],
-        keep: &[usize],
-    ) -> Result<(), postgres::Error> {
         let n = self.columns.len();
-        let per_statement = (MAX_PARAMS / n).max(1);
-        for chunk in keep.chunks(per_statement) {
-            let stmt = self.statement(client, chunk.len())?;
-            let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(chunk.len() * n);
-            for &i in chunk {
-                params.extend(
-                    rows[i * n..(i + 1) * n]
-                        .iter()
-                        .map(|v| v as &(dyn ToSql + Sync)),
-                );
+        let mut sql = format!("{} VALUES ", self.head);
+        for r in 0..rows {
+            if r > 0 {
+                sql.push_str(", ");
             }
-            client.execute(&stmt, &params)?;
+            sql.push('(');
+            for c in 0..n {
+                if c > 0 {
+                    sql.push_str(", ");
+                }
+                sql.push_str(&format!("${}::{}", r * n + c + 1, self.pg_types[c]));
+            }
+            sql.push(')');
         }
-        Ok(())
+        sql.push_str(&self.tail);
+        let sql: Arc<str> = sql.into();
+        self.multi_row.insert(rows, sql.clone());
+        sql
     }
 }
