@@ -105,6 +105,9 @@ mod tests {
         }
         let mut null = BytesMut::new();
         rows(&[Value::Null, Value::I32(1)], 2, &mut null);
-        assert_eq!(&null[..], &[0, 2, 255, 255, 255, 255, 0, 0, 0, 4, 0, 0, 0, 1]);
+        assert_eq!(
+            &null[..],
+            &[0, 2, 255, 255, 255, 255, 0, 0, 0, 4, 0, 0, 0, 1]
+        );
     }
 }

@@ -25,14 +25,35 @@
 //! sums.sink_to_postgres(sink).unwrap();
 //! ```
 //!
+//! # What a flush is
+//! Rows are buffered and flushed when `sink.buffer-flush.max-rows` wait, when the oldest has
+//! waited `sink.buffer-flush.interval`, at every checkpoint barrier and at end of input (Flink
+//! JDBC's options). What a flush does depends on the mode:
+//! - **Append with two-phase commit**: the batch's binary COPY tuples are written into the
+//!   checkpoint transaction's one open `COPY … FROM STDIN` (opened by the first flush after a
+//!   barrier, finished at the next barrier just before `PREPARE TRANSACTION`). A flush puts
+//!   the bytes on the wire and waits for no answer; the rows are invisible until `COMMIT
+//!   PREPARED` anyway. The batch size sets how often bytes go out, not a round trip.
+//! - **Append without periodic checkpoints**: one `COPY` per flush, committed (visible) when
+//!   the flush returns.
+//! - **Upsert**: one `INSERT … ON CONFLICT` statement per flush (65,535 parameters at most for
+//!   multi-row `VALUES`), sent and left in flight: at most [`PIPELINE_DEPTH`] are, a flush
+//!   first waits for the oldest beyond that, and every barrier waits for all of them. Each
+//!   commits on its own (autocommit), in the order sent.
+//!
+//! All batches of a subtask go through one connection (tokio-postgres on
+//! a current-thread runtime of the subtask's own); `COMMIT PREPARED`, the table check and the
+//! restore use a second, synchronous one.
+//!
 //! # Guarantees
 //! - **Upsert** is idempotent: after a failure the job replays from its checkpoint and the
 //!   same keys are written again with the same values, so the table converges. Every barrier
 //!   writes the buffer before it is acknowledged, so a completed checkpoint's rows are in the
 //!   table.
 //! - **Append** in a job with periodic checkpoints uses two-phase commit, as Flink's XA JDBC
-//!   sink: each subtask copies into one open transaction per checkpoint; at the barrier it
-//!   runs `PREPARE TRANSACTION '<gid>'` (gid: prefix, subtask, checkpoint, attempt; see
+//!   sink: each subtask copies into one open transaction per checkpoint (one `COPY` held
+//!   open across its batches); at the barrier it finishes the `COPY` and runs `PREPARE
+//!   TRANSACTION '<gid>'` (gid: prefix, subtask, checkpoint, attempt; see
 //!   [`xa`]) and lists the prepared gids in its snapshot; when the checkpoint completes it
 //!   runs `COMMIT PREPARED` on a second connection. No row is visible before its checkpoint
 //!   completed. On restore it commits what the checkpoint names (a gid already gone was
@@ -44,9 +65,11 @@
 //!   at least once — a batch retried after a lost connection may have been written already.
 //! - **Lost connections** (I/O errors, `pg_terminate_backend`, a server restart) are retried
 //!   `sink.max-retries` times on a new connection with a doubling backoff; the open
-//!   transaction is rebuilt from the rows it held (kept in memory until its barrier — memory
-//!   proportional to the rows per checkpoint interval and subtask). Then the task fails and the
-//!   job master restarts the job from its checkpoint.
+//!   transaction is rebuilt from the COPY tuples it held (kept in memory, encoded, until its
+//!   barrier — memory proportional to the rows per checkpoint interval and subtask), and the
+//!   upsert statements not yet acknowledged are sent again in their order (idempotent; one
+//!   acknowledged just before the loss may run twice, to the same effect). Then the task fails
+//!   and the job master restarts the job from its checkpoint.
 //! - The table is checked when the job is deployed (before any record flows) and again by each
 //!   subtask: every mapped column exists with a type the mapping writes, no NOT NULL column
 //!   without default is left out, a nullable mapping does not target a NOT NULL column, and an
@@ -58,12 +81,12 @@
 
 mod connect;
 mod copy_format;
-mod session;
 mod error;
 mod mapping;
 mod metrics;
 mod options;
 mod schema;
+mod session;
 mod sink;
 mod url;
 mod value;
@@ -80,6 +103,7 @@ pub use error::PostgresError;
 pub use mapping::{Column, RowMapping};
 pub use metrics::{SinkMetrics, SinkMetricsSnapshot};
 pub use options::{parse_duration, Mode, SinkOptions, UpsertStatement};
+pub use session::PIPELINE_DEPTH;
 pub use sink::PostgresSinkWriter;
 pub use url::SinkUrl;
 pub use value::{ColumnType, PgValue, Value};

@@ -3,6 +3,8 @@
 //! runs one transaction per checkpoint: `PREPARE TRANSACTION` at the barrier, `COMMIT
 //! PREPARED` once the checkpoint completed (seen on the job's checkpoint hub, polled on the
 //! task's flush ticks and every few hundred records, as the transactional file sink does).
+//! A flush hands the batch to the subtask's [`Session`]: into the transaction's open COPY, a
+//! COPY of its own (autocommit appends), or a pipelined upsert statement (see the crate docs).
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -16,11 +18,11 @@ use sluice_runtime::state::layout;
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, ServicesHandle};
 
 use crate::connect::{backoff_for, Endpoint};
+use crate::copy_format;
 use crate::error::is_connection_loss;
 use crate::mapping::RowMapping;
 use crate::metrics::{SinkMetrics, TaskCounters};
 use crate::schema::check_table;
-use crate::copy_format;
 use crate::session::{Session, Submission};
 use crate::value::Value;
 use crate::write::{copy_sql, Upserter};
@@ -373,7 +375,10 @@ impl<T: 'static> PostgresSinkWriter<T> {
             }
         }
         let sql = self.copy_sql.clone();
-        let session = self.session.as_mut().expect("on_main connects before calling");
+        let session = self
+            .session
+            .as_mut()
+            .expect("on_main connects before calling");
         session.batch_execute("BEGIN")?;
         session.start(&sql)?;
         for chunk in &self.txn_chunks {
@@ -439,7 +444,8 @@ impl<T: 'static> PostgresSinkWriter<T> {
         self.counters.batch(written, started.elapsed());
         let took = started.elapsed();
         if let Some(g) = &self.send_time {
-            // FLIP-33 `currentSendTime`: the last write's round trip, for the doctor.
+            // FLIP-33 `currentSendTime`: how long the last flush blocked in PostgreSQL (for the
+            // doctor; a slow server shows here as waits for the COPY or older statements).
             g.set(took.as_millis().min(i64::MAX as u128) as i64);
         }
         Ok(())

@@ -289,7 +289,11 @@ fn terminated_connections(upsert: bool) {
     while kills < 4 && Instant::now() < deadline {
         // Progress in input records: an upsert batch writes its distinct keys only.
         let m = metrics.snapshot();
-        let written = if upsert { m.batches * 100 } else { m.rows_written };
+        let written = if upsert {
+            m.batches * 100
+        } else {
+            m.rows_written
+        };
         if written > (kills + 1) * records / 8 {
             let killed = count(
                 &pg,
