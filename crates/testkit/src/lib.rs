@@ -9,6 +9,9 @@
 //!   binaries (`SLUICE_PG_BIN` overrides the directory), `max_prepared_transactions` set for
 //!   two-phase commit, trust authentication for user `sluice`, database `sluice`.
 //!
+//! - [`LookupService`]: `sluice-lookup-service`, an HTTP JSON service of rows by key with
+//!   configurable latency and failures (HTTP 500s, dropped connections, stalls), for lookup joins.
+//!
 //! - [`kafka_read::read_committed`]: reads a whole topic as a `read_committed` consumer would,
 //!   applying the transaction markers itself (tansu 0.6 sends no aborted-transaction list, so
 //!   librdkafka's own `read_committed` shows aborted records), without trusting the high
@@ -18,10 +21,12 @@
 
 mod kafka;
 pub mod kafka_read;
+mod lookup;
 mod postgres;
 mod process;
 
 pub use kafka::KafkaBroker;
+pub use lookup::{Latency, LookupService, ServiceOptions};
 pub use postgres::PostgresCluster;
 pub use process::free_port;
 

@@ -98,6 +98,14 @@ impl<T: Data> DataStream<T> {
         self.configure("start_new_chain", |n| n.chaining = ChainingStrategy::Head)
     }
 
+    /// Declares plan option `key` of this operator with its value (a connector's setting, e.g.
+    /// a lookup's `lookup.async`): the operator reads it from [`OperatorContext::option`] when it
+    /// is deployed, and the fixer may change declared options only.
+    pub fn option(self, key: &str, value: impl ToString) -> Self {
+        let (key, value) = (key.to_string(), value.to_string());
+        self.configure("option", |n| n.options.push((key, value)))
+    }
+
     /// Adds a one-input operator; `make` is called once per subtask, on that subtask's thread.
     pub fn transform<U, Op, F>(&self, name: &str, make: F) -> DataStream<U>
     where

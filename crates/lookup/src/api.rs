@@ -1,0 +1,67 @@
+//! `stream.lookup(source, key_fn, join_fn)`: the DataStream call.
+
+use std::sync::Arc;
+
+use sluice_graph::DataStream;
+use sluice_types::Data;
+
+use crate::operator::{JoinFn, KeyFn, LookupOp};
+use crate::{LookupKey, LookupOptions, LookupSource, Row};
+
+/// Lookup joins on a [`DataStream`].
+pub trait LookupExt<T: Data> {
+    /// Enriches every record with the rows `source` holds for `key_fn(record)`, in sync mode
+    /// without a cache (the defaults of [`LookupOptions`]); `join_fn(record, Some(row))` per
+    /// row, `join_fn(record, None)` when there is none, `None` from it emits nothing. Named
+    /// `Lookup Join`; its options are plan options (`lookup.*`), changeable by a plan fix.
+    fn lookup<U, K, KF, JF>(&self, source: &LookupSource, key_fn: KF, join_fn: JF) -> DataStream<U>
+    where
+        U: Data,
+        K: Into<LookupKey>,
+        KF: Fn(&T) -> K + Send + Sync + 'static,
+        JF: Fn(&T, Option<&Row>) -> Option<U> + Send + Sync + 'static,
+    {
+        self.lookup_with(source, key_fn, join_fn, &LookupOptions::default())
+    }
+
+    /// [`lookup`](Self::lookup) with `options` (mode, cache, retries, timeout).
+    fn lookup_with<U, K, KF, JF>(
+        &self,
+        source: &LookupSource,
+        key_fn: KF,
+        join_fn: JF,
+        options: &LookupOptions,
+    ) -> DataStream<U>
+    where
+        U: Data,
+        K: Into<LookupKey>,
+        KF: Fn(&T) -> K + Send + Sync + 'static,
+        JF: Fn(&T, Option<&Row>) -> Option<U> + Send + Sync + 'static;
+}
+
+impl<T: Data> LookupExt<T> for DataStream<T> {
+    fn lookup_with<U, K, KF, JF>(
+        &self,
+        source: &LookupSource,
+        key_fn: KF,
+        join_fn: JF,
+        options: &LookupOptions,
+    ) -> DataStream<U>
+    where
+        U: Data,
+        K: Into<LookupKey>,
+        KF: Fn(&T) -> K + Send + Sync + 'static,
+        JF: Fn(&T, Option<&Row>) -> Option<U> + Send + Sync + 'static,
+    {
+        let key_fn: KeyFn<T> = Arc::new(move |t: &T| key_fn(t).into());
+        let join_fn: JoinFn<T, U> = Arc::new(join_fn);
+        let source = source.clone();
+        let mut stream = self.transform("Lookup Join", move |_| {
+            LookupOp::new(source.clone(), key_fn.clone(), join_fn.clone())
+        });
+        for (k, v) in options.to_plan_options() {
+            stream = stream.option(&k, v);
+        }
+        stream
+    }
+}

@@ -1,0 +1,53 @@
+//! Lookup joins (Flink SQL's `JOIN … FOR SYSTEM_TIME AS OF … ` against a lookup table): every
+//! record of a stream is enriched with the rows an external system holds for its key.
+//!
+//! Main types: [`LookupSource`] (a PostgreSQL table by key, [`PostgresLookup`]; an HTTP JSON
+//! service by URL template, [`HttpLookup`]), [`LookupOptions`] (sync or async [`LookupMode`],
+//! [`LookupCache`], retries and timeout), [`LookupExt::lookup`] (the DataStream call),
+//! [`LookupStats`] (a source's counters, summed over its subtasks), [`LookupKey`], [`LookupError`].
+//!
+//! The options are **plan options** of the lookup's node ([`options`]: `lookup.async`,
+//! `lookup.async.capacity`, `lookup.cache`, `lookup.partial-cache.*`, …), read by the operator
+//! from its context when it is deployed, so a plan change (the doctor's "async lookup with
+//! capacity N") turns any job's lookup asynchronous without touching its code.
+//!
+//! Semantics, after Flink:
+//! - `join_fn(&record, Some(&row))` is called once per row the source holds for the key, and
+//!   `join_fn(&record, None)` once when it holds none; returning `None` drops the output, so an
+//!   inner join returns `None` for a missing row and a left join pads it.
+//! - Sync mode: one request at a time on the task thread (Flink's `LookupFunction`). Async mode:
+//!   up to `capacity` requests in flight per subtask (Flink's `AsyncLookupFunction` with
+//!   `table.exec.async-lookup.buffer-capacity`); `ORDERED` emits in input order (identical
+//!   output to sync mode), `ALLOW_UNORDERED` in completion order (the same multiset). Both wait
+//!   for every request in flight before a watermark, a checkpoint barrier and the end of input
+//!   pass, so no record moves across a watermark and a checkpoint holds nothing in flight.
+//! - A failed request (an error status other than 404, a dropped connection, a timeout of
+//!   `lookup.timeout`) is retried `lookup.max-retries` times (Flink JDBC's default 3),
+//!   `lookup.retry-delay` apart; when the last attempt fails the job fails with the key, the
+//!   source and the last error (Flink's lookup functions throw, failing the task, and the
+//!   restart strategy decides). `404` means "no row": not an error, and cached like an empty
+//!   result (`lookup.partial-cache.cache-missing-key`, default true).
+//! - Metrics per subtask, Flink's lookup-cache names: `hitCount`, `missCount`, `loadCount`,
+//!   `numLoadFailures` (every failed attempt), `latestLoadTime` (ms), `numCachedRecords`; and
+//!   `loadTimeUsTotal`, `inFlight`, `capacity` for the async mode and the doctor.
+
+mod api;
+mod cache;
+mod error;
+mod http;
+mod key;
+mod metrics;
+mod operator;
+pub mod options;
+mod postgres;
+mod source;
+
+pub use api::LookupExt;
+pub use cache::LookupCache;
+pub use error::LookupError;
+pub use http::HttpLookup;
+pub use key::LookupKey;
+pub use metrics::{LookupStats, LookupStatsSnapshot};
+pub use options::{LookupMode, LookupOptions};
+pub use postgres::PostgresLookup;
+pub use source::{LookupSource, Row};
