@@ -179,3 +179,4 @@ mod tests {
         assert!(Cache::new(&LookupCache::None).is_none());
     }
 }
+

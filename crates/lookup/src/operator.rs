@@ -216,6 +216,8 @@ impl<T: Send + 'static> Running<T> {
         join: &JoinFn<T, U>,
         out: &mut dyn Collector<U>,
     ) -> Result<(), OperatorError> {
+        // Take in what came back first, so a key answered meanwhile is a cache hit.
+        self.poll(join, out)?;
         let cached = self
             .cache
             .as_mut()
