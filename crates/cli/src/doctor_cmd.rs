@@ -773,10 +773,10 @@ pub fn to_fix(change: &PlanChange) -> anyhow::Result<Fix> {
             key: key.clone(),
             value: value.clone(),
         },
-        PlanChange::AsyncIo { operator, .. } => anyhow::bail!(
-            "the proposed fix (async I/O for `{operator}`) is not a change the plan fixer can \
-             apply yet"
-        ),
+        PlanChange::AsyncIo { operator, capacity } => Fix::AsyncCapacity {
+            operator: operator.clone(),
+            capacity: *capacity,
+        },
     })
 }
 
@@ -789,6 +789,9 @@ pub enum JobOutput {
     Count(u64),
     /// What a table sink left in its table: key → value.
     Table(BTreeMap<i64, i64>),
+    /// What the `blocking` scenario's lookup join emitted: digests in order per subtask (equal
+    /// = identical output) and as a multiset.
+    Lookup(sluice_jobs::blocking::LookupDigest),
 }
 
 impl JobOutput {
@@ -797,6 +800,11 @@ impl JobOutput {
             JobOutput::Sums(s) => format!("{} keys' final sums", s.len()),
             JobOutput::Count(n) => format!("{n} records at the sink"),
             JobOutput::Table(t) => format!("the table's {} rows", t.len()),
+            JobOutput::Lookup(d) => format!(
+                "the {} looked-up records (in order on each of {} subtasks)",
+                d.multiset.1,
+                d.ordered.len()
+            ),
         }
     }
 }
@@ -857,10 +865,11 @@ fn output_of(job: &BuiltJob) -> anyhow::Result<Option<JobOutput>> {
     Ok(match job {
         BuiltJob::Skew(j, _, _) => Some(JobOutput::Sums(j.final_sums())),
         BuiltJob::Passthrough(p) => Some(JobOutput::Count(p.discarded.count())),
-        BuiltJob::Scenario(s) => match (s.skew_job(), s.table()) {
-            (Some(j), _) => Some(JobOutput::Sums(j.final_sums())),
-            (None, Some(t)) => Some(JobOutput::Table(t.contents())),
-            (None, None) => None,
+        BuiltJob::Scenario(s) => match (s.skew_job(), s.table(), s.lookup_output()) {
+            (Some(j), _, _) => Some(JobOutput::Sums(j.final_sums())),
+            (None, Some(t), _) => Some(JobOutput::Table(t.contents())),
+            (None, None, Some(d)) => Some(JobOutput::Lookup(d)),
+            (None, None, None) => None,
         },
         BuiltJob::RealScenario(_) => None,
     })

@@ -191,3 +191,32 @@ fn slow_sink_gets_batched_writes_with_the_same_table() {
         "{out}"
     );
 }
+
+#[test]
+fn blocking_lookup_gets_async_with_a_capacity_from_littles_law_and_identical_output() {
+    let out = doctor_fix(
+        &["scenario", "blocking", "--records", "2000"],
+        "Verdict: blocking calls",
+    );
+    assert!(
+        out.contains("Verdict: blocking calls at `blocking-call -> Sink: digest`"),
+        "{out}"
+    );
+    assert!(out.contains("== the fix: async lookup in `blocking-call` with capacity "), "{out}");
+    assert!(out.contains("option lookup.async: false -> true"), "{out}");
+    assert!(out.contains("option lookup.async.capacity: 100 -> "), "{out}");
+    assert!(
+        out.contains("output: identical (the 2000 looked-up records (in order on each of 2 subtasks) equal in both runs)"),
+        "{out}"
+    );
+    // Faster: the fixed run's wall time is below the original's.
+    let wall = out
+        .lines()
+        .find(|l| l.starts_with("wall time"))
+        .expect("wall time line");
+    let secs: Vec<f64> = wall
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(secs.len() == 2 && secs[1] < secs[0], "{wall}");
+}

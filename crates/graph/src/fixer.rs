@@ -9,6 +9,8 @@
 //! - [`Fix::SinkOption`]: set a connector option the sink declared (e.g. batch its writes with
 //!   `sink.buffer-flush.max-rows`); the sink reads its options from its context at deployment, so
 //!   the change works for any job that uses that sink.
+//! - [`Fix::AsyncCapacity`]: a lookup join's `lookup.async` / `lookup.async.capacity` (output
+//!   mode `ORDERED`, so the output is unchanged), or an async wait operator's `async.capacity`.
 //!
 //! A change that could alter results is refused with the reason: rebalancing in front of a keyed
 //! operator would split a key's state over subtasks; HASH needs a key the job does not define;
@@ -39,6 +41,10 @@ pub enum Fix {
         key: String,
         value: String,
     },
+    /// Keep `capacity` requests in flight per subtask in `operator`: a lookup join (it
+    /// declares `lookup.async`) turns async with that capacity, output order kept; an async
+    /// wait operator (it declares `async.capacity`) gets that capacity.
+    AsyncCapacity { operator: String, capacity: usize },
 }
 
 impl Fix {
@@ -47,7 +53,8 @@ impl Fix {
         match self {
             Fix::Parallelism { operator, .. }
             | Fix::TwoPhase { operator, .. }
-            | Fix::SinkOption { operator, .. } => operator,
+            | Fix::SinkOption { operator, .. }
+            | Fix::AsyncCapacity { operator, .. } => operator,
         }
     }
 }
@@ -239,6 +246,14 @@ impl fmt::Display for PlanDiff {
     }
 }
 
+/// A lookup join's plan options (`sluice-lookup`'s `options`), named here because the fixer
+/// sits below that crate.
+const LOOKUP_ASYNC: &str = "lookup.async";
+const LOOKUP_CAPACITY: &str = "lookup.async.capacity";
+const LOOKUP_OUTPUT_MODE: &str = "lookup.async.output-mode";
+/// The async wait operator's capacity option.
+const ASYNC_CAPACITY: &str = "async.capacity";
+
 /// Finds a node by id (`"4"`), exact name, or unique name prefix.
 fn find(env: &StreamEnv, operator: &str) -> Result<NodeId, FixError> {
     let nodes = env.stream_nodes();
@@ -401,6 +416,33 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
                 return Err(FixError::Invalid(format!("option '{key}' needs a value")));
             }
             env.with_node(id, |n| n.options.push((key.clone(), value.clone())));
+        }
+        Fix::AsyncCapacity { operator, capacity } => {
+            let id = find(env, operator)?;
+            let node = &before[&id];
+            if *capacity == 0 {
+                return Err(FixError::Invalid("capacity must be at least 1".into()));
+            }
+            let declares = |k: &str| node.options.iter().any(|(key, _)| key == k);
+            let set: Vec<(&str, String)> = if declares(LOOKUP_ASYNC) {
+                vec![
+                    (LOOKUP_ASYNC, "true".into()),
+                    (LOOKUP_CAPACITY, capacity.to_string()),
+                    (LOOKUP_OUTPUT_MODE, "ORDERED".into()),
+                ]
+            } else if declares(ASYNC_CAPACITY) {
+                vec![(ASYNC_CAPACITY, capacity.to_string())]
+            } else {
+                return Err(FixError::Invalid(format!(
+                    "'{}' is neither a lookup join nor an async operator: make its call asynchronous in the job (ordered_wait / unordered_wait, or a lookup join)",
+                    node.name
+                )));
+            };
+            env.with_node(id, |n| {
+                for (k, v) in set {
+                    n.options.push((k.to_string(), v));
+                }
+            });
         }
     }
     let after = resolve(&env.stream_nodes(), &cfg.plan_config()).map_err(GraphError::from)?;

@@ -2,7 +2,8 @@
 //!
 //! - [`skew`]: the skew workload of `spec/skew-workload.md`, defined to the bit so Sluice and Flink
 //!   produce the same per-key sums: generator → map (a little CPU work) → key_by → running sum.
-//! - [`scenarios`]: one job per cause the doctor names (`sluice run scenario <name>`).
+//! - [`scenarios`]: one job per cause the doctor names (`sluice run scenario <name>`); [`blocking`]:
+//!   its sync lookup join against the HTTP lookup service.
 //! - [`passthrough`]: generator → map → discard, chained or through REBALANCE: the exchange's
 //!   raw speed.
 //!
@@ -20,6 +21,7 @@
 //!
 //! Invariant: jobs use only the public DataStream API, as a user would.
 
+pub mod blocking;
 pub mod nexmark;
 pub mod passthrough;
 pub mod remote_table;

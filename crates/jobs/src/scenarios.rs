@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `skew` | [`crate::skew`] with its 80 % hot key | key skew at `sum-per-key`, one subtask |
 //! | `under-provisioned` | skew without a hot key, an expensive `map` chained behind the source (FORWARD) | under-provisioned, operator `map` |
-//! | `blocking` | REBALANCE → a map that sleeps per record | blocking calls at `blocking-call` |
+//! | `blocking` | REBALANCE → `blocking-call`, a sync lookup join against the HTTP lookup service (1 ms per request, [`crate::blocking`]) | blocking calls at `blocking-call`; fix: async lookup, capacity N |
 //! | `state-heavy` | key_by → a `KeyedProcess` doing several map-state calls per record on the LSM backend | state access |
 //! | `slow-sink` | keyed running sum → a table sink (not chained) that pays a round trip per write of `sink.buffer-flush.max-rows` rows (1) | sink limit, fix: batch the writes |
 //! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 2.2 s every 5 s | periodic stalls |
@@ -36,7 +36,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "blocking",
-        "a map that sleeps per record behind REBALANCE: blocking calls (busy, little CPU)",
+        "a sync lookup join against an HTTP service (1 ms per request) behind REBALANCE: blocking calls (busy, little CPU)",
     ),
     (
         "state-heavy",
@@ -117,6 +117,7 @@ pub struct ScenarioJob {
     sunk: Arc<AtomicU64>,
     skew: Option<skew::SkewJob>,
     table: Option<crate::remote_table::TableHandle>,
+    lookup: Option<crate::blocking::LookupOutput>,
 }
 
 impl ScenarioJob {
@@ -131,6 +132,11 @@ impl ScenarioJob {
     /// The skew job inside `skew` and `under-provisioned`.
     pub fn skew_job(&self) -> Option<&skew::SkewJob> {
         self.skew.as_ref()
+    }
+
+    /// What `blocking`'s lookup join emitted, as digests (in order per subtask, and as a set).
+    pub fn lookup_output(&self) -> Option<crate::blocking::LookupDigest> {
+        self.lookup.as_ref().map(|l| l.digest())
     }
 
     /// The table `slow-sink` upserts into (key → latest running sum).
@@ -152,6 +158,7 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
     let sunk: Arc<AtomicU64> = Arc::default();
     let mut skew_job = None;
     let mut table = None;
+    let mut lookup = None;
     let count = {
         let s = sunk.clone();
         move |_: i64| -> Result<(), OperatorError> {
@@ -173,16 +180,12 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
             skew_job = Some(skew::build(env, &sc)?);
         }
         "blocking" => {
-            env.set_parallelism(cfg.parallelism);
-            env.generate(n, |i| mix(i) as i64)
-                .name("generator")
-                .rebalance()
-                .map(|v: i64| {
-                    std::thread::sleep(Duration::from_micros(100));
-                    v
-                })
-                .name("blocking-call")
-                .sink_fn("count", count);
+            lookup = Some(crate::blocking::build(
+                env,
+                n,
+                cfg.parallelism,
+                sunk.clone(),
+            )?);
         }
         "state-heavy" => {
             env.set_parallelism(cfg.parallelism);
@@ -269,6 +272,7 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
         sunk,
         skew: skew_job,
         table,
+        lookup,
     })
 }
 

@@ -80,29 +80,71 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
         ));
     }
     evidence.extend(b.profile.as_ref().and_then(|p| p.blocked_line()));
-    let capacity = ((hot_busy / on_cpu.max(1.0)).ceil() as usize).clamp(2, 100);
+    // Little's law: requests in flight = arrival rate × time each stays in flight. The rate
+    // to aim at is what a subtask sustains when it only computes (its CPU per record), the
+    // time in flight the observed busy time per record; with headroom for latency spread.
+    let per_subtask = b.hot_rate / b.hot.len().max(1) as f64;
+    let ratio = hot_busy / on_cpu.max(1.0);
+    let capacity = ((ratio * LITTLE_HEADROOM).ceil() as usize).clamp(2, MAX_CAPACITY);
+    if per_subtask > 0.0 {
+        let latency_ms = hot_busy / per_subtask;
+        let target = per_subtask * ratio;
+        evidence.push(format!(
+            "Little's law: {target:.0} records/s per subtask (its CPU per record) × {latency_ms:.2} ms per record in the call × {LITTLE_HEADROOM} headroom ≈ {capacity} requests in flight"
+        ));
+    }
     let op = &b.op_or_vertex;
+    let options = |key: &str| {
+        b.v.options
+            .iter()
+            .any(|o| (o.operator == *op || b.v.operators.len() == 1) && o.key == key)
+    };
+    let (description, change) = if options(LOOKUP_ASYNC_OPTION) {
+        (
+            format!(
+                "make the lookup join asynchronous (its plan option lookup.async) with {capacity} requests per subtask in flight instead of one; output order is kept (ORDERED)"
+            ),
+            format!("async lookup in `{op}` with capacity {capacity}"),
+        )
+    } else if options(ASYNC_CAPACITY_OPTION) {
+        (
+            format!("raise the async operator's capacity to {capacity} requests per subtask"),
+            format!("async I/O in `{op}` with capacity {capacity}"),
+        )
+    } else {
+        (
+            format!(
+                "call the external system asynchronously (async I/O: ordered_wait / unordered_wait) so {capacity} requests per subtask are in flight instead of one"
+            ),
+            format!("async I/O in `{op}` with capacity {capacity}"),
+        )
+    };
     Some(Finding::new(
         Cause::BlockingCalls,
         if by_metrics.is_some() { 0.8 } else { 0.7 },
         evidence,
         Some(FixProposal {
-            description: format!(
-                "call the external system asynchronously (async I/O) so {capacity} requests per \
-                 subtask are in flight instead of one"
-            ),
-            change: format!("async I/O in `{op}` with capacity {capacity}"),
+            description,
+            change,
             plan_change: Some(PlanChange::AsyncIo {
                 operator: op.clone(),
                 capacity,
             }),
         }),
         format!(
-            "up to {:.1}x the throughput before the CPU becomes the limit",
-            hot_busy / on_cpu.max(1.0)
+            "up to {ratio:.1}x the throughput before the CPU becomes the limit"
         ),
     ))
 }
+
+/// Headroom over Little's law for the capacity the blocking-calls fix proposes.
+pub const LITTLE_HEADROOM: f64 = 1.25;
+/// The largest capacity the blocking-calls fix proposes.
+pub const MAX_CAPACITY: usize = 1000;
+/// A lookup join's plan option for its mode (`sluice-lookup`): what makes the fix a plan change.
+pub const LOOKUP_ASYNC_OPTION: &str = "lookup.async";
+/// The async wait operator's capacity option.
+pub const ASYNC_CAPACITY_OPTION: &str = "async.capacity";
 
 /// Most of the busy time goes to keyed-state calls: the state-access time when reported, else
 /// the flame graph's on-CPU samples in state frames.
