@@ -22,6 +22,11 @@ fn doctor_fix(job_flags: &[&str], verdict: &str) -> String {
             .output()
             .unwrap();
         let out = String::from_utf8_lossy(&o.stdout).to_string();
+        // A sample blurred by the load can name another cause, whose fix may not apply: the
+        // command then fails; try again while there is time.
+        if !o.status.success() && !out.contains(verdict) && Instant::now() < deadline {
+            continue;
+        }
         assert!(
             o.status.success(),
             "{out}\n{}",
@@ -202,9 +207,15 @@ fn blocking_lookup_gets_async_with_a_capacity_from_littles_law_and_identical_out
         out.contains("Verdict: blocking calls at `blocking-call -> Sink: digest`"),
         "{out}"
     );
-    assert!(out.contains("== the fix: async lookup in `blocking-call` with capacity "), "{out}");
+    assert!(
+        out.contains("== the fix: async lookup in `blocking-call` with capacity "),
+        "{out}"
+    );
     assert!(out.contains("option lookup.async: false -> true"), "{out}");
-    assert!(out.contains("option lookup.async.capacity: 100 -> "), "{out}");
+    assert!(
+        out.contains("option lookup.async.capacity: 100 -> "),
+        "{out}"
+    );
     assert!(
         out.contains("output: identical (the 2000 looked-up records (in order on each of 2 subtasks) equal in both runs)"),
         "{out}"

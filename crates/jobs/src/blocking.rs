@@ -18,7 +18,7 @@ use sluice_lookup_service::{Latency, Service, ServiceOptions};
 use crate::skew::mix;
 
 /// The service's answer time per request.
-pub const LOOKUP_LATENCY: Duration = Duration::from_millis(1);
+pub const LOOKUP_LATENCY: Duration = Duration::from_millis(2);
 /// Keys the service holds; the values are looked up modulo this.
 pub const LOOKUP_KEYS: u64 = 100_000;
 

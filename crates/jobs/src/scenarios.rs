@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | `skew` | [`crate::skew`] with its 80 % hot key | key skew at `sum-per-key`, one subtask |
 //! | `under-provisioned` | skew without a hot key, an expensive `map` chained behind the source (FORWARD) | under-provisioned, operator `map` |
-//! | `blocking` | REBALANCE → `blocking-call`, a sync lookup join against the HTTP lookup service (1 ms per request, [`crate::blocking`]) | blocking calls at `blocking-call`; fix: async lookup, capacity N |
+//! | `blocking` | REBALANCE → `blocking-call`, a sync lookup join against the HTTP lookup service (2 ms per request, [`crate::blocking`]) | blocking calls at `blocking-call`; fix: async lookup, capacity N |
 //! | `state-heavy` | key_by → a `KeyedProcess` doing several map-state calls per record on the LSM backend | state access |
 //! | `slow-sink` | keyed running sum → a table sink (not chained) that pays a round trip per write of `sink.buffer-flush.max-rows` rows (1) | sink limit, fix: batch the writes |
 //! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 2.2 s every 5 s | periodic stalls |
@@ -36,7 +36,7 @@ pub const SCENARIOS: &[(&str, &str)] = &[
     ),
     (
         "blocking",
-        "a sync lookup join against an HTTP service (1 ms per request) behind REBALANCE: blocking calls (busy, little CPU)",
+        "a sync lookup join against an HTTP service (2 ms per request) behind REBALANCE: blocking calls (busy, little CPU)",
     ),
     (
         "state-heavy",

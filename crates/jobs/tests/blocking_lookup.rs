@@ -29,7 +29,11 @@ fn async_fixes_keep_the_output() {
         operator: "blocking-call".into(),
         capacity: 16,
     };
-    assert_eq!(run(std::slice::from_ref(&to_async)), sync, "ordered: identical");
+    assert_eq!(
+        run(std::slice::from_ref(&to_async)),
+        sync,
+        "ordered: identical"
+    );
     let unordered = run(&[
         to_async,
         Fix::SinkOption {
@@ -38,7 +42,10 @@ fn async_fixes_keep_the_output() {
             value: "ALLOW_UNORDERED".into(),
         },
     ]);
-    assert_eq!(unordered.multiset, sync.multiset, "unordered: the same multiset");
+    assert_eq!(
+        unordered.multiset, sync.multiset,
+        "unordered: the same multiset"
+    );
 }
 
 #[test]
@@ -54,5 +61,8 @@ fn async_capacity_is_refused_where_there_is_no_lookup() {
     )
     .unwrap_err()
     .to_string();
-    assert!(e.contains("neither a lookup join nor an async operator"), "{e}");
+    assert!(
+        e.contains("neither a lookup join nor an async operator"),
+        "{e}"
+    );
 }

@@ -200,7 +200,10 @@ impl ServiceOptions {
                 option: name.clone(),
                 reason,
             };
-            let num = |v: &str| v.parse::<f64>().map_err(|_| bad(format!("'{v}' is not a number")));
+            let num = |v: &str| {
+                v.parse::<f64>()
+                    .map_err(|_| bad(format!("'{v}' is not a number")))
+            };
             match name.as_str() {
                 "--port" => port = value.parse().map_err(|_| bad(format!("'{value}' is not a port")))?,
                 "--keys" => o.keys = value.parse().map_err(|_| bad(format!("'{value}' is not a count")))?,
@@ -315,8 +318,8 @@ impl Service {
     /// Serves on `addr` (port 0: a free port) from a thread of its own.
     pub fn start(addr: SocketAddr, opts: ServiceOptions) -> Result<Service, ServiceError> {
         opts.validate()?;
-        let listener =
-            std::net::TcpListener::bind(addr).map_err(|source| ServiceError::Bind { addr, source })?;
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|source| ServiceError::Bind { addr, source })?;
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
         let runtime = tokio::runtime::Builder::new_current_thread()

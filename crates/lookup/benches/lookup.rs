@@ -81,7 +81,10 @@ fn main() {
         }
         println!(
             "service: max {} requests in flight at once",
-            service.stats().max_in_flight.load(std::sync::atomic::Ordering::Relaxed)
+            service
+                .stats()
+                .max_in_flight
+                .load(std::sync::atomic::Ordering::Relaxed)
         );
     }
 }

@@ -152,8 +152,9 @@ mod tests {
         assert_eq!(c.get(&1.into(), t0 + 10 * s), None);
         assert_eq!(c.len(), 0);
 
-        let mut c = Cache::new(&LookupCache::partial(10, Duration::ZERO).expire_after_access(2 * s))
-            .unwrap();
+        let mut c =
+            Cache::new(&LookupCache::partial(10, Duration::ZERO).expire_after_access(2 * s))
+                .unwrap();
         c.put(1.into(), rows(1), t0);
         // Read every second: it stays; left alone for 2 s, it goes.
         for i in 1..5 {
@@ -179,4 +180,3 @@ mod tests {
         assert!(Cache::new(&LookupCache::None).is_none());
     }
 }
-

@@ -32,9 +32,9 @@ impl HttpLookup {
             )));
         }
         let probe = template.replace("{key}", "0");
-        probe.parse::<hyper::Uri>().map_err(|e| {
-            LookupError::Source(format!("'{template}' is not a valid URL: {e}"))
-        })?;
+        probe
+            .parse::<hyper::Uri>()
+            .map_err(|e| LookupError::Source(format!("'{template}' is not a valid URL: {e}")))?;
         Ok(HttpLookup {
             template: template.to_string(),
         })

@@ -89,15 +89,31 @@ impl Metrics {
         };
         let m = Metrics {
             stats,
-            hit: g("hitCount", GaugeKind::Counter, "Lookups answered by the cache"),
-            miss: g("missCount", GaugeKind::Counter, "Lookups that asked the source"),
-            load: g("loadCount", GaugeKind::Counter, "Successful loads from the source"),
+            hit: g(
+                "hitCount",
+                GaugeKind::Counter,
+                "Lookups answered by the cache",
+            ),
+            miss: g(
+                "missCount",
+                GaugeKind::Counter,
+                "Lookups that asked the source",
+            ),
+            load: g(
+                "loadCount",
+                GaugeKind::Counter,
+                "Successful loads from the source",
+            ),
             failures: g(
                 "numLoadFailures",
                 GaugeKind::Counter,
                 "Failed load attempts (each retry counts)",
             ),
-            latest: g("latestLoadTime", GaugeKind::Gauge, "Time of the latest load, ms"),
+            latest: g(
+                "latestLoadTime",
+                GaugeKind::Gauge,
+                "Time of the latest load, ms",
+            ),
             load_time: g(
                 "loadTimeUsTotal",
                 GaugeKind::Counter,

@@ -353,9 +353,8 @@ impl<T: Send + 'static> Running<T> {
 
 impl<T: Send + 'static, U: Send + 'static> Operator<T, U> for LookupOp<T, U> {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
-        let running = Running::open(&self.source, ctx).map_err(|e| {
-            OperatorError::failed(format!("{}: {e}", ctx.task_display_name()))
-        })?;
+        let running = Running::open(&self.source, ctx)
+            .map_err(|e| OperatorError::failed(format!("{}: {e}", ctx.task_display_name())))?;
         self.running = Some(running);
         Ok(())
     }

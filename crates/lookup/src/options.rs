@@ -140,7 +140,12 @@ impl LookupOptions {
             (CAPACITY, capacity.to_string()),
             (
                 OUTPUT_MODE,
-                if ordered { "ORDERED" } else { "ALLOW_UNORDERED" }.to_string(),
+                if ordered {
+                    "ORDERED"
+                } else {
+                    "ALLOW_UNORDERED"
+                }
+                .to_string(),
             ),
             (CACHE, cache.to_string()),
             (MAX_ROWS, max_rows.to_string()),
@@ -180,7 +185,11 @@ impl LookupOptions {
             None => Ok(default),
             Some(v) => match v.parse::<u64>() {
                 Ok(n) if n >= min => Ok(n),
-                _ => Err(bad(k, v, &format!("expected a whole number of at least {min}"))),
+                _ => Err(bad(
+                    k,
+                    v,
+                    &format!("expected a whole number of at least {min}"),
+                )),
             },
         };
         let duration = |k: &str, default: Duration| match get(k) {
@@ -211,7 +220,13 @@ impl LookupOptions {
                 expire_after_access: nonzero(duration(EXPIRE_AFTER_ACCESS, Duration::ZERO)?),
                 cache_missing_key: boolean(CACHE_MISSING_KEY, true)?,
             },
-            Some(v) => return Err(bad(CACHE, v, "expected NONE or PARTIAL (FULL is not supported)")),
+            Some(v) => {
+                return Err(bad(
+                    CACHE,
+                    v,
+                    "expected NONE or PARTIAL (FULL is not supported)",
+                ))
+            }
         };
         let timeout = duration(TIMEOUT, d.timeout)?;
         if timeout.is_zero() {
@@ -237,7 +252,9 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .ok_or_else(|| format!("'{s}': a duration needs a unit (us, ms, s, min)"))?;
     let (num, unit) = s.split_at(split);
-    let v: f64 = num.parse().map_err(|_| format!("'{s}' is not a duration"))?;
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration"))?;
     let secs = match unit.trim() {
         "us" => v / 1e6,
         "ms" => v / 1e3,
@@ -302,7 +319,9 @@ mod tests {
             }
         );
         p.push((CAPACITY.into(), "0".into()));
-        let e = LookupOptions::from_plan_options(&p).unwrap_err().to_string();
+        let e = LookupOptions::from_plan_options(&p)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lookup.async.capacity = '0'"), "{e}");
         let e = LookupOptions::from_plan_options(&[(TIMEOUT.into(), "5 parsecs".into())])
             .unwrap_err()

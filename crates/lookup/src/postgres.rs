@@ -21,10 +21,7 @@ pub struct PostgresLookup {
 
 /// `"a"."b"` for `a.b`, quotes doubled.
 fn quote_path(name: &str) -> String {
-    name.split('.')
-        .map(quote)
-        .collect::<Vec<_>>()
-        .join(".")
+    name.split('.').map(quote).collect::<Vec<_>>().join(".")
 }
 
 fn quote(ident: &str) -> String {
@@ -150,9 +147,8 @@ impl PgClient {
 fn to_json(row: &tokio_postgres::Row) -> Result<Row, LookupError> {
     let mut obj = serde_json::Map::new();
     for (i, col) in row.columns().iter().enumerate() {
-        let bad = |e: tokio_postgres::Error| {
-            LookupError::Request(format!("column {}: {e}", col.name()))
-        };
+        let bad =
+            |e: tokio_postgres::Error| LookupError::Request(format!("column {}: {e}", col.name()));
         let v = match *col.type_() {
             Type::BOOL => row.try_get::<_, Option<bool>>(i).map_err(bad)?.into(),
             Type::INT2 => row.try_get::<_, Option<i16>>(i).map_err(bad)?.into(),

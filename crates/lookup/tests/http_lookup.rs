@@ -32,7 +32,11 @@ fn service(o: ServiceOptions) -> LookupService {
 }
 
 /// Runs `records` through a lookup with `options` at parallelism 2; output per subtask.
-fn run(svc: &LookupService, records: u64, options: &LookupOptions) -> (Vec<Vec<Out>>, LookupSource) {
+fn run(
+    svc: &LookupService,
+    records: u64,
+    options: &LookupOptions,
+) -> (Vec<Vec<Out>>, LookupSource) {
     let source = LookupSource::http(&svc.template()).unwrap();
     let env = StreamEnv::new();
     env.set_parallelism(2);
@@ -48,7 +52,11 @@ fn expected(records: u64) -> Vec<Out> {
     (0..records)
         .map(|i| {
             let k = key_of(i);
-            let name = if k < 500 { format!("item-{k}") } else { "-".into() };
+            let name = if k < 500 {
+                format!("item-{k}")
+            } else {
+                "-".into()
+            };
             (i, k, name)
         })
         .collect()
@@ -74,14 +82,26 @@ fn sync_and_async_give_the_same_output() {
         assert!(s.windows(2).all(|w| w[0].0 < w[1].0));
     }
     let (ordered, src) = run(&svc, n, &LookupOptions::ordered(16));
-    assert_eq!(ordered, sync, "ordered async: identical output, subtask by subtask");
-    assert!(src.stats().snapshot().max_in_flight > 1, "requests overlapped");
+    assert_eq!(
+        ordered, sync,
+        "ordered async: identical output, subtask by subtask"
+    );
+    assert!(
+        src.stats().snapshot().max_in_flight > 1,
+        "requests overlapped"
+    );
     let (unordered, src) = run(&svc, n, &LookupOptions::unordered(16));
-    assert_eq!(sorted(unordered.concat()), expected(n), "unordered: the same multiset");
+    assert_eq!(
+        sorted(unordered.concat()),
+        expected(n),
+        "unordered: the same multiset"
+    );
     assert!(src.stats().snapshot().max_in_flight <= 16, "capacity bound");
     // Random latencies reorder completions: some subtask's output left input order.
     assert!(
-        unordered.iter().any(|s| s.windows(2).any(|w| w[0].0 > w[1].0)),
+        unordered
+            .iter()
+            .any(|s| s.windows(2).any(|w| w[0].0 > w[1].0)),
         "unordered output kept input order throughout"
     );
 }

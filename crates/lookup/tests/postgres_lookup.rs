@@ -151,7 +151,10 @@ fn a_closed_connection_is_reopened_and_a_bad_table_is_named() {
     result.unwrap();
     let got = out.handle.take();
     // Keys 0..200 come 8 times, 200..400 7 times; multiples of 7 below 300 have two rows.
-    let extra: usize = (0..300).step_by(7).map(|k| if k < 200 { 8 } else { 7 }).sum();
+    let extra: usize = (0..300)
+        .step_by(7)
+        .map(|k| if k < 200 { 8 } else { 7 })
+        .sum();
     assert_eq!(got.len(), 3000 + extra);
     assert_eq!(got.iter().filter(|l| l.starts_with("0|")).count(), 2);
     let s = source.stats().snapshot();

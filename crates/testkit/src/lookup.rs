@@ -37,13 +37,26 @@ impl LookupService {
                 // target/<profile>/deps/<test> → target/<profile>
                 let dir = exe
                     .parent()
-                    .and_then(|d| if d.ends_with("deps") { d.parent() } else { Some(d) })
+                    .and_then(|d| {
+                        if d.ends_with("deps") {
+                            d.parent()
+                        } else {
+                            Some(d)
+                        }
+                    })
                     .ok_or("no directory for the test binary")?
                     .to_path_buf();
                 let release = dir.file_name().is_some_and(|n| n == "release");
                 let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
                 let mut cmd = Command::new(cargo);
-                cmd.args(["build", "-q", "-p", "sluice-lookup-service", "--bin", "sluice-lookup-service"]);
+                cmd.args([
+                    "build",
+                    "-q",
+                    "-p",
+                    "sluice-lookup-service",
+                    "--bin",
+                    "sluice-lookup-service",
+                ]);
                 if release {
                     cmd.arg("--release");
                 }
@@ -131,7 +144,8 @@ impl LookupService {
             source,
         };
         let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).map_err(io)?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).map_err(io)?;
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .map_err(io)?;
         s.write_all(b"GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
             .map_err(io)?;
         let mut text = String::new();

@@ -131,9 +131,7 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
                 capacity,
             }),
         }),
-        format!(
-            "up to {ratio:.1}x the throughput before the CPU becomes the limit"
-        ),
+        format!("up to {ratio:.1}x the throughput before the CPU becomes the limit"),
     ))
 }
 
