@@ -2,14 +2,16 @@
 
 use std::sync::Arc;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use sluice_graph::DataStream;
 use sluice_types::Data;
 
-use crate::operator::{JoinFn, KeyFn, LookupOp};
+use crate::operator::{JoinFn, KeyFn, LookupOperator};
 use crate::{LookupKey, LookupOptions, LookupSource, Row};
 
 /// Lookup joins on a [`DataStream`].
-pub trait LookupExt<T: Data> {
+pub trait LookupExt<T: Data + Serialize + DeserializeOwned> {
     /// Enriches every record with the rows `source` holds for `key_fn(record)`, in sync mode
     /// without a cache (the defaults of [`LookupOptions`]); `join_fn(record, Some(row))` per
     /// row, `join_fn(record, None)` when there is none, `None` from it emits nothing. Named
@@ -39,7 +41,7 @@ pub trait LookupExt<T: Data> {
         JF: Fn(&T, Option<&Row>) -> Option<U> + Send + Sync + 'static;
 }
 
-impl<T: Data> LookupExt<T> for DataStream<T> {
+impl<T: Data + Serialize + DeserializeOwned> LookupExt<T> for DataStream<T> {
     fn lookup_with<U, K, KF, JF>(
         &self,
         source: &LookupSource,
@@ -56,8 +58,8 @@ impl<T: Data> LookupExt<T> for DataStream<T> {
         let key_fn: KeyFn<T> = Arc::new(move |t: &T| key_fn(t).into());
         let join_fn: JoinFn<T, U> = Arc::new(join_fn);
         let source = source.clone();
-        let mut stream = self.transform("Lookup Join", move |_| {
-            LookupOp::new(source.clone(), key_fn.clone(), join_fn.clone())
+        let mut stream = self.transform("Lookup Join", move |ctx| {
+            LookupOperator::new(&source, &key_fn, &join_fn, ctx)
         });
         for (k, v) in options.to_plan_options() {
             stream = stream.option(&k, v);

@@ -16,11 +16,13 @@
 //!   `join_fn(&record, None)` once when it holds none; returning `None` drops the output, so an
 //!   inner join returns `None` for a missing row and a left join pads it.
 //! - Sync mode: one request at a time on the task thread (Flink's `LookupFunction`). Async mode:
-//!   up to `capacity` requests in flight per subtask (Flink's `AsyncLookupFunction` with
-//!   `table.exec.async-lookup.buffer-capacity`); `ORDERED` emits in input order (identical
-//!   output to sync mode), `ALLOW_UNORDERED` in completion order (the same multiset). Both wait
-//!   for every request in flight before a watermark, a checkpoint barrier and the end of input
-//!   pass, so no record moves across a watermark and a checkpoint holds nothing in flight.
+//!   sluice-runtime's async wait operator over the lookup (Flink's `AsyncLookupFunction` under
+//!   `AsyncWaitOperator`, `table.exec.async-lookup.buffer-capacity`): up to `capacity` requests
+//!   in flight per subtask; `ORDERED` emits in input order (identical output to sync mode),
+//!   `ALLOW_UNORDERED` in completion order but never across a watermark (the same multiset); the
+//!   inputs in flight are part of checkpoints and re-issued on restore (exactly once). Records
+//!   must be serde types for that (`Serialize + DeserializeOwned`), in both modes, since the mode
+//!   is a plan option.
 //! - A failed request (an error status other than 404, a dropped connection, a timeout of
 //!   `lookup.timeout`) is retried `lookup.max-retries` times (Flink JDBC's default 3),
 //!   `lookup.retry-delay` apart; when the last attempt fails the job fails with the key, the
@@ -32,6 +34,7 @@
 //!   `loadTimeUsTotal`, `inFlight`, `capacity` for the async mode and the doctor.
 
 mod api;
+mod async_fn;
 mod cache;
 mod error;
 mod http;
