@@ -89,8 +89,10 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
     if per_subtask > 0.0 {
         let latency_ms = hot_busy / per_subtask;
         let target = per_subtask * ratio;
+        // The rate cancels out (target = rate × busy/CPU, latency = busy/rate), so the
+        // capacity holds even where the record rate is sampled coarsely.
         evidence.push(format!(
-            "Little's law: {target:.0} records/s per subtask (its CPU per record) × {latency_ms:.2} ms per record in the call × {LITTLE_HEADROOM} headroom ≈ {capacity} requests in flight"
+            "Little's law: capacity = target rate × latency = ({target:.0} records/s per subtask if it only computed) × ({latency_ms:.2} ms per record in the call) = busy/CPU = {ratio:.1}, × {LITTLE_HEADROOM} headroom ≈ {capacity}"
         ));
     }
     let op = &b.op_or_vertex;

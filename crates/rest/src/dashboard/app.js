@@ -202,6 +202,8 @@
   // The input gate's data in flight and what buffer debloating made of it (tasks with an input).
   var IN_FLIGHT = ["Shuffle.Netty.Input.0.inFlightBytes", "Shuffle.Netty.Input.0.debloatedBufferSize",
     "Shuffle.Netty.Input.0.estimatedTimeToConsumeBuffersMs"];
+  // A lookup join's gauges: requests in flight, capacity, latest load (ms), cache hits/misses.
+  var LOOKUP = ["inFlight", "capacity", "latestLoadTime", "hitCount", "missCount"];
   function fmtBytes(b) {
     if (b == null || isNaN(b)) return "–";
     return b < 1024 ? Math.round(b) + " B" : b < 1048576 ? (b / 1024).toFixed(1) + " KiB" : (b / 1048576).toFixed(1) + " MiB";
@@ -215,8 +217,11 @@
     var ids = state.metricIds[vid]
       ? Promise.resolve(state.metricIds[vid])
       : get(base + "/metrics").then(function (l) {
-        var ops = [], lag = [], input = false;
+        var ops = [], lag = [], input = false, lookups = [];
         l.forEach(function (m) {
+          // A lookup join's requests in flight against its capacity (sluice-lookup's gauges).
+          var km = /^0\.(.+)\.capacity$/.exec(m.id);
+          if (km && l.some(function (x) { return x.id === "0." + km[1] + ".inFlight"; })) lookups.push(km[1]);
           var mm = /^0\.(.+)\.busyTimeMsPerSecond$/.exec(m.id);
           if (mm && !/^Shuffle\./.test(mm[1])) ops.push(mm[1]);
           // A Kafka source's per-partition lag (FLIP-33 pendingRecords per partition).
@@ -224,7 +229,7 @@
           if (lm) lag.push({ id: m.id, label: lm[1] + "/" + lm[2] });
           if (m.id === "0." + IN_FLIGHT[0]) input = true;
         });
-        var info = { ops: ops, lag: lag, input: input };
+        var info = { ops: ops, lag: lag, input: input, lookups: lookups };
         // A source registers its gauges when it starts: look again until they are there.
         if (lag.length || !/^Source: /.test(v.name)) state.metricIds[vid] = info;
         return info;
@@ -235,6 +240,7 @@
         PER_SUBTASK.forEach(function (n) { names.push(i + "." + n); });
         info.ops.forEach(function (o) { names.push(i + "." + o + ".busyTimeMsPerSecond"); });
         if (info.input) IN_FLIGHT.forEach(function (n) { names.push(i + "." + n); });
+        (info.lookups || []).forEach(function (o) { LOOKUP.forEach(function (n) { names.push(i + "." + o + "." + n); }); });
       }
       (info.lag || []).forEach(function (x) { names.push(x.id); });
       return Promise.all([
@@ -336,6 +342,20 @@
       h.push("</tbody></table>",
         '<p class="muted" style="margin:6px 0 0;font-size:12px">Buffer size: the size the gate announced to its senders (debloatedBufferSize; the configured size unless buffer debloating is on).</p>');
     }
+    (info.lookups || []).forEach(function (o) {
+      h.push("<h3>Lookup join " + esc(o.replace(/__/g, ": ").replace(/_/g, " ")) + ": requests in flight</h3>",
+        '<table class="sub" data-testid="lookup"><thead><tr><th>#</th><th>In flight / capacity</th><th class="num">Latest load</th><th class="num">Cache hits</th></tr></thead><tbody>');
+      for (var q3 = 0; q3 < v.parallelism; q3++) {
+        var fl = m[q3 + "." + o + ".inFlight"] || 0, cap = m[q3 + "." + o + ".capacity"] || 1;
+        var lt = m[q3 + "." + o + ".latestLoadTime"], hc = m[q3 + "." + o + ".hitCount"] || 0, mc = m[q3 + "." + o + ".missCount"] || 0;
+        var pct = Math.min(100, Math.round(100 * fl / cap));
+        h.push('<tr data-testid="lookup-row" data-subtask="' + q3 + '" data-in-flight="' + fl + '" data-capacity="' + cap + '"><td><b>' + (q3 + 1) + "/" + v.parallelism + "</b></td>" +
+          '<td><div class="bar" title="' + fl + " of " + cap + '"><span class="b" style="width:' + pct + '%"></span></div><span class="barlabel">' + fl + " / " + cap + (cap === 1 ? " (sync)" : "") + "</span></td>" +
+          '<td class="num">' + (lt == null || isNaN(lt) ? "–" : fmtMs(lt)) + '</td><td class="num">' + (hc + mc > 0 ? Math.round(100 * hc / (hc + mc)) + "%" : "–") + "</td></tr>");
+      }
+      h.push("</tbody></table>",
+        '<p class="muted" style="margin:6px 0 0;font-size:12px">Capacity 1 is a sync lookup: one request at a time. The doctor proposes an async lookup with a capacity from Little\'s law when the task waits on it.</p>');
+    });
     if (info.ops.length) {
       h.push("<h3>Time per operator in the chain (busy ms/s, own time)</h3>",
         '<table class="sub" data-testid="operators"><thead><tr><th>Operator</th>');
