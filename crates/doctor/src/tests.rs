@@ -468,3 +468,28 @@ fn waiting_for_a_free_cpu_is_not_blocking() {
     }
     assert_eq!(diagnose(&j2).cause, Cause::BlockingCalls);
 }
+
+#[test]
+fn a_blocking_lookup_join_gets_an_async_lookup() {
+    let s = |_| with_cpu(sub(950.0, 0.0, 50.0, 100.0), 50.0);
+    let mut j = job(bp2(), vec![s(0), s(1)], idle2());
+    j.vertices[1].options = vec![crate::ConnectorOption {
+        operator: "agg".into(),
+        key: "lookup.async".into(),
+        value: "false".into(),
+    }];
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::BlockingCalls);
+    let fix = d.fix.unwrap();
+    assert_eq!(fix.change, "async lookup in `agg` with capacity 24");
+    assert!(
+        fix.description.contains("lookup.async"),
+        "{}",
+        fix.description
+    );
+    assert!(
+        d.evidence.iter().any(|e| e.starts_with("Little's law:")),
+        "{:?}",
+        d.evidence
+    );
+}

@@ -211,21 +211,23 @@ fn blocking_subtasks_wait_for_their_lookup_in_the_thread_dump_and_the_off_cpu_gr
     let dump_path = format!("/taskmanagers/{tm}/thread-dump");
     // The blocking scenario is a sync lookup join over HTTP: the task thread waits in its
     // runtime's epoll for the answer.
-    let dump = eventually("both blocking subtasks seen waiting on their socket at once", || {
-        let d = get_json(s.addr, &dump_path);
-        let asleep = d["threadInfos"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|t| {
-                let name = t["threadName"].as_str().unwrap();
-                let info = t["stringifiedThreadInfo"].as_str().unwrap();
-                name.starts_with("blocking-call")
-                    && info.contains("(socket, pipe or file I/O)")
-            })
-            .count();
-        (asleep == 2).then_some(d)
-    });
+    let dump = eventually(
+        "both blocking subtasks seen waiting on their socket at once",
+        || {
+            let d = get_json(s.addr, &dump_path);
+            let asleep = d["threadInfos"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| {
+                    let name = t["threadName"].as_str().unwrap();
+                    let info = t["stringifiedThreadInfo"].as_str().unwrap();
+                    name.starts_with("blocking-call") && info.contains("(socket, pipe or file I/O)")
+                })
+                .count();
+            (asleep == 2).then_some(d)
+        },
+    );
     same_shape(
         &dump,
         &fixture("profiling-and-rescale/taskmanager-thread-dump.json"),

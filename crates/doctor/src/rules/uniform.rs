@@ -95,7 +95,19 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
             "Little's law: capacity = target rate × latency = ({target:.0} records/s per subtask if it only computed) × ({latency_ms:.2} ms per record in the call) = busy/CPU = {ratio:.1}, × {LITTLE_HEADROOM} headroom ≈ {capacity}"
         ));
     }
-    let op = &b.op_or_vertex;
+    // Without per-operator time the vertex is all that is known; a chain holds at most one
+    // lookup join in practice, and then it is the call that blocks.
+    let lookups: Vec<&str> =
+        b.v.options
+            .iter()
+            .filter(|o| o.key == LOOKUP_ASYNC_OPTION)
+            .map(|o| o.operator.as_str())
+            .collect();
+    let op = match (&b.operator, lookups.as_slice()) {
+        (None, [one]) => one.to_string(),
+        _ => b.op_or_vertex.clone(),
+    };
+    let op = &op;
     let options = |key: &str| {
         b.v.options
             .iter()
