@@ -85,6 +85,7 @@ pub fn resolve(
                     }),
                     _ => {
                         return Err(KafkaError::MissingTopic {
+                            hint: "",
                             topic: topic.clone(),
                             bootstrap: bootstrap.to_string(),
                         })

@@ -1,4 +1,5 @@
-//! The one error type of `sluice-kafka`.
+//! The one error type of `sluice-kafka` (source, sink, admin, the transaction-coordinator
+//! client).
 
 use std::time::Duration;
 
@@ -11,6 +12,16 @@ pub enum KafkaError {
     /// A source or producer configuration that cannot work (checked before the job starts).
     #[error("invalid Kafka configuration: {0}")]
     Config(String),
+    /// A setting a builder needs and was not given.
+    #[error("Kafka sink: {0} is required")]
+    Missing(&'static str),
+    /// A builder setting with a value that cannot work.
+    #[error("Kafka sink: invalid {what} '{value}': {reason}")]
+    Invalid {
+        what: &'static str,
+        value: String,
+        reason: String,
+    },
     /// No broker answered a metadata request within the connect timeout.
     #[error("Kafka broker {bootstrap} unreachable: no metadata within {} ms ({detail})", timeout.as_millis())]
     Unreachable {
@@ -18,12 +29,23 @@ pub enum KafkaError {
         timeout: Duration,
         detail: String,
     },
-    /// A topic the source was asked to read does not exist.
-    #[error("Kafka topic '{topic}' does not exist on {bootstrap}")]
-    MissingTopic { topic: String, bootstrap: String },
+    /// A topic that does not exist (`hint`: what to do about it, may be empty).
+    #[error("Kafka topic '{topic}' does not exist on {bootstrap}{hint}")]
+    MissingTopic {
+        topic: String,
+        bootstrap: String,
+        hint: &'static str,
+    },
     /// A topic pattern that matched no topic of the cluster.
     #[error("no Kafka topic on {bootstrap} matches the pattern '{pattern}'")]
     NoTopicMatches { pattern: String, bootstrap: String },
+    /// The sink could not create its topic.
+    #[error("Kafka sink: creating topic '{topic}' on {bootstrap}: {detail}")]
+    CreateTopic {
+        topic: String,
+        bootstrap: String,
+        detail: String,
+    },
     /// A client call that failed (librdkafka's error kept).
     #[error("Kafka {what} failed on {bootstrap}: {source}")]
     Client {
@@ -31,6 +53,23 @@ pub enum KafkaError {
         bootstrap: String,
         #[source]
         source: Box<rdkafka::error::KafkaError>,
+    },
+    /// A step of the sink that failed, with what librdkafka or the broker said.
+    #[error("Kafka sink: {what}: {detail}")]
+    Sink { what: String, detail: String },
+    /// A record the broker did not acknowledge.
+    #[error("Kafka sink: delivery to topic '{topic}' failed: {detail}")]
+    Delivery { topic: String, detail: String },
+    /// A record the sink's serializer refused.
+    #[error("Kafka sink: serializing a record for topic '{topic}': {detail}")]
+    Serialize { topic: String, detail: String },
+    /// A request of the transaction-coordinator client ([`crate::sink::coordinator`]) that
+    /// failed on the wire (connection, framing, decoding) or that the broker cannot serve.
+    #[error("Kafka {api} request to {broker}: {detail}")]
+    Protocol {
+        api: &'static str,
+        broker: String,
+        detail: String,
     },
 }
 
@@ -44,6 +83,14 @@ impl KafkaError {
             what: what.into(),
             bootstrap: bootstrap.to_string(),
             source: Box::new(source),
+        }
+    }
+
+    /// A failed step of the sink (`e`: librdkafka's or another error, as text).
+    pub(crate) fn sink(what: impl Into<String>, e: impl std::fmt::Display) -> KafkaError {
+        KafkaError::Sink {
+            what: what.into(),
+            detail: e.to_string(),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! - [`config::KafkaUrl`]: the `kafka://HOST:PORT/TOPIC?k=v` URL of the command line;
 //!   [`config::ClientSettings`]: brokers, connect timeout, passthrough properties.
 //! - [`admin`]: metadata within the connect timeout, topic resolution, [`admin::ensure_topic`].
-//! - [`KafkaError`]: the source's and admin's error type ([`KafkaSinkError`]: the sink's).
+//! - [`KafkaError`]: the crate's one error type (source, sink, admin, coordinator client).
 
 pub mod admin;
 pub mod config;
@@ -20,5 +20,5 @@ pub mod source;
 
 pub use config::{ClientSettings, KafkaUrl};
 pub use error::KafkaError;
-pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkError, KafkaSinkExt, Serializer};
+pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkExt, Serializer};
 pub use source::KafkaSource;

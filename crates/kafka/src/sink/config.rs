@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::error::KafkaSinkError;
+use crate::KafkaError;
 use super::serializer::Serializer;
 
 /// What the sink promises (Flink's `DeliveryGuarantee`, without `NONE`).
@@ -123,21 +123,21 @@ impl<T: 'static> KafkaSinkBuilder<T> {
     }
 
     /// Checks the settings; the broker itself is checked when the job starts.
-    pub fn build(self) -> Result<super::KafkaSink<T>, KafkaSinkError> {
+    pub fn build(self) -> Result<super::KafkaSink<T>, KafkaError> {
         let bootstrap = self
             .bootstrap
             .filter(|b| !b.trim().is_empty())
-            .ok_or(KafkaSinkError::Missing("bootstrap servers"))?;
-        let topic = self.topic.ok_or(KafkaSinkError::Missing("topic"))?;
+            .ok_or(KafkaError::Missing("bootstrap servers"))?;
+        let topic = self.topic.ok_or(KafkaError::Missing("topic"))?;
         check_name("topic", &topic)?;
         let serializer = self
             .serializer
-            .ok_or(KafkaSinkError::Missing("serializer"))?;
+            .ok_or(KafkaError::Missing("serializer"))?;
         let prefix = self.prefix.unwrap_or_else(|| format!("sluice-{topic}"));
         check_name("transactional id prefix", &prefix)?;
         if let Some(p) = self.create_topic {
             if !(1..=10_000).contains(&p) {
-                return Err(KafkaSinkError::Invalid {
+                return Err(KafkaError::Invalid {
                     what: "partition count",
                     value: p.to_string(),
                     reason: "must be 1..=10000".into(),
@@ -146,7 +146,7 @@ impl<T: 'static> KafkaSinkBuilder<T> {
         }
         for (k, _) in &self.properties {
             if RESERVED.contains(&k.as_str()) {
-                return Err(KafkaSinkError::Invalid {
+                return Err(KafkaError::Invalid {
                     what: "property",
                     value: k.clone(),
                     reason: "set by the sink itself".into(),
@@ -171,7 +171,7 @@ impl<T: 'static> KafkaSinkBuilder<T> {
 }
 
 /// Kafka's topic-name rule (also used for the prefix): 1..=249 of `[a-zA-Z0-9._-]`.
-fn check_name(what: &'static str, name: &str) -> Result<(), KafkaSinkError> {
+fn check_name(what: &'static str, name: &str) -> Result<(), KafkaError> {
     let ok = !name.is_empty()
         && name.len() <= 249
         && name
@@ -180,7 +180,7 @@ fn check_name(what: &'static str, name: &str) -> Result<(), KafkaSinkError> {
     if ok {
         Ok(())
     } else {
-        Err(KafkaSinkError::Invalid {
+        Err(KafkaError::Invalid {
             what,
             value: name.to_string(),
             reason: "1 to 249 characters of a-z A-Z 0-9 . _ -".into(),

@@ -54,7 +54,6 @@
 //! done. Fault injection for the window: [`KILL_BEFORE_COMMIT_ENV`].
 
 mod config;
-mod error;
 mod fault;
 mod metrics;
 mod producer;
@@ -68,7 +67,6 @@ use sluice_graph::{DataStream, Sink};
 use sluice_types::Data;
 
 pub use config::{DeliveryGuarantee, KafkaSinkBuilder, KafkaSinkConfig};
-pub use error::KafkaSinkError;
 pub use fault::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
 pub use metrics::{
     KafkaSinkMetrics, COMMIT_LATENCY_MS, PENDING_DELIVERIES, TRANSACTIONS_COMMITTED,

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
 use rdkafka::config::ClientConfig;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
 use super::config::KafkaSinkConfig;
-use super::error::KafkaSinkError;
+use crate::KafkaError;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
 
 /// The sink's producer type.
@@ -92,7 +92,7 @@ pub(crate) fn producer<T>(
     metrics: &Arc<KafkaSinkMetrics>,
     gauges: &TaskGauges,
     transactional_id: Option<&str>,
-) -> Result<SinkProducer, KafkaSinkError> {
+) -> Result<SinkProducer, KafkaError> {
     let mut c = base_config(cfg);
     c.set("partitioner", "murmur2_random");
     if let Some(id) = transactional_id {
@@ -115,7 +115,7 @@ pub(crate) fn producer<T>(
         done: AtomicU64::new(0),
     };
     c.create_with_context(ctx).map_err(|e| {
-        KafkaSinkError::client(format!("creating a producer for {}", cfg.bootstrap), e)
+        KafkaError::sink(format!("creating a producer for {}", cfg.bootstrap), e)
     })
 }
 
@@ -127,9 +127,9 @@ pub(crate) fn send(
     key: Option<&[u8]>,
     value: &[u8],
     timeout: Duration,
-) -> Result<(), KafkaSinkError> {
+) -> Result<(), KafkaError> {
     if let Some(f) = p.context().failure() {
-        return Err(KafkaSinkError::Delivery {
+        return Err(KafkaError::Delivery {
             topic: topic.to_string(),
             detail: f,
         });
@@ -147,14 +147,14 @@ pub(crate) fn send(
                 p.context().gauges.add_pending(1);
                 return Ok(());
             }
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
+            Err((RdError::MessageProduction(RDKafkaErrorCode::QueueFull), r))
                 if start.elapsed() < timeout =>
             {
                 rec = r;
                 std::thread::sleep(Duration::from_millis(1));
             }
             Err((e, _)) => {
-                return Err(KafkaSinkError::Delivery {
+                return Err(KafkaError::Delivery {
                     topic: topic.to_string(),
                     detail: e.to_string(),
                 })
@@ -170,11 +170,11 @@ pub(crate) fn flush(
     p: &SinkProducer,
     topic: &str,
     timeout: Duration,
-) -> Result<(), KafkaSinkError> {
+) -> Result<(), KafkaError> {
     let start = Instant::now();
     while p.context().in_flight() > 0 || p.in_flight_count() > 0 {
         if start.elapsed() > timeout {
-            return Err(KafkaSinkError::Delivery {
+            return Err(KafkaError::Delivery {
                 topic: topic.to_string(),
                 detail: format!(
                     "flush: {} records unacknowledged after {} ms",
@@ -186,7 +186,7 @@ pub(crate) fn flush(
         std::thread::sleep(Duration::from_millis(1));
     }
     match p.context().failure() {
-        Some(f) => Err(KafkaSinkError::Delivery {
+        Some(f) => Err(KafkaError::Delivery {
             topic: topic.to_string(),
             detail: f,
         }),
@@ -196,14 +196,14 @@ pub(crate) fn flush(
 
 /// Before the job starts: the broker answers within the connect timeout and the topic
 /// exists (or is created, when configured). Returns the topic's partition count.
-pub(crate) fn check_topic<T>(cfg: &KafkaSinkConfig<T>) -> Result<usize, KafkaSinkError> {
+pub(crate) fn check_topic<T>(cfg: &KafkaSinkConfig<T>) -> Result<usize, KafkaError> {
     let c = base_config(cfg);
     let probe: rdkafka::producer::BaseProducer = c
         .create()
-        .map_err(|e| KafkaSinkError::client(format!("connecting to {}", cfg.bootstrap), e))?;
-    let unreachable = |detail: String| KafkaSinkError::Unreachable {
+        .map_err(|e| KafkaError::sink(format!("connecting to {}", cfg.bootstrap), e))?;
+    let unreachable = |detail: String| KafkaError::Unreachable {
         bootstrap: cfg.bootstrap.clone(),
-        timeout_ms: cfg.connect_timeout.as_millis(),
+        timeout: cfg.connect_timeout,
         detail,
     };
     let md = probe
@@ -216,17 +216,18 @@ pub(crate) fn check_topic<T>(cfg: &KafkaSinkConfig<T>) -> Result<usize, KafkaSin
         return Ok(t.map_or(0, |t| t.partitions().len()));
     }
     let Some(partitions) = cfg.create_topic else {
-        return Err(KafkaSinkError::MissingTopic {
+        return Err(KafkaError::MissingTopic {
             topic: cfg.topic.clone(),
             bootstrap: cfg.bootstrap.clone(),
+            hint: " (create it first, or let the sink create it: KafkaSinkBuilder::create_topic)",
         });
     };
     create_topic(cfg, partitions)?;
     Ok(partitions as usize)
 }
 
-fn create_topic<T>(cfg: &KafkaSinkConfig<T>, partitions: i32) -> Result<(), KafkaSinkError> {
-    let err = |detail: String| KafkaSinkError::CreateTopic {
+fn create_topic<T>(cfg: &KafkaSinkConfig<T>, partitions: i32) -> Result<(), KafkaError> {
+    let err = |detail: String| KafkaError::CreateTopic {
         topic: cfg.topic.clone(),
         bootstrap: cfg.bootstrap.clone(),
         detail,

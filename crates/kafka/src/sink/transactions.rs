@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use rdkafka::producer::Producer;
 
 use super::config::KafkaSinkConfig;
-use super::error::KafkaSinkError;
+use crate::KafkaError;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::producer::{producer, SinkProducer};
 
@@ -45,8 +45,8 @@ pub(crate) fn encode(pending: &[Txn]) -> Vec<u8> {
     serde_json::to_vec(&v).unwrap_or_default()
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Committable>, KafkaSinkError> {
-    let bad = |d: String| KafkaSinkError::client("restoring the sink's checkpoint state", d);
+pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Committable>, KafkaError> {
+    let bad = |d: String| KafkaError::sink("restoring the sink's checkpoint state", d);
     let v: Vec<serde_json::Value> =
         serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
     v.iter()
@@ -157,10 +157,10 @@ pub(crate) fn first_in_process(prefix: &str, subtask: usize) -> bool {
 }
 
 /// Aborts a parked transaction through its own producer (one round trip, unlike a fence).
-pub(crate) fn abort(txn: &Txn, timeout: Duration) -> Result<(), KafkaSinkError> {
+pub(crate) fn abort(txn: &Txn, timeout: Duration) -> Result<(), KafkaError> {
     txn.producer
         .abort_transaction(timeout)
-        .map_err(|e| KafkaSinkError::client(format!("aborting transaction {}", txn.id), e))?;
+        .map_err(|e| KafkaError::sink(format!("aborting transaction {}", txn.id), e))?;
     open_ids().remove(&txn.id);
     Ok(())
 }
@@ -172,12 +172,12 @@ pub(crate) fn open<T>(
     metrics: &Arc<KafkaSinkMetrics>,
     gauges: &TaskGauges,
     id: &str,
-) -> Result<SinkProducer, KafkaSinkError> {
+) -> Result<SinkProducer, KafkaError> {
     let p = producer(cfg, metrics, gauges, Some(id))?;
     p.init_transactions(cfg.flush_timeout)
-        .map_err(|e| KafkaSinkError::client(format!("initialising transactional id {id}"), e))?;
+        .map_err(|e| KafkaError::sink(format!("initialising transactional id {id}"), e))?;
     p.begin_transaction()
-        .map_err(|e| KafkaSinkError::client(format!("beginning a transaction of {id}"), e))?;
+        .map_err(|e| KafkaError::sink(format!("beginning a transaction of {id}"), e))?;
     open_ids().insert(id.to_string());
     Ok(p)
 }
@@ -188,10 +188,10 @@ pub(crate) fn commit(
     timeout: Duration,
     metrics: &KafkaSinkMetrics,
     gauges: &TaskGauges,
-) -> Result<(), KafkaSinkError> {
+) -> Result<(), KafkaError> {
     let t0 = Instant::now();
     txn.producer.commit_transaction(timeout).map_err(|e| {
-        KafkaSinkError::client(
+        KafkaError::sink(
             format!(
                 "committing transaction {} of checkpoint {}",
                 txn.id, txn.checkpoint_id
@@ -214,16 +214,16 @@ pub(crate) fn fence<T>(
     cfg: &KafkaSinkConfig<T>,
     metrics: &Arc<KafkaSinkMetrics>,
     ids: &[String],
-) -> Result<(), KafkaSinkError> {
+) -> Result<(), KafkaError> {
     for chunk in ids.chunks(16) {
-        let results: Vec<Result<(), KafkaSinkError>> = std::thread::scope(|s| {
+        let results: Vec<Result<(), KafkaError>> = std::thread::scope(|s| {
             let handles: Vec<_> = chunk
                 .iter()
                 .map(|id| {
                     s.spawn(move || {
                         let p = producer(cfg, metrics, &TaskGauges::default(), Some(id))?;
                         p.init_transactions(cfg.flush_timeout).map_err(|e| {
-                            KafkaSinkError::client(
+                            KafkaError::sink(
                                 format!("aborting lingering transaction {id}"),
                                 e,
                             )
@@ -235,7 +235,7 @@ pub(crate) fn fence<T>(
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(KafkaSinkError::client(
+                        Err(KafkaError::sink(
                             "aborting lingering transactions",
                             "panic",
                         ))

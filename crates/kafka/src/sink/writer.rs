@@ -9,7 +9,7 @@ use sluice_runtime::{TaskMetrics, TaskServices};
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, ServicesHandle};
 
 use super::config::{DeliveryGuarantee, KafkaSinkConfig};
-use super::error::KafkaSinkError;
+use crate::KafkaError;
 use super::fault;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::producer::{flush, producer, send, SinkProducer};
@@ -37,7 +37,7 @@ enum Mode {
 /// A transactional producer being created and initialised in the background.
 struct Opening {
     id: String,
-    handle: std::thread::JoinHandle<Result<SinkProducer, KafkaSinkError>>,
+    handle: std::thread::JoinHandle<Result<SinkProducer, KafkaError>>,
 }
 
 impl Opening {
@@ -56,9 +56,9 @@ impl Opening {
             .map(|handle| Opening { id, handle })
     }
 
-    fn finish(self) -> Result<Txn, KafkaSinkError> {
+    fn finish(self) -> Result<Txn, KafkaError> {
         let producer = self.handle.join().unwrap_or_else(|_| {
-            Err(KafkaSinkError::client(
+            Err(KafkaError::sink(
                 format!("opening transaction {}", self.id),
                 "the opening thread panicked",
             ))
@@ -132,7 +132,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
     }
 
     /// Commits the pre-committed transactions whose checkpoint completed.
-    fn commit_due(&mut self) -> Result<(), KafkaSinkError> {
+    fn commit_due(&mut self) -> Result<(), KafkaError> {
         let Mode::ExactlyOnce { pending, .. } = &mut self.mode else {
             return Ok(());
         };
@@ -154,7 +154,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
 
     /// The barrier: at-least-once flushes; exactly-once pre-commits the open transaction and
     /// snapshots the pending ones.
-    fn barrier(&mut self, checkpoint_id: u64) -> Result<(), KafkaSinkError> {
+    fn barrier(&mut self, checkpoint_id: u64) -> Result<(), KafkaError> {
         self.commit_due()?;
         let topic = self.cfg.topic.clone();
         match &mut self.mode {
@@ -189,7 +189,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
         }
     }
 
-    fn end_of_input(&mut self) -> Result<(), KafkaSinkError> {
+    fn end_of_input(&mut self) -> Result<(), KafkaError> {
         self.commit_due()?;
         let topic = self.cfg.topic.clone();
         let timeout = self.cfg.flush_timeout;
@@ -226,7 +226,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
                 };
                 match &self.hub {
                     Some(h) => h.register_final_commit(Box::new(publish)),
-                    None => publish().map_err(|e| KafkaSinkError::client("final commit", e))?,
+                    None => publish().map_err(|e| KafkaError::sink("final commit", e))?,
                 }
                 Ok(())
             }
@@ -321,7 +321,7 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
             self.cfg
                 .serializer
                 .serialize(&record)
-                .map_err(|detail| KafkaSinkError::Serialize {
+                .map_err(|detail| KafkaError::Serialize {
                     topic: self.topic().to_string(),
                     detail,
                 })?;
