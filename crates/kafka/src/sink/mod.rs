@@ -54,6 +54,7 @@
 //! done. Fault injection for the window: [`KILL_BEFORE_COMMIT_ENV`].
 
 mod config;
+pub mod coordinator;
 mod fault;
 mod metrics;
 mod producer;

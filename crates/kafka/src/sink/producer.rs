@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::{ClientContext, DefaultClientContext};
-use rdkafka::config::ClientConfig;
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::error::{KafkaError as RdError, RDKafkaErrorCode};
 use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
@@ -20,7 +20,8 @@ use super::metrics::{KafkaSinkMetrics, TaskGauges};
 /// The sink's producer type.
 pub(crate) type SinkProducer = ThreadedProducer<DeliveryContext>;
 
-/// Counts one producer's deliveries and keeps its first failure.
+/// Counts one producer's deliveries, keeps its first failure and, for a transactional
+/// producer, the producer id and epoch librdkafka acquired (see [`producer_id_of`]).
 pub(crate) struct DeliveryContext {
     metrics: Arc<KafkaSinkMetrics>,
     gauges: TaskGauges,
@@ -28,9 +29,52 @@ pub(crate) struct DeliveryContext {
     first_failure: Mutex<Option<String>>,
     sent: AtomicU64,
     done: AtomicU64,
+    producer_id: Mutex<Option<(i64, i16)>>,
 }
 
-impl ClientContext for DeliveryContext {}
+impl ClientContext for DeliveryContext {
+    /// librdkafka's log lines. With `debug=eos` (transactional producers) it logs
+    /// `Acquired PID{Id:<id>,Epoch:<epoch>}` (facility `GETPID`) each time an
+    /// `InitProducerId` answer gives it a producer id and epoch: the only place librdkafka
+    /// tells them (it has no getter). The latest one is kept; the rest is passed on to
+    /// `tracing` (librdkafka's debug lines at `trace`).
+    fn log(&self, level: RDKafkaLogLevel, fac: &str, line: &str) {
+        if fac == "GETPID" {
+            if let Some(pid) = super::coordinator::parse_acquired_pid(line) {
+                *self.producer_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(pid);
+            }
+        }
+        match level {
+            RDKafkaLogLevel::Emerg
+            | RDKafkaLogLevel::Alert
+            | RDKafkaLogLevel::Critical
+            | RDKafkaLogLevel::Error => tracing::error!(target: "librdkafka", "{fac} {line}"),
+            RDKafkaLogLevel::Warning => tracing::warn!(target: "librdkafka", "{fac} {line}"),
+            RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+                tracing::info!(target: "librdkafka", "{fac} {line}")
+            }
+            RDKafkaLogLevel::Debug => tracing::trace!(target: "librdkafka", "{fac} {line}"),
+        }
+    }
+}
+
+/// The producer id and epoch of transactional producer `p`, waiting up to `timeout` for
+/// librdkafka's log line to be served (rdkafka routes logs through the client's main queue,
+/// which `ThreadedProducer`'s polling thread serves: it usually arrived long before).
+pub(crate) fn producer_id_of(p: &SinkProducer, timeout: Duration) -> Option<(i64, i16)> {
+    let start = Instant::now();
+    loop {
+        let pid = *p
+            .context()
+            .producer_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if pid.is_some() || start.elapsed() > timeout {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
 
 impl ProducerContext for DeliveryContext {
     type DeliveryOpaque = ();
@@ -97,6 +141,16 @@ pub(crate) fn producer<T>(
     c.set("partitioner", "murmur2_random");
     if let Some(id) = transactional_id {
         c.set("transactional.id", id);
+        // The producer id and epoch come from librdkafka's EOS debug log (DeliveryContext::log).
+        let debug = match c.get("debug") {
+            Some(d) if !d.split(',').any(|x| x.trim() == "eos" || x.trim() == "all") => {
+                format!("{d},eos")
+            }
+            Some(d) => d.to_string(),
+            None => "eos".to_string(),
+        };
+        c.set("debug", debug);
+        c.set_log_level(RDKafkaLogLevel::Debug);
         // Unless the user set it: the flush timeout, at least 60 s (librdkafka's default; Flink
         // sets 1 h, above a default broker's 15 min `transaction.max.timeout.ms`).
         if c.get("transaction.timeout.ms").is_none() {
@@ -113,6 +167,7 @@ pub(crate) fn producer<T>(
         first_failure: Mutex::new(None),
         sent: AtomicU64::new(0),
         done: AtomicU64::new(0),
+        producer_id: Mutex::new(None),
     };
     c.create_with_context(ctx).map_err(|e| {
         KafkaError::sink(format!("creating a producer for {}", cfg.bootstrap), e)
@@ -268,3 +323,4 @@ fn block_on<F: Future>(f: F, timeout: Duration) -> Option<F::Output> {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
