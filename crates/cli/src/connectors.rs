@@ -89,10 +89,13 @@ impl SinkHandle {
                 )
             }
             SinkHandle::Kafka(m) => format!(
-                "Kafka: {} records written, {} transactions committed, {} records of \
-                 transactions that could not be resumed",
+                "Kafka: {} records written, {} transactions committed, {} transactions of an \
+                 earlier process committed on restore ({} records), {} records of transactions \
+                 that could not be committed",
                 m.records_out(),
                 m.transactions_committed(),
+                m.transactions_recovered.load(std::sync::atomic::Ordering::Relaxed),
+                m.recovered_records.load(std::sync::atomic::Ordering::Relaxed),
                 m.unresumable_records()
             ),
         }

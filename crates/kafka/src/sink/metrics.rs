@@ -71,10 +71,16 @@ pub struct KafkaSinkMetrics {
     /// Transactions named by the restored checkpoint that were committed on restore (the
     /// process still held their producer: an in-process restart).
     pub transactions_resumed: AtomicU64,
-    /// Transactions named by the restored checkpoint that could not be resumed (a new process:
-    /// librdkafka cannot take over another producer's transaction) and the records in them.
-    /// If their commit had not reached the broker before the crash, these records are lost;
-    /// see the crate docs, "The crash window".
+    /// Transactions named by the restored checkpoint that a new process committed through
+    /// their coordinator by producer id and epoch (`EndTxn`, [`super::coordinator`]): their
+    /// commit had not reached the broker before the crash, or had (committing again is
+    /// harmless), and the records in them.
+    pub transactions_recovered: AtomicU64,
+    pub recovered_records: AtomicU64,
+    /// Transactions named by the restored checkpoint whose commit the coordinator refused
+    /// (fenced, aborted, unknown: see [`super::coordinator::EndTxnOutcome`]; or a checkpoint
+    /// written without their producer id), and the records in them: lost, each reported by
+    /// an `error` event.
     pub unresumable_transactions: AtomicU64,
     pub unresumable_records: AtomicU64,
 }

@@ -12,7 +12,8 @@ use rdkafka::producer::Producer;
 use super::config::KafkaSinkConfig;
 use crate::KafkaError;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
-use super::producer::{producer, SinkProducer};
+use super::coordinator::{self, EndTxnOutcome, ProducerTxn};
+use super::producer::{producer, producer_id_of, SinkProducer};
 
 /// `<prefix>-<subtask>-<checkpoint offset>`, as Flink's `TransactionalIdFactory`.
 pub fn transactional_id(prefix: &str, subtask: usize, checkpoint_offset: u64) -> String {
@@ -26,21 +27,28 @@ pub(crate) struct Txn {
     pub id: String,
     pub producer: SinkProducer,
     pub records: u64,
+    /// The producer id and epoch librdkafka acquired for it (refreshed at pre-commit).
+    pub pid: (i64, i16),
 }
 
-/// What a checkpoint holds of a pre-committed transaction (Flink's `KafkaCommittable`, less
-/// the producer id and epoch librdkafka cannot resume from).
+/// What a checkpoint holds of a pre-committed transaction (Flink's `KafkaCommittable`):
+/// enough for another process to commit it through the coordinator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Committable {
     pub checkpoint_id: u64,
     pub transactional_id: String,
     pub records: u64,
+    /// `(producer id, epoch)`; `None` in a checkpoint of a version that did not record them.
+    pub pid: Option<(i64, i16)>,
 }
 
 pub(crate) fn encode(pending: &[Txn]) -> Vec<u8> {
     let v: Vec<serde_json::Value> = pending
         .iter()
-        .map(|t| serde_json::json!({"checkpoint": t.checkpoint_id, "id": t.id, "records": t.records}))
+        .map(|t| {
+            serde_json::json!({"checkpoint": t.checkpoint_id, "id": t.id, "records": t.records,
+                "producer_id": t.pid.0, "producer_epoch": t.pid.1})
+        })
         .collect();
     serde_json::to_vec(&v).unwrap_or_default()
 }
@@ -57,6 +65,13 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Committable>, KafkaError> {
                     .ok_or_else(|| bad(format!("{e}")))?,
                 transactional_id: e["id"].as_str().ok_or_else(|| bad(format!("{e}")))?.into(),
                 records: e["records"].as_u64().unwrap_or(0),
+                pid: match (e["producer_id"].as_i64(), e["producer_epoch"].as_i64()) {
+                    (Some(id), Some(epoch)) => Some((
+                        id,
+                        i16::try_from(epoch).map_err(|_| bad(format!("{e}")))?,
+                    )),
+                    _ => None,
+                },
             })
         })
         .collect()
@@ -165,21 +180,96 @@ pub(crate) fn abort(txn: &Txn, timeout: Duration) -> Result<(), KafkaError> {
     Ok(())
 }
 
-/// A producer with transactional id `id`, initialised (which fences and aborts whatever an
-/// earlier producer with that id left open) and inside a new transaction.
+/// How long to wait for librdkafka's `Acquired PID` log line after `init_transactions`
+/// returned (it is served by the producer's polling thread, usually within microseconds).
+const PID_LOG_WAIT: Duration = Duration::from_secs(10);
+
+/// A new transaction under transactional id `id`: its producer initialised (which fences and
+/// aborts whatever an earlier producer with that id left open) and inside the transaction,
+/// with the producer id and epoch it acquired.
 pub(crate) fn open<T>(
     cfg: &KafkaSinkConfig<T>,
     metrics: &Arc<KafkaSinkMetrics>,
     gauges: &TaskGauges,
     id: &str,
-) -> Result<SinkProducer, KafkaError> {
+) -> Result<Txn, KafkaError> {
     let p = producer(cfg, metrics, gauges, Some(id))?;
     p.init_transactions(cfg.flush_timeout)
         .map_err(|e| KafkaError::sink(format!("initialising transactional id {id}"), e))?;
+    let pid = producer_id_of(&p, PID_LOG_WAIT).ok_or_else(|| {
+        KafkaError::sink(
+            format!("initialising transactional id {id}"),
+            "librdkafka logged no 'Acquired PID{Id:..,Epoch:..}' line (debug=eos): without its \
+             producer id and epoch the transaction could not be committed after a crash",
+        )
+    })?;
     p.begin_transaction()
         .map_err(|e| KafkaError::sink(format!("beginning a transaction of {id}"), e))?;
     open_ids().insert(id.to_string());
-    Ok(p)
+    Ok(Txn {
+        checkpoint_id: 0,
+        id: id.to_string(),
+        producer: p,
+        records: 0,
+        pid,
+    })
+}
+
+/// Pre-commit bookkeeping: the latest producer id and epoch of `t` (librdkafka bumps the
+/// epoch only after an abortable error, which fails the transaction anyway).
+pub(crate) fn refresh_pid(t: &mut Txn) {
+    if let Some(pid) = producer_id_of(&t.producer, Duration::ZERO) {
+        t.pid = pid;
+    }
+}
+
+/// Commits a transaction of an earlier process that the restored checkpoint names, through
+/// its coordinator by producer id and epoch ([`coordinator`]); counted and reported.
+pub(crate) fn recover<T>(
+    cfg: &KafkaSinkConfig<T>,
+    metrics: &KafkaSinkMetrics,
+    c: &Committable,
+) -> Result<(), KafkaError> {
+    let lost = |why: String| {
+        metrics.unresumable_transactions.fetch_add(1, Relaxed);
+        metrics.unresumable_records.fetch_add(c.records, Relaxed);
+        tracing::error!(
+            transactional_id = %c.transactional_id,
+            checkpoint = c.checkpoint_id,
+            records = c.records,
+            "Kafka sink: checkpoint {} names transaction {} ({} records) that cannot be \
+             committed: {why}; its records are lost",
+            c.checkpoint_id, c.transactional_id, c.records
+        );
+    };
+    let Some((producer_id, producer_epoch)) = c.pid else {
+        lost("the checkpoint holds no producer id and epoch for it".into());
+        return Ok(());
+    };
+    let txn = ProducerTxn {
+        transactional_id: c.transactional_id.clone(),
+        producer_id,
+        producer_epoch,
+    };
+    match coordinator::commit_transaction(&cfg.bootstrap, &txn, cfg.flush_timeout)? {
+        EndTxnOutcome::Committed => {
+            metrics.transactions_recovered.fetch_add(1, Relaxed);
+            metrics.recovered_records.fetch_add(c.records, Relaxed);
+            committed_here(&c.transactional_id);
+            tracing::info!(
+                transactional_id = %c.transactional_id,
+                checkpoint = c.checkpoint_id,
+                records = c.records,
+                producer_id,
+                producer_epoch,
+                "Kafka sink: committed transaction {} of checkpoint {} left by an earlier process",
+                c.transactional_id,
+                c.checkpoint_id
+            );
+        }
+        other => lost(other.describe()),
+    }
+    Ok(())
 }
 
 /// Commits a pre-committed transaction, timing it.

@@ -37,7 +37,7 @@ enum Mode {
 /// A transactional producer being created and initialised in the background.
 struct Opening {
     id: String,
-    handle: std::thread::JoinHandle<Result<SinkProducer, KafkaError>>,
+    handle: std::thread::JoinHandle<Result<Txn, KafkaError>>,
 }
 
 impl Opening {
@@ -57,17 +57,11 @@ impl Opening {
     }
 
     fn finish(self) -> Result<Txn, KafkaError> {
-        let producer = self.handle.join().unwrap_or_else(|_| {
+        self.handle.join().unwrap_or_else(|_| {
             Err(KafkaError::sink(
                 format!("opening transaction {}", self.id),
                 "the opening thread panicked",
             ))
-        })?;
-        Ok(Txn {
-            checkpoint_id: 0,
-            id: self.id,
-            producer,
-            records: 0,
         })
     }
 }
@@ -167,6 +161,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
             } => {
                 if let Some(mut t) = current.take() {
                     flush(&t.producer, &topic, self.cfg.flush_timeout)?;
+                    txns::refresh_pid(&mut t);
                     t.checkpoint_id = checkpoint_id;
                     pending.push(t);
                 }
@@ -266,24 +261,10 @@ fn restore<T>(
                     txns::commit(&t, cfg.flush_timeout, metrics, gauges)?;
                     metrics.transactions_resumed.fetch_add(1, Relaxed);
                 }
-                None => {
-                    // Not committed by this process nor held by it: an earlier process's. It
-                    // committed before the crash, or it is aborted by the fence below:
-                    // librdkafka cannot tell which, nor finish it (crate docs, "The crash
-                    // window").
-                    metrics.unresumable_transactions.fetch_add(1, Relaxed);
-                    metrics.unresumable_records.fetch_add(c.records, Relaxed);
-                    tracing::error!(
-                        transactional_id = %c.transactional_id,
-                        checkpoint = c.checkpoint_id,
-                        records = c.records,
-                        "Kafka sink: checkpoint {} names transaction {} ({} records) that this process \
-                         cannot resume (librdkafka cannot take over another producer's transaction); \
-                         if its commit had not reached the broker before the crash, those records are lost",
-                        c.checkpoint_id, c.transactional_id, c.records
-                    );
-                    to_fence.push(c.transactional_id);
-                }
+                // Not committed by this process nor held by it: an earlier process's. It
+                // committed before the crash or not; committing it (again) by its producer id
+                // and epoch settles it either way (crate docs, "After a crash").
+                None => txns::recover(cfg, metrics, &c)?,
             }
         }
     }
@@ -344,13 +325,7 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                                 self.subtask,
                                 *next_offset,
                             );
-                            let producer = txns::open(&self.cfg, &self.metrics, &self.gauges, &id)?;
-                            Txn {
-                                checkpoint_id: 0,
-                                id,
-                                producer,
-                                records: 0,
-                            }
+                            txns::open(&self.cfg, &self.metrics, &self.gauges, &id)?
                         }
                     };
                     *current = Some(t);
