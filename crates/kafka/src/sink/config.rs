@@ -13,8 +13,9 @@ pub enum DeliveryGuarantee {
     /// checkpoint are written again: duplicates, never loss.
     AtLeastOnce,
     /// A Kafka transaction per checkpoint interval: pre-committed (flushed) at the barrier,
-    /// committed when the checkpoint completes. `read_committed` consumers see each record
-    /// once, except in the crash window (see the crate docs).
+    /// committed when the checkpoint completes; after a crash the restore commits them by
+    /// producer id and epoch. `read_committed` consumers see each record once, except in the
+    /// windows the sink docs list ("After a crash").
     ExactlyOnce,
 }
 

@@ -16,42 +16,64 @@
 //!   `sink.transactional-id-prefix`). At the barrier the transaction is flushed
 //!   (pre-commit) and named in the subtask's snapshot; when the checkpoint completes (it is
 //!   durable on disk by then) it is committed (Flink's `KafkaCommitter`); at the end of a
-//!   bounded job the last ones are committed once every task finished. On restore,
-//!   transactions the checkpoint names are committed if this process still holds their
-//!   producer (a failed subtask parks its producers); every other transaction an earlier
-//!   attempt left open is aborted: through its parked producer, or, at a subtask's first
-//!   start-up in a process, by initialising every transactional id an earlier process may have
-//!   used (Flink's lingering-transaction abort; librdkafka cannot tell a never-used id, Flink's
-//!   stop condition, so the probe has a fixed depth: [`KafkaSinkBuilder::abort_probe`]). A
-//!   process that died after more failed checkpoints in a row than that depth can leave a
-//!   transaction open beyond it; `read_committed` consumers then wait at it until the broker's
-//!   transaction timeout aborts it (`transaction.timeout.ms`: the flush timeout, at least 60 s).
+//!   bounded job the last ones are committed once every task finished. Each pre-committed
+//!   transaction is recorded in the checkpoint with its producer id and epoch (Flink's
+//!   `KafkaCommittable`). On restore, the transactions the checkpoint names are committed:
+//!   through their own producer if this process still holds it (a failed subtask parks its
+//!   producers), else through the transaction coordinator by producer id and epoch (see
+//!   "After a crash"). Every other transaction an earlier attempt left open is aborted:
+//!   through its parked producer, or, at a subtask's first start-up in a process, by
+//!   initialising every transactional id an earlier process may have used (Flink's
+//!   lingering-transaction abort; librdkafka cannot tell a never-used id, Flink's stop
+//!   condition, so the probe has a fixed depth: [`KafkaSinkBuilder::abort_probe`]). A process
+//!   that died after more failed checkpoints in a row than that depth can leave a transaction
+//!   open beyond it; `read_committed` consumers then wait at it until the broker's transaction
+//!   timeout aborts it (`transaction.timeout.ms`: the flush timeout, at least 15 min).
 //!
-//! # The crash window
+//! # After a crash: resuming by producer id and epoch
 //!
 //! Flink finishes a restored checkpoint's transaction by resuming it: it writes the stored
-//! producer id and epoch into a new Java producer by reflection and commits. librdkafka has no
-//! such API: `init_transactions` with the same `transactional.id` bumps the epoch and
-//! *aborts* the pending transaction. So after the **process** dies between *checkpoint `n`
-//! completed (durable on disk)* and *the `EndTxn(commit)` of checkpoint `n`'s transaction
-//! reaching the transaction coordinator* (the sink's task notices a completion at its next
-//! 256th record or buffer-timeout tick, then commits: one round trip), that transaction cannot be committed by anyone: the
-//! restarted job restores checkpoint `n`, its sources resume after the records of that
-//! transaction, and the transaction is aborted. Those records — one checkpoint interval of the
-//! subtasks whose commit had not reached the broker — are **lost** (never duplicated). The
-//! restore reports each such transaction and its record count (an `error` log event,
-//! [`KafkaSinkMetrics::unresumable_transactions`] / `unresumable_records`; it cannot tell
-//! whether the commit made it, so this is an upper bound). The final commit at the end of a
-//! bounded job has the same window. Restarts *inside* a process (a failed subtask) do not
-//! lose anything: the failed writer parks its pre-committed producers and the restore commits
-//! them through the same librdkafka handle.
+//! producer id and epoch into a new Java producer and commits. librdkafka has no such API
+//! (its `init_transactions` with the same `transactional.id` bumps the epoch and *aborts* the
+//! pending transaction), so the sink does the commit itself: [`coordinator`] sends Kafka's
+//! `FindCoordinator` (key type transaction) and `EndTxn(committed = true)` with the recorded
+//! producer id and epoch over a plain TCP connection. Committing a transaction that was
+//! committed already is answered `NONE` (Kafka's retry rule; tansu too), so the restore does
+//! not need to know whether the commit reached the broker before the crash.
 //!
-//! Closing the window would need either committing before the checkpoint is acknowledged
-//! (then a checkpoint that fails leaves committed records that the restore writes again:
-//! duplicates, the at-least-once contract) or recording the transaction's records in the
-//! checkpoint and a commit marker in Kafka (e.g. offsets committed inside the transaction) so
-//! that a restore can tell an uncommitted transaction and write its records again; neither is
-//! done. Fault injection for the window: [`KILL_BEFORE_COMMIT_ENV`].
+//! Where the producer id and epoch come from: librdkafka has no getter. Transactional
+//! producers run with `debug=eos`, and librdkafka logs `Acquired PID{Id:<id>,Epoch:<epoch>}`
+//! (facility `GETPID`, `rd_kafka_idemp_pid_update`) whenever an `InitProducerId` answer gives
+//! it a producer id and epoch; the producer's [`rdkafka::client::ClientContext::log`] keeps
+//! the latest. A transaction is opened only once that line arrived (else the opening fails,
+//! naming it), and the pre-commit takes the latest one. `tests/sink_resume.rs` checks on tansu
+//! that these are the ids the coordinator holds: an `EndTxn` with them commits the records,
+//! again is harmless, and the id's next producer gets the same id with a higher epoch.
+//!
+//! So the SIGKILL between *checkpoint `n` completed (durable on disk)* and *the `EndTxn` of
+//! its transactions reaching the coordinator* loses nothing: the restarted job restores `n`
+//! and commits them (`tests/sink_crash_window.rs`: 0 lost, 0 duplicated). What remains:
+//!
+//! - A transaction the coordinator ended before the restore: Kafka aborts a transaction open
+//!   longer than its `transaction.timeout.ms` (here the flush timeout, at least 15 min, the
+//!   most a default broker allows; Flink uses 1 h) and bumps the epoch, so a process down
+//!   longer than that loses the transactions of its last completed checkpoint whose commit
+//!   had not been sent. The restore reports
+//!   each (`PRODUCER_FENCED`/`INVALID_TXN_STATE`, an `error` event,
+//!   [`KafkaSinkMetrics::unresumable_transactions`] / `unresumable_records`) and goes on, as
+//!   Flink's committer does. tansu 0.6 has no such timeout; it closes the connection instead
+//!   of answering a refused `EndTxn`, which the restore reports as an error (the job fails
+//!   and retries rather than guess).
+//! - The final commit of a bounded job is not covered by a checkpoint: if the process dies
+//!   after every task finished and while the last transactions are being committed, the
+//!   restart replays from the last checkpoint; subtasks whose final transaction was already
+//!   committed write those records again (duplicates), the others' are aborted and written
+//!   again. (Closing this needs a checkpoint after end of input, Flink's final checkpoint.)
+//! - A checkpoint written by a version that recorded no producer id: its transactions are
+//!   reported as unresumable (lost if their commit had not reached the broker).
+//!
+//! Restarts *inside* a process (a failed subtask) commit through the parked producer, as
+//! before. Fault injection for the window: [`KILL_BEFORE_COMMIT_ENV`].
 
 mod config;
 pub mod coordinator;

@@ -151,12 +151,14 @@ pub(crate) fn producer<T>(
         };
         c.set("debug", debug);
         c.set_log_level(RDKafkaLogLevel::Debug);
-        // Unless the user set it: the flush timeout, at least 60 s (librdkafka's default; Flink
-        // sets 1 h, above a default broker's 15 min `transaction.max.timeout.ms`).
+        // Unless the user set it: the flush timeout, at least 15 min (Kafka's default
+        // `transaction.max.timeout.ms`, the most a default broker accepts; Flink sets 1 h). It
+        // bounds how long a crashed process may stay down before the coordinator aborts the
+        // transactions of its last checkpoint, which the restore would otherwise commit.
         if c.get("transaction.timeout.ms").is_none() {
             c.set(
                 "transaction.timeout.ms",
-                cfg.flush_timeout.as_millis().max(60_000).to_string(),
+                cfg.flush_timeout.as_millis().max(900_000).to_string(),
             );
         }
     }
