@@ -94,8 +94,10 @@ impl SinkHandle {
                  that could not be committed",
                 m.records_out(),
                 m.transactions_committed(),
-                m.transactions_recovered.load(std::sync::atomic::Ordering::Relaxed),
-                m.recovered_records.load(std::sync::atomic::Ordering::Relaxed),
+                m.transactions_recovered
+                    .load(std::sync::atomic::Ordering::Relaxed),
+                m.recovered_records
+                    .load(std::sync::atomic::Ordering::Relaxed),
                 m.unresumable_records()
             ),
         }

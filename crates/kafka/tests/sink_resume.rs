@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
-use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::producer::ProducerContext;
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use sluice_kafka::sink::coordinator::{
     commit_transaction, parse_acquired_pid, EndTxnOutcome, ProducerTxn,
 };
@@ -155,7 +155,11 @@ fn a_dead_producers_transaction_is_committed_by_its_id_and_epoch() {
     let (p3, log3) = producer(&b, "resume-2");
     let (id3, epoch3) = pid(&log3);
     assert_eq!(id3, txn2.producer_id, "same id, next epoch");
-    assert!(epoch3 > txn2.producer_epoch, "{epoch3} > {}", txn2.producer_epoch);
+    assert!(
+        epoch3 > txn2.producer_epoch,
+        "{epoch3} > {}",
+        txn2.producer_epoch
+    );
     assert_fenced(commit_transaction(&b, &txn2, T));
     drop(p3);
     let (v, pending, aborted) = committed_values(&b);

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use crate::KafkaError;
 use super::serializer::Serializer;
+use crate::KafkaError;
 
 /// What the sink promises (Flink's `DeliveryGuarantee`, without `NONE`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,9 +131,7 @@ impl<T: 'static> KafkaSinkBuilder<T> {
             .ok_or(KafkaError::Missing("bootstrap servers"))?;
         let topic = self.topic.ok_or(KafkaError::Missing("topic"))?;
         check_name("topic", &topic)?;
-        let serializer = self
-            .serializer
-            .ok_or(KafkaError::Missing("serializer"))?;
+        let serializer = self.serializer.ok_or(KafkaError::Missing("serializer"))?;
         let prefix = self.prefix.unwrap_or_else(|| format!("sluice-{topic}"));
         check_name("transactional id prefix", &prefix)?;
         if let Some(p) = self.create_topic {

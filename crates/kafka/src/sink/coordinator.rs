@@ -184,7 +184,11 @@ fn find_coordinator(
     deadline: Instant,
 ) -> Result<String, KafkaError> {
     let mut last = None;
-    for broker in bootstrap.split(',').map(str::trim).filter(|b| !b.is_empty()) {
+    for broker in bootstrap
+        .split(',')
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+    {
         match find_coordinator_at(broker, transactional_id, deadline) {
             Ok(c) => return Ok(c),
             Err(e) => last = Some(e),
@@ -211,9 +215,7 @@ fn find_coordinator_at(
         let resp: FindCoordinatorResponse = conn.call(ApiKey::FindCoordinator, version, &req)?;
         match ResponseError::try_from_code(resp.error_code) {
             None => return Ok(format!("{}:{}", resp.host.as_str(), resp.port)),
-            Some(e) if e.is_retriable() && Instant::now() < deadline => {
-                std::thread::sleep(BACKOFF)
-            }
+            Some(e) if e.is_retriable() && Instant::now() < deadline => std::thread::sleep(BACKOFF),
             Some(e) => {
                 return Err(KafkaError::Protocol {
                     api: "FindCoordinator",
@@ -408,7 +410,10 @@ mod tests {
 
     #[test]
     fn librdkafka_pid_lines_are_parsed() {
-        assert_eq!(parse_acquired_pid("Acquired PID{Id:17,Epoch:0}"), Some((17, 0)));
+        assert_eq!(
+            parse_acquired_pid("Acquired PID{Id:17,Epoch:0}"),
+            Some((17, 0))
+        );
         assert_eq!(
             parse_acquired_pid(
                 "[thrd:main]: Acquired PID{Id:5,Epoch:3} (previous PID{Id:5,Epoch:2})"
@@ -416,7 +421,10 @@ mod tests {
             Some((5, 3))
         );
         assert_eq!(parse_acquired_pid("Acquired PID{Invalid}"), None);
-        assert_eq!(parse_acquired_pid("Acquired invalid PID{-1,-1}: ignoring"), None);
+        assert_eq!(
+            parse_acquired_pid("Acquired invalid PID{-1,-1}: ignoring"),
+            None
+        );
         assert_eq!(parse_acquired_pid("Ignoring InitProduceId response"), None);
     }
 
@@ -424,13 +432,22 @@ mod tests {
     fn negotiation_takes_the_highest_common_non_flexible_version() {
         let v = versions(&[(ApiKey::EndTxn, 0, 5), (ApiKey::FindCoordinator, 0, 6)]);
         assert_eq!(negotiate(&v, ApiKey::EndTxn, END_TXN), Some(2));
-        assert_eq!(negotiate(&v, ApiKey::FindCoordinator, FIND_COORDINATOR), Some(2));
+        assert_eq!(
+            negotiate(&v, ApiKey::FindCoordinator, FIND_COORDINATOR),
+            Some(2)
+        );
         // A broker that dropped the old versions (min above ours), or lacks the API.
         let v = versions(&[(ApiKey::EndTxn, 3, 5)]);
         assert_eq!(negotiate(&v, ApiKey::EndTxn, END_TXN), None);
-        assert_eq!(negotiate(&v, ApiKey::FindCoordinator, FIND_COORDINATOR), None);
+        assert_eq!(
+            negotiate(&v, ApiKey::FindCoordinator, FIND_COORDINATOR),
+            None
+        );
         let v = versions(&[(ApiKey::FindCoordinator, 0, 1)]);
-        assert_eq!(negotiate(&v, ApiKey::FindCoordinator, FIND_COORDINATOR), Some(1));
+        assert_eq!(
+            negotiate(&v, ApiKey::FindCoordinator, FIND_COORDINATOR),
+            Some(1)
+        );
     }
 
     /// The bytes of `EndTxn` v2, as Kafka's protocol guide lays them out: size, header v1

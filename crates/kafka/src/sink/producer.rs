@@ -14,8 +14,8 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 
 use super::config::KafkaSinkConfig;
-use crate::KafkaError;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
+use crate::KafkaError;
 
 /// The sink's producer type.
 pub(crate) type SinkProducer = ThreadedProducer<DeliveryContext>;
@@ -171,9 +171,8 @@ pub(crate) fn producer<T>(
         done: AtomicU64::new(0),
         producer_id: Mutex::new(None),
     };
-    c.create_with_context(ctx).map_err(|e| {
-        KafkaError::sink(format!("creating a producer for {}", cfg.bootstrap), e)
-    })
+    c.create_with_context(ctx)
+        .map_err(|e| KafkaError::sink(format!("creating a producer for {}", cfg.bootstrap), e))
 }
 
 /// Sends one record, waiting while librdkafka's local queue is full (counted as busy time:
@@ -223,11 +222,7 @@ pub(crate) fn send(
 /// Waits until every record sent so far is acknowledged, then reports the first failure.
 /// (Not `Producer::flush`: beside `ThreadedProducer`'s own polling thread it wakes in steps of
 /// up to 100 ms; this waits for the delivery callbacks in 1 ms steps.)
-pub(crate) fn flush(
-    p: &SinkProducer,
-    topic: &str,
-    timeout: Duration,
-) -> Result<(), KafkaError> {
+pub(crate) fn flush(p: &SinkProducer, topic: &str, timeout: Duration) -> Result<(), KafkaError> {
     let start = Instant::now();
     while p.context().in_flight() > 0 || p.in_flight_count() > 0 {
         if start.elapsed() > timeout {
@@ -325,4 +320,3 @@ fn block_on<F: Future>(f: F, timeout: Duration) -> Option<F::Output> {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
-

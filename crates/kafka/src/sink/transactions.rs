@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use rdkafka::producer::Producer;
 
 use super::config::KafkaSinkConfig;
-use crate::KafkaError;
-use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::coordinator::{self, EndTxnOutcome, ProducerTxn};
+use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::producer::{producer, producer_id_of, SinkProducer};
+use crate::KafkaError;
 
 /// `<prefix>-<subtask>-<checkpoint offset>`, as Flink's `TransactionalIdFactory`.
 pub fn transactional_id(prefix: &str, subtask: usize, checkpoint_offset: u64) -> String {
@@ -42,7 +42,18 @@ pub(crate) struct Committable {
     pub pid: Option<(i64, i16)>,
 }
 
-pub(crate) fn encode(pending: &[Txn]) -> Vec<u8> {
+/// A sink subtask's checkpoint state: the pre-committed transactions (oldest first) and the
+/// transactional id of the transaction already opened for records after the barrier. That id
+/// can be older than the barrier (an opening no record used yet is kept across barriers), so
+/// the restore's probe of ids after the checkpoint would miss it: the restore aborts it by
+/// name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SinkState {
+    pub pending: Vec<Committable>,
+    pub next: Option<String>,
+}
+
+pub(crate) fn encode(pending: &[Txn], next: Option<&str>) -> Vec<u8> {
     let v: Vec<serde_json::Value> = pending
         .iter()
         .map(|t| {
@@ -50,14 +61,25 @@ pub(crate) fn encode(pending: &[Txn]) -> Vec<u8> {
                 "producer_id": t.pid.0, "producer_epoch": t.pid.1})
         })
         .collect();
-    serde_json::to_vec(&v).unwrap_or_default()
+    serde_json::to_vec(&serde_json::json!({"pending": v, "next": next})).unwrap_or_default()
 }
 
-pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Committable>, KafkaError> {
+/// Reads [`encode`]'s state, or the bare array of committables earlier versions wrote.
+pub(crate) fn decode(bytes: &[u8]) -> Result<SinkState, KafkaError> {
     let bad = |d: String| KafkaError::sink("restoring the sink's checkpoint state", d);
-    let v: Vec<serde_json::Value> =
-        serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
-    v.iter()
+    let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?;
+    let (list, next) = match &v {
+        serde_json::Value::Array(a) => (a.as_slice(), None),
+        serde_json::Value::Object(o) => (
+            o.get("pending")
+                .and_then(|p| p.as_array())
+                .map_or(&[][..], |a| a.as_slice()),
+            o.get("next").and_then(|n| n.as_str()).map(str::to_string),
+        ),
+        _ => return Err(bad(format!("{v}"))),
+    };
+    let pending = list
+        .iter()
         .map(|e| {
             Ok(Committable {
                 checkpoint_id: e["checkpoint"]
@@ -66,15 +88,15 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Vec<Committable>, KafkaError> {
                 transactional_id: e["id"].as_str().ok_or_else(|| bad(format!("{e}")))?.into(),
                 records: e["records"].as_u64().unwrap_or(0),
                 pid: match (e["producer_id"].as_i64(), e["producer_epoch"].as_i64()) {
-                    (Some(id), Some(epoch)) => Some((
-                        id,
-                        i16::try_from(epoch).map_err(|_| bad(format!("{e}")))?,
-                    )),
+                    (Some(id), Some(epoch)) => {
+                        Some((id, i16::try_from(epoch).map_err(|_| bad(format!("{e}")))?))
+                    }
                     _ => None,
                 },
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, KafkaError>>()?;
+    Ok(SinkState { pending, next })
 }
 
 /// Pre-committed transactions whose sink ended (failed or cancelled) while their checkpoint
@@ -313,10 +335,7 @@ pub(crate) fn fence<T>(
                     s.spawn(move || {
                         let p = producer(cfg, metrics, &TaskGauges::default(), Some(id))?;
                         p.init_transactions(cfg.flush_timeout).map_err(|e| {
-                            KafkaError::sink(
-                                format!("aborting lingering transaction {id}"),
-                                e,
-                            )
+                            KafkaError::sink(format!("aborting lingering transaction {id}"), e)
                         })
                     })
                 })
@@ -325,10 +344,7 @@ pub(crate) fn fence<T>(
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(KafkaError::sink(
-                            "aborting lingering transactions",
-                            "panic",
-                        ))
+                        Err(KafkaError::sink("aborting lingering transactions", "panic"))
                     })
                 })
                 .collect()
@@ -340,4 +356,23 @@ pub(crate) fn fence<T>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn state_decodes_both_formats() {
+        let old = br#"[{"checkpoint":3,"id":"p-0-3","records":7}]"#;
+        let s = decode(old).unwrap();
+        assert_eq!(s.next, None);
+        assert_eq!(s.pending[0].pid, None);
+        assert_eq!(s.pending[0].records, 7);
+        let new = br#"{"pending":[{"checkpoint":4,"id":"p-0-2","records":9,"producer_id":12,"producer_epoch":3}],"next":"p-0-2x"}"#;
+        let s = decode(new).unwrap();
+        assert_eq!(s.next.as_deref(), Some("p-0-2x"));
+        assert_eq!(s.pending[0].pid, Some((12, 3)));
+        assert!(decode(b"7").is_err());
+    }
 }

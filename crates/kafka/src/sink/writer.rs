@@ -9,11 +9,11 @@ use sluice_runtime::{TaskMetrics, TaskServices};
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, ServicesHandle};
 
 use super::config::{DeliveryGuarantee, KafkaSinkConfig};
-use crate::KafkaError;
 use super::fault;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
 use super::producer::{flush, producer, send, SinkProducer};
 use super::transactions::{self as txns, transactional_id, Txn};
+use crate::KafkaError;
 
 /// Records between two looks for newly completed checkpoints (as the transactional file sink).
 const COMMIT_CHECK_EVERY: u32 = 256;
@@ -177,7 +177,10 @@ impl<T: 'static> KafkaSinkWriter<T> {
                     *next = Opening::start(&self.cfg, &self.metrics, &self.gauges, id);
                 }
                 if let Some(s) = self.services.get::<TaskServices>() {
-                    s.record(&self.operator_id, txns::encode(pending));
+                    s.record(
+                        &self.operator_id,
+                        txns::encode(pending, next.as_ref().map(|o| o.id.as_str())),
+                    );
                 }
                 Ok(())
             }
@@ -248,11 +251,15 @@ fn restore<T>(
     // This subtask also cleans up after old subtasks that no longer exist (Flink's rule).
     let owned: Vec<usize> = (0..old_p.max(p)).filter(|i| i % p == me).collect();
     let mut to_fence = Vec::new();
+    let mut named_open = Vec::new();
     for (old, bytes) in restored.iter().flat_map(|r| r.parts.iter()) {
         if old % p != me {
             continue;
         }
-        for c in txns::decode(bytes)? {
+        let state = txns::decode(bytes)?;
+        // The transaction opened for records after the checkpoint, whatever its offset.
+        named_open.extend(state.next.filter(|id| !txns::was_committed_here(id)));
+        for c in state.pending {
             if txns::was_committed_here(&c.transactional_id) {
                 continue;
             }
@@ -270,14 +277,17 @@ fn restore<T>(
     }
     // Every other transaction an earlier attempt may have left open. Those of this process:
     // aborted through the producer it parked (one round trip), or fenced if it has none.
+    let mut aborted = std::collections::BTreeSet::new();
     for t in txns::take_parked_of(&cfg.transactional_id_prefix, &owned) {
         match txns::abort(&t, cfg.flush_timeout) {
             Ok(()) => {
                 metrics.transactional_ids_aborted.fetch_add(1, Relaxed);
+                aborted.insert(t.id.clone());
             }
             Err(_) => to_fence.push(t.id.clone()),
         }
     }
+    to_fence.extend(named_open.into_iter().filter(|id| !aborted.contains(id)));
     to_fence.extend(txns::open_ids_of(&cfg.transactional_id_prefix, &owned));
     // Those of an earlier process (first start-up here): Flink's probe, offsets after the
     // restored checkpoint up to the last barrier known plus the probe depth (librdkafka cannot

@@ -1,0 +1,318 @@
+//! End to end, exactly once, Kafka to Kafka on a real broker (tansu): `sluice run skew --from
+//! kafka://… --bounded --to kafka://…?exactly-once` under 20 injected subtask failures, and with
+//! the whole process SIGKILLed 5 times and restarted from its latest on-disk checkpoint
+//! (`--from-checkpoint`). The oracle is a failure-free run of the same job on the same input
+//! topic into another topic; both outputs are read as a `read_committed` consumer sees them
+//! (`sluice_testkit::kafka_read`, which applies the transaction markers itself: tansu sends no
+//! aborted-transaction lists) and compared as multisets of `key,running sum` lines (one per
+//! input record): lost and duplicated lines are counted and must be 0.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sluice_kafka::sink::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
+use sluice_testkit::kafka_read::{read_committed, ReadUntil};
+use sluice_testkit::KafkaBroker;
+
+const RECORDS: u64 = 150_000;
+
+fn sluice() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+}
+
+fn produce(kafka: &KafkaBroker, topic: &str) {
+    let o = sluice()
+        .args([
+            "produce",
+            "skew",
+            "--records",
+            &RECORDS.to_string(),
+            "--to",
+            &format!("kafka://{}/{topic}?partitions=3", kafka.bootstrap()),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The job; `map_work`: CPU rounds per record (1500: the job lasts a few seconds and takes
+/// several checkpoints, room for 5 kills).
+fn job_args(
+    kafka: &KafkaBroker,
+    input: &str,
+    output: &str,
+    chk: &Path,
+    map_work: u32,
+) -> Vec<String> {
+    let b = kafka.bootstrap();
+    [
+        "run",
+        "skew",
+        "--from",
+        &format!("kafka://{b}/{input}"),
+        "--bounded",
+        // One source subtask for the 3 partitions: a source subtask that finished its
+        // partitions ends the job's checkpoints (no checkpoints after a task finished), and
+        // the hot key makes one partition much longer than the others. The map chained to it
+        // (parallelism 1 too), so each key's records reach its running sum in partition order
+        // and the `key,sum` lines are the same in every run.
+        "--source-parallelism",
+        "1",
+        "--map-parallelism",
+        "1",
+        "--map-work",
+        &map_work.to_string(),
+        "--to",
+        &format!("kafka://{b}/{output}?exactly-once&partitions=3"),
+        "--checkpoint-interval",
+        "100",
+        "--checkpoint-dir",
+        chk.to_str().unwrap(),
+        "--no-rest",
+        "--no-progress",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn run_ok(args: &[String]) -> String {
+    let o = sluice().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "sluice {args:?}\n{err}");
+    err + &String::from_utf8_lossy(&o.stdout)
+}
+
+/// The committed lines of `topic`, sorted, once every input record's update arrived; the
+/// read must find no transaction left open.
+fn committed_lines(kafka: &KafkaBroker, topic: &str) -> Vec<String> {
+    let r = read_committed(
+        &kafka.bootstrap(),
+        topic,
+        ReadUntil {
+            expect: RECORDS as usize,
+            settle: Duration::from_millis(500),
+            deadline: Duration::from_secs(60),
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        (r.pending, r.behind_open),
+        (0, 0),
+        "no open transaction in {topic}"
+    );
+    eprintln!(
+        "{topic}: {} committed records, {} aborted (invisible), {} commit markers",
+        r.records.len(),
+        r.aborted,
+        r.commit_markers
+    );
+    let mut v: Vec<String> = r
+        .records
+        .iter()
+        .map(|r| String::from_utf8_lossy(r.value.as_deref().unwrap_or_default()).to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+/// `(lost, duplicated)` lines of `got` against `expected`, with multiplicity.
+fn compare(expected: &[String], got: &[String]) -> (usize, usize) {
+    let mut count: BTreeMap<&str, i64> = BTreeMap::new();
+    for e in expected {
+        *count.entry(e).or_default() += 1;
+    }
+    for g in got {
+        *count.entry(g).or_default() -= 1;
+    }
+    let lost = count
+        .values()
+        .filter(|&&c| c > 0)
+        .map(|&c| c as usize)
+        .sum();
+    let dup = count
+        .values()
+        .filter(|&&c| c < 0)
+        .map(|&c| (-c) as usize)
+        .sum();
+    (lost, dup)
+}
+
+/// The failure-free run of the job on `input` into `ref`, and its committed output.
+fn reference(kafka: &KafkaBroker, input: &str, map_work: u32) -> Vec<String> {
+    let chk = tempdir(&format!("eok-ref-{input}"));
+    run_ok(&job_args(kafka, input, "ref", &chk, map_work));
+    let _ = std::fs::remove_dir_all(&chk);
+    let lines = committed_lines(kafka, "ref");
+    assert_eq!(lines.len(), RECORDS as usize, "one update per input record");
+    lines
+}
+
+fn check(expected: &[String], got: &[String], what: &str) {
+    let (lost, dup) = compare(expected, got);
+    eprintln!(
+        "Kafka -> Kafka exactly once, {what}: {} committed lines, failure-free run {}: {lost} lost, {dup} duplicated",
+        got.len(),
+        expected.len()
+    );
+    assert_eq!((lost, dup), (0, 0), "lost, duplicated lines ({what})");
+}
+
+#[test]
+fn kafka_to_kafka_under_20_injected_failures_equals_a_failure_free_run() {
+    let kafka = KafkaBroker::start().unwrap();
+    produce(&kafka, "eok-in");
+    let expected = reference(&kafka, "eok-in", 0);
+    let chk = tempdir("eok-inject");
+    let mut args = job_args(&kafka, "eok-in", "out", &chk, 0);
+    args.extend(["--restart".into(), "fixed-delay:30:0".into()]);
+    // One failure per attempt, alternating between the keyed sum's subtasks (the vertex that
+    // holds the sums, chained with the Kafka sink).
+    for k in 0..20 {
+        args.push("--inject-failure".into());
+        args.push(format!("sum-per-key:{}:{}", k % 2, 1500 + 300 * k));
+    }
+    let err = run_ok(&args);
+    assert!(err.contains("the job restarted 20 times"), "{err}");
+    assert!(!err.contains("did not fire"), "{err}");
+    check(
+        &expected,
+        &committed_lines(&kafka, "out"),
+        "20 injected failures",
+    );
+    let _ = std::fs::remove_dir_all(&chk);
+}
+
+/// What a restore says for each transaction of a dead process it committed by producer id
+/// and epoch (the sink's `info` event).
+const RECOVERED: &str = "left by an earlier process";
+
+#[test]
+fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run() {
+    let kafka = KafkaBroker::start().unwrap();
+    produce(&kafka, "eok-kill");
+    let expected = reference(&kafka, "eok-kill", 1500);
+    let chk = tempdir("eok-kill");
+    let args = job_args(&kafka, "eok-kill", "out", &chk, 1500);
+    let mut restore: Option<PathBuf> = None;
+    let mut logs = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(240);
+    for kill in 0..5 {
+        let before = job_dirs(&chk);
+        let log = chk.join(format!("incarnation-{kill}.log"));
+        let mut cmd = sluice();
+        cmd.args(&args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .env_remove(KILL_BEFORE_COMMIT_ENV);
+        if let Some(r) = &restore {
+            cmd.arg("--from-checkpoint").arg(r);
+        }
+        // Incarnations 0, 2, 4 SIGKILL themselves inside the window the restore closes: just
+        // before their 2nd transaction commit, its checkpoint complete and durable on disk.
+        // Incarnations 1 and 3 are SIGKILLed from here, soon after their first checkpoint.
+        let in_window = kill % 2 == 0;
+        if in_window {
+            cmd.env(KILL_BEFORE_COMMIT_ENV, "2");
+        }
+        let mut child = cmd.spawn().unwrap();
+        let new_dir = || {
+            job_dirs(&chk)
+                .into_iter()
+                .find(|d| !before.contains(d) && has_checkpoint(d))
+        };
+        if in_window {
+            let status = loop {
+                if let Some(s) = child.try_wait().unwrap() {
+                    break s;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "incarnation {kill} did not kill itself"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let text = std::fs::read_to_string(&log).unwrap();
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(status.signal(), Some(9), "incarnation {kill}: {text}");
+            assert!(text.contains(KILL_LINE), "incarnation {kill}: {text}");
+        } else {
+            loop {
+                if new_dir().is_some() {
+                    break;
+                }
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "the job finished after {kill} kills: make the input larger"
+                );
+                assert!(Instant::now() < deadline, "no checkpoint appeared");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            // A little further than the checkpoint, so the kill lands mid-interval.
+            std::thread::sleep(Duration::from_millis(60 * (kill as u64 + 1)));
+            kill9(child);
+        }
+        restore = Some(new_dir().expect("a checkpoint of this incarnation on disk"));
+        logs.push(log);
+    }
+    let mut last = args.clone();
+    last.push("--from-checkpoint".into());
+    last.push(restore.unwrap().to_string_lossy().to_string());
+    let err = run_ok(&last);
+    assert!(err.contains("restoring from"), "{err}");
+    let recovered = logs
+        .iter()
+        .map(|l| std::fs::read_to_string(l).unwrap())
+        .chain([err.clone()])
+        .map(|t| t.matches(RECOVERED).count())
+        .sum::<usize>();
+    eprintln!(
+        "restores committed {recovered} transactions of dead processes by producer id and epoch"
+    );
+    // Each restore after a kill inside the window finds the killed commit's transaction.
+    assert!(recovered >= 3, "{recovered} transactions recovered\n{err}");
+    assert!(!err.contains("cannot be committed"), "{err}");
+    check(
+        &expected,
+        &committed_lines(&kafka, "out"),
+        "5 SIGKILLs (3 inside the commit window), each restarted from the latest checkpoint on disk",
+    );
+    let _ = std::fs::remove_dir_all(&chk);
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Job directories under the checkpoint directory.
+fn job_dirs(chk: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(chk)
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether `job` holds a complete checkpoint (a `chk-<n>` with its `_metadata`).
+fn has_checkpoint(job: &Path) -> bool {
+    std::fs::read_dir(job).is_ok_and(|r| {
+        r.flatten().any(|e| {
+            e.file_name().to_string_lossy().starts_with("chk-")
+                && e.path().join("_metadata").exists()
+        })
+    })
+}
+
+fn kill9(mut child: Child) {
+    // `Child::kill` is SIGKILL on Unix: no shutdown code runs.
+    let _ = child.kill();
+    let _ = child.wait();
+}
