@@ -262,6 +262,9 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
     last.push(restore.unwrap().to_string_lossy().to_string());
     let err = run_ok(&last);
     assert!(err.contains("restoring from"), "{err}");
+    if let Some(summary) = err.lines().find(|l| l.starts_with("Kafka: ")) {
+        eprintln!("the last incarnation: {summary}");
+    }
     let recovered = logs
         .iter()
         .map(|l| std::fs::read_to_string(l).unwrap())

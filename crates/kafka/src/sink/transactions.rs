@@ -101,8 +101,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<SinkState, KafkaError> {
 
 /// Pre-committed transactions whose sink ended (failed or cancelled) while their checkpoint
 /// was pending, by transactional id. A restart in the same process commits them through the
-/// very producer that opened them, which is the only way librdkafka can finish another
-/// attempt's transaction. A new process starts with this empty (the crash window).
+/// very producer that opened them (librdkafka's own commit, one round trip). A new process
+/// starts with this empty and commits through the coordinator instead ([`recover`]).
 static PARKED: Mutex<BTreeMap<String, Txn>> = Mutex::new(BTreeMap::new());
 
 fn parked() -> std::sync::MutexGuard<'static, BTreeMap<String, Txn>> {
