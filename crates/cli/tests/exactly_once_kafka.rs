@@ -16,19 +16,25 @@ use sluice_kafka::sink::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
 use sluice_testkit::kafka_read::{read_committed, ReadUntil};
 use sluice_testkit::KafkaBroker;
 
-const RECORDS: u64 = 150_000;
+/// Input records of the injected-failures run. Its 20 failures fire after 200 + 50·k records
+/// at a keyed-sum subtask within one attempt: even if every attempt kept all it processed, the
+/// cold subtask's (about 12 % of the records) ten failures need about 58 000 input records, the
+/// hot one's about 7 500, so all 20 fire before the input ends.
+const RECORDS: u64 = 80_000;
+/// Input records of the SIGKILL run (its 5 killed incarnations write about 35 000 of them).
+const KILL_RECORDS: u64 = 80_000;
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
 
-fn produce(kafka: &KafkaBroker, topic: &str) {
+fn produce(kafka: &KafkaBroker, topic: &str, records: u64) {
     let o = sluice()
         .args([
             "produce",
             "skew",
             "--records",
-            &RECORDS.to_string(),
+            &records.to_string(),
             "--to",
             &format!("kafka://{}/{topic}?partitions=3", kafka.bootstrap()),
         ])
@@ -87,12 +93,12 @@ fn run_ok(args: &[String]) -> String {
 
 /// The committed lines of `topic`, sorted, once every input record's update arrived; the
 /// read must find no transaction left open.
-fn committed_lines(kafka: &KafkaBroker, topic: &str) -> Vec<String> {
+fn committed_lines(kafka: &KafkaBroker, topic: &str, records: u64) -> Vec<String> {
     let r = read_committed(
         &kafka.bootstrap(),
         topic,
         ReadUntil {
-            expect: RECORDS as usize,
+            expect: records as usize,
             settle: Duration::from_millis(500),
             deadline: Duration::from_secs(60),
         },
@@ -141,12 +147,12 @@ fn compare(expected: &[String], got: &[String]) -> (usize, usize) {
 }
 
 /// The failure-free run of the job on `input` into `ref`, and its committed output.
-fn reference(kafka: &KafkaBroker, input: &str, map_work: u32) -> Vec<String> {
+fn reference(kafka: &KafkaBroker, input: &str, records: u64, map_work: u32) -> Vec<String> {
     let chk = tempdir(&format!("eok-ref-{input}"));
     run_ok(&job_args(kafka, input, "ref", &chk, map_work));
     let _ = std::fs::remove_dir_all(&chk);
-    let lines = committed_lines(kafka, "ref");
-    assert_eq!(lines.len(), RECORDS as usize, "one update per input record");
+    let lines = committed_lines(kafka, "ref", records);
+    assert_eq!(lines.len(), records as usize, "one update per input record");
     lines
 }
 
@@ -163,8 +169,8 @@ fn check(expected: &[String], got: &[String], what: &str) {
 #[test]
 fn kafka_to_kafka_under_20_injected_failures_equals_a_failure_free_run() {
     let kafka = KafkaBroker::start().unwrap();
-    produce(&kafka, "eok-in");
-    let expected = reference(&kafka, "eok-in", 0);
+    produce(&kafka, "eok-in", RECORDS);
+    let expected = reference(&kafka, "eok-in", RECORDS, 0);
     let chk = tempdir("eok-inject");
     let mut args = job_args(&kafka, "eok-in", "out", &chk, 0);
     args.extend(["--restart".into(), "fixed-delay:30:0".into()]);
@@ -172,14 +178,14 @@ fn kafka_to_kafka_under_20_injected_failures_equals_a_failure_free_run() {
     // holds the sums, chained with the Kafka sink).
     for k in 0..20 {
         args.push("--inject-failure".into());
-        args.push(format!("sum-per-key:{}:{}", k % 2, 1500 + 300 * k));
+        args.push(format!("sum-per-key:{}:{}", k % 2, 200 + 50 * k));
     }
     let err = run_ok(&args);
     assert!(err.contains("the job restarted 20 times"), "{err}");
     assert!(!err.contains("did not fire"), "{err}");
     check(
         &expected,
-        &committed_lines(&kafka, "out"),
+        &committed_lines(&kafka, "out", RECORDS),
         "20 injected failures",
     );
     let _ = std::fs::remove_dir_all(&chk);
@@ -192,8 +198,8 @@ const RECOVERED: &str = "left by an earlier process";
 #[test]
 fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run() {
     let kafka = KafkaBroker::start().unwrap();
-    produce(&kafka, "eok-kill");
-    let expected = reference(&kafka, "eok-kill", 1500);
+    produce(&kafka, "eok-kill", KILL_RECORDS);
+    let expected = reference(&kafka, "eok-kill", KILL_RECORDS, 1500);
     let chk = tempdir("eok-kill");
     let args = job_args(&kafka, "eok-kill", "out", &chk, 1500);
     let mut restore: Option<PathBuf> = None;
@@ -279,7 +285,7 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
     assert!(!err.contains("cannot be committed"), "{err}");
     check(
         &expected,
-        &committed_lines(&kafka, "out"),
+        &committed_lines(&kafka, "out", KILL_RECORDS),
         "5 SIGKILLs (3 inside the commit window), each restarted from the latest checkpoint on disk",
     );
     let _ = std::fs::remove_dir_all(&chk);
