@@ -6,7 +6,9 @@
 //!   monitoring only, starting offsets (earliest, latest, committed, timestamp), a bounded mode,
 //!   per-partition watermarks with idleness, deserialisers ([`source::Lines`],
 //!   [`source::RawBytes`], [`source::Json`]) with dead letters, FLIP-33 metrics.
-//! - [`KafkaSink`]: at-least-once or transactional exactly-once (see [`sink`]).
+//! - [`KafkaSink`]: at-least-once or transactional exactly-once (see [`sink`]); after a crash
+//!   the restore commits the checkpoint's transactions by producer id and epoch through
+//!   [`sink::coordinator`], a minimal client of Kafka's transaction coordinator.
 //! - [`config::KafkaUrl`]: the `kafka://HOST:PORT/TOPIC?k=v` URL of the command line;
 //!   [`config::ClientSettings`]: brokers, connect timeout, passthrough properties.
 //! - [`admin`]: metadata within the connect timeout, topic resolution, [`admin::ensure_topic`].
