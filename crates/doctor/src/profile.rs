@@ -146,7 +146,7 @@ fn blocked_kind(f: &str) -> Option<BlockedIn> {
         || f.contains("FileDispatcherImpl")
     {
         Some(BlockedIn::Io)
-    } else if f.contains("(lock, condition or park)")
+    } else if f.starts_with("[syscall] futex")
         || f.contains("ReentrantLock")
         || f.contains("LockSupport.park")
         || f.contains("Object.wait")

@@ -281,6 +281,55 @@ fn blocking_subtasks_wait_for_their_lookup_in_the_thread_dump_and_the_off_cpu_gr
     assert!(io > 0.5, "I/O wait share {io}:\n{}", tree_text(&g));
 }
 
+/// Every record of `contended-lock` holds one process-wide mutex for a moment: with two
+/// subtasks, one holds it (asleep) while the other waits for it.
+static ONE_LOCK: std::sync::Mutex<u64> = std::sync::Mutex::new(0);
+
+#[test]
+fn subtasks_waiting_for_a_contended_mutex_are_blocked_in_the_thread_dump_and_the_off_cpu_graph() {
+    let env = common::env(2);
+    env.generate(scenarios::UNBOUNDED, |i| i as i64)
+        .name("generator")
+        .rebalance()
+        .map(|v: i64| {
+            let mut held = ONE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+            *held += 1;
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            v
+        })
+        .name("contended-lock")
+        .sink_fn("discard", |_: i64| Ok(()));
+    let s = Served::start(&env);
+    s.wait_for_metrics();
+    let tms = get_json(s.addr, "/taskmanagers");
+    let tm = tms["taskmanagers"][0]["id"].as_str().unwrap().to_string();
+    let dump_path = format!("/taskmanagers/{tm}/thread-dump");
+    let blocked = eventually("a contended-lock subtask seen BLOCKED on the mutex", || {
+        let d = get_json(s.addr, &dump_path);
+        d["threadInfos"].as_array().unwrap().iter().find_map(|t| {
+            let name = t["threadName"].as_str().unwrap();
+            let info = t["stringifiedThreadInfo"].as_str().unwrap();
+            (name.starts_with("contended-lock") && info.contains(" BLOCKED on mutex@0x"))
+                .then(|| info.to_string())
+        })
+    });
+    assert!(
+        blocked.contains("\tat [syscall] futex (lock: contended mutex)\n")
+            && blocked.contains("\tat [blocked] in operator code\n"),
+        "{blocked}"
+    );
+    // The holder sleeps, so some dumps show it TIMED_WAITING: the two states are told apart.
+    let id = s.vertex("contended-lock");
+    let g = flame_graph(&s, &id, "?type=off_cpu");
+    let lock = share_under(&g, |f| f == "[syscall] futex (lock: contended mutex)");
+    let sleep = share_under(&g, |f| f.contains("clock_nanosleep (sleep)"));
+    assert!(
+        lock > 0.2 && sleep > 0.2,
+        "lock {lock}, sleep {sleep}:\n{}",
+        tree_text(&g)
+    );
+}
+
 #[test]
 fn state_heavy_on_cpu_graph_names_the_lsm_stores_get() {
     let (s, _job) = scenario("state-heavy", 1);

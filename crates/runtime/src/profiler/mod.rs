@@ -10,8 +10,10 @@
 //!   first frame on (the thread-start boilerplate of `std` is cut).
 //! - **off CPU**: the sample is logical: the task, what the task waits for (input = idle, output
 //!   credit = backpressured, or neither: a call inside operator code), the system call it is
-//!   blocked in (`clock_nanosleep` = a sleep, `recvfrom` = a socket read, `futex` = a lock or
-//!   condition) and the kernel function it sleeps in.
+//!   blocked in (`clock_nanosleep` = a sleep, `recvfrom` = a socket read, `futex` = a contended
+//!   mutex or a park/condition wait, told apart by its arguments: [`procfs::FutexWait`]) and the
+//!   kernel function it sleeps in. The thread dump's Java-like states come from the same look:
+//!   RUNNABLE, BLOCKED (a contended mutex), WAITING, TIMED_WAITING.
 //!
 //! Values count native samples, i.e. slices of 1/`native_hz` of thread time: a look off CPU
 //! stands for `delay` of the thread's time and counts `delay × native_hz` (5 by default), so
@@ -39,7 +41,7 @@ pub use thread_dump::{thread_dump, ThreadInfo};
 pub use tree::FlameNode;
 
 use crate::{TaskMetrics, TaskState};
-use procfs::{syscall_name, ThreadLook, WaitKind};
+use procfs::{syscall_name, FutexWait, ThreadLook, WaitKind};
 
 /// Flink's flame graph types (`?type=full|on_cpu|off_cpu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -179,15 +181,32 @@ fn off_cpu_stack(t: &ProfiledThread, look: &ThreadLook) -> Stack {
     } else {
         "[blocked] in operator code".to_string()
     });
-    if let Some(nr) = look.syscall {
-        s.push(syscall_frame(nr));
-    } else if look.state == 'D' {
-        s.push("[syscall] (uninterruptible: disk or kernel I/O)".to_string());
+    if let Some(f) = call_frame(look) {
+        s.push(f);
     }
     if let Some(w) = &look.wchan {
         s.push(format!("[kernel] {w}"));
     }
     s
+}
+
+/// The frame of the call a thread seen off CPU is blocked in: the system call, and for a
+/// `futex` what its arguments say it waits for (a contended mutex, a timed or untimed park).
+pub fn call_frame(look: &ThreadLook) -> Option<String> {
+    match (look.syscall, look.futex_wait()) {
+        (Some(_), Some(FutexWait::Mutex { .. })) => {
+            Some("[syscall] futex (lock: contended mutex)".to_string())
+        }
+        (Some(_), Some(FutexWait::Timed)) => {
+            Some("[syscall] futex (condition or park, timed)".to_string())
+        }
+        (Some(_), Some(FutexWait::Untimed)) => Some("[syscall] futex (condition or park)".into()),
+        (Some(nr), None) => Some(syscall_frame(nr)),
+        (None, _) if look.state == 'D' => {
+            Some("[syscall] (uninterruptible: disk or kernel I/O)".to_string())
+        }
+        (None, _) => None,
+    }
 }
 
 /// `[syscall] clock_nanosleep (sleep)`: the call and what it means.

@@ -10,6 +10,8 @@ pub struct ThreadLook {
     pub state: char,
     /// The system call the thread is blocked in (`None` when running or unknown).
     pub syscall: Option<u64>,
+    /// Its first four arguments (zeros when unknown): what a `futex` wait waits for.
+    pub args: [u64; 4],
     /// The kernel function the thread sleeps in (`None` when running or hidden).
     pub wchan: Option<String>,
 }
@@ -29,12 +31,13 @@ pub fn look(tid: u64) -> Option<ThreadLook> {
         return Some(ThreadLook {
             state,
             syscall: None,
+            args: [0; 4],
             wchan: None,
         });
     }
-    let syscall = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall"))
-        .ok()
-        .and_then(|s| parse_syscall(&s));
+    let line = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).ok();
+    let syscall = line.as_deref().and_then(parse_syscall);
+    let args = line.as_deref().map(parse_syscall_args).unwrap_or([0; 4]);
     let wchan = std::fs::read_to_string(format!("/proc/self/task/{tid}/wchan"))
         .ok()
         .map(|w| w.trim().to_string())
@@ -42,8 +45,51 @@ pub fn look(tid: u64) -> Option<ThreadLook> {
     Some(ThreadLook {
         state,
         syscall,
+        args,
         wchan,
     })
+}
+
+impl ThreadLook {
+    /// What the thread waits for when it is blocked in `futex` (`None` otherwise).
+    pub fn futex_wait(&self) -> Option<FutexWait> {
+        match self.syscall.map(|nr| syscall_name(nr).1) {
+            Some(WaitKind::Futex) => Some(classify_futex(&self.args)),
+            _ => None,
+        }
+    }
+}
+
+/// What a `futex` wait is, read from its arguments (`uaddr`, `op`, `val`, `timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FutexWait {
+    /// A contended mutex: a wait for the value 2, untimed. 2 is "locked, with waiters" in both
+    /// glibc's low-level lock (`pthread_mutex_lock`) and Rust std's futex mutex, and the value
+    /// a lock waits for; a priority-inheritance lock (`FUTEX_LOCK_PI`) is a mutex by its op.
+    /// Java calls such a thread BLOCKED. (A condition variable whose sequence number happens to
+    /// be 2 looks the same: rare, and short-lived, as the number moves with every notify.)
+    Mutex { addr: u64 },
+    /// A wait with a timeout: a timed park or condition wait (TIMED_WAITING).
+    Timed,
+    /// Any other wait: a park, a condition variable, a channel (WAITING).
+    Untimed,
+}
+
+/// Linux's `futex` commands (the low 7 bits of `op`).
+const FUTEX_WAIT: u64 = 0;
+const FUTEX_LOCK_PI: u64 = 6;
+const FUTEX_WAIT_BITSET: u64 = 9;
+const FUTEX_LOCK_PI2: u64 = 13;
+
+/// Classifies a `futex` call from its first four arguments.
+pub fn classify_futex(args: &[u64; 4]) -> FutexWait {
+    let [addr, op, val, timeout] = *args;
+    match op & 0x7f {
+        FUTEX_LOCK_PI | FUTEX_LOCK_PI2 => FutexWait::Mutex { addr },
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if timeout != 0 => FutexWait::Timed,
+        FUTEX_WAIT | FUTEX_WAIT_BITSET if val as u32 == 2 => FutexWait::Mutex { addr },
+        _ => FutexWait::Untimed,
+    }
 }
 
 /// The state letter of a `stat` line: the field after the parenthesised command name (which
@@ -56,6 +102,16 @@ pub fn parse_stat_state(stat: &str) -> Option<char> {
 /// The system call number of a `syscall` line (`running` or `-1 ...` give `None`).
 pub fn parse_syscall(line: &str) -> Option<u64> {
     line.split_whitespace().next()?.parse().ok()
+}
+
+/// The first four arguments of a `syscall` line (`nr arg0 … arg5 sp pc`, hexadecimal); zeros
+/// where missing.
+pub fn parse_syscall_args(line: &str) -> [u64; 4] {
+    let mut out = [0; 4];
+    for (slot, field) in out.iter_mut().zip(line.split_whitespace().skip(1)) {
+        *slot = u64::from_str_radix(field.trim_start_matches("0x"), 16).unwrap_or(0);
+    }
+    out
 }
 
 /// The comm name of thread `tid` (at most 15 bytes: the kernel's limit).
@@ -165,6 +221,38 @@ mod tests {
         );
         assert_eq!(parse_syscall("running"), None);
         assert_eq!(parse_syscall("-1 0x7ffd 0x7f"), None);
+        assert_eq!(
+            parse_syscall_args("202 0x7f10 0x89 0x2 0x0 0x0 0xffffffff 0x7ffd 0x7f"),
+            [0x7f10, 0x89, 2, 0]
+        );
+        assert_eq!(parse_syscall_args("running"), [0; 4]);
+    }
+
+    #[test]
+    fn futex_waits_are_told_apart_by_their_arguments() {
+        // Rust std's mutex and glibc's lll_lock_wait: wait for 2, no timeout.
+        assert_eq!(
+            classify_futex(&[0x10, 0x89, 2, 0]),
+            FutexWait::Mutex { addr: 0x10 }
+        );
+        assert_eq!(
+            classify_futex(&[0x10, 0x80, 2, 0]),
+            FutexWait::Mutex { addr: 0x10 }
+        );
+        assert_eq!(
+            classify_futex(&[0x10, 0x86, 0, 0]),
+            FutexWait::Mutex { addr: 0x10 }
+        );
+        // A park (std waits for u32::MAX), a timed park, a condition variable.
+        assert_eq!(
+            classify_futex(&[0x10, 0x89, 0xffff_ffff, 0]),
+            FutexWait::Untimed
+        );
+        assert_eq!(
+            classify_futex(&[0x10, 0x89, 0xffff_ffff, 0x7ffd]),
+            FutexWait::Timed
+        );
+        assert_eq!(classify_futex(&[0x10, 0x89, 7, 0]), FutexWait::Untimed);
     }
 
     #[test]

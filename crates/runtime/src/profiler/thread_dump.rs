@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
-use super::procfs::{self, syscall_name, WaitKind};
+use super::procfs::{self, syscall_name, FutexWait, WaitKind};
 use super::{native, off_cpu_stack, ProfiledThread};
 
 /// One thread of a dump.
@@ -21,18 +21,27 @@ pub struct ThreadInfo {
 /// How long running threads are sampled for their native stacks.
 const NATIVE_GLANCE: Duration = Duration::from_millis(200);
 
-/// Java's state of a thread Linux shows as `look`: running and I/O-blocked threads are
-/// RUNNABLE (as Java reports a thread in a socket read), sleeps and timed parks TIMED_WAITING,
-/// other futex waits WAITING.
-fn java_state(look: &procfs::ThreadLook, timed_wait: bool) -> &'static str {
+/// Java's state of a thread Linux shows as `look` (with Java's `on <lock>` for a blocked one):
+/// running and I/O-blocked threads are RUNNABLE (as Java reports a thread in a socket read), a
+/// futex wait on a contended mutex BLOCKED, sleeps and timed waits TIMED_WAITING (as is a task
+/// waiting for input or credit, `engine_wait`), other futex waits WAITING.
+fn java_state(look: &procfs::ThreadLook, engine_wait: bool) -> String {
     if look.on_cpu() || look.state == 'D' {
-        return "RUNNABLE";
+        return "RUNNABLE".into();
+    }
+    match look.futex_wait() {
+        Some(FutexWait::Mutex { addr }) if !engine_wait => {
+            return format!("BLOCKED on mutex@{addr:#x}");
+        }
+        Some(_) if engine_wait => return "TIMED_WAITING".into(),
+        Some(FutexWait::Timed) => return "TIMED_WAITING".into(),
+        Some(_) => return "WAITING".into(),
+        None => {}
     }
     match look.syscall.map(|nr| syscall_name(nr).1) {
-        Some(WaitKind::Sleep) => "TIMED_WAITING",
-        Some(WaitKind::Io) => "RUNNABLE",
-        Some(WaitKind::Futex) if timed_wait => "TIMED_WAITING",
-        _ => "WAITING",
+        Some(WaitKind::Sleep) => "TIMED_WAITING".into(),
+        Some(WaitKind::Io) => "RUNNABLE".into(),
+        _ => "WAITING".into(),
     }
 }
 
@@ -100,7 +109,7 @@ pub fn thread_dump(tasks: &[ProfiledThread], max_depth: usize) -> Vec<ThreadInfo
                 frames.reverse();
                 frames.truncate(max_depth);
                 out.push(ThreadInfo {
-                    stringified: stringify(&name, tid, java_state(&look, timed), &frames),
+                    stringified: stringify(&name, tid, &java_state(&look, timed), &frames),
                     thread_name: name,
                 });
             }
@@ -110,15 +119,93 @@ pub fn thread_dump(tasks: &[ProfiledThread], max_depth: usize) -> Vec<ThreadInfo
                 if let Some(w) = &look.wchan {
                     frames.push(format!("[kernel] {w}"));
                 }
-                if let Some(nr) = look.syscall {
-                    frames.push(super::syscall_frame(nr));
+                if let Some(f) = super::call_frame(&look) {
+                    frames.push(f);
                 }
                 out.push(ThreadInfo {
-                    stringified: stringify(&name, tid, java_state(&look, false), &frames),
+                    stringified: stringify(&name, tid, &java_state(&look, false), &frames),
                     thread_name: name,
                 });
             }
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::Instant;
+
+    fn state_of<'a>(dump: &'a [ThreadInfo], name: &str) -> Option<&'a str> {
+        let t = dump.iter().find(|t| t.thread_name == name)?;
+        let first = t.stringified.lines().next()?;
+        Some(first.split_once(" Id=")?.1.split_once(' ')?.1)
+    }
+
+    #[test]
+    fn a_thread_waiting_for_a_held_mutex_is_blocked_others_wait() {
+        let lock = Arc::new(Mutex::new(()));
+        let held = lock.lock().unwrap();
+        let l = lock.clone();
+        let blocked = std::thread::Builder::new()
+            .name("lock-waiter".into())
+            .spawn(move || drop(l.lock().unwrap()))
+            .unwrap();
+        let cond = Arc::new((Mutex::new(false), Condvar::new()));
+        let c = cond.clone();
+        let waiting = std::thread::Builder::new()
+            .name("cond-waiter".into())
+            .spawn(move || {
+                let (m, cv) = &*c;
+                let mut done = m.lock().unwrap();
+                while !*done {
+                    done = cv.wait(done).unwrap();
+                }
+            })
+            .unwrap();
+        let parker = std::thread::Builder::new()
+            .name("timed-parker".into())
+            .spawn(|| std::thread::park_timeout(Duration::from_secs(30)))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut last;
+        let seen = loop {
+            last = thread_dump(&[], 8);
+            let s = |n| state_of(&last, n).map(str::to_string);
+            let states = (s("lock-waiter"), s("cond-waiter"), s("timed-parker"));
+            if states
+                .0
+                .as_deref()
+                .is_some_and(|s| s.starts_with("BLOCKED on mutex@0x"))
+                && states.1.as_deref() == Some("WAITING")
+                && states.2.as_deref() == Some("TIMED_WAITING")
+            {
+                break true;
+            }
+            if Instant::now() > deadline {
+                break false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        drop(held);
+        blocked.join().unwrap();
+        *cond.0.lock().unwrap() = true;
+        cond.1.notify_all();
+        waiting.join().unwrap();
+        parker.thread().unpark();
+        parker.join().unwrap();
+        assert!(seen, "{last:#?}");
+        let waiter = last
+            .iter()
+            .find(|t| t.thread_name == "lock-waiter")
+            .unwrap();
+        assert!(
+            waiter
+                .stringified
+                .contains("\tat [syscall] futex (lock: contended mutex)\n"),
+            "{waiter:?}"
+        );
+    }
 }
