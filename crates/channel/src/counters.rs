@@ -1,5 +1,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::wait_stacks::{WaitPoint, WaitStacks};
+
 /// Per-channel traffic counters, updated once per buffer (never per record) so they cost nothing
 /// measurable. Readers (metrics, tests) may read them at any time from any thread.
 #[derive(Debug, Default)]
@@ -54,6 +56,8 @@ pub struct WaitTimes {
     pub backpressured_since: AtomicU64,
     /// Longest single backpressure wait, reset by the reader (Flink's `maxHardBackPressureTimeMs`).
     pub max_backpressured_ns: AtomicU64,
+    /// Native stacks where the waits start, while the profiler wants them.
+    pub stacks: WaitStacks,
 }
 
 impl WaitTimes {
@@ -63,6 +67,7 @@ impl WaitTimes {
     pub fn begin_idle(&self) -> u64 {
         let now = mono_ns();
         self.idle_since.store(now, Relaxed);
+        self.stacks.at_wait(WaitPoint::Input, now);
         now
     }
     pub fn end_idle(&self, started: u64) {
@@ -73,6 +78,7 @@ impl WaitTimes {
     pub(crate) fn begin_backpressure(&self) -> u64 {
         let now = mono_ns();
         self.backpressured_since.store(now, Relaxed);
+        self.stacks.at_wait(WaitPoint::Credit, now);
         now
     }
     pub(crate) fn end_backpressure(&self, started: u64) {

@@ -51,6 +51,7 @@ mod counters;
 pub mod debloat;
 mod gate;
 mod overdraft;
+pub mod wait_stacks;
 mod writer;
 
 pub use config::ExchangeConfig;
@@ -60,6 +61,7 @@ pub use gate::{
     ChannelEvent, ChannelSender, GateCanceller, GateItem, InputGate, Permit, ReceivedBuffer,
 };
 pub use overdraft::{OutputDebt, OverdraftBudget};
+pub use wait_stacks::{WaitPoint, WaitStack, WaitStacks};
 pub use writer::ChannelWriter;
 
 /// The exchange was torn down: the job is being cancelled.

@@ -279,6 +279,28 @@ fn blocking_subtasks_wait_for_their_lookup_in_the_thread_dump_and_the_off_cpu_gr
     let g = flame_graph(&s, &id, "?type=off_cpu");
     let io = share_under(&g, |f| f.contains("(socket, pipe or file I/O)"));
     assert!(io > 0.5, "I/O wait share {io}:\n{}", tree_text(&g));
+
+    // The generator waits for credit: its off-CPU samples carry the native stack the thread
+    // captured where the wait started, between the task and the logical wait.
+    let id = s.vertex("Source:");
+    let g = flame_graph(&s, &id, "?type=off_cpu");
+    let with_stack = all_paths(&g).into_iter().any(|(p, n)| {
+        let wait = p.iter().position(|f| f.starts_with("[wait] output credit"));
+        n > 0
+            && wait.is_some_and(|w| {
+                w > 2
+                    && p[2..w].iter().all(|f| !f.starts_with('['))
+                    && p[2..w].iter().any(|f| f.contains("sluice_"))
+            })
+    });
+    if std::env::var_os("SHOW_TREE").is_some() {
+        eprintln!("{}", tree_text(&g));
+    }
+    assert!(
+        with_stack,
+        "no native frames above the credit wait:\n{}",
+        tree_text(&g)
+    );
 }
 
 /// Every record of `contended-lock` holds one process-wide mutex for a moment: with two

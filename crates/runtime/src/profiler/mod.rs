@@ -5,20 +5,36 @@
 //! `num_samples` times, `delay` apart (Flink's `rest.flamegraph.num-samples` 100 and
 //! `delay-between-samples` 50 ms). Each look ([`procfs`]) reads the thread's scheduler state:
 //! - **on CPU** (`R`): while a run lasts, `pprof`'s signal-based sampler ([`native`]) collects
-//!   symbolised stacks of the task threads, one per 1/99 s of CPU time: the on-CPU graph is
+//!   stacks of the task threads, one per 1/`native_hz` s of CPU time (20 a second: Flink's
+//!   rate), symbolised after the window (each address once per process): the on-CPU graph is
 //!   these native stacks (user functions under the engine's operator frames), from the engine's
 //!   first frame on (the thread-start boilerplate of `std` is cut).
-//! - **off CPU**: the sample is logical: the task, what the task waits for (input = idle, output
-//!   credit = backpressured, or neither: a call inside operator code), the system call it is
-//!   blocked in (`clock_nanosleep` = a sleep, `recvfrom` = a socket read, `futex` = a contended
-//!   mutex or a park/condition wait, told apart by its arguments: [`procfs::FutexWait`]) and the
-//!   kernel function it sleeps in. The thread dump's Java-like states come from the same look:
-//!   RUNNABLE, BLOCKED (a contended mutex), WAITING, TIMED_WAITING.
+//! - **off CPU**: the task, what the task waits for (input = idle, output credit =
+//!   backpressured, or neither: a call inside operator code), the system call it is blocked in
+//!   (`clock_nanosleep` = a sleep, `recvfrom` = a socket read, `futex` = a contended mutex or a
+//!   park/condition wait, told apart by its arguments: [`procfs::FutexWait`]) and the kernel
+//!   function it sleeps in. The thread dump's Java-like states come from the same look:
+//!   RUNNABLE, BLOCKED (a contended mutex), WAITING, TIMED_WAITING. A wait for input or credit
+//!   also has native frames: the waiting thread unwinds itself where the wait starts while a
+//!   run wants it (`sluice_channel::wait_stacks`, at most every 50 ms), and the logical frames
+//!   sit under that stack.
+//!
+//! Why a wait *inside operator code* (a sleep, a socket read, a lock) has no native frames: a
+//! thread off CPU can only be unwound by itself or by stopping it. Stopping is ptrace (a helper
+//! such as `rstack` stops the thread for every sample: far above 1 %). Running on it means a
+//! signal handler, and the only one we have without `unsafe` in our crates is `pprof`'s, which
+//! (a) fires on CPU time (`ITIMER_PROF`), so never on a sleeping thread, and (b) with the
+//! blocklist we must give it drops every sample whose interrupted address is in libc (the
+//! guard against deadlocking in the loader's or allocator's locks), where a blocked thread
+//! always is (the system call's wrapper).
+//! Sending a signal to one thread (`tgkill`) and unwinding through libc from the handler would
+//! need our own handler: `unsafe`, and unsound while the thread holds those locks. The engine
+//! cannot wrap user code's blocking calls; its own waits it can, hence the wait stacks.
 //!
 //! Values count native samples, i.e. slices of 1/`native_hz` of thread time: a look off CPU
-//! stands for `delay` of the thread's time and counts `delay × native_hz` (5 by default), so
-//! on- and off-CPU parts of the `full` graph keep their proportions of time. (Flink counts
-//! looks: 100 per thread; here a thread sampled for 5 s totals about 500.)
+//! stands for `delay` of the thread's time and counts `delay × native_hz` (1 by default, as
+//! Flink counts a look), so on- and off-CPU parts of the `full` graph keep their proportions of
+//! time (a thread sampled for a 5 s run totals about 100, as in Flink).
 //!
 //! Frames are root first and sit under `[task] <vertex>`; Sluice's logical frames are bracketed
 //! (`[wait]`, `[blocked]`, `[syscall]`, `[kernel]`, `[running]`) so nobody mistakes them for
@@ -42,6 +58,7 @@ pub use tree::FlameNode;
 
 use crate::{TaskMetrics, TaskState};
 use procfs::{syscall_name, FutexWait, ThreadLook, WaitKind};
+use sluice_channel::{WaitPoint, WaitStack};
 
 /// Flink's flame graph types (`?type=full|on_cpu|off_cpu`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,8 +101,9 @@ pub struct ProfilerConfig {
     /// A vertex's graph is resampled on a request once it is older than this
     /// (`refresh-interval`, 60 s); the older graph is answered meanwhile.
     pub refresh_interval: Duration,
-    /// Native stack samples per second of process CPU time while a run lasts; 0 = logical
-    /// frames only.
+    /// Native stack samples per second of CPU time while a run lasts (SIGPROF on the process's
+    /// CPU time: a thread on CPU all along gets this many a second); 0 = logical frames only.
+    /// 20 is Flink's rate (a look every 50 ms), so a look off CPU weighs as one sample.
     pub native_hz: i32,
 }
 
@@ -96,7 +114,7 @@ impl Default for ProfilerConfig {
             delay: Duration::from_millis(50),
             stack_depth: 56,
             refresh_interval: Duration::from_secs(60),
-            native_hz: 99,
+            native_hz: 20,
         }
     }
 }
@@ -142,6 +160,34 @@ pub struct VertexProfile {
     pub subtasks: Vec<SubtaskProfile>,
     /// Why on-CPU samples have no native frames, when they have none.
     pub native_note: Option<String>,
+    /// What the run cost the sampling thread (the task threads pay for the native samples).
+    pub cost: SamplingCost,
+}
+
+/// What a sampling run cost, counted (for `sluice bench --profiler`).
+#[derive(Clone, Debug, Default)]
+pub struct SamplingCost {
+    /// Looks at task threads (`/proc` reads).
+    pub looks: u64,
+    /// Native samples of the sampled threads (each a SIGPROF handler unwinding on a task thread).
+    pub native_samples: u64,
+    /// Off-CPU looks given the stack the thread captured where its wait started.
+    pub wait_stacks: u64,
+    /// CPU time of the sampling thread during the window: starting the sampler, the looks.
+    pub window_cpu_ns: u64,
+    /// CPU time after the window: the sampler's report, symbolisation, the stacks and trees.
+    pub after_cpu_ns: u64,
+}
+
+impl SamplingCost {
+    /// Adds another run's costs.
+    pub fn add(&mut self, o: &SamplingCost) {
+        self.looks += o.looks;
+        self.native_samples += o.native_samples;
+        self.wait_stacks += o.wait_stacks;
+        self.window_cpu_ns += o.window_cpu_ns;
+        self.after_cpu_ns += o.after_cpu_ns;
+    }
 }
 
 impl VertexProfile {
@@ -238,13 +284,43 @@ fn trim_stack(s: &[String], depth: usize) -> &[String] {
     &s[s.len().saturating_sub(depth)..]
 }
 
+/// The native stack a waiting task thread captured where its current kind of wait started
+/// (input or output credit), while a run wants them (see `sluice_channel::wait_stacks`).
+fn wait_stack(t: &ProfiledThread) -> Option<WaitStack> {
+    let waits = &t.metrics.waits;
+    if waits.idle_since.load(Relaxed) != 0 {
+        waits.stacks.latest(WaitPoint::Input)
+    } else if waits.backpressured_since.load(Relaxed) != 0 {
+        waits.stacks.latest(WaitPoint::Credit)
+    } else {
+        None
+    }
+}
+
+/// CPU time of the calling thread so far, ns (0 where unknown: costs then read 0).
+fn own_cpu_ns() -> u64 {
+    crate::telemetry::current_thread_id()
+        .and_then(crate::telemetry::thread_cpu_ns)
+        .unwrap_or(0)
+}
+
+/// Off-CPU samples of one subtask during a window: the stack its wait started with (if it
+/// captured one) and the logical stack, counted.
+type OffCpuLooks = HashMap<(Option<WaitStack>, Stack), u64>;
+
 /// Samples `threads` (see the module docs); blocks for about `num_samples × delay`, less when
-/// every thread has ended.
+/// every thread has ended. Symbolisation happens after the window, on this thread.
 pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> VertexProfile {
     let n = threads.len();
+    let cpu_start = own_cpu_ns();
     let mut on_looks = vec![0u64; n];
-    let mut off: Vec<HashMap<Stack, u64>> = vec![HashMap::new(); n];
-    let look_all = |on_looks: &mut Vec<u64>, off: &mut Vec<HashMap<Stack, u64>>| {
+    let mut off: Vec<OffCpuLooks> = vec![HashMap::new(); n];
+    let mut looks = 0u64;
+    let mut window_end_cpu = 0;
+    let mut look_all = |on_looks: &mut Vec<u64>, off: &mut Vec<OffCpuLooks>| {
+        for t in threads {
+            t.metrics.waits.stacks.want(true);
+        }
         for _ in 0..cfg.num_samples.max(1) {
             let tick = Instant::now();
             let mut any_running = false;
@@ -254,9 +330,13 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
                     continue;
                 }
                 any_running = true;
+                looks += 1;
                 match procfs::look(tid) {
                     Some(l) if l.on_cpu() => on_looks[i] += 1,
-                    Some(l) => *off[i].entry(off_cpu_stack(t, &l)).or_default() += 1,
+                    Some(l) => {
+                        let key = (wait_stack(t), off_cpu_stack(t, &l));
+                        *off[i].entry(key).or_default() += 1
+                    }
                     None => {}
                 }
             }
@@ -267,6 +347,10 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
                 std::thread::sleep(rest);
             }
         }
+        for t in threads {
+            t.metrics.waits.stacks.want(false);
+        }
+        window_end_cpu = own_cpu_ns();
     };
     let pthreads: Vec<u64> = threads
         .iter()
@@ -287,18 +371,23 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
     // sample counts 1, a look (standing for `delay` of the thread's time) counts delay × hz.
     let look_weight = look_weight(cfg, native.is_ok());
     let mut subtasks = Vec::with_capacity(n);
+    let mut wait_stacks = 0;
     for (i, t) in threads.iter().enumerate() {
         let task = task_frame(&t.vertex_name);
-        let keep = |s: &Stack| -> Stack {
+        let keep = |s: &Stack, depth: usize| -> Stack {
             let mut st = vec![task.clone()];
-            st.extend(trim_stack(s, cfg.stack_depth).iter().cloned());
+            st.extend(trim_stack(s, depth).iter().cloned());
             st
         };
         let mut on_cpu: Vec<(Stack, u64)> = native
             .as_ref()
             .ok()
             .and_then(|ns| ns.by_thread.get(&pthreads[i]))
-            .map(|v| v.iter().map(|(s, c)| (keep(s), *c)).collect())
+            .map(|v| {
+                v.iter()
+                    .map(|(s, c)| (keep(s, cfg.stack_depth), *c))
+                    .collect()
+            })
             .unwrap_or_default();
         if on_cpu.is_empty() && on_looks[i] > 0 {
             if native.is_ok() {
@@ -315,7 +404,27 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
             ));
         }
         on_cpu.sort();
-        let mut off_cpu: Vec<(Stack, u64)> = std::mem::take(&mut off[i])
+        // A wait's native stack goes between the task and the logical wait frames.
+        let mut merged: HashMap<Stack, u64> = HashMap::new();
+        for ((ips, logical), c) in std::mem::take(&mut off[i]) {
+            let stack = match ips {
+                Some(ips) => {
+                    wait_stacks += c;
+                    let depth = cfg.stack_depth.saturating_sub(logical.len());
+                    let mut names = native::symbolise(ips.iter().copied());
+                    // Up to the wait's start; the capture's own frames are not the thread's.
+                    if let Some(w) = names.iter().position(|f| f.contains("WaitTimes::begin_")) {
+                        names.truncate(w + 1);
+                    }
+                    let mut st = keep(&names, depth);
+                    st.extend(logical.into_iter().skip(1));
+                    st
+                }
+                None => logical,
+            };
+            *merged.entry(stack).or_default() += c;
+        }
+        let mut off_cpu: Vec<(Stack, u64)> = merged
             .into_iter()
             .map(|(s, n)| (s, n * look_weight))
             .collect();
@@ -326,10 +435,18 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
             off_cpu,
         });
     }
+    let cost = SamplingCost {
+        looks,
+        native_samples: native.as_ref().map(|ns| ns.samples).unwrap_or(0),
+        wait_stacks,
+        window_cpu_ns: window_end_cpu.saturating_sub(cpu_start),
+        after_cpu_ns: own_cpu_ns().saturating_sub(window_end_cpu),
+    };
     VertexProfile {
         end_timestamp_ms,
         subtasks,
         native_note,
+        cost,
     }
 }
 
@@ -453,7 +570,12 @@ mod tests {
     #[test]
     fn looks_weigh_their_time_in_native_samples() {
         let cfg = ProfilerConfig::default();
-        assert_eq!(look_weight(&cfg, true), 5);
+        assert_eq!(look_weight(&cfg, true), 1);
+        let fast = ProfilerConfig {
+            native_hz: 99,
+            ..ProfilerConfig::default()
+        };
+        assert_eq!(look_weight(&fast, true), 5);
         assert_eq!(look_weight(&cfg, false), 1);
         let s: Vec<String> = ["clone3", "start_thread", "sluice_runtime::a", "b", "c"]
             .iter()

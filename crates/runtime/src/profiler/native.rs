@@ -7,7 +7,7 @@
 //! starts and stops it and turns its samples into frame names.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, LazyLock, Mutex};
 
 /// Frames per sample, root first (the thread's entry first, the running function last).
 pub type Stack = Vec<String>;
@@ -19,6 +19,8 @@ static SESSION: Mutex<()> = Mutex::new(());
 #[derive(Debug, Default)]
 pub struct NativeSamples {
     pub by_thread: HashMap<u64, Vec<(Stack, u64)>>,
+    /// Samples of those threads in all.
+    pub samples: u64,
 }
 
 /// Runs `during` while sampling native stacks at `hz` samples per second of process CPU time;
@@ -74,35 +76,53 @@ fn sample_in_session<R>(
         Err(e) => return (result, Err(format!("native samples unreadable: {e}"))),
     };
     let mut by_thread: HashMap<u64, Vec<(Stack, u64)>> = HashMap::new();
-    // Stacks share most of their frames: each address is resolved once (pprof's own resolver
-    // resolves every frame of every stack, most of a run's symbolisation time).
-    let mut names_at: HashMap<usize, Vec<String>> = HashMap::new();
+    let mut samples = 0;
     for (frames, count) in report.data {
         if count <= 0 || !pthreads.contains(&frames.thread_id) {
             continue;
         }
-        // Leaf first; inlined functions come before the function they were inlined into.
-        let mut stack: Stack = Vec::with_capacity(frames.frames.len() * 2);
-        for frame in &frames.frames {
-            let names = names_at
-                .entry(frame.ip() as usize)
-                .or_insert_with(|| resolve(frame));
-            stack.extend(names.iter().filter(|n| !is_sampler_frame(n)).cloned());
-        }
-        stack.reverse();
+        samples += count as u64;
+        let stack = symbolise(frames.frames.iter().map(|f| f.ip() as usize));
         by_thread
             .entry(frames.thread_id)
             .or_default()
             .push((stack, count as u64));
     }
-    (result, Ok(NativeSamples { by_thread }))
+    (result, Ok(NativeSamples { by_thread, samples }))
 }
 
-/// The names at a frame's address, innermost inlined function first, as `path::function:line`
+/// Names already resolved, by instruction address, for the life of the process. Stacks of one
+/// run share most of their frames, and a run's with the runs before it: resolving an address
+/// (DWARF line and inline tables) was most of a run's cost after its sampling window, when each
+/// run resolved its addresses afresh.
+static NAMES: LazyLock<Mutex<HashMap<usize, Arc<[String]>>>> = LazyLock::new(Default::default);
+
+/// Addresses remembered at most (a few MiB); beyond, the cache starts over.
+const NAMES_MAX: usize = 1 << 17;
+
+/// Root-first frame names of a stack given leaf first as instruction addresses (return
+/// addresses, as an unwinder reports them), the sampler's own frames left out. Inlined
+/// functions come out under the function they were inlined into.
+pub fn symbolise(leaf_first: impl IntoIterator<Item = usize>) -> Stack {
+    let mut names = NAMES.lock().unwrap_or_else(|p| p.into_inner());
+    if names.len() > NAMES_MAX {
+        names.clear();
+    }
+    let mut stack: Stack = Vec::new();
+    for ip in leaf_first {
+        let at = names.entry(ip).or_insert_with(|| resolve(ip).into());
+        stack.extend(at.iter().filter(|n| !is_sampler_frame(n)).cloned());
+    }
+    stack.reverse();
+    stack
+}
+
+/// The names at a return address, innermost inlined function first, as `path::function:line`
 /// (Flink names frames `class.method:line`), without the hash suffix.
-fn resolve(frame: &backtrace::Frame) -> Vec<String> {
+fn resolve(ip: usize) -> Vec<String> {
     let mut names = Vec::new();
-    backtrace::resolve_frame(frame, |sym| {
+    // `resolve` looks up `ip - 1`, inside the call instruction, as `resolve_frame` does.
+    backtrace::resolve(ip as *mut std::ffi::c_void, |sym| {
         let name = sym
             .name()
             .map(|n| strip_hash(&format!("{n:#}")))
@@ -118,13 +138,14 @@ fn resolve(frame: &backtrace::Frame) -> Vec<String> {
     names
 }
 
-/// The sampler's own frames (the unwinder, the signal handler, the kernel's signal trampoline)
-/// show up on the leaf side; they are not the thread's.
+/// The sampler's own frames (the unwinder, the signal handler, the kernel's signal trampoline,
+/// a wait's own capture) show up on the leaf side; they are not the thread's.
 fn is_sampler_frame(name: &str) -> bool {
     name.contains("pprof::")
         || name.starts_with("backtrace::")
         || name.contains("perf_signal_handler")
         || name.starts_with("__restore_rt")
+        || name.contains("wait_stacks::WaitStacks::")
 }
 
 /// Drops a legacy-mangling hash (`::h0123456789abcdef`).
