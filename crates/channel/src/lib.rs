@@ -16,6 +16,10 @@
 //! [`ChannelWriter`] adds the sender-side buffer builder: it appends records, ships a full buffer,
 //! and flushes a partial one on request (buffer timeout) or at end of input.
 //!
+//! [`WaitTimes`] counts a subtask's idle and backpressured time; while the profiler asks, its
+//! [`WaitStacks`] keep the native stack where the latest wait of each kind started
+//! ([`wait_stacks`]: the waiting thread unwinds itself, at most every 50 ms).
+//!
 //! What may exceed a channel's credits, and by how much: **overdraft buffers**
 //! ([`OverdraftBudget`], [`OutputDebt`]; at most `max_overdraft_buffers` per writer, taken only
 //! mid-record and paid back before the writer's task starts its next input record) and the

@@ -5,7 +5,8 @@
 //! for it ([`WaitStacks::want`]), at most once per [`CAPTURE_GAP_NS`] per subtask.
 //!
 //! Off: one relaxed load per wait started (never per record). On: an unwind (tens of µs) at
-//! most 20 times a second per subtask.
+//! most 20 times a second per subtask; an input or credit wait starts under the gate's lock, so
+//! that lock is held that much longer then.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};

@@ -65,6 +65,10 @@ pub struct RunArgs {
     /// measures the profiler's cost with. The runs taken are reported.
     #[arg(long, global = true)]
     pub profile_all: bool,
+    /// With `--profile-all`: native stack samples per second of CPU time (the profiler's
+    /// default, Flink's 20 a second, unless given), to compare rates in one benchmark.
+    #[arg(long, global = true, value_parser = clap::value_parser!(i32).range(1..=999))]
+    pub profile_hz: Option<i32>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -220,6 +224,9 @@ pub struct BenchArgs {
     /// the throughput ratio.
     #[arg(long)]
     pub profiler: bool,
+    /// With `--profiler`: the sampling rate of the "on" runs (`sluice run --profile-hz`).
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=999))]
+    pub profile_hz: Option<i32>,
     /// Instead of the reference cases: the buffer-debloating comparison — a sink ~1000× slower
     /// than its source with aligned checkpoints, run without and with debloating.
     #[arg(long)]

@@ -46,8 +46,26 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
+/// Median and extremes of `v`, as `median [min, max]`.
+fn spread(v: &[f64], digits: usize) -> String {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    match (v.first(), v.last()) {
+        (Some(lo), Some(hi)) => format!(
+            "{:.d$} [{:.d$}, {:.d$}]",
+            median(v.clone()),
+            lo,
+            hi,
+            d = digits
+        ),
+        _ => "-".to_string(),
+    }
+}
+
 /// `sluice bench --profiler`: each job with and without `--profile-all`, runs interleaved (off,
-/// on, off, on, …) so drifting machine load hits both alike; medians and their ratio.
+/// on, off, on, …) so drifting machine load hits both alike. Each on run is compared with the
+/// off run just before it; the ratios' median and extremes are reported, and what the
+/// profiler counted it did (native samples, looks, its own thread's CPU time).
 fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCode> {
     let p = a.parallelism.to_string();
     let jobs: [(&str, Vec<String>); 2] = [
@@ -73,39 +91,62 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
         ),
     ];
     println!(
-        "{:<24} {:>14} {:>14} {:>10} {:>16} {:>16} {:>13}",
+        "{:<22} {:>10} {:>10} {:>26} {:>9} {:>9} {:>26} {:>9} {:>13} {:>11}",
         "case",
-        "off records/s",
-        "on records/s",
-        "on/off",
-        "off CPU-ns/rec",
-        "on CPU-ns/rec",
-        "runs sampled"
+        "off rec/s",
+        "on rec/s",
+        "on/off rec/s med [min,max]",
+        "off ns/r",
+        "on ns/r",
+        "on/off ns/r med [min,max]",
+        "runs",
+        "samples/s",
+        "sampler %"
     );
     for (name, args) in jobs {
         let mut on_args = args.clone();
         on_args.push("--profile-all".into());
-        let (mut off, mut on, mut off_cpu, mut on_cpu, mut sampled) =
-            (vec![], vec![], vec![], vec![], vec![]);
+        if let Some(hz) = a.profile_hz {
+            on_args.push("--profile-hz".into());
+            on_args.push(hz.to_string());
+        }
+        let (mut off, mut on, mut off_cpu, mut on_cpu) = (vec![], vec![], vec![], vec![]);
+        let (mut rate_ratio, mut cpu_ratio, mut sampled) = (vec![], vec![], vec![]);
+        let (mut samples_per_s, mut sampler_share) = (vec![], vec![]);
         for _ in 0..a.runs.max(1) {
             let s = run_once(exe, name, &args)?;
-            off.push(field(&s, "records_per_sec").unwrap_or(0.0));
-            off_cpu.push(field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN));
+            let (r0, c0) = (
+                field(&s, "records_per_sec").unwrap_or(0.0),
+                field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN),
+            );
             let s = run_once(exe, name, &on_args)?;
-            on.push(field(&s, "records_per_sec").unwrap_or(0.0));
-            on_cpu.push(field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN));
-            sampled.push(field(&s, "profile_runs").unwrap_or(0.0));
+            let g = |k: &str| field(&s, k).unwrap_or(f64::NAN);
+            let (r1, c1) = (g("records_per_sec"), g("cpu_ns_per_record"));
+            off.push(r0);
+            on.push(r1);
+            off_cpu.push(c0);
+            on_cpu.push(c1);
+            rate_ratio.push(r1 / r0.max(1e-9));
+            cpu_ratio.push(c1 / c0);
+            sampled.push(g("profile_runs"));
+            let wall_s = g("wall_ms") / 1000.0;
+            samples_per_s.push(g("native_samples") / wall_s);
+            // The sampling thread's CPU (looks, symbolisation) as a share of the process's.
+            let process_cpu_ms = c1 * g("records") / 1e6;
+            sampler_share.push(100.0 * (g("window_cpu_ms") + g("after_cpu_ms")) / process_cpu_ms);
         }
-        let (off, on) = (median(off), median(on));
         println!(
-            "{:<24} {:>14} {:>14} {:>10.3} {:>16.1} {:>16.1} {:>13}",
+            "{:<22} {:>10} {:>10} {:>26} {:>9.1} {:>9.1} {:>26} {:>9} {:>13.0} {:>11}",
             name,
-            human(off),
-            human(on),
-            on / off.max(1e-9),
+            human(median(off)),
+            human(median(on)),
+            spread(&rate_ratio, 3),
             median(off_cpu),
             median(on_cpu),
-            median(sampled)
+            spread(&cpu_ratio, 3),
+            median(sampled),
+            median(samples_per_s),
+            spread(&sampler_share, 2)
         );
     }
     Ok(ExitCode::SUCCESS)

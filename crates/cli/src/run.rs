@@ -108,23 +108,30 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
 
 /// `--profile-all`: sampling runs over every subtask thread, back to back, until the job ends.
 struct ProfileAll {
-    thread: std::thread::JoinHandle<u64>,
+    thread: std::thread::JoinHandle<(u64, sluice_runtime::profiler::SamplingCost)>,
 }
 
 impl ProfileAll {
-    fn start(monitor: &std::sync::Arc<sluice_runtime::JobMonitor>) -> ProfileAll {
+    fn start(monitor: &std::sync::Arc<sluice_runtime::JobMonitor>, hz: Option<i32>) -> ProfileAll {
         let m = monitor.clone();
         let thread = std::thread::spawn(move || {
-            use sluice_runtime::profiler::{sample_vertex, FlameGraphType, ProfilerConfig};
-            let cfg = ProfilerConfig::default();
+            use sluice_runtime::profiler::{
+                sample_vertex, FlameGraphType, ProfilerConfig, SamplingCost,
+            };
+            let mut cfg = ProfilerConfig::default();
+            if let Some(hz) = hz {
+                cfg.native_hz = hz;
+            }
             let threads: Vec<_> = (0..m.graph.vertices.len())
                 .flat_map(|v| m.profiled_threads(v))
                 .collect();
             let mut runs = 0;
+            let mut cost = SamplingCost::default();
             while m.outcome() == sluice_runtime::JobOutcome::Running {
                 let p = sample_vertex(&threads, &cfg);
                 // What an answer costs besides the sampling: the tree.
                 std::hint::black_box(p.tree(FlameGraphType::Full, None));
+                cost.add(&p.cost);
                 if p.subtasks
                     .iter()
                     .all(|s| s.on_cpu.is_empty() && s.off_cpu.is_empty())
@@ -134,15 +141,28 @@ impl ProfileAll {
                     runs += 1;
                 }
             }
-            runs
+            (runs, cost)
         });
         ProfileAll { thread }
     }
 
-    /// Waits for the last run (the job has ended); the number of runs that sampled something.
-    fn finish(self) -> u64 {
-        self.thread.join().unwrap_or(0)
+    /// Waits for the last run (the job has ended); the number of runs that sampled something
+    /// and what all runs cost.
+    fn finish(self) -> (u64, sluice_runtime::profiler::SamplingCost) {
+        self.thread.join().unwrap_or_default()
     }
+}
+
+/// The profiler's counted costs as a JSON object (`profile_cost` of `--stats-json`).
+fn cost_json(c: &sluice_runtime::profiler::SamplingCost) -> String {
+    format!(
+        "{{\"looks\":{},\"native_samples\":{},\"wait_stacks\":{},\"window_cpu_ms\":{:.1},\"after_cpu_ms\":{:.1}}}",
+        c.looks,
+        c.native_samples,
+        c.wait_stacks,
+        c.window_cpu_ns as f64 / 1e6,
+        c.after_cpu_ns as f64 / 1e6
+    )
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -172,7 +192,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let running = sluice::Running::start(&env, &args.rest, say)?;
     let monitor = running.monitor().clone();
-    let profiling = args.profile_all.then(|| ProfileAll::start(&monitor));
+    let profiling = args
+        .profile_all
+        .then(|| ProfileAll::start(&monitor, args.profile_hz));
     // Start-up latency: from building the job to the sources' first published batch.
     let mut startup = None;
     while startup.is_none() && !running.is_finished() {
@@ -191,7 +213,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .stats_json
         .then(|| crate::in_flight::InFlightSampler::start(monitor.clone()));
     let (outcome, finished) = running.wait();
-    let profile_runs = profiling.map(ProfileAll::finish);
+    let profiled = profiling.map(ProfileAll::finish);
     progress.finish();
     let in_flight = in_flight.map(|s| s.finish());
     let restarts = finished.restarts;
@@ -242,7 +264,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let ckpt_avg = durations.iter().sum::<i64>() as f64 / durations.len().max(1) as f64;
         let ckpt_max = durations.iter().copied().max().unwrap_or(0);
         println!(
-            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"in_flight_bytes_avg_second_half\":{:.0},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{}}}",
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"in_flight_bytes_avg_second_half\":{:.0},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{},\"profile_cost\":{}}}",
             exec.graph.name,
             records,
             wall.as_secs_f64() * 1000.0,
@@ -257,7 +279,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             durations.len(),
             ckpt_avg,
             ckpt_max,
-            profile_runs.map(|n| n.to_string()).unwrap_or("null".into()),
+            profiled.as_ref().map(|(n, _)| n.to_string()).unwrap_or("null".into()),
+            profiled.as_ref().map(|(_, c)| cost_json(c)).unwrap_or("null".into()),
         );
         // Not on stdout (one JSON line there), but never silent.
         for line in &recovery {
