@@ -66,7 +66,7 @@ pub struct RunArgs {
     #[arg(long, global = true)]
     pub profile_all: bool,
     /// With `--profile-all`: native stack samples per second of CPU time (the profiler's
-    /// default, Flink's 20 a second, unless given), to compare rates in one benchmark.
+    /// default, 99 a second, unless given), to compare rates in one benchmark.
     #[arg(long, global = true, value_parser = clap::value_parser!(i32).range(1..=999))]
     pub profile_hz: Option<i32>,
 }

@@ -5,8 +5,8 @@
 //! `num_samples` times, `delay` apart (Flink's `rest.flamegraph.num-samples` 100 and
 //! `delay-between-samples` 50 ms). Each look ([`procfs`]) reads the thread's scheduler state:
 //! - **on CPU** (`R`): while a run lasts, `pprof`'s signal-based sampler ([`native`]) collects
-//!   stacks of the task threads, one per 1/`native_hz` s of CPU time (20 a second: Flink's
-//!   rate), symbolised after the window (each address once per process): the on-CPU graph is
+//!   stacks of the task threads, one per 1/`native_hz` s of CPU time (99 a second),
+//!   symbolised after the window (each address once per process): the on-CPU graph is
 //!   these native stacks (user functions under the engine's operator frames), from the engine's
 //!   first frame on (the thread-start boilerplate of `std` is cut).
 //! - **off CPU**: the task, what the task waits for (input = idle, output credit =
@@ -32,9 +32,9 @@
 //! cannot wrap user code's blocking calls; its own waits it can, hence the wait stacks.
 //!
 //! Values count native samples, i.e. slices of 1/`native_hz` of thread time: a look off CPU
-//! stands for `delay` of the thread's time and counts `delay × native_hz` (1 by default, as
-//! Flink counts a look), so on- and off-CPU parts of the `full` graph keep their proportions of
-//! time (a thread sampled for a 5 s run totals about 100, as in Flink).
+//! stands for `delay` of the thread's time and counts `delay × native_hz` (5 by default; 1 at
+//! Flink's 20 Hz), so on- and off-CPU parts of the `full` graph keep their proportions of time
+//! (Flink counts looks: 100 per thread; here a thread sampled for 5 s totals about 500).
 //!
 //! Frames are root first and sit under `[task] <vertex>`; Sluice's logical frames are bracketed
 //! (`[wait]`, `[blocked]`, `[syscall]`, `[kernel]`, `[running]`) so nobody mistakes them for
@@ -103,7 +103,9 @@ pub struct ProfilerConfig {
     pub refresh_interval: Duration,
     /// Native stack samples per second of CPU time while a run lasts (SIGPROF on the process's
     /// CPU time: a thread on CPU all along gets this many a second); 0 = logical frames only.
-    /// 20 is Flink's rate (a look every 50 ms), so a look off CPU weighs as one sample.
+    /// 99 (pprof's default): Flink's rate of 20 (a look every 50 ms) gave too few on-CPU
+    /// samples on a loaded 2-core machine to show a cheap inlined user function (the skew
+    /// job's reduce closure); a sample's handler is cheap, the runs' fixed costs are not.
     pub native_hz: i32,
 }
 
@@ -114,7 +116,7 @@ impl Default for ProfilerConfig {
             delay: Duration::from_millis(50),
             stack_depth: 56,
             refresh_interval: Duration::from_secs(60),
-            native_hz: 20,
+            native_hz: 99,
         }
     }
 }
@@ -570,12 +572,12 @@ mod tests {
     #[test]
     fn looks_weigh_their_time_in_native_samples() {
         let cfg = ProfilerConfig::default();
-        assert_eq!(look_weight(&cfg, true), 1);
-        let fast = ProfilerConfig {
-            native_hz: 99,
+        assert_eq!(look_weight(&cfg, true), 5);
+        let flinks_rate = ProfilerConfig {
+            native_hz: 20,
             ..ProfilerConfig::default()
         };
-        assert_eq!(look_weight(&fast, true), 5);
+        assert_eq!(look_weight(&flinks_rate, true), 1);
         assert_eq!(look_weight(&cfg, false), 1);
         let s: Vec<String> = ["clone3", "start_thread", "sluice_runtime::a", "b", "c"]
             .iter()
