@@ -27,6 +27,11 @@ pub struct DebloatConfig {
     /// `taskmanager.memory.min-segment-size`: the smallest debloated buffer (256 bytes); the
     /// largest is the configured buffer size.
     pub min_bytes: usize,
+    /// `taskmanager.memory.starting-segment-size` (Flink 1.19+): the buffer size a debloating
+    /// gate announces before its first measurement (1024 bytes), clamped to [min, configured].
+    /// Starting small means the start-up does not fill every channel with full-size buffers
+    /// that a slow consumer then takes seconds to drain while the EMA walks down from the top.
+    pub starting_bytes: usize,
 }
 
 impl Default for DebloatConfig {
@@ -38,6 +43,7 @@ impl Default for DebloatConfig {
             samples: 20,
             threshold_percentages: 25,
             min_bytes: 256,
+            starting_bytes: 1024,
         }
     }
 }
@@ -65,7 +71,16 @@ impl DebloatConfig {
                 self.min_bytes
             ));
         }
+        if self.starting_bytes == 0 {
+            return Err("taskmanager.memory.starting-segment-size must be at least 1 byte".into());
+        }
         Ok(())
+    }
+
+    /// The size a gate starts with: the starting size within [min, `max_bytes`].
+    pub fn starting_size(&self, max_bytes: usize) -> usize {
+        let max = max_bytes.max(1);
+        self.starting_bytes.clamp(self.min_bytes.clamp(1, max), max)
     }
 }
 
@@ -135,14 +150,15 @@ pub struct BufferDebloater {
 impl BufferDebloater {
     pub fn new(cfg: &DebloatConfig, max_bytes: usize) -> BufferDebloater {
         let min = cfg.min_bytes.clamp(1, max_bytes.max(1));
+        let start = cfg.starting_size(max_bytes);
         BufferDebloater {
             target_ms: cfg.target.as_millis() as u64,
             min,
             max: max_bytes.max(min),
             threshold: cfg.threshold_percentages as f64 / 100.0,
             alpha: 2.0 / (cfg.samples as f64 + 1.0),
-            ema: max_bytes as f64,
-            last: max_bytes,
+            ema: start as f64,
+            last: start,
             estimated_ms: 0,
         }
     }
@@ -232,6 +248,7 @@ mod tests {
         let cfg = DebloatConfig {
             enabled: true,
             samples: 20,
+            starting_bytes: 32768,
             ..Default::default()
         };
         let mut d = BufferDebloater::new(&cfg, 32768);
@@ -259,6 +276,7 @@ mod tests {
     #[test]
     fn small_changes_are_not_announced() {
         let mut d = BufferDebloater::new(&DebloatConfig::default(), 32768);
+        assert_eq!(d.buffer_size(), 1024, "starts at Flink's starting segment size");
         d.last = 10_000;
         assert!(d.skip(10_000));
         assert!(d.skip(12_000), "20 % < 25 %");
@@ -269,7 +287,11 @@ mod tests {
 
     #[test]
     fn estimated_time_is_size_times_buffers_over_throughput() {
-        let mut d = BufferDebloater::new(&DebloatConfig::default(), 32768);
+        let cfg = DebloatConfig {
+            starting_bytes: 32768,
+            ..Default::default()
+        };
+        let mut d = BufferDebloater::new(&cfg, 32768);
         // 1 MB/s, 4 buffers in use: wants 1 MB in flight / 4 = 256 KB a buffer → clamped 32 KiB.
         d.recalculate(1_000_000, 4);
         assert_eq!(d.estimated_time_ms(), 32768 * 4 * 1000 / 1_000_000);

@@ -293,6 +293,13 @@ impl<T: Send + 'static> InputGate<T> {
         gauges.buffer_size.store(cfg.buffer_bytes as u64, Relaxed);
         let debloat = cfg.debloat.enabled.then(|| {
             gauges.enabled.store(true, Relaxed);
+            // Announced before the first record: senders start with the starting size.
+            let start = cfg.debloat.starting_size(cfg.buffer_bytes);
+            gauges.buffer_size.store(start as u64, Relaxed);
+            let records = (start as u64 / shared.record_size.max(1)).max(1) as usize;
+            for a in &shared.announced {
+                a.store(records, Relaxed);
+            }
             let period_ns = cfg.debloat.period.as_nanos().max(1) as u64;
             GateDebloat {
                 throughput: ThroughputCalculator::default(),

@@ -24,6 +24,8 @@ use crate::{Cancelled, WaitTimes};
 #[derive(Debug, Default)]
 pub struct OutputDebt {
     state: AtomicUsize,
+    /// Output gates of the task that may take overdraft (a budget above 0 was created).
+    budgets: AtomicUsize,
     cancelled: Mutex<bool>,
     cv: Condvar,
 }
@@ -34,6 +36,13 @@ const ONE_OWED: usize = 2;
 impl OutputDebt {
     pub fn new() -> Arc<OutputDebt> {
         Arc::new(OutputDebt::default())
+    }
+
+    /// Whether any writer of the task may take overdraft. Without one, the task has no record
+    /// boundary to keep: its input loop may hand a whole buffer to the chain at once.
+    #[inline]
+    pub fn may_overdraft(&self) -> bool {
+        self.budgets.load(Ordering::Relaxed) != 0
     }
 
     /// Overdraft buffers not yet paid back, over all the task's writers.
@@ -124,6 +133,9 @@ pub struct OverdraftBudget {
 
 impl OverdraftBudget {
     pub fn new(limit: usize, task: Arc<OutputDebt>) -> Arc<OverdraftBudget> {
+        if limit > 0 {
+            task.budgets.fetch_add(1, Ordering::Relaxed);
+        }
         Arc::new(OverdraftBudget {
             limit,
             in_use: AtomicUsize::new(0),

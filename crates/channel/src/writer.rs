@@ -23,14 +23,17 @@ pub struct ChannelWriter<T: Send + 'static> {
 impl<T: Send + 'static> ChannelWriter<T> {
     pub fn new(sender: ChannelSender<T>, capacity: usize, waits: Arc<WaitTimes>) -> Self {
         let capacity = capacity.max(1);
-        ChannelWriter {
+        let mut w = ChannelWriter {
             sender,
             buffer: Vec::with_capacity(capacity),
             capacity,
             max_capacity: capacity,
             waits,
             overdraft: None,
-        }
+        };
+        // A debloating receiver announced its starting size before any record.
+        w.refresh_capacity();
+        w
     }
 
     /// Lets full buffers go out without credit under `budget` (shared by the writers of one

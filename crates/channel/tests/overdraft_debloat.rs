@@ -411,11 +411,16 @@ fn debloated_size_falls_under_backpressure_and_recovers_when_released() {
             samples: 2,
             threshold_percentages: 25,
             min_bytes: 256,
+            starting_bytes: 4096,
         };
         cfg.validate().expect("valid");
         let (mut gate, senders) = InputGate::<Rec>::new(1, &cfg, Default::default());
         let gauges = gate.debloat_gauges();
-        assert_eq!(gauges.buffer_size(), 4096, "starts at the configured size");
+        assert_eq!(
+            gauges.buffer_size(),
+            4096,
+            "starts at the starting size (here the configured size)"
+        );
         let canceller = gate.canceller();
         let stop = Arc::new(AtomicBool::new(false));
         let slow = Arc::new(AtomicBool::new(true));

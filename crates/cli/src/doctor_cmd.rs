@@ -209,6 +209,8 @@ pub fn file_for(path: &str, stems: &HashMap<String, String>) -> Option<String> {
         }
         ["jobs", _, "checkpoints"] => "job-checkpoints.json".to_string(),
         ["jobs", _, "checkpoints", "config"] => "job-checkpoints-config.json".to_string(),
+        ["jobs", _, "config"] => "job-config.json".to_string(),
+        ["jobs", _, "jobmanager", "config"] => "job-jobmanager-config.json".to_string(),
         _ => return None,
     })
 }
@@ -463,10 +465,22 @@ impl Report {
 }
 
 /// Flink's checkpoint statistics and configuration, when the server has them.
+/// The job's own setting decides whether enabling buffer debloating is advice worth giving
+/// (`/jobs/:id/jobmanager/config` on Flink, the `user-config` of `/jobs/:id/config` on Sluice);
+/// unknown counts as off, Flink's default.
 fn read_checkpoint_stats(src: &dyn RestSource, jid: &str) -> Option<CheckpointStats> {
     let stats = src.get(&format!("/jobs/{jid}/checkpoints")).ok()??;
     let config = src.get(&format!("/jobs/{jid}/checkpoints/config")).ok()??;
-    Some(checkpoint_stats(&stats, &config))
+    let job_config = src.get(&format!("/jobs/{jid}/config")).ok().flatten();
+    let jm_config = src
+        .get(&format!("/jobs/{jid}/jobmanager/config"))
+        .ok()
+        .flatten();
+    Some(CheckpointStats {
+        buffer_debloat: flink_rest::buffer_debloat_enabled(job_config.as_ref(), jm_config.as_ref())
+            .unwrap_or(false),
+        ..checkpoint_stats(&stats, &config)
+    })
 }
 
 /// Samples a job through `src` (one sample per second over `window` seconds when the source is

@@ -5,7 +5,7 @@ use sluice_runtime::writer::{ChannelSelector, RecordWriter};
 use sluice_types::{Collector, Data, ShipStrategy};
 
 use crate::partition::{assign_to_key_group, key_group_to_subtask, RoundRobin, SplitMix64};
-use crate::typeops::{KeyHashFn, WriterArgs};
+use crate::typeops::WriterArgs;
 
 /// FORWARD and GLOBAL: always local channel 0.
 pub struct FirstChannel;
@@ -42,13 +42,14 @@ impl<T> ChannelSelector<T> for ShuffleSelector {
 }
 
 /// HASH: `murmur(key.hashCode()) % maxParallelism` → key group → subtask.
-pub struct HashSelector<T> {
-    key_hash: KeyHashFn<T>,
+pub struct HashSelector<H> {
+    /// `key.hashCode()` of the edge's key selector, as its concrete closure (inlined).
+    key_hash: H,
     max_parallelism: u32,
     parallelism: u32,
 }
 
-impl<T> ChannelSelector<T> for HashSelector<T> {
+impl<T, H: Fn(&T) -> i32 + Send> ChannelSelector<T> for HashSelector<H> {
     #[inline]
     fn select(&mut self, r: &T) -> usize {
         let kg = assign_to_key_group((self.key_hash)(r), self.max_parallelism);
@@ -56,10 +57,10 @@ impl<T> ChannelSelector<T> for HashSelector<T> {
     }
 }
 
-pub(crate) fn record_writer<T: Data>(
+pub(crate) fn record_writer<T: Data, H: Fn(&T) -> i32 + Send + 'static>(
     writers: Vec<ChannelWriter<T>>,
     a: WriterArgs,
-    key_hash: Option<KeyHashFn<T>>,
+    key_hash: Option<H>,
 ) -> Box<dyn Collector<T>> {
     let n = writers.len();
     let (control, metrics) = (a.control, a.metrics);

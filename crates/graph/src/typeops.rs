@@ -103,13 +103,30 @@ pub(crate) trait WriterFactory: Send + Sync {
     fn make_writer(&self, senders: Vec<AnyBox>, args: WriterArgs) -> AnyBox;
 }
 
-pub(crate) type KeyHashFn<T> = Arc<dyn Fn(&T) -> i32 + Send + Sync>;
+/// The key hash of a HASH edge when it has none: never called (edges of other strategies).
+pub(crate) type NoKeyHash<T> = fn(&T) -> i32;
 
-pub(crate) struct TypedWriterFactory<T> {
-    pub key_hash: Option<KeyHashFn<T>>,
+/// Builds the writers of one edge; `H` is the HASH edge's key hash (`key.hashCode()` of the
+/// key selector) as its concrete closure type, so the selector calls it statically per record.
+pub(crate) struct TypedWriterFactory<T, H = NoKeyHash<T>> {
+    pub key_hash: Option<H>,
+    pub _t: PhantomData<fn(&T)>,
 }
 
-impl<T: Data> WriterFactory for TypedWriterFactory<T> {
+impl<T> TypedWriterFactory<T> {
+    /// A writer factory for an edge without a key.
+    pub(crate) fn unkeyed() -> Self {
+        TypedWriterFactory {
+            key_hash: None,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Data, H> WriterFactory for TypedWriterFactory<T, H>
+where
+    H: Fn(&T) -> i32 + Clone + Send + Sync + 'static,
+{
     fn make_writer(&self, senders: Vec<AnyBox>, a: WriterArgs) -> AnyBox {
         let writers: Vec<_> = senders
             .into_iter()

@@ -158,6 +158,31 @@ impl<T: Data, S: ChannelSelector<T>> Collector<T> for RecordWriter<T, S> {
         Ok(())
     }
 
+    /// Selection and append per record with the selector inlined; the flush clock and the
+    /// published count once per batch.
+    fn collect_batch(&mut self, batch: &mut Vec<T>) -> Result<(), OperatorError> {
+        if self.broadcast || self.flush_every_record {
+            for r in batch.drain(..) {
+                self.collect(r)?;
+            }
+            return Ok(());
+        }
+        let epoch = self.epoch().load(Relaxed);
+        if epoch != self.seen_epoch {
+            self.seen_epoch = epoch;
+            self.flush_all()?;
+        }
+        self.unpublished += batch.len() as u64;
+        for r in batch.drain(..) {
+            let ch = self.selector.select(&r);
+            self.channels[ch].push(r).map_err(cancelled)?;
+        }
+        if self.unpublished >= PUBLISH_EVERY {
+            self.publish();
+        }
+        Ok(())
+    }
+
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         match event {
             ControlEvent::EndOfInput => {

@@ -61,6 +61,9 @@ pub struct EnvArgs {
     /// Smallest debloated buffer, bytes [taskmanager.memory.min-segment-size].
     #[arg(long, value_name = "BYTES", default_value_t = 256, value_parser = between(1usize, 64 << 20, " bytes"))]
     pub min_segment_size: usize,
+    /// Buffer size a debloating gate starts with, bytes [taskmanager.memory.starting-segment-size].
+    #[arg(long, value_name = "BYTES", default_value_t = 1024, value_parser = between(1usize, 64 << 20, " bytes"))]
+    pub starting_segment_size: usize,
     /// Disable operator chaining [pipeline.operator-chaining.enabled=false].
     #[arg(long)]
     pub disable_chaining: bool,
@@ -169,6 +172,7 @@ impl EnvArgs {
                 samples: a.buffer_debloat_samples,
                 threshold_percentages: a.buffer_debloat_threshold_percentages,
                 min_bytes: a.min_segment_size,
+                starting_bytes: a.starting_segment_size,
             },
             chaining: !a.disable_chaining,
             checkpoints: sluice_runtime::checkpoint::CheckpointConfig {

@@ -108,6 +108,19 @@ pub trait Collector<T>: Send {
     /// (after their own bookkeeping), terminal collectors (sinks, writers) handle each kind
     /// explicitly.
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError>;
+
+    /// Every record of `batch`, in order, as if by `collect` one by one; leaves `batch` empty
+    /// (its capacity kept for the caller to refill). Chains are built of `Box<dyn Collector>` at
+    /// deployment, so a record costs a dynamic call per chained operator; a batch costs one per
+    /// operator per batch, and inside it each collector calls its own, statically known code.
+    /// Collectors that wrap another pass the batch on as a batch.
+    #[inline]
+    fn collect_batch(&mut self, batch: &mut Vec<T>) -> Result<(), OperatorError> {
+        for r in batch.drain(..) {
+            self.collect(r)?;
+        }
+        Ok(())
+    }
 }
 
 /// The control events by name, for callers. Implemented for every [`Collector`] by the blanket
@@ -176,6 +189,11 @@ impl<T: Send> Collector<T> for VecCollector<T> {
         Ok(())
     }
 
+    fn collect_batch(&mut self, batch: &mut Vec<T>) -> Result<(), OperatorError> {
+        self.records.append(batch);
+        Ok(())
+    }
+
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         match event {
             ControlEvent::Watermark(w) => self.watermarks.push(w),
@@ -196,6 +214,11 @@ impl<T, C: Collector<T> + ?Sized> Collector<T> for Box<C> {
 
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         (**self).emit_event(event)
+    }
+
+    #[inline]
+    fn collect_batch(&mut self, batch: &mut Vec<T>) -> Result<(), OperatorError> {
+        (**self).collect_batch(batch)
     }
 }
 

@@ -347,9 +347,36 @@ pub fn checkpoint_stats(stats: &Value, config: &Value) -> CheckpointStats {
         failed: u(&stats["counts"]["failed"]),
         duration_p90_ms: f(&duration["p90"]),
         duration_max_ms: f(&duration["max"]),
-        // Not in the checkpoint answers: the caller sets it from the subtask metrics.
+        // Not in the checkpoint answers: the caller sets it from the job's configuration
+        // (`buffer_debloat_enabled`).
         buffer_debloat: false,
     }
+}
+
+/// Flink's option that turns buffer debloating on.
+pub const BUFFER_DEBLOAT_KEY: &str = "taskmanager.network.memory.buffer-debloat.enabled";
+
+/// Whether the job debloats its buffers, from the job's configuration: Flink's
+/// `/jobs/:id/jobmanager/config` (a list of `{key, value}`; the cluster's settings the job runs
+/// with) when the server has it, else the `user-config` of `/jobs/:id/config` (where Sluice
+/// lists it). `None` when neither names the option (Flink's default then applies: off).
+pub fn buffer_debloat_enabled(job_config: Option<&Value>, jm_config: Option<&Value>) -> Option<bool> {
+    let parse = |v: &Value| match v {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => s.trim().parse::<bool>().ok(),
+        _ => None,
+    };
+    let from_jm = jm_config
+        .and_then(Value::as_array)
+        .and_then(|entries| {
+            entries
+                .iter()
+                .find(|e| e["key"].as_str() == Some(BUFFER_DEBLOAT_KEY))
+        })
+        .and_then(|e| parse(&e["value"]));
+    from_jm.or_else(|| {
+        job_config.and_then(|c| parse(&c["execution-config"]["user-config"][BUFFER_DEBLOAT_KEY]))
+    })
 }
 
 /// The parallelism cap a fix may propose, from `/overview`: on a Flink cluster its slots (with

@@ -323,3 +323,25 @@ fn connector_options_and_metrics_are_read_when_the_server_has_them() {
     assert_eq!(s.assigned_splits, Some(0.0));
     assert_eq!(s.send_time, None);
 }
+
+#[test]
+fn the_debloating_setting_is_read_from_the_job_configuration() {
+    // Flink's capture: nothing set (the default, off, applies).
+    assert_eq!(
+        buffer_debloat_enabled(Some(&fixture("job-config.json")), None),
+        None
+    );
+    // Sluice lists it in the user config; Flink's per-job configuration answer wins.
+    let sluice = |on: &str| {
+        json!({"execution-config": {"user-config": {BUFFER_DEBLOAT_KEY: on}}})
+    };
+    assert_eq!(buffer_debloat_enabled(Some(&sluice("true")), None), Some(true));
+    assert_eq!(buffer_debloat_enabled(Some(&sluice("false")), None), Some(false));
+    let jm = json!([{"key": "parallelism.default", "value": "2"},
+                    {"key": BUFFER_DEBLOAT_KEY, "value": "true"}]);
+    assert_eq!(
+        buffer_debloat_enabled(Some(&sluice("false")), Some(&jm)),
+        Some(true)
+    );
+    assert_eq!(buffer_debloat_enabled(Some(&sluice("maybe")), None), None);
+}

@@ -44,7 +44,7 @@ impl<T: Data> DataStream<T> {
             inputs: vec![InputEdge {
                 from: id,
                 strategy: None,
-                writer: Arc::new(TypedWriterFactory::<T> { key_hash: None }),
+                writer: Arc::new(TypedWriterFactory::<T>::unkeyed()),
             }],
             timestamps: None,
             _t: PhantomData,
@@ -186,12 +186,16 @@ impl<T: Data> DataStream<T> {
     }
 
     fn partitioned(&self, s: ShipStrategy) -> DataStream<T> {
-        self.repartitioned(s, Arc::new(TypedWriterFactory::<T> { key_hash: None }))
+        self.repartitioned(s, Arc::new(TypedWriterFactory::<T>::unkeyed()))
     }
 
     /// A virtual partitioning transformation (Flink's PartitionTransformation): takes an id,
     /// creates no node, and re-routes every input edge of this stream through `writer`.
-    fn repartitioned(&self, s: ShipStrategy, writer: Arc<TypedWriterFactory<T>>) -> DataStream<T> {
+    fn repartitioned(
+        &self,
+        s: ShipStrategy,
+        writer: Arc<dyn crate::typeops::WriterFactory>,
+    ) -> DataStream<T> {
         self.env.alloc_id();
         DataStream {
             env: self.env.clone(),
@@ -244,8 +248,9 @@ impl<T: Data> DataStream<T> {
     {
         let key = Arc::new(key);
         let k2 = key.clone();
-        let writer = Arc::new(TypedWriterFactory::<T> {
-            key_hash: Some(Arc::new(move |r: &T| k2(r).java_hash_code())),
+        let writer = Arc::new(TypedWriterFactory {
+            key_hash: Some(move |r: &T| k2(r).java_hash_code()),
+            _t: PhantomData,
         });
         let stream = self.repartitioned(ShipStrategy::Hash, writer);
         KeyedStream {

@@ -110,6 +110,19 @@ pub fn job_config(ctx: &Ctx, jid: &str) -> ApiResult {
         .with(
             "sluice.metrics.window-slots",
             c.metrics.window_slots.to_string(),
+        )
+        // Under Flink's own keys, for the doctor (its debloating advice depends on it).
+        .with(
+            "taskmanager.network.memory.buffer-debloat.enabled",
+            c.buffer_debloat.enabled.to_string(),
+        )
+        .with(
+            "taskmanager.network.memory.buffer-debloat.target",
+            format!("{} ms", c.buffer_debloat.target.as_millis()),
+        )
+        .with(
+            "taskmanager.network.memory.max-overdraft-buffers-per-gate",
+            c.max_overdraft_buffers.to_string(),
         );
     ok(Json::obj()
         .with("jid", m.job_id.to_string())

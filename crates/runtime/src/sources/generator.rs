@@ -42,6 +42,7 @@ where
         // Hoisted out of the record loop: a relaxed load tells whether a barrier waits (so a
         // backpressured source still injects between two records, not only between batches).
         let hub = ctx.checkpoints.clone();
+        let mut slice: Vec<T> = Vec::with_capacity(16);
         loop {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
@@ -64,9 +65,9 @@ where
                     ctx.checkpoint_if_due(out, || cursor.position_within(j, end))?;
                 }
                 let stop = (j + 16).min(end);
-                for i in j..stop {
-                    out.collect(f(i))?;
-                }
+                // One call into the chain per slice: it is a `dyn Collector`.
+                slice.extend((j..stop).map(f));
+                out.collect_batch(&mut slice)?;
                 j = stop;
             }
             ctx.add_emitted(n);
