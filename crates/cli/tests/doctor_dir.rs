@@ -58,6 +58,32 @@ fn from_dir_diagnoses_the_flink_capture() {
     );
 }
 
+/// The debloating advice follows the job's own setting: the capture's job ran with Flink's
+/// default (off), so enabling it is advised; the same answers with the job's configuration
+/// saying it is on (Flink's `/jobs/:id/jobmanager/config`) advise unaligned checkpoints only.
+#[test]
+fn debloating_advice_reads_the_jobs_setting() {
+    let advice = |dir: &str| {
+        let d = json_of(&["doctor", "--from-dir", dir, "--json"]);
+        d["checkpoint-advice"].as_str().unwrap_or("").to_string()
+    };
+    let off = advice(FLINK_SKEW);
+    assert!(off.contains("buffer-debloat.enabled: true"), "{off}");
+    let dir = fresh_dir("debloat-on");
+    for e in std::fs::read_dir(FLINK_SKEW).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    std::fs::write(
+        dir.join("job-jobmanager-config.json"),
+        r#"[{"key":"taskmanager.network.memory.buffer-debloat.enabled","value":"true"}]"#,
+    )
+    .unwrap();
+    let on = advice(dir.to_str().unwrap());
+    assert!(on.contains("unaligned") && !on.contains("buffer-debloat"), "{on}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn from_dir_prints_the_text_report() {
     let (ok, out, err) = sluice(&["doctor", "--from-dir", FLINK_SKEW]);

@@ -77,7 +77,7 @@ pub use json::{to_jackson_pretty, JacksonPretty, Json};
 /// Buffer debloating settings (`StreamEnv::set_buffer_debloat`).
 pub use sluice_channel::DebloatConfig;
 pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
-pub use sluice_runtime::fasthash::FastHashMap;
+pub use sluice_runtime::fasthash::{FastBuildHasher, FastHashMap};
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};
 pub use sluice_runtime::sinks::{CollectHandle, DiscardHandle};
 pub use sluice_runtime::sources::SocketSourceConfig;

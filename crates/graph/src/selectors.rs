@@ -4,7 +4,7 @@ use sluice_channel::ChannelWriter;
 use sluice_runtime::writer::{ChannelSelector, RecordWriter};
 use sluice_types::{Collector, Data, ShipStrategy};
 
-use crate::partition::{assign_to_key_group, key_group_to_subtask, RoundRobin, SplitMix64};
+use crate::partition::{KeyGroupRouter, RoundRobin, SplitMix64};
 use crate::typeops::WriterArgs;
 
 /// FORWARD and GLOBAL: always local channel 0.
@@ -41,19 +41,18 @@ impl<T> ChannelSelector<T> for ShuffleSelector {
     }
 }
 
-/// HASH: `murmur(key.hashCode()) % maxParallelism` → key group → subtask.
+/// HASH: `murmur(key.hashCode()) % maxParallelism` → key group → subtask, through the edge's
+/// precomputed [`KeyGroupRouter`] (no division per record).
 pub struct HashSelector<H> {
     /// `key.hashCode()` of the edge's key selector, as its concrete closure (inlined).
     key_hash: H,
-    max_parallelism: u32,
-    parallelism: u32,
+    router: KeyGroupRouter,
 }
 
 impl<T, H: Fn(&T) -> i32 + Send> ChannelSelector<T> for HashSelector<H> {
     #[inline]
     fn select(&mut self, r: &T) -> usize {
-        let kg = assign_to_key_group((self.key_hash)(r), self.max_parallelism);
-        key_group_to_subtask(self.max_parallelism, self.parallelism, kg) as usize
+        self.router.subtask((self.key_hash)(r))
     }
 }
 
@@ -100,8 +99,10 @@ pub(crate) fn record_writer<T: Data, H: Fn(&T) -> i32 + Send + 'static>(
                 writers,
                 HashSelector {
                     key_hash,
-                    max_parallelism: a.downstream_max_parallelism,
-                    parallelism: a.downstream_parallelism as u32,
+                    router: KeyGroupRouter::new(
+                        a.downstream_max_parallelism,
+                        a.downstream_parallelism as u32,
+                    ),
                 },
                 control,
                 metrics,

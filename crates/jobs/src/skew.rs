@@ -255,7 +255,10 @@ pub fn format_line(record: (i64, i64)) -> String {
 /// savepoint reports every key's final sum, also the keys no record reaches after the restore;
 /// a restored subtask keeps the keys Flink's key groups assign to it (any parallelism).
 struct FinalSums {
-    latest: sluice_graph::FastHashMap<i64, i64>,
+    /// Entries keep their index (none is removed before the end), so `last` can name one.
+    latest: indexmap::IndexMap<i64, i64, sluice_graph::FastBuildHasher>,
+    /// The index of the previous update's key: the hot key's updates skip the hash lookup.
+    last: usize,
     out: Arc<Mutex<BTreeMap<i64, i64>>>,
     operator_id: String,
     /// The task's services: where the latest sums are recorded at a barrier.
@@ -267,7 +270,7 @@ impl FinalSums {
         out: Arc<Mutex<BTreeMap<i64, i64>>>,
         ctx: &sluice_graph::OperatorContext,
     ) -> Result<Self, sluice_graph::OperatorError> {
-        let mut latest = sluice_graph::FastHashMap::default();
+        let mut latest = indexmap::IndexMap::default();
         if let Some(restored) = sluice_runtime::services::restored_parts(ctx) {
             for (_, bytes) in &restored.parts {
                 let sums: Vec<(i64, i64)> = sluice_runtime::state::layout::decode(bytes)?;
@@ -283,6 +286,7 @@ impl FinalSums {
         }
         Ok(FinalSums {
             latest,
+            last: 0,
             out,
             operator_id: ctx.operator_id.clone(),
             services: ctx.services.clone(),
@@ -293,14 +297,14 @@ impl FinalSums {
 impl sluice_graph::Collector<(i64, i64)> for FinalSums {
     #[inline]
     fn collect(&mut self, (k, s): (i64, i64)) -> Result<(), sluice_graph::OperatorError> {
-        // Nearly every update is of a key seen before: overwrite in place (`insert` would
-        // first make room for a new entry).
-        match self.latest.get_mut(&k) {
-            Some(sum) => *sum = s,
-            None => {
-                self.latest.insert(k, s);
+        // Nearly every update is of a key seen before, most of the hot key: overwrite in place.
+        if let Some((key, sum)) = self.latest.get_index_mut(self.last) {
+            if *key == k {
+                *sum = s;
+                return Ok(());
             }
         }
+        self.last = self.latest.insert_full(k, s).0;
         Ok(())
     }
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), sluice_graph::OperatorError> {
@@ -308,7 +312,7 @@ impl sluice_graph::Collector<(i64, i64)> for FinalSums {
             // The final sums are the latest per key at the end of input.
             ControlEvent::EndOfInput => {
                 let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-                out.extend(self.latest.drain());
+                out.extend(self.latest.drain(..));
             }
             // The latest sums are the sink's state: snapshot them as the barrier passes.
             ControlEvent::Barrier(_) => {

@@ -14,18 +14,22 @@
 //!   object with Java's `hashCode`, so we must too).
 //! * [`key_groups`] — Flink's `KeyGroupRangeAssignment`: murmur finaliser, key groups, default max
 //!   parallelism, per-subtask key-group ranges.
+//! * [`key_group_router`] — the same key → subtask routing precomputed per edge (no division
+//!   per record), for HASH writers.
 //! * [`pointwise`] — which subtasks a FORWARD/RESCALE edge connects.
 //! * [`round_robin`] — per-sender channel choosers for REBALANCE and RESCALE.
 //! * [`key_group_csv`] — the library behind `sluice key-group`.
 
 pub mod java_hash;
 pub mod key_group_csv;
+pub mod key_group_router;
 pub mod key_groups;
 pub mod pointwise;
 pub mod round_robin;
 
 pub use java_hash::JavaHash;
 pub use key_group_csv::{key_group_csv_header, key_group_line, KeyType};
+pub use key_group_router::KeyGroupRouter;
 pub use key_groups::{
     assign_key_to_subtask, assign_to_key_group, check_max_parallelism, default_max_parallelism,
     key_group_range_for_subtask, key_group_to_subtask, murmur_hash, KeyGroupRange,

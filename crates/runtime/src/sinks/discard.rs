@@ -24,7 +24,7 @@ impl DiscardHandle {
     }
 }
 
-/// Drops records and counts them (published every 4096 records and at the end).
+/// Drops records and counts them (published every 4096 records or more and at the end).
 pub struct DiscardSink {
     local: u64,
     total: Arc<AtomicU64>,
@@ -36,6 +36,16 @@ impl<T: Send> Collector<T> for DiscardSink {
         drop(record);
         self.local += 1;
         if self.local == 4096 {
+            self.total.fetch_add(self.local, Relaxed);
+            self.local = 0;
+        }
+        Ok(())
+    }
+    #[inline]
+    fn collect_batch(&mut self, batch: &mut Vec<T>) -> Result<(), OperatorError> {
+        self.local += batch.len() as u64;
+        batch.clear();
+        if self.local >= 4096 {
             self.total.fetch_add(self.local, Relaxed);
             self.local = 0;
         }
