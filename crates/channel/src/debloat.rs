@@ -276,7 +276,11 @@ mod tests {
     #[test]
     fn small_changes_are_not_announced() {
         let mut d = BufferDebloater::new(&DebloatConfig::default(), 32768);
-        assert_eq!(d.buffer_size(), 1024, "starts at Flink's starting segment size");
+        assert_eq!(
+            d.buffer_size(),
+            1024,
+            "starts at Flink's starting segment size"
+        );
         d.last = 10_000;
         assert!(d.skip(10_000));
         assert!(d.skip(12_000), "20 % < 25 %");

@@ -80,7 +80,10 @@ fn debloating_advice_reads_the_jobs_setting() {
     )
     .unwrap();
     let on = advice(dir.to_str().unwrap());
-    assert!(on.contains("unaligned") && !on.contains("buffer-debloat"), "{on}");
+    assert!(
+        on.contains("unaligned") && !on.contains("buffer-debloat"),
+        "{on}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

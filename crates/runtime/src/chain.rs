@@ -478,7 +478,8 @@ mod tests {
     fn batch_test_chain() -> (Box<dyn Collector<i64>>, [Log; 2]) {
         let (a, b) = (Log::default(), Log::default());
         let leaf_a = TimedSink::new(a.clone(), OperatorMetrics::new("sink a"));
-        let to_b = Link::open(MapOp(|x: i64| x + 1000), Box::new(b.clone()), &ctx("map b")).unwrap();
+        let to_b =
+            Link::open(MapOp(|x: i64| x + 1000), Box::new(b.clone()), &ctx("map b")).unwrap();
         let fanout = Fanout::new(vec![Box::new(leaf_a), Box::new(to_b)]);
         let flat_map = Link::open(
             FlatMapOp(|x: i64| [x, -x]),

@@ -360,7 +360,10 @@ pub const BUFFER_DEBLOAT_KEY: &str = "taskmanager.network.memory.buffer-debloat.
 /// `/jobs/:id/jobmanager/config` (a list of `{key, value}`; the cluster's settings the job runs
 /// with) when the server has it, else the `user-config` of `/jobs/:id/config` (where Sluice
 /// lists it). `None` when neither names the option (Flink's default then applies: off).
-pub fn buffer_debloat_enabled(job_config: Option<&Value>, jm_config: Option<&Value>) -> Option<bool> {
+pub fn buffer_debloat_enabled(
+    job_config: Option<&Value>,
+    jm_config: Option<&Value>,
+) -> Option<bool> {
     let parse = |v: &Value| match v {
         Value::Bool(b) => Some(*b),
         Value::String(s) => s.trim().parse::<bool>().ok(),

@@ -332,11 +332,15 @@ fn the_debloating_setting_is_read_from_the_job_configuration() {
         None
     );
     // Sluice lists it in the user config; Flink's per-job configuration answer wins.
-    let sluice = |on: &str| {
-        json!({"execution-config": {"user-config": {BUFFER_DEBLOAT_KEY: on}}})
-    };
-    assert_eq!(buffer_debloat_enabled(Some(&sluice("true")), None), Some(true));
-    assert_eq!(buffer_debloat_enabled(Some(&sluice("false")), None), Some(false));
+    let sluice = |on: &str| json!({"execution-config": {"user-config": {BUFFER_DEBLOAT_KEY: on}}});
+    assert_eq!(
+        buffer_debloat_enabled(Some(&sluice("true")), None),
+        Some(true)
+    );
+    assert_eq!(
+        buffer_debloat_enabled(Some(&sluice("false")), None),
+        Some(false)
+    );
     let jm = json!([{"key": "parallelism.default", "value": "2"},
                     {"key": BUFFER_DEBLOAT_KEY, "value": "true"}]);
     assert_eq!(
