@@ -82,6 +82,8 @@ struct State<T> {
     /// one busy channel cannot starve the others.
     ready: VecDeque<usize>,
     receiver_waiting: bool,
+    /// A [`GateWaker`] asked the receiver to look up from its input once (see there).
+    wake_requested: bool,
     /// Channels whose sender is parked for credit, longest-waiting first (a floating credit
     /// goes to the first without a pending wake-up).
     waiters: VecDeque<usize>,
@@ -202,6 +204,42 @@ impl std::fmt::Debug for GateCanceller {
     }
 }
 
+trait Wake: Send + Sync {
+    fn wake(&self);
+}
+
+impl<T: Send> Wake for Shared<T> {
+    fn wake(&self) {
+        let mut st = self.lock();
+        st.wake_requested = true;
+        let waiting = st.receiver_waiting;
+        drop(st);
+        if waiting {
+            self.data_cv.notify_one();
+        }
+    }
+}
+
+/// Makes the gate's next [`InputGate::next`] that finds no input return [`GateItem::Idle`] at
+/// once instead of waiting (a receiver already parked wakes up): for work that completes on
+/// another thread and must not wait for the input's next buffer or the wake-up interval (the
+/// async wait operator's completed requests). Data still comes first; a wake-up asked for while
+/// the receiver is busy is served at its next wait. Type-erased, like [`GateCanceller`].
+#[derive(Clone)]
+pub struct GateWaker(Arc<dyn Wake>);
+
+impl GateWaker {
+    pub fn wake(&self) {
+        self.0.wake()
+    }
+}
+
+impl std::fmt::Debug for GateWaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GateWaker")
+    }
+}
+
 /// A buffer taken from a gate. Hand it back with [`InputGate::release`] once its records are
 /// processed: that returns the credit to the sender.
 #[derive(Debug)]
@@ -221,8 +259,9 @@ pub enum GateItem<T> {
         channel: usize,
         event: ChannelEvent,
     },
-    /// No input arrived within the gate's wake-up interval; the caller gets a chance to do
-    /// periodic work (flush its outputs on the buffer timeout) and then asks again.
+    /// No input arrived within the gate's wake-up interval, or a [`GateWaker`] asked; the
+    /// caller gets a chance to do periodic work (flush its outputs on the buffer timeout) and
+    /// then asks again.
     Idle,
     /// An unaligned checkpoint barrier that overtook the next `overtaken` entries of
     /// `channel` (read them with [`InputGate::in_flight`] before anything else of the channel).
@@ -274,6 +313,7 @@ impl<T: Send + 'static> InputGate<T> {
             floating_free: cfg.floating_credits,
             ready: VecDeque::with_capacity(channels),
             receiver_waiting: false,
+            wake_requested: false,
             waiters: VecDeque::with_capacity(channels),
             cancelled: false,
             blocked: vec![false; channels],
@@ -345,6 +385,11 @@ impl<T: Send + 'static> InputGate<T> {
 
     pub fn canceller(&self) -> GateCanceller {
         GateCanceller(self.shared.clone())
+    }
+
+    /// See [`GateWaker`].
+    pub fn waker(&self) -> GateWaker {
+        GateWaker(self.shared.clone())
     }
 
     /// The debloater's gauges (`debloatedBufferSize`, `estimatedTimeToConsumeBuffersMs`).
@@ -495,6 +540,10 @@ impl<T: Send + 'static> InputGate<T> {
             }
             if self.open_channels == 0 {
                 return Ok(None);
+            }
+            if st.wake_requested {
+                st.wake_requested = false;
+                return Ok(Some(GateItem::Idle));
             }
             st.receiver_waiting = true;
             let started = self.waits.begin_idle();

@@ -629,3 +629,50 @@ fn ordered_wait_is_exactly_once_under_12_failures_with_requests_in_flight() {
 fn unordered_wait_is_exactly_once_under_12_failures_with_requests_in_flight() {
     exactly_once_under_failures(sluice_graph::async_io::OutputMode::Unordered, "unordered");
 }
+
+/// A completed request leaves at once even when no input follows: with a buffer timeout of 0
+/// the task never ticks, so result 0 can only arrive before record 1 exists (the source holds
+/// record 1 back for a while) if the completion woke the waiting input loop.
+#[test]
+fn a_completion_is_emitted_while_the_input_is_idle() {
+    let (arrived, second_made) = guarded("prompt emission", HANG_GUARD, || {
+        let env = StreamEnv::new();
+        env.set_parallelism(1).set_buffer_timeout(Duration::ZERO);
+        let made = Arc::new(std::sync::Mutex::new(None));
+        let arrived = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (m, a) = (made.clone(), arrived.clone());
+        env.from_iter(0..2u64)
+            .map(move |x: u64| {
+                if x == 1 {
+                    std::thread::sleep(Duration::from_millis(1500));
+                    *m.lock().unwrap() = Some(std::time::Instant::now());
+                }
+                x
+            })
+            .rebalance()
+            .ordered_wait(
+                |x: u64| async move {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    Ok(vec![x])
+                },
+                Duration::from_secs(5),
+                4,
+            )
+            .sink_fn("times", move |x: u64| {
+                a.lock().unwrap().push((x, std::time::Instant::now()));
+                Ok(())
+            });
+        env.execute().expect("job");
+        let a = arrived.lock().unwrap().clone();
+        let m = made.lock().unwrap().expect("record 1 made");
+        (a, m)
+    });
+    assert_eq!(
+        arrived.iter().map(|(x, _)| *x).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    assert!(
+        arrived[0].1 < second_made,
+        "result 0 waited for the next input record"
+    );
+}

@@ -49,6 +49,7 @@ pub fn run_one_input<T: Data>(
     let mut unaligned: Option<Unaligned<T>> = None;
     // Restoring from an unaligned checkpoint: its in-flight records come first.
     let services = &*ctx.services;
+    services.set_input_waker(gate.waker());
     if let Some(records) = services
         .checkpoints()
         .and_then(|c| c.restored_channel_state::<T>())

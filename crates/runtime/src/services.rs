@@ -23,6 +23,8 @@ pub struct TaskServices {
     /// The job's control, to know when the job is being torn down (an operator that waits on
     /// something other than a gate, the async wait operator, checks it).
     control: Option<Arc<JobControl>>,
+    /// Wakes the task's input loop (set by the loop once it owns its gate).
+    input_waker: std::sync::OnceLock<sluice_channel::GateWaker>,
 }
 
 impl TaskServices {
@@ -39,6 +41,7 @@ impl TaskServices {
             metrics,
             checkpoints: hub.map(|h| TaskCheckpoints::new(h, vertex, subtask)),
             control,
+            input_waker: std::sync::OnceLock::new(),
         })
     }
 
@@ -48,6 +51,7 @@ impl TaskServices {
             metrics,
             checkpoints: None,
             control: None,
+            input_waker: std::sync::OnceLock::new(),
         })
     }
 
@@ -70,6 +74,17 @@ impl TaskServices {
     /// waiting on an external system stops waiting and returns `OperatorError::Cancelled`.
     pub fn is_cancelled(&self) -> bool {
         self.control.as_ref().is_some_and(|c| c.is_cancelled())
+    }
+
+    /// Wakes the task's input loop if it waits for input, so its chain ticks now (`None`: a
+    /// task without an input gate, e.g. a source, or before its loop started). For operators
+    /// whose work completes on other threads: the async wait operator's completed requests.
+    pub fn input_waker(&self) -> Option<&sluice_channel::GateWaker> {
+        self.input_waker.get()
+    }
+
+    pub(crate) fn set_input_waker(&self, waker: sluice_channel::GateWaker) {
+        let _ = self.input_waker.set(waker);
     }
 
     /// The task's checkpoint reporting, if the job has a checkpoint hub.

@@ -59,6 +59,10 @@ pub struct AsyncWaitOperator<In, Out, F> {
     rx: mpsc::Receiver<Completion<Out>>,
     runtime: Option<IoRuntime>,
     finishing: Arc<AtomicBool>,
+    /// The task's input-loop waker (found on the first request) and whether a completion has
+    /// already woken it since the last drain: one wake-up per drain, not per completion.
+    waker: Option<sluice_channel::GateWaker>,
+    wake_pending: Arc<AtomicBool>,
     /// Restored elements not yet admitted (they go before any new input).
     backlog: VecDeque<Stored<In>>,
     metrics: Option<AsyncMetrics>,
@@ -92,6 +96,8 @@ where
             rx,
             runtime: None,
             finishing: Arc::new(AtomicBool::new(false)),
+            waker: None,
+            wake_pending: Arc::new(AtomicBool::new(false)),
             backlog: VecDeque::new(),
             metrics: None,
             services: ServicesHandle::none(),
@@ -138,6 +144,13 @@ where
         };
         let seq = self.queue.push_record(input);
         let tx = self.tx.clone();
+        if self.waker.is_none() {
+            self.waker = self
+                .services
+                .get::<TaskServices>()
+                .and_then(|s| s.input_waker().cloned());
+        }
+        let wake = self.waker.clone().map(|w| (w, self.wake_pending.clone()));
         let deadline = self
             .settings
             .timeout
@@ -157,6 +170,12 @@ where
                 timed_out,
                 latency_us: issued.elapsed().as_micros() as u64,
             });
+            // A task waiting for input emits this result now, not at its next tick.
+            if let Some((waker, pending)) = wake {
+                if !pending.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                    waker.wake();
+                }
+            }
         });
         self.handles.insert(seq, handle);
         self.in_flight += 1;
@@ -205,6 +224,9 @@ where
 
     /// Takes every completion that arrived, without waiting, and emits what it can.
     fn drain(&mut self, out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
+        // Reset before looking, so a completion after the last `try_recv` wakes the task again.
+        self.wake_pending
+            .store(false, std::sync::atomic::Ordering::Release);
         while let Ok(c) = self.rx.try_recv() {
             self.on_completion(c)?;
         }
