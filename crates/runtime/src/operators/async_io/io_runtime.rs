@@ -1,6 +1,6 @@
-//! Where the requests' futures run: tokio, either one runtime shared by every async operator of
-//! the process or one per operator subtask (see the module docs for which is the default and
-//! why). The task thread only creates futures and hands them over; it never polls one.
+//! Where the requests' futures run: tokio, one current-thread runtime per operator subtask (the
+//! default) or one multi-threaded runtime shared by every async operator of the process (see
+//! the module docs for the measurement behind the default). The task thread only creates futures and hands them over; it never polls one.
 
 use std::future::Future;
 use std::sync::OnceLock;
