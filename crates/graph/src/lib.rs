@@ -3,7 +3,8 @@
 //! This crate is what a Sluice user programs against:
 //!
 //! 1. **API** — [`StreamEnv`] (settings, sources), [`DataStream<T>`] (map, filter, flat_map,
-//!    union, partitioning, sinks) and [`KeyedStream<K, T>`] (rolling reduce/sum/min/max). Every
+//!    union, partitioning, sinks, Async I/O: `ordered_wait` / `unordered_wait`, see
+//!    [`async_io`]) and [`KeyedStream<K, T>`] (rolling reduce/sum/min/max). Every
 //!    call adds a node to the **stream graph** ([`StreamNode`], a `sluice-plan` descriptor), with
 //!    ids handed out like Flink's transformation ids (virtual nodes such as `key_by` take an id
 //!    too), and keeps what the node runs (typed factories, `typeops`) beside it by node id.

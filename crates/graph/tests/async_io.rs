@@ -11,6 +11,9 @@ use common::{guarded, HANG_GUARD};
 use sluice_graph::async_io::AsyncError;
 use sluice_graph::StreamEnv;
 
+type Reply =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<u64>, AsyncError>> + Send>>;
+
 /// Counts requests in flight inside the function: the current number and the maximum seen.
 #[derive(Clone, Default)]
 struct Concurrency {
@@ -34,16 +37,7 @@ impl Concurrency {
 }
 
 /// A service whose latency varies by key (0–3 ms), so completions arrive out of order.
-fn doubling(
-    c: Concurrency,
-) -> impl Fn(
-    u64,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Vec<u64>, AsyncError>> + Send>,
-> + Clone
-       + Send
-       + Sync
-       + 'static {
+fn doubling(c: Concurrency) -> impl Fn(u64) -> Reply + Clone + Send + Sync + 'static {
     move |x: u64| {
         let c = c.clone();
         Box::pin(async move {
@@ -93,9 +87,6 @@ fn unordered_wait_emits_the_same_multiset_reordered() {
     assert!(max <= 16, "{max} requests in flight, capacity 16");
 }
 
-type Reply =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<u64>, AsyncError>> + Send>>;
-
 /// The job is named by its plan as Flink names it, and carries its settings as plan options.
 #[test]
 fn the_plan_shows_an_async_wait_operator_with_its_options() {
@@ -134,7 +125,10 @@ fn a_zero_capacity_is_refused_before_the_job_starts() {
     env.from_iter(0..10u64)
         .ordered_wait(|x: u64| async move { Ok(vec![x]) }, Duration::ZERO, 0)
         .collect();
-    let e = env.execute().err().expect("refused").to_string();
+    let e = match env.execute() {
+        Ok(_) => panic!("a zero capacity was accepted"),
+        Err(e) => e.to_string(),
+    };
     assert!(e.contains("async.capacity must be greater than 0"), "{e}");
 }
 
@@ -675,4 +669,68 @@ fn a_completion_is_emitted_while_the_input_is_idle() {
         arrived[0].1 < second_made,
         "result 0 waited for the next input record"
     );
+}
+
+/// Mode and capacity are plan options: the fixer's option change reaches the running operator
+/// (issue 18's "async lookup with capacity N"), and a bad value is named when the job starts.
+#[test]
+fn the_fixer_rewrites_capacity_and_mode_of_any_async_operator() {
+    use sluice_graph::fixer::{apply, Fix, NodeChange};
+    let (out, max, diff) = guarded("fixer", HANG_GUARD, || {
+        let env = StreamEnv::new();
+        env.set_parallelism(1);
+        let c = Concurrency::default();
+        let sink = env
+            .from_iter(0..1000u64)
+            .ordered_wait(doubling(c.clone()), Duration::from_secs(5), 2)
+            .collect();
+        let mut diff = Vec::new();
+        for (key, value) in [("async.capacity", "32"), ("async.output-mode", "UNORDERED")] {
+            let d = apply(
+                &env,
+                &Fix::SinkOption {
+                    operator: "async wait operator".into(),
+                    key: key.into(),
+                    value: value.into(),
+                },
+            )
+            .expect("fix");
+            diff.extend(d.changes);
+        }
+        env.execute().expect("job");
+        (sink.handle.take(), c.max(), diff)
+    });
+    assert!(
+        matches!(&diff[..], [NodeChange::Option { key: k1, before: b1, after: a1, .. }, NodeChange::Option { key: k2, after: a2, .. }]
+            if k1 == "async.capacity" && b1.as_deref() == Some("2") && a1 == "32"
+                && k2 == "async.output-mode" && a2 == "UNORDERED"),
+        "{diff:?}"
+    );
+    assert!(
+        max > 2 && max <= 32,
+        "{max} requests in flight after the fix"
+    );
+    let mut sorted = out.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..1000u64).map(|x| x * 2).collect::<Vec<_>>());
+    assert_ne!(out, sorted, "still ordered after the fix to UNORDERED");
+
+    let env = StreamEnv::new();
+    env.from_iter(0..10u64)
+        .ordered_wait(|x: u64| async move { Ok(vec![x]) }, Duration::ZERO, 2)
+        .discard();
+    apply(
+        &env,
+        &Fix::SinkOption {
+            operator: "async wait operator".into(),
+            key: "async.capacity".into(),
+            value: "many".into(),
+        },
+    )
+    .expect("fix");
+    let e = match env.execute() {
+        Ok(_) => panic!("a capacity of 'many' was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("async.capacity = 'many'"), "{e}");
 }

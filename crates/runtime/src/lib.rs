@@ -23,7 +23,10 @@
 //!   record with a [`writer::ChannelSelector`] and appends to that channel's buffer.
 //! - [`input::run_one_input`]: the loop of a non-source task: take a buffer from the input gate,
 //!   push its records through the chain, release it (which returns the credit).
-//! - [`sources`], [`sinks`], [`operators`]: the built-in functions.
+//! - [`sources`], [`sinks`], [`operators`]: the built-in functions, among them
+//!   [`operators::async_io`]: the async wait operator (Flink's Async I/O) on tokio, one
+//!   current-thread runtime per subtask by default — the module docs give the benchmark that
+//!   chose it over one shared runtime.
 //! - [`profiler`]: flame graphs (native stacks of the task threads, symbolised, and logical
 //!   off-CPU frames) and thread dumps, in Flink's shapes; [`profiler::JobProfiler`] is a job's
 //!   cache of them.
