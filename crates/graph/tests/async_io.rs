@@ -370,8 +370,8 @@ fn unordered_wait_never_moves_a_record_across_a_watermark() {
 /// A service that fails each key's first two calls: fixed-delay retries on any error make
 /// every record succeed, with two retries per record; exponential backoff retries empty results.
 /// Retries stop at end of input (Flink's `retryDisabledOnFinish`), so 16 well-behaved records
-/// (keys ≥ 1000) close the input: with capacity 16, every flaky record has left the queue
-/// before the last of them is admitted.
+/// (keys ≥ 1000) close the input: in ordered mode the queue is always the last ≤ 16 elements
+/// admitted, so once the 16th of them is in, every flaky record has left it.
 #[test]
 fn retries_on_error_and_on_empty_result() {
     use sluice_graph::async_io::{
@@ -417,7 +417,7 @@ fn retries_on_error_and_on_empty_result() {
             .collect();
         let exp = env
             .from_iter((0..200u64).chain(1000..1016))
-            .unordered_wait_with_retry(
+            .ordered_wait_with_retry(
                 flaky(Arc::clone(&c2), true),
                 Duration::from_secs(5),
                 16,
