@@ -1,6 +1,7 @@
 //! The built-in jobs on real systems: the skew workload's `(key, value)` records read from
 //! Kafka (`key,value` lines; a line that does not parse is a dead letter with its topic,
-//! partition and offset) or a socket, and `(key, value)` results written to PostgreSQL (upsert
+//! partition and offset) or a socket (the same lines; a bad one is a dead letter with the
+//! address and line number), and `(key, value)` results written to PostgreSQL (upsert
 //! by key, the table created if missing) or Kafka (`key,value` lines keyed by the key, at least
 //! once or exactly once). Building contacts the brokers and the database, so an unreachable
 //! one or a missing topic is an error before the job starts.
@@ -53,15 +54,42 @@ pub fn records_from(
 ) -> anyhow::Result<DataStream<(i64, i64)>> {
     match from {
         FromUrl::Kafka(url) => kafka_records(env, url, bounded, extra_work),
-        FromUrl::Socket { host, port } => {
-            if bounded {
-                anyhow::bail!("--bounded: a socket source has no end offsets to stop at");
-            }
-            anyhow::bail!(
-                "--from socket://{host}:{port}: the socket source is not in this build yet"
-            )
-        }
+        FromUrl::Socket(config) => socket_records(env, config, bounded, extra_work),
     }
+}
+
+/// `key,value` lines from a TCP server (Flink's `socketTextStream`); a line that does not
+/// parse is a dead letter naming the address and line number. Refused under checkpoints
+/// unless the URL accepts the loss a restore brings (a socket cannot replay).
+fn socket_records(
+    env: &StreamEnv,
+    config: &sluice_graph::SocketSourceConfig,
+    bounded: bool,
+    extra_work: u32,
+) -> anyhow::Result<DataStream<(i64, i64)>> {
+    let address = config.address();
+    if bounded {
+        anyhow::bail!(
+            "--bounded: the socket source {address} has no end offsets to stop at (it ends when \
+             the server closes the connection and no retries remain)"
+        );
+    }
+    if env.config().checkpoints.interval.is_some() && !config.accept_loss_on_restore {
+        anyhow::bail!(
+            "--from socket://{address} with --checkpoint-interval: a socket cannot replay, so a \
+             restore from a checkpoint would lose the lines received after it; run without \
+             --checkpoint-interval, or accept that loss with \
+             socket://{address}?accept-loss-on-restore (each restore then reports the lines lost)"
+        );
+    }
+    let decode = move |line: &str| -> Result<(i64, i64), String> {
+        let (k, v) = skew::parse_line(line)?;
+        if extra_work > 0 {
+            return Ok((k, std::hint::black_box(skew::work(v, extra_work)) & 0xFFFF));
+        }
+        Ok((k, v))
+    };
+    Ok(env.socket_stream_decoded(config.clone(), decode))
 }
 
 /// What a `--to` sink wrote, for the summary and `doctor fix`.

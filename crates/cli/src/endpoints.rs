@@ -4,20 +4,23 @@
 //! an error naming its address before the job starts.
 //!
 //! - `--from kafka://HOST:PORT/TOPIC` (`key,value` lines, as `sluice produce` writes them;
-//!   `--bounded` stops at the end offsets seen at start), `--from socket://HOST:PORT` (lines
-//!   over TCP);
+//!   `--bounded` stops at the end offsets seen at start),
+//!   `--from socket://HOST:PORT[?max-retries=N][&retry-delay=500ms][&accept-loss-on-restore]`
+//!   (`key,value` lines over TCP, Flink's `socketTextStream`: reconnect `max-retries` times
+//!   (default 0, -1 = forever) `retry-delay` apart (default 500 ms));
 //! - `--to postgres://USER@HOST:PORT/DB?table=T` (upsert by the first column),
 //!   `--to kafka://HOST:PORT/TOPIC[?exactly-once][&partitions=P]`.
 
 use std::time::Duration;
 
+use sluice_graph::SocketSourceConfig;
 use sluice_kafka::KafkaUrl;
 
 /// Where a job reads its records.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FromUrl {
     Kafka(KafkaUrl),
-    Socket { host: String, port: u16 },
+    Socket(SocketSourceConfig),
 }
 
 /// Where a job writes its results.
@@ -48,25 +51,54 @@ pub fn parse_from(s: &str) -> Result<FromUrl, String> {
         return Ok(FromUrl::Kafka(url));
     }
     if let Some(rest) = s.strip_prefix("socket://") {
-        let (host, port) = rest
-            .rsplit_once(':')
-            .ok_or_else(|| format!("'{s}': expected socket://HOST:PORT"))?;
-        if host.is_empty() {
-            return Err(format!("'{s}': no host (expected socket://HOST:PORT)"));
-        }
-        let port: u16 = port
-            .parse()
-            .ok()
-            .filter(|&p| p > 0)
-            .ok_or_else(|| format!("'{s}': port '{port}' is not a port number (1-65535)"))?;
-        return Ok(FromUrl::Socket {
-            host: host.to_string(),
-            port,
-        });
+        return parse_socket(s, rest).map(FromUrl::Socket);
     }
     Err(format!(
         "'{s}': unknown source; expected kafka://HOST:PORT/TOPIC or socket://HOST:PORT"
     ))
+}
+
+/// `socket://HOST:PORT[?max-retries=N&retry-delay=D&accept-loss-on-restore]` (`rest` is what
+/// follows `socket://` in `s`), Flink's defaults for what is not given.
+fn parse_socket(s: &str, rest: &str) -> Result<SocketSourceConfig, String> {
+    let (addr, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (host, port) = addr
+        .rsplit_once(':')
+        .ok_or_else(|| format!("'{s}': expected socket://HOST:PORT"))?;
+    if host.is_empty() {
+        return Err(format!("'{s}': no host (expected socket://HOST:PORT)"));
+    }
+    let port: u16 = port
+        .parse()
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| format!("'{s}': port '{port}' is not a port number (1-65535)"))?;
+    let mut config = SocketSourceConfig::new(host, port);
+    for kv in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+        match k {
+            "max-retries" => {
+                config.max_retries = v.parse().ok().filter(|&n: &i64| n >= -1).ok_or_else(|| {
+                    format!("'{s}': max-retries '{v}' must be a count, or -1 for forever")
+                })?
+            }
+            "retry-delay" => {
+                config.retry_delay = sluice_postgres::parse_duration(v).map_err(|_| {
+                    format!("'{s}': retry-delay '{v}' is not a duration (500ms, 2s)")
+                })?
+            }
+            "accept-loss-on-restore" if v.is_empty() || v == "true" => {
+                config.accept_loss_on_restore = true
+            }
+            _ => {
+                return Err(format!(
+                    "'{s}': unknown parameter '{kv}' (socket sources take max-retries=N, \
+                     retry-delay=DURATION, accept-loss-on-restore)"
+                ))
+            }
+        }
+    }
+    Ok(config)
 }
 
 /// `--to`: `postgres://USER@HOST:PORT/DB?table=T` or `kafka://…[?exactly-once]`.
@@ -139,11 +171,24 @@ mod tests {
         }
         assert_eq!(
             parse_from("socket://localhost:9999").unwrap(),
-            FromUrl::Socket {
-                host: "localhost".into(),
-                port: 9999
-            }
+            FromUrl::Socket(SocketSourceConfig::new("localhost", 9999))
         );
+        match parse_from("socket://h:1?max-retries=-1&retry-delay=2s&accept-loss-on-restore") {
+            Ok(FromUrl::Socket(c)) => assert_eq!(
+                (c.max_retries, c.retry_delay, c.accept_loss_on_restore),
+                (-1, Duration::from_secs(2), true)
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(parse_from("socket://h:1?max-retries=-2")
+            .unwrap_err()
+            .contains("max-retries"));
+        assert!(parse_from("socket://h:1?retry-delay=soon")
+            .unwrap_err()
+            .contains("retry-delay"));
+        assert!(parse_from("socket://h:1?bogus=1")
+            .unwrap_err()
+            .contains("unknown parameter 'bogus=1'"));
         assert!(parse_from("socket://localhost:0")
             .unwrap_err()
             .contains("port"));

@@ -11,6 +11,9 @@ use crate::args::{EnvArgs, JobCmd, RunArgs};
 use crate::procstat;
 use crate::progress::{human, Progress};
 
+/// Dead letters printed with their location in the run summary.
+const DEAD_LETTERS_SHOWN: usize = 5;
+
 pub enum BuiltJob {
     Passthrough(passthrough::PassthroughJob),
     /// The skew job, its `--output` and its `--to` sink.
@@ -324,6 +327,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         if exec.result.dead_letters > 0 {
             eprintln!("  dead letters: {}", exec.result.dead_letters);
+            // The first few, with where they were found (all are counted; up to 1000 kept).
+            for d in exec
+                .result
+                .dead_letter_samples
+                .iter()
+                .take(DEAD_LETTERS_SHOWN)
+            {
+                eprintln!("    {} at {}: {}", d.origin, d.location, d.reason);
+            }
         }
         eprintln!(
             "{}: {} records in {:.3} s = {} records/s{}",

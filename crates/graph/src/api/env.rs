@@ -300,6 +300,21 @@ impl StreamEnv {
     /// ([`SocketSourceConfig`]: delimiter, `max_retries` (-1 = forever), `retry_delay`
     /// (Flink's 500 ms), connect timeout, `accept_loss_on_restore`).
     pub fn socket_text_stream_with(&self, config: SocketSourceConfig) -> DataStream<String> {
+        self.socket_stream_decoded(config, |s: &str| Ok(s.to_owned()))
+    }
+
+    /// [`socket_text_stream_with`](Self::socket_text_stream_with), each line decoded by
+    /// `decode` inside the source: a line it rejects (or one that is not UTF-8) goes to the
+    /// dead-letter output as `socket HOST:PORT line N` with the reason, and the job goes on.
+    pub fn socket_stream_decoded<T, D>(
+        &self,
+        config: SocketSourceConfig,
+        decode: D,
+    ) -> DataStream<T>
+    where
+        T: Data,
+        D: Fn(&str) -> Result<T, String> + Send + Sync + 'static,
+    {
         let address = config.address();
         if !config.accept_loss_on_restore {
             self.inner
@@ -308,11 +323,18 @@ impl StreamEnv {
                 .push(format!("the socket source {address}"));
         }
         let lines = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let decode: sluice_runtime::sources::LineDecoder<T> = Arc::new(decode);
         self.source_node(
             // Flink's name for it (the address is in its errors and restore reports).
             "Source: Socket Stream".into(),
             true,
-            move |_, _| Ok(SocketTextSource::new(config.clone(), lines.clone())),
+            move |_, _| {
+                Ok(SocketTextSource::with_decoder(
+                    config.clone(),
+                    lines.clone(),
+                    decode.clone(),
+                ))
+            },
         )
     }
 

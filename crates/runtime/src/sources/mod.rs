@@ -9,7 +9,7 @@ mod text_file;
 
 pub use collection::{IterSource, VecSource};
 pub use generator::{split_range, GeneratorSource};
-pub use socket::{SocketSourceConfig, SocketTextSource};
+pub use socket::{LineDecoder, SocketSourceConfig, SocketTextSource};
 pub use text_file::{byte_split, TextFileSource};
 
 use std::cell::Cell;

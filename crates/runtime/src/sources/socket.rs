@@ -70,18 +70,40 @@ impl SocketSourceConfig {
     }
 }
 
-/// The socket source (see the module docs).
-pub struct SocketTextSource {
+/// Turns one received line into a record; an `Err` (the reason) sends the line to the
+/// dead-letter output, with the address and line number, and the source goes on.
+pub type LineDecoder<T> = Arc<dyn Fn(&str) -> Result<T, String> + Send + Sync>;
+
+/// The socket source (see the module docs): lines as `String`s, or decoded by a
+/// [`LineDecoder`].
+pub struct SocketTextSource<T = String> {
     config: SocketSourceConfig,
-    /// Lines emitted, kept across attempts (the factory shares it), so a restore can tell how
-    /// many received lines its checkpoint does not hold.
+    /// Lines received (emitted or dead-lettered), kept across attempts (the factory shares
+    /// it), so a restore can tell how many received lines its checkpoint does not hold; also
+    /// the line number dead letters name.
     lines: Arc<AtomicU64>,
+    decode: LineDecoder<T>,
 }
 
-impl SocketTextSource {
+impl SocketTextSource<String> {
     /// `lines` must outlive attempts (share one per source node).
     pub fn new(config: SocketSourceConfig, lines: Arc<AtomicU64>) -> Self {
-        SocketTextSource { config, lines }
+        SocketTextSource::with_decoder(config, lines, Arc::new(|s: &str| Ok(s.to_owned())))
+    }
+}
+
+impl<T> SocketTextSource<T> {
+    /// Lines decoded by `decode`; `lines` must outlive attempts (share one per source node).
+    pub fn with_decoder(
+        config: SocketSourceConfig,
+        lines: Arc<AtomicU64>,
+        decode: LineDecoder<T>,
+    ) -> Self {
+        SocketTextSource {
+            config,
+            lines,
+            decode,
+        }
     }
 
     fn connect(&self, ctx: &SourceContext, retries: &mut i64) -> Result<TcpStream, OperatorError> {
@@ -139,11 +161,11 @@ impl SocketTextSource {
     }
 }
 
-impl SourceFunction<String> for SocketTextSource {
+impl<T: Send + 'static> SourceFunction<T> for SocketTextSource<T> {
     fn run(
         &mut self,
         ctx: &SourceContext,
-        out: &mut dyn Collector<String>,
+        out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
         let address = self.config.address();
         let delim = self.config.delimiter;
@@ -166,15 +188,18 @@ impl SourceFunction<String> for SocketTextSource {
                         if delim == b'\n' && line.last() == Some(&b'\r') {
                             line.pop();
                         }
-                        match std::str::from_utf8(&line) {
-                            Ok(s) => out.collect(s.to_owned())?,
-                            Err(e) => ctx.dead_letter(
-                                format!("socket {address}"),
-                                format!("line is not valid UTF-8 ({e})"),
-                            ),
+                        // 1-based, counted across connections and attempts.
+                        let number = self.lines.fetch_add(1, Ordering::Relaxed) + 1;
+                        let decoded = std::str::from_utf8(&line)
+                            .map_err(|e| format!("line is not valid UTF-8 ({e})"))
+                            .and_then(|s| (self.decode)(s));
+                        match decoded {
+                            Ok(r) => out.collect(r)?,
+                            Err(reason) => {
+                                ctx.dead_letter(format!("socket {address} line {number}"), reason)
+                            }
                         }
                         line.clear();
-                        self.lines.fetch_add(1, Ordering::Relaxed);
                         n += 1;
                         if n == SOURCE_BATCH {
                             ctx.add_emitted(n);
