@@ -371,6 +371,7 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
             emitted,
             checkpoints: ctx.services.hub().cloned(),
             last_barrier: std::cell::Cell::new(0),
+            dead_letters: std::cell::Cell::new(0),
         };
         return run(&sctx);
     }

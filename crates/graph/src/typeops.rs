@@ -168,11 +168,19 @@ where
 {
     fn runner(&self, op: &OperatorContext, out: AnyBox) -> Result<SourceRunner, OperatorError> {
         let mut src = (self.make)(op.subtask_index, op.parallelism)?;
+        let mut restored_dead_letters = 0;
         if let Some(restored) = sluice_runtime::services::restored_parts(op) {
-            src.restore_position(&restored.parts, op)?;
+            let (positions, dead_letters) =
+                sluice_runtime::sources::dead_letter_count::unframe(&restored.parts)?;
+            src.restore_position(&positions, op)?;
+            // Every new subtask sees every old position: the operator's count is taken once.
+            if op.subtask_index == 0 {
+                restored_dead_letters = dead_letters;
+            }
         }
         let mut out = unbox_collector::<T>(out);
         Ok(Box::new(move |ctx: &SourceContext| {
+            ctx.restore_dead_letters(restored_dead_letters);
             src.run(ctx, &mut *out)?;
             // Flink: a bounded source ends with the maximal watermark, so every event-time
             // timer and window downstream fires.

@@ -105,6 +105,10 @@ impl JobControl {
             .unwrap_or_else(|p| p.into_inner())
             .clear();
         *self.failure.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        // The new attempt's sources start from the restored checkpoint (or from the
+        // beginning): they add the count the checkpoint holds and recount what they re-read,
+        // so a record counted before the failure is not counted twice.
+        self.dead_letter_count.store(0, Ordering::Relaxed);
         self.cancelled.store(false, Ordering::SeqCst);
         // A user cancel that raced the reset wins.
         if self.is_user_cancelled() {
@@ -165,12 +169,24 @@ impl JobControl {
             .take()
     }
 
+    /// Counts a dead letter and keeps it (up to [`DEAD_LETTERS_KEPT`]). A replay after a
+    /// restart sends the same letter again: it is kept once (same location and reason).
     pub fn dead_letter(&self, letter: DeadLetter) {
         self.dead_letter_count.fetch_add(1, Ordering::Relaxed);
         let mut v = self.dead_letters.lock().unwrap_or_else(|p| p.into_inner());
-        if v.len() < DEAD_LETTERS_KEPT {
+        if v.len() < DEAD_LETTERS_KEPT
+            && !v
+                .iter()
+                .any(|d| d.location == letter.location && d.reason == letter.reason)
+        {
             v.push(letter);
         }
+    }
+
+    /// Adds dead letters a restored checkpoint counted (its sources' share; see
+    /// `sources::dead_letter_count`).
+    pub fn restore_dead_letters(&self, n: u64) {
+        self.dead_letter_count.fetch_add(n, Ordering::Relaxed);
     }
 
     pub fn dead_letter_count(&self) -> u64 {

@@ -3,6 +3,7 @@
 //! `(subtask, parallelism)`, so reruns produce the same records in the same subtask.
 
 mod collection;
+pub mod dead_letter_count;
 mod generator;
 mod socket;
 mod text_file;
@@ -32,6 +33,9 @@ pub struct SourceContext {
     pub checkpoints: Option<Arc<crate::checkpoint::CheckpointHub>>,
     /// The id of the last barrier this source injected.
     pub last_barrier: Cell<u64>,
+    /// Dead letters this subtask sent (with its share of the restored count), checkpointed
+    /// with its position ([`dead_letter_count`]).
+    pub dead_letters: Cell<u64>,
 }
 
 /// Sources check for cancellation and publish progress once per this many records.
@@ -85,7 +89,8 @@ impl SourceContext {
         self.last_barrier.set(barrier.checkpoint_id);
         let services = crate::TaskServices::of(&self.op);
         if let Some(s) = services {
-            s.record(&self.op.operator_id, position);
+            let framed = dead_letter_count::frame(self.dead_letters.get(), position);
+            s.record(&self.op.operator_id, framed);
         }
         out.emit_barrier(barrier)?;
         if let Some(s) = services {
@@ -96,11 +101,21 @@ impl SourceContext {
 
     /// Sends a malformed record to the job's dead-letter output, with where it was found.
     pub fn dead_letter(&self, location: String, reason: String) {
+        self.dead_letters.set(self.dead_letters.get() + 1);
         self.control.dead_letter(DeadLetter {
             origin: self.op.task_display_name(),
             location,
             reason,
         });
+    }
+}
+
+impl SourceContext {
+    /// Before `run`, after a restore: this subtask's share of the dead letters the checkpoint
+    /// counted (see [`dead_letter_count`]), added to the job's count.
+    pub fn restore_dead_letters(&self, n: u64) {
+        self.dead_letters.set(n);
+        self.control.restore_dead_letters(n);
     }
 }
 
