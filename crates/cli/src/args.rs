@@ -207,7 +207,11 @@ pub struct KeyGroupArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    /// A connector benchmark instead of the reference jobs.
+    #[command(subcommand)]
+    pub target: Option<crate::bench_connectors::BenchTarget>,
     /// Records per run for the passthrough jobs.
     #[arg(long, default_value_t = 50_000_000)]
     pub passthrough_records: u64,

@@ -235,6 +235,9 @@ fn bench_debloat(exe: &std::path::Path, a: &BenchArgs) -> anyhow::Result<ExitCod
 }
 
 pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
+    if let Some(t) = &a.target {
+        return crate::bench_connectors::bench(t);
+    }
     let exe = std::env::current_exe()?;
     if a.profiler {
         return bench_profiler(&a, &exe);

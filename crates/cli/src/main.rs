@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod bench_connectors;
 mod connectors;
 mod demo;
 mod doctor_cmd;

@@ -216,6 +216,28 @@ fn an_injected_failure_that_names_no_receiving_subtask_is_refused() {
     );
 }
 
+#[test]
+fn connector_benchmarks_without_a_url_say_how_to_get_a_server() {
+    refused(
+        &["bench", "kafka-source"],
+        &[
+            "needs --url kafka://HOST:PORT/TOPIC",
+            "scripts/kafka.sh start",
+        ],
+    );
+    refused(
+        &["bench", "postgres"],
+        &[
+            "needs --url postgres://USER@HOST:PORT/DB",
+            "scripts/postgres.sh start",
+        ],
+    );
+    refused(
+        &["bench", "postgres", "--url", "postgres://u@h:1/db?table=t"],
+        &["takes no parameters"],
+    );
+}
+
 fn temp_dir(what: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-input-{what}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

@@ -12,9 +12,12 @@
 //! - [`config::KafkaUrl`]: the `kafka://HOST:PORT/TOPIC?k=v` URL of the command line;
 //!   [`config::ClientSettings`]: brokers, connect timeout, passthrough properties.
 //! - [`admin`]: metadata within the connect timeout, topic resolution, [`admin::ensure_topic`].
+//! - [`bench`]: the source benchmark beside a bare rdkafka loop (`cargo bench`, `sluice bench
+//!   kafka-source`).
 //! - [`KafkaError`]: the crate's one error type (source, sink, admin, coordinator client).
 
 pub mod admin;
+pub mod bench;
 pub mod config;
 mod error;
 pub mod sink;

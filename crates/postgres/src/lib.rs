@@ -4,7 +4,8 @@
 //! Main types: [`PostgresSink`] (the builder), [`RowMapping`] (record → typed columns),
 //! [`Mode`], [`SinkOptions`] (Flink JDBC option names), [`PostgresSinkHandle`] (metrics),
 //! [`PostgresSinkExt`] (`stream.sink_to_postgres(…)`), [`SinkUrl`] (one URL for a whole sink:
-//! `postgres://USER@HOST:PORT/DB?table=T&key=K&sink.buffer-flush.max-rows=1000`), [`PostgresError`].
+//! `postgres://USER@HOST:PORT/DB?table=T&key=K&sink.buffer-flush.max-rows=1000`), [`PostgresError`];
+//! [`bench`]: the sink benchmark beside `psql \copy` (`cargo bench`, `sluice bench postgres`).
 //!
 //! ```no_run
 //! use sluice_graph::StreamEnv;
@@ -79,6 +80,7 @@
 //!   distinct [`PostgresSink::gid_prefix`]es, or one's restore rolls back the other's
 //!   transactions.
 
+pub mod bench;
 mod connect;
 mod copy_format;
 mod error;
