@@ -26,8 +26,11 @@ pub fn frame(dead_letters: u64, position: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// `(old subtask, position bytes)` of every subtask of the run that took a checkpoint.
+pub type Positions = Vec<(usize, Vec<u8>)>;
+
 /// The positions without their frames, and the sum of the dead-letter counts they carried.
-pub fn unframe(parts: &[(usize, Vec<u8>)]) -> Result<(Vec<(usize, Vec<u8>)>, u64), OperatorError> {
+pub fn unframe(parts: &[(usize, Vec<u8>)]) -> Result<(Positions, u64), OperatorError> {
     let mut total = 0u64;
     let mut positions = Vec::with_capacity(parts.len());
     for (subtask, bytes) in parts {
