@@ -470,6 +470,38 @@ fn waiting_for_a_free_cpu_is_not_blocking() {
 }
 
 #[test]
+fn key_skew_on_an_oversubscribed_machine_is_read_from_the_input_rates() {
+    // The demo's job under load: the cold subtask waits for a CPU so long that it looks 67 %
+    // busy beside the hot one's 98 %; its input rate (a ninth of the hot one's) shows the skew.
+    let loaded = |busy: f64, cpu: f64, wait: f64, rin: f64| {
+        let mut s = with_cpu(sub(busy, 0.0, 1000.0 - busy, rin), cpu);
+        s.cpu_wait = Some(wait);
+        s
+    };
+    let j = job(
+        bp2(),
+        vec![
+            loaded(670.0, 210.0, 400.0, 250_000.0),
+            loaded(980.0, 570.0, 380.0, 2_260_000.0),
+        ],
+        idle2(),
+    );
+    let d = diagnose(&j);
+    assert_eq!(d.cause, Cause::KeySkew { hot_keys: vec![] }, "{d:?}");
+    assert_eq!(d.bottleneck.as_ref().unwrap().subtasks, vec![1]);
+    // Without the CPU wait the same busy figures are uniform load: the rates are not used.
+    let mut j2 = j.clone();
+    for s in &mut j2.vertices[1].subtasks {
+        s.cpu_wait = Some(0.0);
+    }
+    assert!(
+        !matches!(diagnose(&j2).cause, Cause::KeySkew { .. }),
+        "{:?}",
+        diagnose(&j2)
+    );
+}
+
+#[test]
 fn a_blocking_lookup_join_gets_an_async_lookup() {
     let s = |_| with_cpu(sub(950.0, 0.0, 50.0, 100.0), 50.0);
     let mut j = job(bp2(), vec![s(0), s(1)], idle2());

@@ -61,18 +61,29 @@ impl<'a> Breakdown<'a> {
         let v = &job.vertices[vi];
         let p = v.subtasks.len().max(1);
         let busy: Vec<f64> = v.subtasks.iter().map(SubtaskSample::busy_ms).collect();
-        let others: Vec<usize> = (0..v.subtasks.len()).filter(|i| !hot.contains(i)).collect();
-        let hot_busy = mean(hot.iter().map(|&i| busy[i]));
-        let others_busy = mean(others.iter().map(|&i| busy[i]));
-        let others_idle = mean(others.iter().map(|&i| v.subtasks[i].idle_ms()));
-        let skewed = p >= 2
-            && !others.is_empty()
-            && hot.len() <= (p / 2).max(1)
-            && others_busy < 0.5 * hot_busy;
         let keyed = v
             .ship_strategies
             .iter()
             .any(|s| s.eq_ignore_ascii_case("HASH"));
+        let skewed_by_busy = |hot: &[usize]| {
+            let others: Vec<usize> = (0..v.subtasks.len()).filter(|i| !hot.contains(i)).collect();
+            p >= 2
+                && !others.is_empty()
+                && hot.len() <= (p / 2).max(1)
+                && mean(others.iter().map(|&i| busy[i])) < 0.5 * mean(hot.iter().map(|&i| busy[i]))
+        };
+        let mut skewed = skewed_by_busy(&hot);
+        let mut hot = hot;
+        if !skewed && keyed && oversubscribed(v) {
+            if let Some(by_rate) = hot_by_rate(v) {
+                hot = by_rate;
+                skewed = true;
+            }
+        }
+        let others: Vec<usize> = (0..v.subtasks.len()).filter(|i| !hot.contains(i)).collect();
+        let hot_busy = mean(hot.iter().map(|&i| busy[i]));
+        let others_busy = mean(others.iter().map(|&i| busy[i]));
+        let others_idle = mean(others.iter().map(|&i| v.subtasks[i].idle_ms()));
         let first_op = v.operators.first().cloned();
         let mut hottest = hottest_operator(v, &hot);
         // In a source chain the source's own time is derived (the task's busy time minus what
@@ -287,4 +298,32 @@ fn stalls(samples: &[Snapshot], vi: usize) -> Option<usize> {
     }
     let k = stalled.iter().filter(|s| **s).count();
     (k >= 1 && 2 * k < samples.len()).then_some(k)
+}
+
+/// The machine is oversubscribed for this vertex: its subtasks spend at least a fifth of their
+/// busy time runnable but waiting for a free CPU (`cpu_wait`). Busy time then includes that
+/// wait, so a lightly loaded subtask can look as busy as the hot one.
+fn oversubscribed(v: &VertexView) -> bool {
+    let busy: f64 = v.subtasks.iter().map(SubtaskSample::busy_ms).sum();
+    let waits: Vec<f64> = v.subtasks.iter().filter_map(|s| s.cpu_wait).collect();
+    waits.len() == v.subtasks.len() && busy > 0.0 && waits.iter().sum::<f64>() >= 0.2 * busy
+}
+
+/// Behind a HASH edge on an oversubscribed machine the records per subtask tell the skew that
+/// busy time hides: the subtasks with at least half the busiest one's input rate, when they are
+/// at most half of the subtasks and the others get less than half their mean rate.
+fn hot_by_rate(v: &VertexView) -> Option<Vec<usize>> {
+    let p = v.subtasks.len();
+    let rates: Option<Vec<f64>> = v.subtasks.iter().map(|s| s.records_in).collect();
+    let rates = rates?;
+    let max = rates.iter().copied().fold(0.0, f64::max);
+    if p < 2 || max <= 0.0 {
+        return None;
+    }
+    let hot: Vec<usize> = (0..p).filter(|&i| rates[i] >= 0.5 * max).collect();
+    let others: Vec<usize> = (0..p).filter(|i| !hot.contains(i)).collect();
+    let skewed = hot.len() <= (p / 2).max(1)
+        && !others.is_empty()
+        && mean(others.iter().map(|&i| rates[i])) < 0.5 * mean(hot.iter().map(|&i| rates[i]));
+    skewed.then_some(hot)
 }
