@@ -11,8 +11,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use sluice_kafka::KafkaUrl;
-use sluice_postgres::bench::{best, peak_rss_mib, run_copy, run_sink, Target};
-use sluice_postgres::UpsertStatement;
+use sluice_postgres::bench::{best, run_copy, run_sink, Target, CASES};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchTarget {
@@ -127,21 +126,21 @@ fn postgres_cases(t: &Target, a: &PostgresBenchArgs) -> anyhow::Result<()> {
     t.create_tables()
         .with_context(|| format!("creating the benchmark tables at {}", t.url))?;
     // Warm up the server (catalog caches, WAL files).
-    run_copy(t, a.rows).context("the psql \\copy baseline")?;
-    let copy = best(a.reps, || run_copy(t, a.rows))?;
+    run_copy(t, a.rows, false).context("the psql \\copy baseline")?;
+    let copy = best(a.reps, || run_copy(t, a.rows, false))?;
     println!("{}", copy.line("psql \\copy", &copy));
-    let cases: [(&str, Option<UpsertStatement>); 2] = [
-        ("append (COPY)", None),
-        ("upsert (UNNEST)", Some(UpsertStatement::Unnest)),
-    ];
-    for (name, how) in cases {
+    let keyed = best(a.reps, || run_copy(t, a.rows, true))?;
+    println!(
+        "{}  (into the upsert table: its primary key maintained)",
+        keyed.line("psql \\copy keyed", &copy)
+    );
+    for (name, how, two_phase) in CASES {
         for batch in [1usize, 100, 1000] {
             let n = if batch == 1 { a.rows / 10 } else { a.rows }.max(1);
-            let c = best(a.reps, || run_sink(t, n, batch, how, false))
+            let c = best(a.reps, || run_sink(t, n, batch, how, two_phase))
                 .with_context(|| format!("{name} at batch {batch}"))?;
             println!("{}", c.line(&format!("{name} batch {batch}"), &copy));
         }
     }
-    println!("peak RSS of this process {:.0} MiB", peak_rss_mib());
     Ok(())
 }

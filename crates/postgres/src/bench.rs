@@ -84,7 +84,14 @@ pub fn server_cpu_ns(pid: u32) -> u64 {
     total
 }
 
-/// This process's peak resident set size (VmHWM), MiB (NaN off Linux).
+/// Resets this process's peak resident set (Linux `clear_refs` 5), so that the next
+/// [`peak_rss_mib`] reports one case's peak rather than the whole run's.
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// This process's peak resident set size (VmHWM) since the last [`reset_peak_rss`], MiB (NaN
+/// off Linux).
 pub fn peak_rss_mib() -> f64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     s.lines()
@@ -167,20 +174,37 @@ pub struct Case {
     pub in_writes: f64,
     /// The server's CPU time per row (postmaster and backends), when its pid is known.
     pub server_ns_per_row: Option<f64>,
+    /// This process's peak resident set during the case, MiB (the sink's side; NaN for
+    /// `\copy`, whose memory is psql's).
+    pub peak_rss_mib: f64,
 }
 
+/// The sink's cases: name, upsert statement (`None`: append), two-phase (appends in a
+/// checkpointing job, prepared at each barrier).
+pub const CASES: [(&str, Option<UpsertStatement>, bool); 4] = [
+    ("append (COPY)", None, false),
+    ("append (COPY, 2PC)", None, true),
+    ("upsert (UNNEST)", Some(UpsertStatement::Unnest), false),
+    ("upsert (multi-row)", Some(UpsertStatement::MultiRow), false),
+];
+
 impl Case {
-    /// `rows/s (ratio of \copy) CPU ns/row server ns/row % in writes`, after `name`.
+    /// `rows/s (ratio of \copy) CPU ns/row server ns/row % in writes peak RSS`, after `name`.
     pub fn line(&self, name: &str, copy: &Case) -> String {
         format!(
-            "{name:<32} {:>8} rows  {:>10.0} rows/s  ({:.2} of \\copy)  CPU {:>6.0} ns/row  server {}  {:>3.0}% in writes",
+            "{name:<32} {:>8} rows  {:>10.0} rows/s  ({:.2} of \\copy)  CPU {:>6.0} ns/row  server {}  {:>3.0}% in writes  peak RSS {}",
             self.rows,
             self.rows_per_s,
             self.rows_per_s / copy.rows_per_s,
             self.cpu_ns_per_row,
             self.server_ns_per_row
                 .map_or("   n/a".to_string(), |s| format!("{s:>6.0} ns/row")),
-            self.in_writes * 100.0
+            self.in_writes * 100.0,
+            if self.peak_rss_mib.is_nan() {
+                "n/a".to_string()
+            } else {
+                format!("{:.1} MiB", self.peak_rss_mib)
+            }
         )
     }
 }
@@ -233,6 +257,7 @@ pub fn run_sink(
         b = b.upsert(&["seq"]);
     }
     let sink = b.options(options).add_to(&env.generate(rows, row))?;
+    reset_peak_rss();
     let cpu0 = process_cpu_ns();
     let s0 = t.server_cpu();
     let start = Instant::now();
@@ -253,11 +278,18 @@ pub fn run_sink(
         cpu_ns_per_row: (cpu1 - cpu0) as f64 / rows as f64,
         in_writes: sink.handle.metrics.snapshot().flush_ns as f64 / wall.as_nanos() as f64,
         server_ns_per_row: s0.zip(s1).map(|(a, b)| (b - a) as f64 / rows as f64),
+        peak_rss_mib: peak_rss_mib(),
     })
 }
 
-/// `psql \copy` of the same `rows` rows (as CSV) into the append table.
-pub fn run_copy(t: &Target, rows: u64) -> Result<Case, PostgresError> {
+/// `psql \copy` of the same `rows` rows (as CSV) into the append table, or with `keyed` into
+/// the upsert table (what maintaining its primary key alone costs: the upserts' ceiling).
+pub fn run_copy(t: &Target, rows: u64, keyed: bool) -> Result<Case, PostgresError> {
+    let table = if keyed {
+        &t.upsert_table
+    } else {
+        &t.append_table
+    };
     std::fs::create_dir_all(&t.scratch)
         .map_err(|e| failed(format!("creating {}", t.scratch.display()), e))?;
     let path = t.scratch.join("bench-input.csv");
@@ -267,7 +299,7 @@ pub fn run_copy(t: &Target, rows: u64) -> Result<Case, PostgresError> {
         text.push_str(&format!("{},{},{},user-{}\n", r.0, r.1, r.2, r.0));
     }
     std::fs::write(&path, text).map_err(|e| failed(format!("writing {}", path.display()), e))?;
-    t.execute(&format!("TRUNCATE {}", t.append_table))?;
+    t.execute(&format!("TRUNCATE {table}"))?;
     let c0 = children_cpu_ns();
     let s0 = t.server_cpu();
     let start = Instant::now();
@@ -275,11 +307,7 @@ pub fn run_copy(t: &Target, rows: u64) -> Result<Case, PostgresError> {
         .args(["-X", "-q", "-v", "ON_ERROR_STOP=1"])
         .arg(&t.url)
         .arg("-c")
-        .arg(format!(
-            "\\copy {} FROM '{}' CSV",
-            t.append_table,
-            path.display()
-        ))
+        .arg(format!("\\copy {table} FROM '{}' CSV", path.display()))
         .output()
         .map_err(|e| failed(format!("running {}", t.psql.display()), e))?;
     let wall = start.elapsed();
@@ -298,5 +326,6 @@ pub fn run_copy(t: &Target, rows: u64) -> Result<Case, PostgresError> {
         cpu_ns_per_row: (c1 - c0) as f64 / rows as f64,
         in_writes: 1.0,
         server_ns_per_row: s0.zip(s1).map(|(a, b)| (b - a) as f64 / rows as f64),
+        peak_rss_mib: f64::NAN,
     })
 }
