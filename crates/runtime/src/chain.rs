@@ -188,12 +188,23 @@ impl<In, Out, Op: Operator<In, Out>> TimedLink<In, Out, Op> {
         In: Send,
         Out: Send,
     {
-        let n = batch.len();
-        let started = Instant::now();
-        let r = self.link.collect_batch(batch);
-        self.timing
-            .batch_done(n, started.elapsed().as_nanos() as u64);
-        r
+        // The period ends at record `countdown - 1` of this batch: the records before it go
+        // on as a batch, that one record is timed alone (inclusive of what it triggers
+        // downstream, as on the per-record path), and the rest is a batch again. Timing the
+        // whole batch instead would publish a slow operator's sample only when the batch is
+        // done (seconds for a blocking call over a full buffer) while its chained successors,
+        // fed at the end of each batch, report theirs: the time would look like theirs.
+        let due = (self.timing.countdown as usize).clamp(1, batch.len()) - 1;
+        let mut rest = batch.split_off(due + 1);
+        let Some(record) = batch.pop() else {
+            return self.link.collect_batch(&mut rest);
+        };
+        self.link.collect_batch(batch)?;
+        self.timed(record)?;
+        if rest.is_empty() {
+            return Ok(());
+        }
+        self.collect_batch(&mut rest)
     }
 }
 
