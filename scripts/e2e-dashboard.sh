@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end test of the web dashboard in headless Chromium: starts live jobs (skew, then the
-# under-provisioned scenario), drives the dashboard with playwright-core (installed into target/e2e
+# End-to-end test of the web dashboard in headless Chromium: starts live jobs (skew, the
+# under-provisioned scenario, the blocking scenario as is and with its async fix), drives the dashboard with playwright-core (installed into target/e2e
 # by npm if missing; never downloads a browser: it uses Debian's /usr/bin/chromium) and saves a
 # screenshot per scenario under target/e2e/. Requires node, npm and /usr/bin/chromium.
 set -euo pipefail
@@ -52,3 +52,6 @@ run_case() { # scenario, then the `sluice run` arguments
 
 run_case skew skew --records 100000000000 -p 2 --checkpoint-interval 500
 run_case under-provisioned scenario under-provisioned -p 2
+# A sync lookup (the doctor's "blocking calls" and its async fix), then the same job with the fix applied.
+run_case blocking scenario blocking -p 2
+run_case blocking-fixed scenario blocking -p 2 --async-capacity blocking-call=16

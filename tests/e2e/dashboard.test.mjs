@@ -1,6 +1,7 @@
 // End-to-end test of the web dashboard in headless Chromium (playwright-core, Debian's chromium).
 // Run by scripts/e2e-dashboard.sh against a running `sluice run …` job.
-// Env: SLUICE_URL (http://127.0.0.1:18082), SCENARIO (skew | under-provisioned), E2E_OUT (output dir),
+// Env: SLUICE_URL (http://127.0.0.1:18082), SCENARIO (skew | under-provisioned | blocking | blocking-fixed),
+//      E2E_OUT (output dir),
 //      PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (/usr/bin/chromium).
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -21,6 +22,10 @@ const EXPECT = {
     bottleneck: "sum-per-key",
   },
   "under-provisioned": { busyFrom: "job", hotSubtask: false, hotKey: null, bottleneck: null },
+  // The blocking scenario as it is (a sync lookup: capacity 1, the doctor's "blocking calls"),
+  // and with the doctor's fix applied before the start (`--async-capacity blocking-call=16`).
+  blocking: { vertex: "blocking-call -> Sink: digest", operator: "blocking-call", async: false, capacity: 1 },
+  "blocking-fixed": { vertex: "blocking-call -> Sink: digest", operator: "blocking-call", async: true, capacity: 16 },
 };
 
 let failures = 0;
@@ -55,6 +60,60 @@ async function rest(p) {
 /** The subtask rows' busy percentages of the vertex panel, in subtask order. */
 async function subtaskBusy(panel) {
   return panel.locator('[data-testid="subtask-row"]').evaluateAll((rs) => rs.map((r) => Number(r.dataset.busy)));
+}
+
+/**
+ * The blocking scenarios: the lookup vertex's async panel (in flight within capacity, latency
+ * percentiles when async, cache hit rate) and, while the lookup is sync, the doctor's
+ * "blocking calls" with its fix: an async lookup with a capacity, as a plan change.
+ */
+async function blockingChecks(page, exp) {
+  const vertex = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.vertex}"]`);
+  await vertex.waitFor({ timeout: DEADLINE_MS });
+  await vertex.click();
+  const table = page.locator(`[data-testid="async-io"][data-operator="${exp.operator}"]`);
+  await table.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+  check(await table.count() === 1, `vertex panel shows the requests in flight of "${exp.operator}"`);
+  check(await table.getAttribute("data-async").catch(() => null) === String(exp.async) &&
+    await table.getAttribute("data-lookup").catch(() => null) === "true",
+    `the panel knows it is a lookup join in ${exp.async ? "async" : "sync"} mode`);
+  const rows = () => table.locator('[data-testid="async-row"]').evaluateAll((rs) => rs.map((r) => ({ ...r.dataset })));
+  // Poll until requests are in flight with the capacity in force; every sample seen on the way
+  // must stay within its capacity (the operator never exceeds it).
+  let overCapacity = null;
+  const live = await until(async () => {
+    const rs = await rows();
+    for (const r of rs) if (Number(r.inFlight) > Number(r.capacity)) overCapacity = r;
+    const ready = rs.length === 2 && rs.every((r) => Number(r.capacity) === exp.capacity) &&
+      rs.some((r) => Number(r.inFlight) > 0) && (!exp.async || rs.every((r) => Number(r.p50Us) > 0));
+    return ready ? rs : null;
+  });
+  const rs = live || (await rows());
+  check(!!live, `requests in flight against capacity ${exp.capacity}: ${rs.map((r) => `${r.inFlight}/${r.capacity}`).join(", ")}`);
+  check(overCapacity == null, `in flight never above the capacity${overCapacity ? ` (saw ${overCapacity.inFlight}/${overCapacity.capacity})` : ""}`);
+  check(rs.length > 0 && rs.every((r) => r.hitRate !== "" && Number(r.hitRate) >= 0 && Number(r.hitRate) <= 100),
+    `cache hit rate per subtask: ${rs.map((r) => `${r.hitRate}%`).join(", ")}`);
+  if (exp.async) {
+    // The service answers in 2 ms (sluice_jobs::blocking::LOOKUP_LATENCY): no request is faster.
+    check(rs.every((r) => Number(r.p50Us) >= 1000 && Number(r.p50Us) <= Number(r.p95Us) && Number(r.p95Us) <= Number(r.p99Us)),
+      `latency percentiles p50 <= p95 <= p99, p50 at least 1 ms: ${rs.map((r) => `${r.p50Us}/${r.p95Us}/${r.p99Us} µs`).join("; ")}`);
+  }
+
+  const doctor = page.locator('[data-testid="doctor-panel"]');
+  const cause = doctor.locator('[data-testid="doctor-cause"]');
+  if (!exp.async) {
+    // The doctor re-diagnoses as the metric window fills: wait until it names blocking calls.
+    await until(async () => ((await cause.textContent()) || "").includes("blocking"));
+    const c = (await cause.textContent().catch(() => "")) || "";
+    check(c.includes("blocking"), `doctor names the cause: ${c.trim()}`);
+    const fix = (await doctor.locator('[data-testid="doctor-fix"]').textContent().catch(() => "")) || "";
+    const cap = /capacity (\d+)/.exec(fix);
+    check(/async/i.test(fix) && !!cap && Number(cap[1]) > 1 && fix.includes(exp.operator),
+      `doctor's fix: an async lookup in "${exp.operator}" with capacity ${cap ? cap[1] : "?"} (${fix.trim().slice(0, 120)}…)`);
+  } else {
+    const v = (await doctor.locator('[data-testid="doctor-verdict"]').textContent().catch(() => "")) || "";
+    console.log(`info doctor after the fix: ${v.trim()}`);
+  }
 }
 
 const browser = await chromium.launch({
@@ -93,130 +152,137 @@ try {
   await row.click();
   await page.locator('[data-testid="vertex"]').first().waitFor({ timeout: DEADLINE_MS });
 
-  if (SCENARIO === "skew") {
-    const keyed = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.busy}"]`);
-    const upstream = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.backpressured}"]`);
-    // Live data: wait until the graph shows the steady state (metrics need a window to fill).
-    await keyed.and(page.locator('[data-state="busy"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-    await upstream.and(page.locator('[data-state="backpressured"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-    check(await keyed.getAttribute("data-state") === "busy", `keyed vertex "${exp.busy}" is busy (busy ${await keyed.getAttribute("data-busy")}%)`);
-    check(await upstream.getAttribute("data-state") === "backpressured",
-      `upstream vertex "${exp.backpressured}" is backpressured (backpressured ${await upstream.getAttribute("data-backpressured")}%)`);
-    const edge = await page.locator('[data-testid="edge-label"]').first().textContent();
-    check(edge === "HASH", `edge labelled with its ship strategy (${edge})`);
-    await keyed.click();
+  if (exp.operator) {
+    await blockingChecks(page, exp);
+    const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`screenshot: ${shot}`);
   } else {
-    // Under-provisioned: some vertex is busy, and one upstream of it backpressured (or it is the source).
-    const busy = page.locator('[data-testid="vertex"][data-state="busy"]').first();
-    await busy.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-    check(await busy.count() > 0, `a vertex is busy (${await busy.getAttribute("data-vertex-name").catch(() => "none")})`);
-    exp.busy = await busy.getAttribute("data-vertex-name").catch(() => null);
-    if (exp.busy) await busy.click();
-  }
-
-  // Vertex panel: per-subtask rows, the hot subtask, the hot key, the level badge.
-  const panel = page.locator('[data-testid="vertex-panel"]');
-  await panel.locator('[data-testid="subtask-row"]').first().waitFor({ timeout: DEADLINE_MS });
-  check(await panel.locator('[data-testid="bp-badge"]').count() > 0, "vertex panel shows a backpressure level badge");
-  if (exp.hotSubtask) {
-    // The keyed vertex reads an input gate: its bytes in flight and buffer size per subtask.
-    const rows = panel.locator('[data-testid="in-flight-row"]');
-    await rows.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-    check(await rows.count() === 2, "vertex panel shows the input gate's bytes in flight per subtask");
-  }
-  if (exp.hotSubtask) {
-    // Relative, not a fixed percentage (CPU starvation lowers every figure): subtask 2/2 holds
-    // the hot key, so it is the busiest and at least twice as busy as its sibling, and the panel
-    // marks it hot.
-    const hot = panel.locator('[data-testid="subtask-row"][data-subtask-label="2/2"]');
-    const clear = await until(async () => {
-      const [a, b] = await subtaskBusy(panel);
-      return (await hot.getAttribute("data-hot")) === "true" && b >= 2 * a && b > 0 ? [a, b] : null;
-    });
-    const [a, b] = clear || (await subtaskBusy(panel));
-    check(!!clear, `hot subtask 2/2 listed, the busiest: busy ${b}% against ${a}% for 1/2`);
-  } else {
-    // Even load: every subtask of the bottleneck is about as busy as the busiest one.
-    const even = (rows) => rows.length > 0 && Math.max(...rows) > 0 && Math.min(...rows) >= 0.6 * Math.max(...rows);
-    const clear = await until(async () => {
-      const rows = await subtaskBusy(panel);
-      return even(rows) ? rows : null;
-    });
-    const rows = clear || (await subtaskBusy(panel));
-    check(!!clear, `every subtask of the bottleneck about as busy as the busiest: ${rows.join("%, ")}%`);
-  }
-  if (exp.hotKey != null) {
-    const key = panel.locator(`[data-testid="hot-key"][data-key="${exp.hotKey}"]`);
-    await key.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-    check(await key.count() === 1, `hot key ${exp.hotKey} listed (share of vertex ${await key.getAttribute("data-share").catch(() => "?")}%)`);
-  }
-
-  // Doctor panel: the verdict first, and the bottleneck named.
-  const doctor = page.locator('[data-testid="doctor-panel"]');
-  await doctor.locator('[data-testid="doctor-verdict"], [data-testid="doctor-unavailable"]').first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-  if (await doctor.locator('[data-testid="doctor-unavailable"]').count()) {
-    check(false, "doctor panel: /jobs/:id/doctor is not served");
-  } else {
-    const bn = doctor.locator('[data-testid="doctor-bottleneck"]');
-    const want = exp.bottleneck || (exp.busy || "").split(" -> ")[0];
-    // The doctor re-diagnoses as metrics update: wait until it names the bottleneck.
-    await until(async () => ((await bn.textContent()) || "").includes(want));
-    const text = (await bn.textContent().catch(() => "")) || "";
-    const verdict = (await doctor.locator('[data-testid="doctor-verdict"]').textContent().catch(() => "")) || "";
-    check(text.includes(want), `doctor names the bottleneck "${want}" (${text.trim()}); verdict: ${verdict.trim()}`);
-  }
-
-  // Checkpoints panel (the skew case runs with a checkpoint every 500 ms).
-  if (SCENARIO === "skew") {
-    await page.waitForFunction(() => {
-      const e = document.querySelector('[data-testid="checkpoints-completed"] .v');
-      return e && Number(e.textContent) > 0;
-    }, null, { timeout: DEADLINE_MS }).catch(() => {});
-    const n = Number((await page.locator('[data-testid="checkpoints-completed"] .v').textContent().catch(() => "0")) || 0);
-    check(n > 0, `checkpoints panel shows ${n} completed checkpoint(s)`);
-  }
-
-  // Flame graph of the selected vertex: drawn by the page from the REST tree; the first request
-  // answers "sampling" (-3), the graph follows. Zoom, search, type and subtask switches.
-  const flame = page.locator('[data-testid="flamegraph-panel"]');
-  await flame.waitFor({ timeout: DEADLINE_MS });
-  const ready = await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready");
-  check(!!ready, `flame graph sampled (${await page.locator('[data-testid="flame-status"]').textContent().catch(() => "")})`);
-  const frames = flame.locator('[data-testid="flame-frame"]');
-  check(await frames.count() > 3, `flame graph drawn (${await frames.count()} frames)`);
-  if (SCENARIO === "skew") {
-    // On CPU, the keyed vertex runs the sum operator (KeyedReduceOp) with its reduce function.
-    await page.selectOption('[data-testid="flame-type"]', "on_cpu");
-    await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready" &&
-      (await flame.locator('[data-testid="flame-frame"][data-name*="KeyedReduceOp"]').count()) > 0);
-    const op = flame.locator('[data-testid="flame-frame"][data-name*="KeyedReduceOp"]').first();
-    check(await op.count() === 1, `on-CPU graph shows the sum operator (${await op.getAttribute("data-name").catch(() => "none")})`);
-    if (await op.count()) {
-      await op.click();
-      const zoom = await page.locator('[data-testid="flame-graph"]').getAttribute("data-zoom");
-      check((zoom || "").includes("KeyedReduceOp"), `click zooms into the frame (${zoom})`);
-      await page.locator('[data-testid="flame-reset"]').click();
+    if (SCENARIO === "skew") {
+      const keyed = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.busy}"]`);
+      const upstream = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.backpressured}"]`);
+      // Live data: wait until the graph shows the steady state (metrics need a window to fill).
+      await keyed.and(page.locator('[data-state="busy"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      await upstream.and(page.locator('[data-state="backpressured"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      check(await keyed.getAttribute("data-state") === "busy", `keyed vertex "${exp.busy}" is busy (busy ${await keyed.getAttribute("data-busy")}%)`);
+      check(await upstream.getAttribute("data-state") === "backpressured",
+        `upstream vertex "${exp.backpressured}" is backpressured (backpressured ${await upstream.getAttribute("data-backpressured")}%)`);
+      const edge = await page.locator('[data-testid="edge-label"]').first().textContent();
+      check(edge === "HASH", `edge labelled with its ship strategy (${edge})`);
+      await keyed.click();
+    } else {
+      // Under-provisioned: some vertex is busy, and one upstream of it backpressured (or it is the source).
+      const busy = page.locator('[data-testid="vertex"][data-state="busy"]').first();
+      await busy.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      check(await busy.count() > 0, `a vertex is busy (${await busy.getAttribute("data-vertex-name").catch(() => "none")})`);
+      exp.busy = await busy.getAttribute("data-vertex-name").catch(() => null);
+      if (exp.busy) await busy.click();
     }
-    await page.fill('[data-testid="flame-search"]', "KeyedReduceOp");
-    const matched = Number(await page.locator('[data-testid="flame-graph"]').getAttribute("data-matched"));
-    check(matched > 0 && (await flame.locator(".fr.match").count()) > 0, `search highlights the frames (${matched} samples match)`);
-    await page.fill('[data-testid="flame-search"]', "");
-    await page.selectOption('[data-testid="flame-subtask"]', "1");
-    const one = await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready");
-    check(!!one, "subtask filter answers a graph for subtask 2/2");
+
+    // Vertex panel: per-subtask rows, the hot subtask, the hot key, the level badge.
+    const panel = page.locator('[data-testid="vertex-panel"]');
+    await panel.locator('[data-testid="subtask-row"]').first().waitFor({ timeout: DEADLINE_MS });
+    check(await panel.locator('[data-testid="bp-badge"]').count() > 0, "vertex panel shows a backpressure level badge");
+    if (exp.hotSubtask) {
+      // The keyed vertex reads an input gate: its bytes in flight and buffer size per subtask.
+      const rows = panel.locator('[data-testid="in-flight-row"]');
+      await rows.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      check(await rows.count() === 2, "vertex panel shows the input gate's bytes in flight per subtask");
+    }
+    if (exp.hotSubtask) {
+      // Relative, not a fixed percentage (CPU starvation lowers every figure): subtask 2/2 holds
+      // the hot key, so it is the busiest and at least twice as busy as its sibling, and the panel
+      // marks it hot.
+      const hot = panel.locator('[data-testid="subtask-row"][data-subtask-label="2/2"]');
+      const clear = await until(async () => {
+        const [a, b] = await subtaskBusy(panel);
+        return (await hot.getAttribute("data-hot")) === "true" && b >= 2 * a && b > 0 ? [a, b] : null;
+      });
+      const [a, b] = clear || (await subtaskBusy(panel));
+      check(!!clear, `hot subtask 2/2 listed, the busiest: busy ${b}% against ${a}% for 1/2`);
+    } else {
+      // Even load: every subtask of the bottleneck is about as busy as the busiest one.
+      const even = (rows) => rows.length > 0 && Math.max(...rows) > 0 && Math.min(...rows) >= 0.6 * Math.max(...rows);
+      const clear = await until(async () => {
+        const rows = await subtaskBusy(panel);
+        return even(rows) ? rows : null;
+      });
+      const rows = clear || (await subtaskBusy(panel));
+      check(!!clear, `every subtask of the bottleneck about as busy as the busiest: ${rows.join("%, ")}%`);
+    }
+    if (exp.hotKey != null) {
+      const key = panel.locator(`[data-testid="hot-key"][data-key="${exp.hotKey}"]`);
+      await key.waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      check(await key.count() === 1, `hot key ${exp.hotKey} listed (share of vertex ${await key.getAttribute("data-share").catch(() => "?")}%)`);
+    }
+
+    // Doctor panel: the verdict first, and the bottleneck named.
+    const doctor = page.locator('[data-testid="doctor-panel"]');
+    await doctor.locator('[data-testid="doctor-verdict"], [data-testid="doctor-unavailable"]').first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+    if (await doctor.locator('[data-testid="doctor-unavailable"]').count()) {
+      check(false, "doctor panel: /jobs/:id/doctor is not served");
+    } else {
+      const bn = doctor.locator('[data-testid="doctor-bottleneck"]');
+      const want = exp.bottleneck || (exp.busy || "").split(" -> ")[0];
+      // The doctor re-diagnoses as metrics update: wait until it names the bottleneck.
+      await until(async () => ((await bn.textContent()) || "").includes(want));
+      const text = (await bn.textContent().catch(() => "")) || "";
+      const verdict = (await doctor.locator('[data-testid="doctor-verdict"]').textContent().catch(() => "")) || "";
+      check(text.includes(want), `doctor names the bottleneck "${want}" (${text.trim()}); verdict: ${verdict.trim()}`);
+    }
+
+    // Checkpoints panel (the skew case runs with a checkpoint every 500 ms).
+    if (SCENARIO === "skew") {
+      await page.waitForFunction(() => {
+        const e = document.querySelector('[data-testid="checkpoints-completed"] .v');
+        return e && Number(e.textContent) > 0;
+      }, null, { timeout: DEADLINE_MS }).catch(() => {});
+      const n = Number((await page.locator('[data-testid="checkpoints-completed"] .v').textContent().catch(() => "0")) || 0);
+      check(n > 0, `checkpoints panel shows ${n} completed checkpoint(s)`);
+    }
+
+    // Flame graph of the selected vertex: drawn by the page from the REST tree; the first request
+    // answers "sampling" (-3), the graph follows. Zoom, search, type and subtask switches.
+    const flame = page.locator('[data-testid="flamegraph-panel"]');
+    await flame.waitFor({ timeout: DEADLINE_MS });
+    const ready = await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready");
+    check(!!ready, `flame graph sampled (${await page.locator('[data-testid="flame-status"]').textContent().catch(() => "")})`);
+    const frames = flame.locator('[data-testid="flame-frame"]');
+    check(await frames.count() > 3, `flame graph drawn (${await frames.count()} frames)`);
+    if (SCENARIO === "skew") {
+      // On CPU, the keyed vertex runs the sum operator (KeyedReduceOp) with its reduce function.
+      await page.selectOption('[data-testid="flame-type"]', "on_cpu");
+      await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready" &&
+        (await flame.locator('[data-testid="flame-frame"][data-name*="KeyedReduceOp"]').count()) > 0);
+      const op = flame.locator('[data-testid="flame-frame"][data-name*="KeyedReduceOp"]').first();
+      check(await op.count() === 1, `on-CPU graph shows the sum operator (${await op.getAttribute("data-name").catch(() => "none")})`);
+      if (await op.count()) {
+        await op.click();
+        const zoom = await page.locator('[data-testid="flame-graph"]').getAttribute("data-zoom");
+        check((zoom || "").includes("KeyedReduceOp"), `click zooms into the frame (${zoom})`);
+        await page.locator('[data-testid="flame-reset"]').click();
+      }
+      await page.fill('[data-testid="flame-search"]', "KeyedReduceOp");
+      const matched = Number(await page.locator('[data-testid="flame-graph"]').getAttribute("data-matched"));
+      check(matched > 0 && (await flame.locator(".fr.match").count()) > 0, `search highlights the frames (${matched} samples match)`);
+      await page.fill('[data-testid="flame-search"]', "");
+      await page.selectOption('[data-testid="flame-subtask"]', "1");
+      const one = await until(async () => (await page.locator('[data-testid="flame-status"]').getAttribute("data-state")) === "ready");
+      check(!!one, "subtask filter answers a graph for subtask 2/2");
+    }
+
+    // Thread dump: task threads with Flink's names and Java-like states.
+    await page.locator('[data-testid="thread-dump-take"]').click();
+    const infos = page.locator('[data-testid="thread-info"]');
+    await infos.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+    const names = await infos.evaluateAll((es) => es.map((e) => e.dataset.threadName + " " + e.dataset.state));
+    check(names.length > 0 && names.every((n) => /\(\d+\/\d+\)#\d+ (RUNNABLE|WAITING|TIMED_WAITING|BLOCKED)$/.test(n)),
+      `thread dump lists the task threads: ${names.slice(0, 3).join("; ")}`);
+
+    const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
+    await page.screenshot({ path: shot });
+    console.log(`screenshot: ${shot}`);
   }
-
-  // Thread dump: task threads with Flink's names and Java-like states.
-  await page.locator('[data-testid="thread-dump-take"]').click();
-  const infos = page.locator('[data-testid="thread-info"]');
-  await infos.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
-  const names = await infos.evaluateAll((es) => es.map((e) => e.dataset.threadName + " " + e.dataset.state));
-  check(names.length > 0 && names.every((n) => /\(\d+\/\d+\)#\d+ (RUNNABLE|WAITING|TIMED_WAITING|BLOCKED)$/.test(n)),
-    `thread dump lists the task threads: ${names.slice(0, 3).join("; ")}`);
-
-  const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
-  await page.screenshot({ path: shot });
-  console.log(`screenshot: ${shot}`);
 } finally {
   await browser.close();
 }

@@ -120,6 +120,10 @@ pub struct ScenarioArgs {
     /// On a real sink (slow-sink): postgres://USER@HOST:PORT/DB?table=T.
     #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_to)]
     pub to: Option<crate::endpoints::ToUrl>,
+    /// Apply the doctor's blocking-calls fix before the start: OPERATOR (a lookup join or an
+    /// async operator, e.g. blocking's `blocking-call`) keeps N requests in flight, ordered.
+    #[arg(long, value_name = "OPERATOR=N")]
+    pub async_capacity: Option<String>,
     #[command(flatten)]
     pub env: EnvArgs,
 }

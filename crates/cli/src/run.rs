@@ -95,6 +95,9 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                     a.bounded,
                     a.to.as_ref(),
                 )?;
+                if let Some(spec) = &a.async_capacity {
+                    apply_async_capacity(&env, spec)?;
+                }
                 return Ok((env, BuiltJob::RealScenario(j), 0));
             }
             let cfg = scenarios::ScenarioConfig {
@@ -104,6 +107,9 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 sink_work: a.sink_work,
             };
             let j = scenarios::build(&env, &cfg)?;
+            if let Some(spec) = &a.async_capacity {
+                apply_async_capacity(&env, spec)?;
+            }
             Ok((env, BuiltJob::Scenario(j), a.records))
         }
     }
@@ -382,4 +388,23 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         finished.serve_forever();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--async-capacity OPERATOR=N`: the fixer's async change (lookup async mode, ordered, or an
+/// async operator's capacity), applied to the plan before the job starts.
+fn apply_async_capacity(env: &StreamEnv, spec: &str) -> anyhow::Result<()> {
+    let (op, n) = spec
+        .rsplit_once('=')
+        .with_context(|| format!("--async-capacity expects OPERATOR=N, got '{spec}'"))?;
+    let capacity: usize = n
+        .parse()
+        .with_context(|| format!("--async-capacity: '{n}' is not a capacity"))?;
+    let fix = sluice_graph::fixer::Fix::AsyncCapacity {
+        operator: op.to_string(),
+        capacity,
+    };
+    let diff = sluice_graph::fixer::apply(env, &fix)
+        .with_context(|| format!("--async-capacity {spec}"))?;
+    eprintln!("plan diff (--async-capacity):\n{diff}");
+    Ok(())
 }

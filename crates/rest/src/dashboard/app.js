@@ -204,6 +204,10 @@
     "Shuffle.Netty.Input.0.estimatedTimeToConsumeBuffersMs"];
   // A lookup join's gauges: requests in flight, capacity, latest load (ms), cache hits/misses.
   var LOOKUP = ["inFlight", "capacity", "latestLoadTime", "hitCount", "missCount"];
+  // An async wait operator's gauges (ordered_wait / unordered_wait, or a lookup join in async
+  // mode): requests in flight, capacity, request latency percentiles (µs).
+  var ASYNC = ["asyncInFlight", "asyncCapacity", "asyncLatencyUs_p50", "asyncLatencyUs_p95", "asyncLatencyUs_p99"];
+  function fmtUs(us) { return us == null || isNaN(us) ? "–" : us < 1000 ? Math.round(us) + " µs" : fmtMs(us / 1000); }
   function fmtBytes(b) {
     if (b == null || isNaN(b)) return "–";
     return b < 1024 ? Math.round(b) + " B" : b < 1048576 ? (b / 1024).toFixed(1) + " KiB" : (b / 1048576).toFixed(1) + " MiB";
@@ -217,11 +221,13 @@
     var ids = state.metricIds[vid]
       ? Promise.resolve(state.metricIds[vid])
       : get(base + "/metrics").then(function (l) {
-        var ops = [], lag = [], input = false, lookups = [];
+        var ops = [], lag = [], input = false, lookups = [], asyncs = [];
         l.forEach(function (m) {
           // A lookup join's requests in flight against its capacity (sluice-lookup's gauges).
           var km = /^0\.(.+)\.capacity$/.exec(m.id);
           if (km && l.some(function (x) { return x.id === "0." + km[1] + ".inFlight"; })) lookups.push(km[1]);
+          var am = /^0\.(.+)\.asyncCapacity$/.exec(m.id);
+          if (am) asyncs.push(am[1]);
           var mm = /^0\.(.+)\.busyTimeMsPerSecond$/.exec(m.id);
           if (mm && !/^Shuffle\./.test(mm[1])) ops.push(mm[1]);
           // A Kafka source's per-partition lag (FLIP-33 pendingRecords per partition).
@@ -229,7 +235,10 @@
           if (lm) lag.push({ id: m.id, label: lm[1] + "/" + lm[2] });
           if (m.id === "0." + IN_FLIGHT[0]) input = true;
         });
-        var info = { ops: ops, lag: lag, input: input, lookups: lookups };
+        // One row set per operator that waits on requests: a lookup join, an async operator, or both.
+        var waits = lookups.slice();
+        asyncs.forEach(function (o) { if (waits.indexOf(o) < 0) waits.push(o); });
+        var info = { ops: ops, lag: lag, input: input, lookups: lookups, asyncs: asyncs, waits: waits };
         // A source registers its gauges when it starts: look again until they are there.
         if (lag.length || !/^Source: /.test(v.name)) state.metricIds[vid] = info;
         return info;
@@ -241,6 +250,7 @@
         info.ops.forEach(function (o) { names.push(i + "." + o + ".busyTimeMsPerSecond"); });
         if (info.input) IN_FLIGHT.forEach(function (n) { names.push(i + "." + n); });
         (info.lookups || []).forEach(function (o) { LOOKUP.forEach(function (n) { names.push(i + "." + o + "." + n); }); });
+        (info.asyncs || []).forEach(function (o) { ASYNC.forEach(function (n) { names.push(i + "." + o + "." + n); }); });
       }
       (info.lag || []).forEach(function (x) { names.push(x.id); });
       return Promise.all([
@@ -342,19 +352,33 @@
       h.push("</tbody></table>",
         '<p class="muted" style="margin:6px 0 0;font-size:12px">Buffer size: the size the gate announced to its senders (debloatedBufferSize; the configured size unless buffer debloating is on).</p>');
     }
-    (info.lookups || []).forEach(function (o) {
-      h.push("<h3>Lookup join " + esc(o.replace(/__/g, ": ").replace(/_/g, " ")) + ": requests in flight</h3>",
-        '<table class="sub" data-testid="lookup"><thead><tr><th>#</th><th>In flight / capacity</th><th class="num">Latest load</th><th class="num">Cache hits</th></tr></thead><tbody>');
+    (info.waits || []).forEach(function (o) {
+      var isLookup = info.lookups.indexOf(o) >= 0, isAsync = info.asyncs.indexOf(o) >= 0;
+      var title = isLookup ? "Lookup join" + (isAsync ? " (async)" : " (sync)") : "Async I/O";
+      h.push("<h3>" + title + " " + esc(o.replace(/__/g, ": ").replace(/_/g, " ")) + ": requests in flight</h3>",
+        '<table class="sub" data-testid="async-io" data-operator="' + esc(o) + '" data-lookup="' + isLookup + '" data-async="' + isAsync + '"><thead><tr><th>#</th><th>In flight / capacity</th>' +
+        (isAsync ? '<th class="num">p50</th><th class="num">p95</th><th class="num">p99</th>' : "") +
+        (isLookup ? '<th class="num">Latest load</th><th class="num">Cache hits</th>' : "") + "</tr></thead><tbody>");
       for (var q3 = 0; q3 < v.parallelism; q3++) {
-        var fl = m[q3 + "." + o + ".inFlight"] || 0, cap = m[q3 + "." + o + ".capacity"] || 1;
-        var lt = m[q3 + "." + o + ".latestLoadTime"], hc = m[q3 + "." + o + ".hitCount"] || 0, mc = m[q3 + "." + o + ".missCount"] || 0;
-        var pct = Math.min(100, Math.round(100 * fl / cap));
-        h.push('<tr data-testid="lookup-row" data-subtask="' + q3 + '" data-in-flight="' + fl + '" data-capacity="' + cap + '"><td><b>' + (q3 + 1) + "/" + v.parallelism + "</b></td>" +
-          '<td><div class="bar" title="' + fl + " of " + cap + '"><span class="b" style="width:' + pct + '%"></span></div><span class="barlabel">' + fl + " / " + cap + (cap === 1 ? " (sync)" : "") + "</span></td>" +
-          '<td class="num">' + (lt == null || isNaN(lt) ? "–" : fmtMs(lt)) + '</td><td class="num">' + (hc + mc > 0 ? Math.round(100 * hc / (hc + mc)) + "%" : "–") + "</td></tr>");
+        var k = q3 + "." + o + ".";
+        // The async operator's own gauges when present; a sync lookup's otherwise (capacity 1).
+        var fl = (isAsync ? m[k + "asyncInFlight"] : m[k + "inFlight"]) || 0;
+        var cap = (isAsync ? m[k + "asyncCapacity"] : m[k + "capacity"]) || 1;
+        var p50 = m[k + "asyncLatencyUs_p50"], p95 = m[k + "asyncLatencyUs_p95"], p99 = m[k + "asyncLatencyUs_p99"];
+        var lt = m[k + "latestLoadTime"], hc = m[k + "hitCount"] || 0, mc = m[k + "missCount"] || 0;
+        var hit = hc + mc > 0 ? Math.round(100 * hc / (hc + mc)) : null;
+        var w = Math.min(100, Math.round(100 * fl / cap));
+        h.push('<tr data-testid="async-row" data-subtask="' + q3 + '" data-in-flight="' + fl + '" data-capacity="' + cap + '"' +
+          (isAsync ? ' data-p50-us="' + (isNaN(p50) ? "" : p50) + '" data-p95-us="' + (isNaN(p95) ? "" : p95) + '" data-p99-us="' + (isNaN(p99) ? "" : p99) + '"' : "") +
+          (isLookup ? ' data-hit-rate="' + (hit == null ? "" : hit) + '"' : "") + "><td><b>" + (q3 + 1) + "/" + v.parallelism + "</b></td>" +
+          '<td><div class="bar" title="' + fl + " of " + cap + '"><span class="b" style="width:' + w + '%"></span></div><span class="barlabel">' + fl + " / " + cap + (cap === 1 && !isAsync ? " (sync)" : "") + "</span></td>" +
+          (isAsync ? '<td class="num">' + fmtUs(p50) + '</td><td class="num">' + fmtUs(p95) + '</td><td class="num">' + fmtUs(p99) + "</td>" : "") +
+          (isLookup ? '<td class="num">' + (lt == null || isNaN(lt) ? "–" : fmtMs(lt)) + '</td><td class="num">' + (hit == null ? "–" : hit + "%") + "</td>" : "") + "</tr>");
       }
       h.push("</tbody></table>",
-        '<p class="muted" style="margin:6px 0 0;font-size:12px">Capacity 1 is a sync lookup: one request at a time. The doctor proposes an async lookup with a capacity from Little\'s law when the task waits on it.</p>');
+        '<p class="muted" style="margin:6px 0 0;font-size:12px">' + (isAsync
+          ? "Latency: issue to completion, retries included, over the last 1,024 requests. In flight stays at or below the capacity; full means the operator stops taking input."
+          : "Capacity 1 is a sync lookup: one request at a time. The doctor proposes an async lookup with a capacity from Little\'s law when the task waits on it.") + "</p>");
     });
     if (info.ops.length) {
       h.push("<h3>Time per operator in the chain (busy ms/s, own time)</h3>",
