@@ -408,3 +408,22 @@ fn apply_async_capacity(env: &StreamEnv, spec: &str) -> anyhow::Result<()> {
     eprintln!("plan diff (--async-capacity):\n{diff}");
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn async_capacity_flag_errors_name_the_flag_and_the_operator() {
+        let env = StreamEnv::new();
+        let e = apply_async_capacity(&env, "blocking-call").unwrap_err();
+        assert!(format!("{e:#}").contains("OPERATOR=N"), "{e:#}");
+        let e = apply_async_capacity(&env, "blocking-call=lots").unwrap_err();
+        assert!(
+            format!("{e:#}").contains("'lots' is not a capacity"),
+            "{e:#}"
+        );
+        let e = apply_async_capacity(&env, "nope=4").unwrap_err();
+        assert!(format!("{e:#}").contains("nope"), "{e:#}");
+    }
+}
