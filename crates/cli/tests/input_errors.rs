@@ -244,3 +244,33 @@ fn temp_dir(what: &str) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+#[test]
+fn async_capacity_on_an_operator_that_does_not_wait_is_refused_before_the_start() {
+    // `sum-per-key` in the skew scenario is a keyed reduce, neither a lookup join nor async.
+    refused(
+        &[
+            "run",
+            "scenario",
+            "skew",
+            "--no-rest",
+            "--async-capacity",
+            "sum-per-key=8",
+        ],
+        &[
+            "--async-capacity sum-per-key=8",
+            "neither a lookup join nor an async operator",
+        ],
+    );
+    refused(
+        &[
+            "run",
+            "scenario",
+            "blocking",
+            "--no-rest",
+            "--async-capacity",
+            "blocking-call=0",
+        ],
+        &["capacity must be at least 1"],
+    );
+}
