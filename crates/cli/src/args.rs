@@ -110,6 +110,10 @@ pub struct ScenarioArgs {
     /// slow-sink only: instead of the remote table, a sink burning ROUNDS of CPU per record (~1 µs per 1000), as the debloating benchmark runs it.
     #[arg(long, value_name = "ROUNDS", value_parser = between(0u32, 100_000_000, ""))]
     pub sink_work: Option<u32>,
+    /// blocking only: distinct keys looked up (default 100000, so keys hardly repeat); few keys
+    /// repeat, and the doctor proposes a cache instead of async.
+    #[arg(long, value_name = "N", value_parser = between(1u64, sluice_jobs::blocking::LOOKUP_KEYS, ""))]
+    pub keys: Option<u64>,
     /// On a real source (source-ceiling, input-limited): kafka://HOST:PORT/TOPIC of
     /// `key,value` lines.
     #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]

@@ -791,6 +791,10 @@ pub fn to_fix(change: &PlanChange) -> anyhow::Result<Fix> {
             operator: operator.clone(),
             capacity: *capacity,
         },
+        PlanChange::LookupCache { operator, max_rows } => Fix::LookupCache {
+            operator: operator.clone(),
+            max_rows: *max_rows,
+        },
     })
 }
 

@@ -105,6 +105,7 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 records: a.records,
                 parallelism: a.env.parallelism,
                 sink_work: a.sink_work,
+                lookup_keys: a.keys,
             };
             let j = scenarios::build(&env, &cfg)?;
             if let Some(spec) = &a.async_capacity {

@@ -28,6 +28,9 @@ pub fn plan_change_json(c: &PlanChange) -> Value {
         } => {
             json!({"kind": "sink-option", "operator": operator, "key": key, "value": value})
         }
+        PlanChange::LookupCache { operator, max_rows } => {
+            json!({"kind": "lookup-cache", "operator": operator, "max-rows": max_rows})
+        }
     }
 }
 

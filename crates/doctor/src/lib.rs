@@ -87,6 +87,9 @@ pub struct SubtaskSample {
     /// A sink subtask's time for its last write to the external system, ms (FLIP-33
     /// `currentSendTime`).
     pub send_time: Option<f64>,
+    /// A lookup join's key repeat ratio (0..=1): the share of its recent lookups whose key came
+    /// earlier among them (Sluice's `lookupKeyRepeatPerMille` ÷ 1000) — what a cache would hit.
+    pub key_repeat: Option<f64>,
 }
 
 impl SubtaskSample {
@@ -270,6 +273,12 @@ pub enum PlanChange {
         key: String,
         value: String,
     },
+    /// Give the lookup join `operator` a partial cache of `max_rows` rows (`lookup.cache =
+    /// PARTIAL`); mirrors `sluice_graph::fixer::Fix::LookupCache`.
+    LookupCache {
+        operator: String,
+        max_rows: usize,
+    },
 }
 
 impl PlanChange {
@@ -279,7 +288,8 @@ impl PlanChange {
             PlanChange::Parallelism { operator, .. }
             | PlanChange::TwoPhase { operator, .. }
             | PlanChange::AsyncIo { operator, .. }
-            | PlanChange::SinkOption { operator, .. } => operator,
+            | PlanChange::SinkOption { operator, .. }
+            | PlanChange::LookupCache { operator, .. } => operator,
         }
     }
 }
@@ -419,6 +429,7 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                         pending_records: avg(|s| s.pending_records),
                         assigned_splits: avg(|s| s.assigned_splits),
                         send_time: avg(|s| s.send_time),
+                        key_repeat: avg(|s| s.key_repeat),
                     }
                 })
                 .collect()

@@ -299,6 +299,74 @@ fn blocking_calls_from_low_cpu() {
     assert!(!d.undetermined.iter().any(|u| u.starts_with("CPU")));
 }
 
+/// A blocking lookup join `agg` (it declares `lookup.async` and `lookup.cache = NONE`) whose
+/// keys repeat with ratio `repeat`.
+fn blocking_lookup(repeat: f64, cache: &str) -> Diagnosis {
+    let s = |_| {
+        let mut x = with_cpu(sub(950.0, 0.0, 50.0, 100.0), 50.0);
+        x.key_repeat = Some(repeat);
+        x
+    };
+    let mut j = job(bp2(), vec![s(0), s(1)], idle2());
+    j.vertices[1].options = [("lookup.async", "false"), ("lookup.cache", cache)]
+        .iter()
+        .map(|(k, v)| crate::ConnectorOption {
+            operator: "agg".into(),
+            key: k.to_string(),
+            value: v.to_string(),
+        })
+        .collect();
+    diagnose(&j)
+}
+
+#[test]
+fn a_blocking_lookup_whose_keys_repeat_gets_a_cache_before_async() {
+    let d = blocking_lookup(0.9, "NONE");
+    assert_eq!(d.cause, Cause::BlockingCalls);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("90% of `agg`'s recent lookups")
+                && e.contains("a cache before async")),
+        "{:?}",
+        d.evidence
+    );
+    let fix = d.fix.unwrap();
+    assert!(
+        fix.change.contains("LookupCache::partial(10000, 60s)"),
+        "{}",
+        fix.change
+    );
+    assert_eq!(
+        fix.plan_change,
+        Some(PlanChange::LookupCache {
+            operator: "agg".into(),
+            max_rows: 10_000
+        })
+    );
+    // Keys that hardly repeat, or a cache already on: async with the Little's-law capacity.
+    for d in [
+        blocking_lookup(0.2, "NONE"),
+        blocking_lookup(0.9, "PARTIAL"),
+    ] {
+        assert_eq!(
+            d.fix.unwrap().plan_change,
+            Some(PlanChange::AsyncIo {
+                operator: "agg".into(),
+                capacity: 24
+            })
+        );
+    }
+    let d = blocking_lookup(0.2, "NONE");
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("a cache would mostly miss")),
+        "{:?}",
+        d.evidence
+    );
+}
+
 #[test]
 fn state_access_dominates() {
     let s = |_| {

@@ -11,6 +11,8 @@
 //!   the change works for any job that uses that sink.
 //! - [`Fix::AsyncCapacity`]: a lookup join's `lookup.async` / `lookup.async.capacity` (output
 //!   mode `ORDERED`, so the output is unchanged), or an async wait operator's `async.capacity`.
+//! - [`Fix::LookupCache`]: a lookup join's `lookup.cache = PARTIAL` with
+//!   `lookup.partial-cache.max-rows` (and a TTL), for keys that repeat.
 //!
 //! A change that could alter results is refused with the reason: rebalancing in front of a keyed
 //! operator would split a key's state over subtasks; HASH needs a key the job does not define;
@@ -45,7 +47,15 @@ pub enum Fix {
     /// declares `lookup.async`) turns async with that capacity, output order kept; an async
     /// wait operator (it declares `async.capacity`) gets that capacity.
     AsyncCapacity { operator: String, capacity: usize },
+    /// Give the lookup join `operator` (it declares `lookup.cache`) a partial cache of
+    /// `max_rows` rows, entries expiring [`LOOKUP_CACHE_TTL`] after they were loaded. The rows a
+    /// record joins with are the same as long as the table does not change within the TTL.
+    LookupCache { operator: String, max_rows: usize },
 }
+
+/// How long a row the [`Fix::LookupCache`] cache holds stays valid
+/// (`lookup.partial-cache.expire-after-write`): bounds how stale a joined row can be.
+pub const LOOKUP_CACHE_TTL: &str = "60s";
 
 impl Fix {
     /// The operator the change targets.
@@ -54,7 +64,8 @@ impl Fix {
             Fix::Parallelism { operator, .. }
             | Fix::TwoPhase { operator, .. }
             | Fix::SinkOption { operator, .. }
-            | Fix::AsyncCapacity { operator, .. } => operator,
+            | Fix::AsyncCapacity { operator, .. }
+            | Fix::LookupCache { operator, .. } => operator,
         }
     }
 }
@@ -251,6 +262,9 @@ impl fmt::Display for PlanDiff {
 const LOOKUP_ASYNC: &str = "lookup.async";
 const LOOKUP_CAPACITY: &str = "lookup.async.capacity";
 const LOOKUP_OUTPUT_MODE: &str = "lookup.async.output-mode";
+const LOOKUP_CACHE: &str = "lookup.cache";
+const LOOKUP_MAX_ROWS: &str = "lookup.partial-cache.max-rows";
+const LOOKUP_EXPIRE_AFTER_WRITE: &str = "lookup.partial-cache.expire-after-write";
 /// The async wait operator's capacity option.
 const ASYNC_CAPACITY: &str = "async.capacity";
 
@@ -440,6 +454,28 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
             };
             env.with_node(id, |n| {
                 for (k, v) in set {
+                    n.options.push((k.to_string(), v));
+                }
+            });
+        }
+        Fix::LookupCache { operator, max_rows } => {
+            let id = find(env, operator)?;
+            let node = &before[&id];
+            if *max_rows == 0 {
+                return Err(FixError::Invalid("a cache needs at least 1 row".into()));
+            }
+            if !node.options.iter().any(|(k, _)| k == LOOKUP_CACHE) {
+                return Err(FixError::Invalid(format!(
+                    "'{}' is not a lookup join (it declares no {LOOKUP_CACHE}): cache its calls in the job",
+                    node.name
+                )));
+            }
+            env.with_node(id, |n| {
+                for (k, v) in [
+                    (LOOKUP_CACHE, "PARTIAL".to_string()),
+                    (LOOKUP_MAX_ROWS, max_rows.to_string()),
+                    (LOOKUP_EXPIRE_AFTER_WRITE, LOOKUP_CACHE_TTL.to_string()),
+                ] {
                     n.options.push((k.to_string(), v));
                 }
             });

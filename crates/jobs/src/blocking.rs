@@ -19,7 +19,8 @@ use crate::skew::mix;
 
 /// The service's answer time per request.
 pub const LOOKUP_LATENCY: Duration = Duration::from_millis(2);
-/// Keys the service holds; the values are looked up modulo this.
+/// Keys the service holds; the values are looked up modulo this (or modulo the scenario's
+/// fewer `keys`, so that keys repeat and a cache pays).
 pub const LOOKUP_KEYS: u64 = 100_000;
 
 /// Per-subtask digests of what reached the sink: in order (identical output) and as a
@@ -98,8 +99,14 @@ pub fn build(
     env: &StreamEnv,
     records: u64,
     parallelism: usize,
+    keys: u64,
     sunk: Arc<AtomicU64>,
 ) -> Result<LookupOutput, GraphError> {
+    if keys == 0 || keys > LOOKUP_KEYS {
+        return Err(GraphError::InvalidConfig(format!(
+            "blocking: --keys {keys} must be within 1..={LOOKUP_KEYS} (the rows the service holds)"
+        )));
+    }
     env.set_parallelism(parallelism);
     let service = Arc::new(
         Service::start(
@@ -123,7 +130,7 @@ pub fn build(
             &source,
             move |v: &i64| {
                 let _keep_alive = &service;
-                (*v as u64 % LOOKUP_KEYS) as i64
+                (*v as u64 % keys) as i64
             },
             |v: &i64, row: Option<&Row>| {
                 let score = row.and_then(|r| r.get("score")).and_then(|s| s.as_i64());

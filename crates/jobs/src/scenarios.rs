@@ -73,6 +73,9 @@ pub struct ScenarioConfig {
     /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1 µs per
     /// 1000), so a benchmark can make the sink a chosen factor slower than the source.
     pub sink_work: Option<u32>,
+    /// `blocking`: distinct keys looked up (values modulo this; [`crate::blocking::LOOKUP_KEYS`]
+    /// when unset). Few keys repeat, which makes the doctor propose a cache instead of async.
+    pub lookup_keys: Option<u64>,
 }
 
 impl Default for ScenarioConfig {
@@ -82,6 +85,7 @@ impl Default for ScenarioConfig {
             records: UNBOUNDED,
             parallelism: 2,
             sink_work: None,
+            lookup_keys: None,
         }
     }
 }
@@ -184,6 +188,7 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
                 env,
                 n,
                 cfg.parallelism,
+                cfg.lookup_keys.unwrap_or(crate::blocking::LOOKUP_KEYS),
                 sunk.clone(),
             )?);
         }

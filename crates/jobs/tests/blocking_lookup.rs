@@ -6,10 +6,19 @@ use sluice_graph::StreamEnv;
 use sluice_jobs::scenarios::{build, ScenarioConfig};
 
 fn run(fixes: &[Fix]) -> sluice_jobs::blocking::LookupDigest {
+    run_with_keys(None, 2, fixes)
+}
+
+fn run_with_keys(
+    keys: Option<u64>,
+    parallelism: usize,
+    fixes: &[Fix],
+) -> sluice_jobs::blocking::LookupDigest {
     let env = StreamEnv::new();
     let cfg = ScenarioConfig {
         records: 600,
-        parallelism: 2,
+        parallelism,
+        lookup_keys: keys,
         ..ScenarioConfig::new("blocking")
     };
     let job = build(&env, &cfg).unwrap();
@@ -46,6 +55,61 @@ fn async_fixes_keep_the_output() {
         unordered.multiset, sync.multiset,
         "unordered: the same multiset"
     );
+}
+
+#[test]
+fn the_cache_fix_keeps_the_output_when_keys_repeat() {
+    // 600 records over 20 keys: the uncached run asks the service for every record, the
+    // cached one for each key once per subtask; the joined rows are the same. One subtask:
+    // its input order is the generator's, so "identical" includes the order (with two, a
+    // subtask's two input channels interleave by timing, so only the multiset is fixed).
+    let cache = Fix::LookupCache {
+        operator: "blocking-call".into(),
+        max_rows: 10_000,
+    };
+    let uncached = run_with_keys(Some(20), 1, &[]);
+    assert_eq!(uncached.multiset.1, 600);
+    assert_eq!(
+        run_with_keys(Some(20), 1, std::slice::from_ref(&cache)),
+        uncached,
+        "cached: identical"
+    );
+    let uncached2 = run_with_keys(Some(20), 2, &[]);
+    assert_eq!(uncached2.multiset, uncached.multiset);
+    let cached2 = run_with_keys(Some(20), 2, std::slice::from_ref(&cache));
+    assert_eq!(
+        cached2.multiset, uncached.multiset,
+        "cached, 2 subtasks: the same multiset"
+    );
+    // Cached and ordered async together (what a second doctor pass would add): identical.
+    let both = run_with_keys(
+        Some(20),
+        1,
+        &[
+            cache,
+            Fix::AsyncCapacity {
+                operator: "blocking-call".into(),
+                capacity: 8,
+            },
+        ],
+    );
+    assert_eq!(both, uncached, "cached + ordered async: identical");
+}
+
+#[test]
+fn the_cache_fix_is_refused_where_there_is_no_lookup() {
+    let env = StreamEnv::new();
+    build(&env, &ScenarioConfig::new("stalls")).unwrap();
+    let e = apply(
+        &env,
+        &Fix::LookupCache {
+            operator: "stalling-map".into(),
+            max_rows: 100,
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("is not a lookup join"), "{e}");
 }
 
 #[test]

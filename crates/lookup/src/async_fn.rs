@@ -68,6 +68,7 @@ impl<T: Send + 'static, U: Send + 'static> AsyncFunction<T, U> for LookupAsync<T
             return Box::pin(async { Err(AsyncError::new("lookup: invoked before open")) });
         };
         let key = (self.key_fn)(&input);
+        sh.metrics.looked_up(&key);
         let cached = sh
             .cache
             .lock()

@@ -31,7 +31,10 @@
 //!   result (`lookup.partial-cache.cache-missing-key`, default true).
 //! - Metrics per subtask, Flink's lookup-cache names: `hitCount`, `missCount`, `loadCount`,
 //!   `numLoadFailures` (every failed attempt), `latestLoadTime` (ms), `numCachedRecords`; and
-//!   `loadTimeUsTotal`, `inFlight`, `capacity` for the async mode and the doctor.
+//!   `loadTimeUsTotal`, `inFlight`, `capacity` for the async mode and the doctor, and
+//!   `lookupKeyRepeatPerMille`: how often the keys repeat among the last 1024 lookups
+//!   (`1 − distinct / lookups`, ‰; kept with or without a cache, see `repeat`), the doctor's
+//!   evidence for proposing a cache.
 
 mod api;
 mod async_fn;
@@ -43,6 +46,7 @@ mod metrics;
 mod operator;
 pub mod options;
 mod postgres;
+mod repeat;
 mod source;
 
 pub use api::LookupExt;

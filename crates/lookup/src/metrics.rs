@@ -3,11 +3,14 @@
 //! Flink's lookup-cache names.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use sluice_runtime::{GaugeKind, OperatorGauge};
 use sluice_types::OperatorContext;
+
+use crate::repeat::{RepeatWindow, WINDOW};
+use crate::LookupKey;
 
 /// Counters of one lookup source.
 #[derive(Debug, Default)]
@@ -78,6 +81,8 @@ pub(crate) struct Metrics {
     cached: Option<Arc<OperatorGauge>>,
     in_flight: Option<Arc<OperatorGauge>>,
     capacity: Option<Arc<OperatorGauge>>,
+    repeat_gauge: Option<Arc<OperatorGauge>>,
+    repeats: Mutex<RepeatWindow>,
 }
 
 impl Metrics {
@@ -126,6 +131,12 @@ impl Metrics {
                 GaugeKind::Gauge,
                 "Lookup requests allowed in flight (1: sync mode)",
             ),
+            repeat_gauge: g(
+                "lookupKeyRepeatPerMille",
+                GaugeKind::Gauge,
+                "Share of the last 1024 lookups whose key occurred earlier among them, per mille",
+            ),
+            repeats: Mutex::new(RepeatWindow::new(WINDOW)),
         };
         if let Some(c) = &m.capacity {
             c.set(capacity as i64);
@@ -173,6 +184,15 @@ impl Metrics {
         self.stats.max_in_flight.fetch_max(n as u64, Relaxed);
         if let Some(g) = &self.in_flight {
             g.set(n as i64);
+        }
+    }
+
+    /// Every lookup's key, hit or miss: the repeat window behind `lookupKeyRepeatPerMille`.
+    pub(crate) fn looked_up(&self, key: &LookupKey) {
+        let mut w = self.repeats.lock().unwrap_or_else(|p| p.into_inner());
+        w.observe(key);
+        if let Some(g) = &self.repeat_gauge {
+            g.set((w.ratio() * 1000.0).round() as i64);
         }
     }
 

@@ -128,6 +128,7 @@ impl<T: Send + 'static, U: Send + 'static> Operator<T, U> for SyncLookup<T, U> {
             .running
             .as_mut()
             .ok_or_else(|| OperatorError::failed("lookup: process before open"))?;
+        r.metrics.looked_up(&key);
         let cached = r.cache.as_mut().and_then(|c| c.get(&key, Instant::now()));
         let rows = match cached {
             Some(rows) => {

@@ -140,6 +140,12 @@ fn with_connector_gauges(
     s.pending_records = sum("pendingRecords");
     s.assigned_splits = sum("assignedSplits");
     s.send_time = sum("currentSendTime");
+    // A lookup join's key repeat ratio (one lookup per chain in practice: the highest).
+    s.key_repeat = gauges
+        .iter()
+        .filter(|g| g.name == "lookupKeyRepeatPerMille")
+        .map(|g| g.get() as f64 / 1000.0)
+        .reduce(f64::max);
     s
 }
 
@@ -167,6 +173,7 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
         pending_records: None,
         assigned_splits: None,
         send_time: None,
+        key_repeat: None,
     }
 }
 
@@ -189,7 +196,8 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
         PlanChange::Parallelism { operator, .. }
         | PlanChange::TwoPhase { operator, .. }
         | PlanChange::AsyncIo { operator, .. }
-        | PlanChange::SinkOption { operator, .. } => operator,
+        | PlanChange::SinkOption { operator, .. }
+        | PlanChange::LookupCache { operator, .. } => operator,
     };
     let at = locate(g, operator);
     let vertex = at.map(|(v, _)| g.vertices[v].id.to_string());
@@ -227,6 +235,13 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
             "vertex": vertex,
             "vertex-name": vertex_name,
             "capacity": capacity,
+        }),
+        PlanChange::LookupCache { max_rows, .. } => json!({
+            "kind": "lookup-cache",
+            "operator": operator,
+            "vertex": vertex,
+            "vertex-name": vertex_name,
+            "max-rows": max_rows,
         }),
         PlanChange::SinkOption { key, value, .. } => {
             let before = g

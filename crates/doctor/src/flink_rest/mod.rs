@@ -34,6 +34,8 @@ pub const PENDING_RECORDS: &str = "pendingRecords";
 pub const ASSIGNED_SPLITS: &str = "assignedSplits";
 /// FLIP-33 sink metric: time of the last write to the external system, ms.
 pub const SEND_TIME: &str = "currentSendTime";
+/// Sluice's lookup-join gauge: how often its keys repeat, per mille (`sluice-lookup`).
+pub const KEY_REPEAT: &str = "lookupKeyRepeatPerMille";
 /// Sluice's per-operator metric, as `<operator scope>.busyTimeMsPerSecond`.
 pub const OPERATOR_BUSY: &str = "busyTimeMsPerSecond";
 
@@ -239,6 +241,13 @@ pub fn subtask_metric_names(vertex: &VertexView) -> String {
     for op in &vertex.operators {
         names.push_str(&format!(",{}.{OPERATOR_BUSY}", sanitize_operator_name(op)));
     }
+    // A lookup join (it declares `lookup.async`) reports how often its keys repeat.
+    for o in vertex.options.iter().filter(|o| o.key == "lookup.async") {
+        names.push_str(&format!(
+            ",{}.{KEY_REPEAT}",
+            sanitize_operator_name(&o.operator)
+        ));
+    }
     names
 }
 
@@ -289,6 +298,7 @@ pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> 
         pending_records: connector_metric(values, operators, PENDING_RECORDS),
         assigned_splits: connector_metric(values, operators, ASSIGNED_SPLITS),
         send_time: connector_metric(values, operators, SEND_TIME),
+        key_repeat: connector_metric(values, operators, KEY_REPEAT).map(|m| m / 1000.0),
     }
 }
 

@@ -2,7 +2,9 @@
 //! them does (or in how many there are).
 
 use super::{Breakdown, Finding};
-use crate::{pct, Cause, FixProposal, PlanChange, LOW_CPU_RATIO, STATE_RATIO, TARGET_BUSY};
+use crate::{
+    mean_opt, pct, Cause, FixProposal, PlanChange, LOW_CPU_RATIO, STATE_RATIO, TARGET_BUSY,
+};
 
 /// A flame graph with this share of the working samples blocked off CPU shows blocking calls.
 pub const BLOCKED_SHARE: f64 = 0.5;
@@ -113,6 +115,19 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
             .iter()
             .any(|o| (o.operator == *op || b.v.operators.len() == 1) && o.key == key)
     };
+    // Rule order: a lookup whose keys repeat gets a cache first (each hit is a call saved, at
+    // no CPU or service cost); async with the capacity above when they do not.
+    let repeat = mean_opt(b.hot.iter().map(|&i| b.v.subtasks[i].key_repeat));
+    let cache_off =
+        b.v.options.iter().rfind(|o| {
+            (o.operator == *op || b.v.operators.len() == 1) && o.key == LOOKUP_CACHE_OPTION
+        });
+    let cache_off = cache_off.is_some_and(|o| o.value.eq_ignore_ascii_case("NONE"));
+    if let Some(r) = repeat.filter(|_| options(LOOKUP_ASYNC_OPTION)) {
+        if let Some(f) = cache_finding(op, r, cache_off, &mut evidence, by_metrics.is_some()) {
+            return Some(f);
+        }
+    }
     let (description, change) = if options(LOOKUP_ASYNC_OPTION) {
         (
             format!(
@@ -148,6 +163,65 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
         format!("up to {ratio:.1}x the throughput before the CPU becomes the limit"),
     ))
 }
+
+/// The cache fix of a blocking lookup whose keys repeat (ratio `repeat` ≥ [`REPEAT_FOR_CACHE`]
+/// and no cache yet); else the reason goes into `evidence` and the async fix follows.
+fn cache_finding(
+    op: &str,
+    repeat: f64,
+    cache_off: bool,
+    evidence: &mut Vec<String>,
+    from_metrics: bool,
+) -> Option<Finding> {
+    let seen = format!(
+        "{:.0}% of `{op}`'s recent lookups (its last 1024) repeat a key seen earlier among them",
+        repeat * 100.0
+    );
+    if repeat < REPEAT_FOR_CACHE {
+        evidence.push(format!(
+            "{seen}: below {:.0}%, a cache would mostly miss, so the fix is async (a cache comes first when keys repeat)",
+            REPEAT_FOR_CACHE * 100.0
+        ));
+        return None;
+    }
+    if !cache_off {
+        evidence.push(format!(
+            "{seen}, but the lookup already has a cache: the misses block, so the fix is async"
+        ));
+        return None;
+    }
+    evidence.push(format!(
+        "{seen}: at or above {:.0}% a cache answers those without a call, so the fix is a cache before async (async with the Little's-law capacity when keys do not repeat)",
+        REPEAT_FOR_CACHE * 100.0
+    ));
+    Some(Finding::new(
+        Cause::BlockingCalls,
+        if from_metrics { 0.8 } else { 0.7 },
+        std::mem::take(evidence),
+        Some(FixProposal {
+            description: format!(
+                "cache the lookup: LookupCache::partial({CACHE_ROWS}, 60s) (plan options lookup.cache = PARTIAL, lookup.partial-cache.max-rows = {CACHE_ROWS}); a repeated key is answered without a call"
+            ),
+            change: format!("cache the lookup in `{op}`: LookupCache::partial({CACHE_ROWS}, 60s)"),
+            plan_change: Some(PlanChange::LookupCache {
+                operator: op.to_string(),
+                max_rows: CACHE_ROWS,
+            }),
+        }),
+        format!(
+            "about {:.1}x fewer calls (a {:.0}% hit rate) while the cache holds the repeated keys",
+            1.0 / (1.0 - repeat).max(0.01),
+            repeat * 100.0
+        ),
+    ))
+}
+
+/// A lookup whose key repeat ratio reaches this gets a cache rather than async I/O.
+pub const REPEAT_FOR_CACHE: f64 = 0.5;
+/// Rows of the cache the blocking-calls fix proposes (far above the 1024-lookup window's keys).
+pub const CACHE_ROWS: usize = 10_000;
+/// A lookup join's cache option (`NONE` / `PARTIAL`).
+pub const LOOKUP_CACHE_OPTION: &str = "lookup.cache";
 
 /// Headroom over Little's law for the capacity the blocking-calls fix proposes.
 pub const LITTLE_HEADROOM: f64 = 1.25;
