@@ -349,3 +349,26 @@ fn the_debloating_setting_is_read_from_the_job_configuration() {
     );
     assert_eq!(buffer_debloat_enabled(Some(&sluice("maybe")), None), None);
 }
+
+#[test]
+fn a_lookup_joins_key_repeat_ratio_is_asked_for_and_read() {
+    let v = crate::VertexView {
+        operators: vec!["blocking-call".into(), "Sink: digest".into()],
+        options: vec![crate::ConnectorOption {
+            operator: "blocking-call".into(),
+            key: "lookup.async".into(),
+            value: "false".into(),
+        }],
+        ..crate::VertexView::default()
+    };
+    let names = subtask_metric_names(&v);
+    assert!(
+        names.contains(",blocking-call.lookupKeyRepeatPerMille"),
+        "{names}"
+    );
+    let s = subtask_sample(
+        &json!([{"id": "blocking-call.lookupKeyRepeatPerMille", "value": "875"}]),
+        &v.operators,
+    );
+    assert_eq!(s.key_repeat, Some(0.875));
+}
