@@ -301,7 +301,7 @@ fn cache_metrics_reach_rest_and_prometheus_with_flinks_names() {
     let jid = m.job_id.to_string();
     let vid = m.graph.vertices[0].id.to_string();
     let path = format!("jobs/{jid}/vertices/{vid}/metrics");
-    let names = "0.Lookup_Join.hitCount,0.Lookup_Join.missCount,0.Lookup_Join.loadCount,0.Lookup_Join.numCachedRecords,0.Lookup_Join.capacity";
+    let names = "0.Lookup_Join.hitCount,0.Lookup_Join.missCount,0.Lookup_Join.loadCount,0.Lookup_Join.numCachedRecords,0.Lookup_Join.capacity,0.Lookup_Join.lookupKeyRepeatPerMille";
     let deadline = Instant::now() + Duration::from_secs(60);
     let body = loop {
         let body = rest_get(&reg, &path, &[("get", names)]);
@@ -318,6 +318,8 @@ fn cache_metrics_reach_rest_and_prometheus_with_flinks_names() {
         r#"{"id":"0.Lookup_Join.loadCount","value":"100"}"#,
         r#"{"id":"0.Lookup_Join.numCachedRecords","value":"100"}"#,
         r#"{"id":"0.Lookup_Join.capacity","value":"1"}"#,
+        // 400 lookups of 100 keys, all within the 1024-lookup window: 1 − 100/400.
+        r#"{"id":"0.Lookup_Join.lookupKeyRepeatPerMille","value":"750"}"#,
     ] {
         assert!(body.contains(want), "{want}: {body}");
     }
