@@ -114,6 +114,10 @@ pub struct ScenarioArgs {
     /// repeat, and the doctor proposes a cache instead of async.
     #[arg(long, value_name = "N", value_parser = between(1u64, sluice_jobs::blocking::LOOKUP_KEYS, ""))]
     pub keys: Option<u64>,
+    /// blocking only: look up in a PostgreSQL table instead of the in-process HTTP service,
+    /// postgres://USER@HOST:PORT/DB?table=T (columns `key` bigint, `score` bigint).
+    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_lookup)]
+    pub lookup: Option<sluice_jobs::blocking::PostgresTable>,
     /// On a real source (source-ceiling, input-limited): kafka://HOST:PORT/TOPIC of
     /// `key,value` lines.
     #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]

@@ -101,6 +101,16 @@ fn parse_socket(s: &str, rest: &str) -> Result<SocketSourceConfig, String> {
     Ok(config)
 }
 
+/// `--lookup` (the `blocking` scenario's lookup table): `postgres://USER@HOST:PORT/DB?table=T`.
+pub fn parse_lookup(s: &str) -> Result<sluice_jobs::blocking::PostgresTable, String> {
+    match parse_to(s)? {
+        ToUrl::Postgres { conn, table } => Ok(sluice_jobs::blocking::PostgresTable { conn, table }),
+        ToUrl::Kafka { .. } => Err(format!(
+            "'{s}': a lookup table is postgres://USER@HOST:PORT/DB?table=NAME"
+        )),
+    }
+}
+
 /// `--to`: `postgres://USER@HOST:PORT/DB?table=T` or `kafka://…[?exactly-once]`.
 pub fn parse_to(s: &str) -> Result<ToUrl, String> {
     if s.starts_with("kafka://") {

@@ -106,7 +106,11 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 parallelism: a.env.parallelism,
                 sink_work: a.sink_work,
                 lookup_keys: a.keys,
+                lookup_table: a.lookup.clone(),
             };
+            if a.name != "blocking" && (a.keys.is_some() || a.lookup.is_some()) {
+                anyhow::bail!("--keys and --lookup are options of the blocking scenario only");
+            }
             let j = scenarios::build(&env, &cfg)?;
             if let Some(spec) = &a.async_capacity {
                 apply_async_capacity(&env, spec)?;

@@ -23,6 +23,18 @@ pub const LOOKUP_LATENCY: Duration = Duration::from_millis(2);
 /// fewer `keys`, so that keys repeat and a cache pays).
 pub const LOOKUP_KEYS: u64 = 100_000;
 
+/// A PostgreSQL table the scenario looks up in instead of the HTTP service: rows by the bigint
+/// column `key`, joined with their bigint `score` (a key without a row joins score -1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostgresTable {
+    /// `postgres://USER@HOST:PORT/DB` or a libpq connection string.
+    pub conn: String,
+    pub table: String,
+}
+
+/// The column the table is looked up by.
+pub const KEY_COLUMN: &str = "key";
+
 /// Per-subtask digests of what reached the sink: in order (identical output) and as a
 /// multiset (the same records in any order).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -100,6 +112,7 @@ pub fn build(
     records: u64,
     parallelism: usize,
     keys: u64,
+    table: Option<&PostgresTable>,
     sunk: Arc<AtomicU64>,
 ) -> Result<LookupOutput, GraphError> {
     if keys == 0 || keys > LOOKUP_KEYS {
@@ -108,6 +121,11 @@ pub fn build(
         )));
     }
     env.set_parallelism(parallelism);
+    if let Some(t) = table {
+        let source = LookupSource::postgres(&t.conn, &t.table, KEY_COLUMN)
+            .map_err(|e| GraphError::InvalidConfig(e.to_string()))?;
+        return Ok(with_lookup(env, records, keys, source, None, sunk));
+    }
     let service = Arc::new(
         Service::start(
             std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -121,6 +139,19 @@ pub fn build(
     );
     let source = LookupSource::http(&format!("{}/lookup/{{key}}", service.url()))
         .map_err(|e| GraphError::InvalidConfig(e.to_string()))?;
+    Ok(with_lookup(env, records, keys, source, Some(service), sunk))
+}
+
+/// generator → REBALANCE → `blocking-call` (the lookup in `source`) → digest sink; `service`
+/// (the in-process HTTP service, if that is the source) lives as long as the lookup.
+fn with_lookup(
+    env: &StreamEnv,
+    records: u64,
+    keys: u64,
+    source: LookupSource,
+    service: Option<Arc<Service>>,
+    sunk: Arc<AtomicU64>,
+) -> LookupOutput {
     let output = LookupOutput::default();
     let o2 = output.clone();
     env.generate(records, |i| (mix(i) >> 1) as i64)
@@ -160,5 +191,5 @@ pub fn build(
                 }
             },
         );
-    Ok(output)
+    output
 }

@@ -76,6 +76,9 @@ pub struct ScenarioConfig {
     /// `blocking`: distinct keys looked up (values modulo this; [`crate::blocking::LOOKUP_KEYS`]
     /// when unset). Few keys repeat, which makes the doctor propose a cache instead of async.
     pub lookup_keys: Option<u64>,
+    /// `blocking`: look up in this PostgreSQL table (columns `key` bigint, `score` bigint)
+    /// instead of the in-process HTTP service.
+    pub lookup_table: Option<crate::blocking::PostgresTable>,
 }
 
 impl Default for ScenarioConfig {
@@ -86,6 +89,7 @@ impl Default for ScenarioConfig {
             parallelism: 2,
             sink_work: None,
             lookup_keys: None,
+            lookup_table: None,
         }
     }
 }
@@ -189,6 +193,7 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
                 n,
                 cfg.parallelism,
                 cfg.lookup_keys.unwrap_or(crate::blocking::LOOKUP_KEYS),
+                cfg.lookup_table.as_ref(),
                 sunk.clone(),
             )?);
         }
