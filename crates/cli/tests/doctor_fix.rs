@@ -231,3 +231,30 @@ fn blocking_lookup_gets_async_with_a_capacity_from_littles_law_and_identical_out
         .collect();
     assert!(secs.len() == 2 && secs[1] < secs[0], "{wall}");
 }
+
+#[test]
+fn blocking_lookup_whose_keys_repeat_gets_a_cache_and_identical_output() {
+    let out = doctor_fix(
+        &["scenario", "blocking", "--records", "2000", "--keys", "32"],
+        "Verdict: blocking calls",
+    );
+    assert!(
+        out.contains("of `blocking-call`'s recent lookups (its last 1024) repeat a key")
+            && out.contains("so the fix is a cache before async"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "== the fix: cache the lookup in `blocking-call`: LookupCache::partial(10000, 60s)"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("option lookup.cache: NONE -> PARTIAL"),
+        "{out}"
+    );
+    assert!(
+        out.contains("output: identical (the 2000 looked-up records"),
+        "{out}"
+    );
+}
