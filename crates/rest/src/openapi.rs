@@ -204,6 +204,8 @@ fn diagnosis() -> Json {
                             Json::from("parallelism"),
                             Json::from("two-phase"),
                             Json::from("async-io"),
+                            Json::from("sink-option"),
+                            Json::from("lookup-cache"),
                         ],
                     ),
                 ),
@@ -216,6 +218,7 @@ fn diagnosis() -> Json {
                 ("adds", arr(string())),
                 ("removes", arr(string())),
                 ("capacity", int()),
+                ("max-rows", int()),
             ])),
         ),
     ])
