@@ -1,5 +1,7 @@
 //! The `blocking` scenario: a synchronous lookup join against a real HTTP service. The
-//! generator's values go REBALANCE to `blocking-call`, a [`sluice_lookup`] lookup in sync mode
+//! generator's values go RESCALE to `blocking-call` (one upstream channel per lookup subtask, so
+//! each subtask's input order, and with it the ordered output, is the same in every run), a
+//! [`sluice_lookup`] lookup in sync mode
 //! against the lookup test service ([`sluice_lookup_service`], started in process on a free
 //! loopback port, [`LOOKUP_LATENCY`] per request), which joins each value with its row's score.
 //! The task thread waits for every answer: busy, hardly on the CPU — the doctor's "blocking
@@ -142,7 +144,7 @@ pub fn build(
     Ok(with_lookup(env, records, keys, source, Some(service), sunk))
 }
 
-/// generator → REBALANCE → `blocking-call` (the lookup in `source`) → digest sink; `service`
+/// generator → RESCALE → `blocking-call` (the lookup in `source`) → digest sink; `service`
 /// (the in-process HTTP service, if that is the source) lives as long as the lookup.
 fn with_lookup(
     env: &StreamEnv,
@@ -156,7 +158,7 @@ fn with_lookup(
     let o2 = output.clone();
     env.generate(records, |i| (mix(i) >> 1) as i64)
         .name("generator")
-        .rebalance()
+        .rescale()
         .lookup(
             &source,
             move |v: &i64| {
