@@ -65,6 +65,16 @@ pub struct DoctorArgs {
     /// Flink they need rest.flamegraph.enabled: true).
     #[arg(long)]
     pub no_flame_graphs: bool,
+    /// Apply the fix to the running job (the autopilot): diagnose, apply, re-measure, keep the
+    /// change only if the bottleneck's rate and the job's throughput rose, else roll it back.
+    /// Sluice: through POST /jobs/:jid/doctor/apply; Flink: a parallelism through PUT
+    /// /jobs/:jid/resource-requirements (adaptive scheduler), anything else printed as the code
+    /// change to make. Exit status 2 when the fix could only be advised.
+    #[arg(long, conflicts_with_all = ["from_dir", "save", "json"])]
+    pub apply: bool,
+    /// With --apply: keep deciding (cooldown between changes) until interrupted.
+    #[arg(long, requires = "apply")]
+    pub watch: bool,
     #[command(subcommand)]
     pub action: Option<DoctorAction>,
 }
@@ -637,6 +647,25 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             anyhow::bail!("`doctor fix` prints text only; drop --json");
         }
         return doctor_fix(&f.job, f.sample_window, f.fixed_output.as_deref());
+    }
+    if args.apply {
+        let (src, jid, act, engine) =
+            crate::autopilot_cmd::connect(&args.url, &args.client, args.job.as_deref())?;
+        println!("autopilot on {engine:?} job {jid} at {}", src.describe());
+        let opts = crate::autopilot_cmd::LoopOptions {
+            watch: args.watch,
+            window: args.window,
+            no_flame_graphs: args.no_flame_graphs,
+            stop: None,
+        };
+        let out = crate::autopilot_cmd::run_loop(&src, &jid, act.as_ref(), &opts, &|l| {
+            println!("{l}")
+        })?;
+        return Ok(if out.advised {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        });
     }
     let window = args.window.unwrap_or(10.0);
     let report = match (&args.from_dir, &args.save) {

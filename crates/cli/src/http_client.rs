@@ -151,6 +151,24 @@ impl Endpoint {
         })
     }
 
+    /// `PUT path` with a JSON body, parsed JSON answer (an empty body is `{}`); succeeds only
+    /// with a 2xx answer.
+    pub fn put_json(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, HttpError> {
+        let r = self.request("PUT", path, Some(&body.to_string()), timeout)?;
+        if r.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(serde_json::json!({}));
+        }
+        serde_json::from_slice(&r.body).map_err(|e| HttpError::Malformed {
+            url: self.url(path),
+            what: format!("the answer is not JSON ({e})"),
+        })
+    }
+
     fn request(
         &self,
         method: &str,

@@ -1,6 +1,7 @@
 //! `sluice`: run built-in jobs, show their plans, place keys, benchmark.
 
 mod args;
+mod autopilot_cmd;
 mod bench;
 mod bench_connectors;
 mod connectors;

@@ -84,6 +84,7 @@
 //! [`RestConfig::savepoint_dir`] and are queued, or refused with 409 — never dropped.
 
 mod api;
+mod autopilot_api;
 mod checkpoints_api;
 mod doctor_api;
 mod format;

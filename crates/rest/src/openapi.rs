@@ -446,6 +446,11 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
             )]),
             r("Diagnosis"),
         ),
+        (Endpoint::Autopilot, "PUT") => obj(vec![("id", int())]),
+        (Endpoint::Autopilot, _) => obj(vec![
+            ("decisions", arr(ty("object"))),
+            ("dropped", int()),
+        ]),
         (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
         (Endpoint::Checkpoints, _) => obj(vec![
             ("counts", ty("object")),
@@ -605,7 +610,7 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
     if op.method == "PATCH" || op.method == "POST" {
         responses = responses.with("409", error_response("The job has already ended"));
     }
-    if op.method == "POST" {
+    if op.method == "POST" || op.method == "PUT" {
         responses = responses.with(
             "400",
             error_response("Malformed request body, or a target outside the savepoint directory"),
@@ -637,6 +642,37 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             Json::obj().with("required", false).with(
                 "content",
                 Json::obj().with("application/json", Json::obj().with("schema", ty("object"))),
+            ),
+        );
+    }
+    if op.method == "PUT" && route.endpoint == Endpoint::Autopilot {
+        let decision = obj(vec![
+            ("id", int().with("minimum", 1i64)),
+            (
+                "outcome",
+                string().with(
+                    "enum",
+                    crate::autopilot_api::OUTCOMES
+                        .iter()
+                        .map(|o| Json::from(*o))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            ("change-text", string()),
+        ])
+        .with(
+            "required",
+            vec![
+                Json::from("id"),
+                Json::from("outcome"),
+                Json::from("change-text"),
+            ],
+        );
+        operation = operation.with(
+            "requestBody",
+            Json::obj().with("required", true).with(
+                "content",
+                Json::obj().with("application/json", Json::obj().with("schema", decision)),
             ),
         );
     }

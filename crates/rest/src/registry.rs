@@ -10,6 +10,8 @@ use sluice_types::JobId;
 #[derive(Default)]
 pub struct JobRegistry {
     jobs: RwLock<Vec<Arc<JobMonitor>>>,
+    /// The autopilot's decisions per job (`GET/PUT /jobs/:jobid/autopilot`).
+    pub(crate) autopilot: crate::autopilot_api::AutopilotLogs,
 }
 
 impl std::fmt::Debug for JobRegistry {

@@ -35,6 +35,7 @@ pub enum Endpoint {
     CheckpointDetails,
     CheckpointSubtasks,
     Doctor,
+    Autopilot,
     TaskManagers,
     Prometheus,
     OpenApi,
@@ -191,6 +192,12 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("One checkpoint at one vertex: per-subtask sync duration, alignment, start delay, size.")] },
     Route { path: "/jobs/:jobid/doctor", endpoint: Endpoint::Doctor,
         operations: &[get("Sluice extension: the doctor run on the job's latest metrics: the bottleneck vertex and operator, the cause (e.g. key-skew, under-provisioned), evidence, the proposed fix and its plan change against the live graph. {\"status\":\"no-metrics-yet\"} before the first metrics sample.")] },
+    Route { path: "/jobs/:jobid/autopilot", endpoint: Endpoint::Autopilot,
+        operations: &[
+            get("Sluice extension: the autopilot's decision log, oldest first ({\"decisions\": [...], \"dropped\": n}): per decision its time, the doctor's cause and verdict, the plan change, evidence, the figures before and after (bottleneck rate, job throughput, parallelism), the relative gains and the outcome (applied, kept, rolled-back, skipped, failed, advised) with its reason. Empty until an autopilot reports."),
+            Operation { method: "PUT", query: &[], mutating: true,
+                summary: "Sluice extension: the autopilot reports one decision (upsert by its positive integer id; outcome one of applied, kept, rolled-back, skipped, failed, advised; change-text a string); 200 {\"id\"}. The last 200 decisions are kept." },
+        ] },
     Route { path: "/taskmanagers", endpoint: Endpoint::TaskManagers,
         operations: &[get("The task managers: one, this process.")] },
     Route { path: "/taskmanagers/:taskmanagerid/thread-dump", endpoint: Endpoint::ThreadDump,
@@ -328,6 +335,8 @@ pub fn dispatch(
             crate::checkpoints_api::checkpoint_subtasks(&ctx, p(0), p(1), p(2))
         }
         (Endpoint::Doctor, _) => crate::doctor_api::doctor(&ctx, p(0)),
+        (Endpoint::Autopilot, "PUT") => crate::autopilot_api::put_decision(&ctx, p(0), body),
+        (Endpoint::Autopilot, _) => crate::autopilot_api::autopilot_log(&ctx, p(0)),
         (Endpoint::TaskManagers, _) => api::taskmanagers(&ctx),
         (Endpoint::Prometheus, _) => Ok(Response {
             status: 200,
