@@ -51,7 +51,8 @@ run_case() { # scenario, then the `sluice run` arguments
 }
 
 run_case skew skew --records 100000000000 -p 2 --checkpoint-interval 500
-run_case under-provisioned scenario under-provisioned -p 2
+# --autopilot: the dashboard's timeline of changes shows its decisions.
+run_case under-provisioned scenario under-provisioned -p 2 --autopilot
 # A sync lookup (the doctor's "blocking calls" and its async fix), then the same job with the fix applied.
 run_case blocking scenario blocking -p 2
 run_case blocking-fixed scenario blocking -p 2 --async-capacity blocking-call=16

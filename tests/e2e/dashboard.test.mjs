@@ -271,6 +271,39 @@ try {
       check(!!one, "subtask filter answers a graph for subtask 2/2");
     }
 
+    // Autopilot timeline (the under-provisioned case runs `sluice run --autopilot`): the
+    // in-process autopilot's own decision, as GET /jobs/:jid/autopilot has it, with its figures
+    // before the change; then a decision with before/after figures reported over REST the way
+    // `sluice doctor --apply` from another process does (PUT), drawn with its gains.
+    if (SCENARIO === "under-provisioned") {
+      const log = await until(async () => {
+        const a = await rest(`/jobs/${jid}/autopilot`);
+        return a?.decisions?.length ? a : null;
+      });
+      const first = log?.decisions?.[0];
+      check(!!first, `the autopilot logged a decision: ${first ? first.outcome + " " + first["change-text"] + (first.reason ? " — " + first.reason : "") : "none"}`);
+      const items = page.locator('[data-testid="autopilot-decision"]');
+      await items.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      const shown = (await items.first().textContent().catch(() => "")) || "";
+      check(!!first && shown.includes(first["change-text"]) && shown.includes("before: p=" + first.before?.parallelism),
+        `timeline shows it with its before figures (${shown.trim().slice(0, 160)})`);
+      const put = await fetch(BASE + `/jobs/${jid}/autopilot`, {
+        method: "PUT", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ id: 1000, time: Date.now(), outcome: "rolled-back",
+          "change-text": "parallelism of `Source: generator` 1 -> 2 behind REBALANCE",
+          before: { bottleneck: "Source: generator", parallelism: 1, "bottleneck-rate": 1000, throughput: 1000 },
+          after: { bottleneck: "Source: generator", parallelism: 2, "bottleneck-rate": 1030, throughput: 1030 },
+          gain: { "bottleneck-rate": 0.03, throughput: 0.03 },
+          reason: "ineffective: the bottleneck's rate changed +3 % (needs +10 %)" }),
+      });
+      check(put.ok, `PUT /jobs/:jid/autopilot accepts a decision (${put.status})`);
+      const rolled = page.locator('[data-testid="autopilot-decision"][data-outcome="rolled-back"]');
+      await rolled.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+      const text = (await rolled.first().textContent().catch(() => "")) || "";
+      check(text.includes("before: p=1") && text.includes("after: p=2") && text.includes("+3 %") && text.includes("ineffective"),
+        `timeline shows a rolled-back change with before/after figures and gains (${text.trim().slice(0, 200)})`);
+    }
+
     // Thread dump: task threads with Flink's names and Java-like states.
     await page.locator('[data-testid="thread-dump-take"]').click();
     const infos = page.locator('[data-testid="thread-info"]');

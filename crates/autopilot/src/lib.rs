@@ -41,7 +41,8 @@
 //!   number; skew is found as skew and fixed by two-phase aggregation, not by parallelism.
 //! - **stabilisation 2 s** on Sluice: a savepoint-and-restore change takes well under a second
 //!   and the server's gauges follow within their update interval; on Flink ([`Policy::flink`])
-//!   15 s after Flink reports the new parallelism, because its REST metric fetcher caches for 10 s.
+//!   70 s after Flink reports the new parallelism, because its per-second rates are 60 s meters
+//!   and its REST metric fetcher caches for 10 s (Flink itself then takes 20–30 s to rescale).
 //! - **cooldown 10 s** (Flink: 30 s, its adaptive scheduler's own cooldown after rescaling).
 //! - **gain 10 %** on both figures: a change that speeds the bottleneck but not the job moved
 //!   the bottleneck elsewhere without helping, and is undone.

@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// default, 99 a second, unless given), to compare rates in one benchmark.
     #[arg(long, global = true, value_parser = clap::value_parser!(i32).range(1..=999))]
     pub profile_hz: Option<i32>,
+    /// Run the autopilot on the job while it runs: the same loop as `sluice doctor --apply
+    /// --watch`, against the job's own REST API (needs it; not with --no-rest). Decisions go to
+    /// stderr and to GET /jobs/:jid/autopilot (the dashboard's timeline of changes).
+    #[arg(long, global = true, conflicts_with = "no_rest")]
+    pub autopilot: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -34,14 +34,21 @@ pub trait Actuator {
     /// Applies `change`; `Ok(notes)` for the log (plan diff, time to take effect).
     fn apply(&self, change: &PlanChange) -> Result<Vec<String>, String>;
     /// Undoes `change`, by `to` when the way back is a plan change itself.
-    fn roll_back(&self, change: &PlanChange, to: Option<&PlanChange>)
-        -> Result<Vec<String>, String>;
+    fn roll_back(
+        &self,
+        change: &PlanChange,
+        to: Option<&PlanChange>,
+    ) -> Result<Vec<String>, String>;
     /// Reports a decision to the server's log (Sluice); Flink has none.
     fn record(&self, decision: &Decision) -> Result<(), String>;
     /// Advice for a fix the target cannot apply: what to change, precisely.
     fn advice(&self, d: &Diagnosis, text: &str) -> String;
     /// The policy suited to the target.
     fn policy(&self) -> Policy;
+    /// Before this time (ms since the epoch) the target's rates do not mean anything yet.
+    fn first_measurement_ms(&self) -> u64 {
+        0
+    }
 }
 
 /// Which engine answers at a URL.
@@ -143,7 +150,13 @@ pub struct FlinkActuator {
     scheduler: String,
     max_parallelism: Option<usize>,
     slots: Option<usize>,
+    /// When the job's 60 s rate meters first cover only its running time (ms since the epoch).
+    meters_full_ms: u64,
 }
+
+/// Flink's `…PerSecond` rates are meters over 60 s, and its REST metric fetcher caches 10 s:
+/// a job (or task) younger than this reports rates too low.
+const FLINK_METER_SPAN: Duration = Duration::from_secs(70);
 
 impl FlinkActuator {
     /// Reads the job's scheduler (`/jobs/:jid` `schedulerType`, else the job manager's
@@ -178,12 +191,16 @@ impl FlinkActuator {
             .and_then(|o| o["slots-total"].as_u64())
             .map(|s| s as usize)
             .filter(|&s| s > 0);
+        let running_for = Duration::from_millis(job["duration"].as_u64().unwrap_or(0));
+        let meters_full_ms =
+            now_ms() + FLINK_METER_SPAN.saturating_sub(running_for).as_millis() as u64;
         Ok(FlinkActuator {
             ep,
             jid: jid.to_string(),
             scheduler,
             max_parallelism,
             slots,
+            meters_full_ms,
         })
     }
 
@@ -219,23 +236,29 @@ impl FlinkActuator {
     fn rescale(&self, operator: &str, parallelism: usize) -> Result<Vec<String>, String> {
         let (vid, old) = self.vertex(operator)?;
         let path = format!("/jobs/{}/resource-requirements", self.jid);
-        let mut req = self.ep.get_json(&path, TIMEOUT).map_err(|e| {
-            format!("{} ({})", http(e), self.adaptive_needed())
-        })?;
+        let mut req = self
+            .ep
+            .get_json(&path, TIMEOUT)
+            .map_err(|e| format!("{} ({})", http(e), self.adaptive_needed()))?;
         let entry = req
             .get_mut(&vid)
             .and_then(|v| v.get_mut("parallelism"))
             .ok_or_else(|| format!("{path} lists no vertex {vid}"))?;
-        let lower = entry["lowerBound"].as_u64().unwrap_or(1).min(parallelism as u64);
+        let lower = entry["lowerBound"]
+            .as_u64()
+            .unwrap_or(1)
+            .min(parallelism as u64);
         entry["lowerBound"] = json!(lower);
         entry["upperBound"] = json!(parallelism);
         let put = Instant::now();
-        self.ep.put_json(&path, &req, TIMEOUT).map_err(|e| match e {
-            HttpError::Status { status, .. } if status < 600 => {
-                format!("{} ({})", http(e), self.adaptive_needed())
-            }
-            e => http(e),
-        })?;
+        self.ep
+            .put_json(&path, &req, TIMEOUT)
+            .map_err(|e| match e {
+                HttpError::Status { status, .. } if status < 600 => {
+                    format!("{} ({})", http(e), self.adaptive_needed())
+                }
+                e => http(e),
+            })?;
         let deadline = put + FLINK_RESCALE_DEADLINE;
         loop {
             let job = self
@@ -248,8 +271,7 @@ impl FlinkActuator {
                 .flatten()
                 .find(|v| v["id"] == vid.as_str());
             let at = v.and_then(|v| v["parallelism"].as_u64()).unwrap_or(0) as usize;
-            let running = v.is_some_and(|v| v["status"] == "RUNNING")
-                && job["state"] == "RUNNING";
+            let running = v.is_some_and(|v| v["status"] == "RUNNING") && job["state"] == "RUNNING";
             if at == parallelism && running {
                 return Ok(vec![format!(
                     "Flink's /jobs/{} shows `{operator}` RUNNING at parallelism {parallelism} \
@@ -329,6 +351,9 @@ impl Actuator for FlinkActuator {
             s.push_str(&format!("\nNot applied: {}.", self.adaptive_needed()));
         }
         s
+    }
+    fn first_measurement_ms(&self) -> u64 {
+        self.meters_full_ms
     }
     fn policy(&self) -> Policy {
         Policy {
@@ -442,14 +467,30 @@ pub fn run_loop(
             .as_ref()
             .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
     };
+    let first = act.first_measurement_ms();
     loop {
         if stopped() {
             break;
         }
-        let wait = ap.ready_at().saturating_sub(now_ms());
+        let mut wait = ap.ready_at().saturating_sub(now_ms());
+        if ap.log().is_empty() && first > now_ms() {
+            wait = wait.max(first - now_ms());
+            say(format!(
+                "autopilot: the job is younger than its engine's {} s rate meters",
+                FLINK_METER_SPAN.as_secs()
+            ));
+        }
         if wait > 0 {
             say(format!("autopilot: waiting {:.1} s", wait as f64 / 1000.0));
-            std::thread::sleep(Duration::from_millis(wait));
+            let until = Instant::now() + Duration::from_millis(wait);
+            while Instant::now() < until && !stopped() {
+                std::thread::sleep(
+                    Duration::from_millis(100).min(until.saturating_duration_since(Instant::now())),
+                );
+            }
+            if stopped() {
+                break;
+            }
         }
         let started = Instant::now();
         let report = sample_and_diagnose_with(src, Some(jid), window, opts.no_flame_graphs)?;
@@ -457,10 +498,17 @@ pub fn run_loop(
         let done;
         if ap.awaiting_judgement() {
             match ap.judge(now, &report.job) {
-                Verdict::RollBack { decision, change, to } => {
+                Verdict::RollBack {
+                    decision,
+                    change,
+                    to,
+                } => {
                     let r = act.roll_back(&change, to.as_ref());
-                    if let Err(e) = &r {
-                        say(format!("autopilot: rolling back failed: {e}"));
+                    match &r {
+                        Ok(notes) => notes
+                            .iter()
+                            .for_each(|n| say(format!("autopilot: rolled back: {n}"))),
+                        Err(e) => say(format!("autopilot: rolling back failed: {e}")),
                     }
                     ap.rolled_back(decision, r);
                 }
@@ -491,7 +539,9 @@ pub fn run_loop(
                         "autopilot: {} — decided {:.1} s after sampling began; applying {}",
                         report.diagnosis.verdict(),
                         started.elapsed().as_secs_f64(),
-                        ap.log().last().map_or(String::new(), |d| d.change_text.clone())
+                        ap.log()
+                            .last()
+                            .map_or(String::new(), |d| d.change_text.clone())
                     ));
                     let r = act.apply(&change);
                     match &r {
@@ -508,7 +558,10 @@ pub fn run_loop(
             let text = d.to_json().to_string();
             if sent.get(&d.id) != Some(&text) {
                 if let Err(e) = act.record(d) {
-                    say(format!("autopilot: could not report decision {}: {e}", d.id));
+                    say(format!(
+                        "autopilot: could not report decision {}: {e}",
+                        d.id
+                    ));
                 }
                 sent.insert(d.id, text);
             }
@@ -519,4 +572,52 @@ pub fn run_loop(
     }
     outcome.decisions = ap.log().to_vec();
     Ok(outcome)
+}
+
+/// `sluice run … --autopilot`: the loop on a thread of its own against the job's REST API.
+pub struct InProcess {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl InProcess {
+    pub fn start(url: &str, token: Option<String>, jid: String) -> InProcess {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (url, flag) = (url.to_string(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("autopilot".into())
+            .spawn(move || {
+                let client = ClientArgs {
+                    token,
+                    ..ClientArgs::default()
+                };
+                let opts = LoopOptions {
+                    watch: true,
+                    window: None,
+                    // Sluice reports CPU time per subtask: metrics decide within the window,
+                    // where a flame graph would add its ~5 s sampling run to every decision.
+                    no_flame_graphs: true,
+                    stop: Some(flag.clone()),
+                };
+                let run = || -> anyhow::Result<()> {
+                    let (src, jid, act, _) = connect(&url, &client, Some(&jid))?;
+                    run_loop(&src, &jid, act.as_ref(), &opts, &|l| eprintln!("{l}"))?;
+                    Ok(())
+                };
+                if let Err(e) = run() {
+                    // A finished job ends the loop mid-sample: only a live job's error is news.
+                    if !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                        eprintln!("autopilot stopped: {e:#}");
+                    }
+                }
+            })
+            .expect("spawning the autopilot thread");
+        InProcess { stop, thread }
+    }
+
+    /// Stops the loop after its current step and waits for it.
+    pub fn stop(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
 }

@@ -658,9 +658,8 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<ExitCode> {
             no_flame_graphs: args.no_flame_graphs,
             stop: None,
         };
-        let out = crate::autopilot_cmd::run_loop(&src, &jid, act.as_ref(), &opts, &|l| {
-            println!("{l}")
-        })?;
+        let out =
+            crate::autopilot_cmd::run_loop(&src, &jid, act.as_ref(), &opts, &|l| println!("{l}"))?;
         return Ok(if out.advised {
             ExitCode::from(2)
         } else {

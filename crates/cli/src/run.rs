@@ -206,6 +206,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let running = sluice::Running::start(&env, &args.rest, say)?;
     let monitor = running.monitor().clone();
+    let autopilot = match (args.autopilot, running.rest_addr()) {
+        (false, _) => None,
+        (true, None) => anyhow::bail!("--autopilot needs the REST API (drop --no-rest)"),
+        (true, Some(addr)) => Some(crate::autopilot_cmd::InProcess::start(
+            &format!("http://{addr}"),
+            args.rest.rest_token.clone(),
+            monitor.job_id.to_string(),
+        )),
+    };
     let profiling = args
         .profile_all
         .then(|| ProfileAll::start(&monitor, args.profile_hz));
@@ -227,6 +236,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .stats_json
         .then(|| crate::in_flight::InFlightSampler::start(monitor.clone()));
     let (outcome, finished) = running.wait();
+    if let Some(a) = autopilot {
+        a.stop();
+    }
     let profiled = profiling.map(ProfileAll::finish);
     progress.finish();
     let in_flight = in_flight.map(|s| s.finish());

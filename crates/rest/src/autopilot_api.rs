@@ -85,8 +85,8 @@ pub fn autopilot_log(ctx: &Ctx, jid: &str) -> ApiResult {
 pub fn put_decision(ctx: &Ctx, jid: &str, body: &[u8]) -> ApiResult {
     let m = ctx.job(jid)?;
     let bad = |what: &str| ApiError::bad_request(format!("Bad request: {what}"));
-    let d: Value = serde_json::from_slice(body)
-        .map_err(|e| bad(&format!("the body is not JSON ({e})")))?;
+    let d: Value =
+        serde_json::from_slice(body).map_err(|e| bad(&format!("the body is not JSON ({e})")))?;
     if !d.is_object() {
         return Err(bad("the body must be a decision object"));
     }

@@ -447,10 +447,7 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
             r("Diagnosis"),
         ),
         (Endpoint::Autopilot, "PUT") => obj(vec![("id", int())]),
-        (Endpoint::Autopilot, _) => obj(vec![
-            ("decisions", arr(ty("object"))),
-            ("dropped", int()),
-        ]),
+        (Endpoint::Autopilot, _) => obj(vec![("decisions", arr(ty("object"))), ("dropped", int())]),
         (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
         (Endpoint::Checkpoints, _) => obj(vec![
             ("counts", ty("object")),

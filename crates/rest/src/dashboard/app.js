@@ -595,6 +595,40 @@
       }
     });
   }
+  // The autopilot's decision log (GET /jobs/:jid/autopilot, Sluice extension): one entry per
+  // decision, newest first, with the figures before and after the change and its outcome.
+  function refreshAutopilot() {
+    if (state.autopilotMissing) return Promise.resolve();
+    var jid = state.job;
+    return get("/jobs/" + jid + "/autopilot").then(function (a) {
+      if (jid === state.job) renderAutopilot(a);
+    }).catch(function (e) { if (e.status === 404) state.autopilotMissing = true; });
+  }
+  function figures(m) {
+    if (!m) return "–";
+    return "p=" + esc(m.parallelism) + " · " + esc(m.bottleneck) + " " + fmtNum(m["bottleneck-rate"]) +
+      "/s · job " + fmtNum(m.throughput) + "/s";
+  }
+  function signedPct(x) {
+    return x == null ? "n/a" : (x >= 0 ? "+" : "") + Math.round(x * 100) + " %";
+  }
+  function renderAutopilot(a) {
+    var list = (a && a.decisions) || [];
+    $("autopilot").hidden = list.length === 0;
+    if (!list.length) return;
+    var h = list.slice().reverse().map(function (d) {
+      var when = d.time ? new Date(d.time).toLocaleTimeString() : "";
+      var gain = d.gain ? ' <span class="chip" data-testid="autopilot-gain">rate ' + signedPct(d.gain["bottleneck-rate"]) +
+        " · throughput " + signedPct(d.gain.throughput) + "</span>" : "";
+      return '<li class="' + esc(d.outcome) + '" data-testid="autopilot-decision" data-outcome="' + esc(d.outcome) + '">' +
+        '<div><b>#' + esc(d.id) + " " + esc(d.outcome) + "</b> " + esc(when) + " · " + esc(d["change-text"]) + gain + "</div>" +
+        '<div class="figs" data-testid="autopilot-before">before: ' + figures(d.before) + "</div>" +
+        (d.after ? '<div class="figs" data-testid="autopilot-after">after: ' + figures(d.after) + "</div>" : "") +
+        (d.reason ? '<div class="muted" data-testid="autopilot-reason">' + esc(d.reason) + "</div>" : "") +
+        "</li>";
+    });
+    $("autopilot-body").innerHTML = h.join("");
+  }
   function renderDoctor(d) {
     var body = $("doctor-body");
     body.className = "";
@@ -687,7 +721,7 @@
       }
       if (!state.job) { $("jobview").hidden = true; $("nojob").hidden = false; return; }
       return refreshJob().then(function () {
-        return Promise.all([refreshVertex(), refreshDoctor(), refreshCheckpoints(), refreshFlame()]);
+        return Promise.all([refreshVertex(), refreshDoctor(), refreshAutopilot(), refreshCheckpoints(), refreshFlame()]);
       });
     });
     p.then(function () {
