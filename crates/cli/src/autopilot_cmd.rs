@@ -88,13 +88,33 @@ pub struct SluiceActuator {
 }
 
 impl SluiceActuator {
+    /// `POST /jobs/:jid/doctor/apply` (savepoint → rewrite → restore, answered once done) with
+    /// `body`: `{"plan-change": …}` or `{"rollback": true}`; the notes are the server's plan
+    /// diff lines and the pause it measured.
     fn post_change(&self, body: &Value) -> Result<Vec<String>, String> {
         let path = format!("/jobs/{}/doctor/apply", self.jid);
-        match self.ep.post_json(&path, body, Duration::from_secs(60)) {
-            Ok(answer) => Ok(vec![match answer.get("diff") {
-                Some(diff) => format!("plan diff: {diff}"),
-                None => format!("server answered: {answer}"),
-            }]),
+        match self.ep.post_json(&path, body, Duration::from_secs(120)) {
+            Ok(answer) => {
+                if let Some(f) = answer["failure"].as_str() {
+                    return Err(format!("the server could not apply it: {f}"));
+                }
+                let mut notes = Vec::new();
+                if let Some(p) = answer["pauseMillis"].as_f64() {
+                    notes.push(format!(
+                        "applied by the server ({}), pause {p:.0} ms",
+                        answer["state"].as_str().unwrap_or("done")
+                    ));
+                }
+                for c in answer["changes"].as_array().into_iter().flatten() {
+                    if let Some(c) = c.as_str() {
+                        notes.push(format!("plan diff: {c}"));
+                    }
+                }
+                if notes.is_empty() {
+                    notes.push(format!("server answered: {answer}"));
+                }
+                Ok(notes)
+            }
             Err(HttpError::Status { status: 404, .. }) => Err(format!(
                 "this server has no POST {path} (live healing is not in this build)"
             )),
@@ -108,17 +128,12 @@ impl Actuator for SluiceActuator {
         true
     }
     fn apply(&self, change: &PlanChange) -> Result<Vec<String>, String> {
-        self.post_change(&json!({"change": plan_change_json(change)}))
+        self.post_change(&json!({"plan-change": plan_change_json(change)}))
     }
-    fn roll_back(
-        &self,
-        change: &PlanChange,
-        to: Option<&PlanChange>,
-    ) -> Result<Vec<String>, String> {
-        match to {
-            Some(back) => self.post_change(&json!({"change": plan_change_json(back)})),
-            None => self.post_change(&json!({"change": plan_change_json(change), "revert": true})),
-        }
+    /// The server keeps the plan before each change: a roll-back restores it, whatever the
+    /// change was (so `to` is not needed).
+    fn roll_back(&self, _: &PlanChange, _: Option<&PlanChange>) -> Result<Vec<String>, String> {
+        self.post_change(&json!({"rollback": true}))
     }
     fn record(&self, d: &Decision) -> Result<(), String> {
         let path = format!("/jobs/{}/autopilot", self.jid);

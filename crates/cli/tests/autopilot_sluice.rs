@@ -26,11 +26,19 @@ fn doctor_apply_on_sluice_logs_its_decision_with_figures() {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let (jid, out) = loop {
         let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["doctor", "--url", &url, "--apply", "--window", "2", "--no-flame-graphs"])
+            .args([
+                "doctor",
+                "--url",
+                &url,
+                "--apply",
+                "--window",
+                "2",
+                "--no-flame-graphs",
+            ])
             .output()
             .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout).to_string()
-            + &String::from_utf8_lossy(&o.stderr);
+        let out =
+            String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
         assert!(o.status.success(), "{out}");
         let jid = get(&format!("{url}/jobs/overview"))["jobs"][0]["jid"]
             .as_str()
@@ -48,7 +56,10 @@ fn doctor_apply_on_sluice_logs_its_decision_with_figures() {
     assert_eq!(d["cause"], "under-provisioned", "{log}");
     assert_eq!(d["change"]["kind"], "parallelism", "{log}");
     assert_eq!(d["before"]["parallelism"], 1, "{log}");
-    assert!(d["before"]["bottleneck-rate"].as_f64().unwrap() > 0.0, "{log}");
+    assert!(
+        d["before"]["bottleneck-rate"].as_f64().unwrap() > 0.0,
+        "{log}"
+    );
     assert!(d["before"]["throughput"].as_f64().unwrap() > 0.0, "{log}");
     match d["outcome"].as_str().unwrap() {
         "failed" => assert!(

@@ -39,8 +39,14 @@ fn decisions_are_stored_upserted_by_id_and_validated() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.json()["id"], 1);
     // The same id again replaces it (the outcome settled), a new id appends.
-    assert_eq!(send_json(s.addr, "PUT", &path, &decision(1, "kept")).status, 200);
-    assert_eq!(send_json(s.addr, "PUT", &path, &decision(2, "skipped")).status, 200);
+    assert_eq!(
+        send_json(s.addr, "PUT", &path, &decision(1, "kept")).status,
+        200
+    );
+    assert_eq!(
+        send_json(s.addr, "PUT", &path, &decision(2, "skipped")).status,
+        200
+    );
     let log = get_json(s.addr, &path);
     let ds = log["decisions"].as_array().unwrap();
     assert_eq!(ds.len(), 2, "{log}");
@@ -53,17 +59,29 @@ fn decisions_are_stored_upserted_by_id_and_validated() {
         ("not json", "not JSON"),
         ("[1]", "decision object"),
         (r#"{"id":0,"outcome":"kept","change-text":"x"}"#, "`id`"),
-        (r#"{"id":3,"outcome":"maybe","change-text":"x"}"#, "`outcome`"),
+        (
+            r#"{"id":3,"outcome":"maybe","change-text":"x"}"#,
+            "`outcome`",
+        ),
         (r#"{"id":3,"outcome":"kept"}"#, "`change-text`"),
     ] {
         let r = send_json(s.addr, "PUT", &path, body);
         assert_eq!(r.status, 400, "{body}: {}", r.body);
         assert!(r.body.contains(why), "{body}: {}", r.body);
     }
-    assert_eq!(get_json(s.addr, &path)["decisions"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        get_json(s.addr, &path)["decisions"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
     // Mutating: a PUT without a JSON content type is refused (policy), an unknown job is 404.
     assert_eq!(request(s.addr, "PUT", &path).status, 415);
     let other = "/jobs/00000000000000000000000000000001/autopilot";
-    assert_eq!(send_json(s.addr, "PUT", other, &decision(1, "kept")).status, 404);
+    assert_eq!(
+        send_json(s.addr, "PUT", other, &decision(1, "kept")).status,
+        404
+    );
     assert_eq!(request(s.addr, "GET", other).status, 404);
 }
