@@ -491,6 +491,7 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/config",
     "/jobs/{jobid}/plan",
     "/jobs/{jobid}/doctor",
+    "/jobs/{jobid}/autopilot",
     "/jobs/{jobid}/vertices/{vertexid}",
     "/jobs/{jobid}/vertices/{vertexid}/backpressure",
     "/jobs/{jobid}/vertices/{vertexid}/subtasktimes",
