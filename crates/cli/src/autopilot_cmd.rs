@@ -367,8 +367,14 @@ impl Actuator for FlinkActuator {
         }
         s
     }
+    /// Only a change to be judged needs true rates: without the adaptive scheduler the fix is
+    /// advice and need not wait for the meters.
     fn first_measurement_ms(&self) -> u64 {
-        self.meters_full_ms
+        if self.adaptive() {
+            self.meters_full_ms
+        } else {
+            0
+        }
     }
     fn policy(&self) -> Policy {
         Policy {
