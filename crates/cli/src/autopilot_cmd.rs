@@ -642,3 +642,74 @@ impl InProcess {
         let _ = self.thread.join();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_doctor::{FixProposal, HotKey};
+
+    fn diagnosis(cause: Cause, change: Option<PlanChange>) -> Diagnosis {
+        Diagnosis {
+            bottleneck: None,
+            cause,
+            confidence: 0.9,
+            evidence: vec![],
+            fix: Some(FixProposal {
+                description: String::new(),
+                change: "the fix".into(),
+                plan_change: change,
+            }),
+            expected_effect: String::new(),
+            undetermined: vec![],
+            source_splits: None,
+            lag: None,
+        }
+    }
+
+    #[test]
+    fn sluice_is_told_from_flink_by_its_revision() {
+        let sluice = json!({"flink-version": "2.3.0", "flink-revision": "sluice-0.1.0"});
+        let flink = json!({"flink-version": "2.3.0", "flink-revision": "c0f8d1a @ 2026-06-14"});
+        assert_eq!(detect_engine(&sluice), Engine::Sluice);
+        assert_eq!(detect_engine(&flink), Engine::Flink);
+    }
+
+    #[test]
+    fn flink_advice_is_java_code() {
+        let skew = diagnosis(
+            Cause::KeySkew {
+                hot_keys: vec![HotKey {
+                    key: "0".into(),
+                    share: 0.8,
+                }],
+            },
+            Some(PlanChange::TwoPhase {
+                operator: "sum".into(),
+                buckets: 8,
+            }),
+        );
+        let code = flink_code_advice(&skew).unwrap();
+        assert!(
+            code.contains("nextInt(8)") && code.contains(".keyBy(t -> t.f0)"),
+            "{code}"
+        );
+        let blocking = diagnosis(
+            Cause::BlockingCalls,
+            Some(PlanChange::AsyncIo {
+                operator: "lookup".into(),
+                capacity: 24,
+            }),
+        );
+        let code = flink_code_advice(&blocking).unwrap();
+        assert!(
+            code.contains(
+                "AsyncDataStream.unorderedWait(stream, new AsyncLookup(), 5, TimeUnit.SECONDS, 24)"
+            ),
+            "{code}"
+        );
+        assert_eq!(
+            flink_code_advice(&diagnosis(Cause::UnderProvisioned, None)),
+            None
+        );
+    }
+}
