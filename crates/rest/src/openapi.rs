@@ -242,6 +242,50 @@ fn diagnosis() -> Json {
     )
 }
 
+/// Flink 2.3's `JobRescaleDetails`, with Sluice's record under `sluice`.
+fn rescale_details() -> Json {
+    obj(vec![
+        ("rescaleUuid", string()),
+        ("resourceRequirementsUuid", string()),
+        ("rescaleAttemptId", int()),
+        ("vertices", map_of(ty("object"))),
+        ("slots", ty("object")),
+        ("schedulerStates", arr(ty("object"))),
+        ("startTimestampInMillis", int()),
+        ("endTimestampInMillis", int()),
+        ("terminalState", string()),
+        ("triggerCause", string()),
+        ("terminatedReason", string()),
+        ("sluice", rescale_record()),
+    ])
+}
+
+/// `POST /jobs/:jid/doctor/apply`'s answer: one plan change as Sluice records it.
+fn rescale_record() -> Json {
+    obj(vec![
+        ("rescaleUuid", string()),
+        ("rescaleAttemptId", int()),
+        ("trigger", string()),
+        ("change", ty("object")),
+        ("rollbackOf", ty("string").with("nullable", true)),
+        ("state", string()),
+        ("failure", ty("string").with("nullable", true)),
+        ("startTimestampInMillis", int()),
+        ("endTimestampInMillis", int()),
+        ("pauseMillis", ty("number").with("nullable", true)),
+        ("savepoint", ty("string").with("nullable", true)),
+        ("vertices", arr(ty("object"))),
+        (
+            "plan",
+            obj(vec![
+                ("before", arr(ty("object"))),
+                ("after", arr(ty("object"))),
+            ]),
+        ),
+        ("changes", arr(string())),
+    ])
+}
+
 fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
     const JSON: &str = "application/json";
     let s = match (e, method) {
@@ -448,6 +492,40 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
         ),
         (Endpoint::Autopilot, "PUT") => obj(vec![("id", int())]),
         (Endpoint::Autopilot, _) => obj(vec![("decisions", arr(ty("object"))), ("dropped", int())]),
+        (Endpoint::DoctorApply, _) => rescale_record(),
+        (Endpoint::ResourceRequirements, "PUT") => ty("object"),
+        (Endpoint::ResourceRequirements, _) => map_of(obj(vec![(
+            "parallelism",
+            obj(vec![("lowerBound", int()), ("upperBound", int())]),
+        )])),
+        (Endpoint::RescalesConfig, _) => obj(vec![
+            ("rescaleHistoryMax", int()),
+            (
+                "schedulerExecutionMode",
+                ty("string").with("nullable", true),
+            ),
+            ("submissionResourceWaitTimeoutInMillis", int()),
+            ("submissionResourceStabilizationTimeoutInMillis", int()),
+            ("slotIdleTimeoutInMillis", int()),
+            ("executingCooldownTimeoutInMillis", int()),
+            ("executingResourceStabilizationTimeoutInMillis", int()),
+            ("maximumDelayForTriggeringRescaleInMillis", int()),
+            ("rescaleOnFailedCheckpointCount", int()),
+        ]),
+        (Endpoint::RescalesHistory, _) => arr(rescale_details()),
+        (Endpoint::RescaleDetails, _) => rescale_details(),
+        (Endpoint::RescalesOverview, _) => obj(vec![
+            (
+                "rescalesCounts",
+                obj(vec![
+                    ("ignored", int()),
+                    ("inProgress", int()),
+                    ("completed", int()),
+                    ("failed", int()),
+                ]),
+            ),
+            ("latest", ty("object")),
+        ]),
         (Endpoint::TaskManagers, _) => obj(vec![("taskmanagers", arr(ty("object")))]),
         (Endpoint::Checkpoints, _) => obj(vec![
             ("counts", ty("object")),
@@ -577,6 +655,10 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
     }
     let (status, what) = if op.method == "PATCH" {
         ("202", "Cancellation accepted")
+    } else if route.endpoint == Endpoint::DoctorApply
+        || (route.endpoint == Endpoint::ResourceRequirements && op.method == "PUT")
+    {
+        ("200", "Applied: the job runs the new plan")
     } else if op.method == "POST" {
         ("202", "Request accepted")
     } else {
@@ -604,13 +686,16 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             error_response("Unknown job, vertex, subtask or metric"),
         );
     }
-    if op.method == "PATCH" || op.method == "POST" {
-        responses = responses.with("409", error_response("The job has already ended"));
+    if op.method == "PATCH" || op.method == "POST" || op.method == "PUT" {
+        responses = responses.with(
+            "409",
+            error_response("The job has already ended, or cannot change its plan live"),
+        );
     }
     if op.method == "POST" || op.method == "PUT" {
         responses = responses.with(
             "400",
-            error_response("Malformed request body, or a target outside the savepoint directory"),
+            error_response("Malformed request body, a refused plan change, bad bounds, or a target outside the savepoint directory"),
         );
     }
     if op.mutating {
@@ -673,8 +758,25 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             ),
         );
     }
+    if op.method == "PUT" && route.endpoint == Endpoint::ResourceRequirements {
+        operation = operation.with(
+            "requestBody",
+            Json::obj().with("required", true).with(
+                "content",
+                Json::obj().with(
+                    "application/json",
+                    Json::obj().with("schema", ok_schema(route.endpoint, "GET").1),
+                ),
+            ),
+        );
+    }
     if op.method == "POST" {
-        let props = if route.endpoint == Endpoint::Stop {
+        let props = if route.endpoint == Endpoint::DoctorApply {
+            obj(vec![
+                ("plan-change", ty("object")),
+                ("rollback", ty("boolean")),
+            ])
+        } else if route.endpoint == Endpoint::Stop {
             obj(vec![
                 ("targetDirectory", string()),
                 ("drain", ty("boolean")),
@@ -687,10 +789,12 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         };
         operation = operation.with(
             "requestBody",
-            Json::obj().with("required", true).with(
-                "content",
-                Json::obj().with("application/json", Json::obj().with("schema", props)),
-            ),
+            Json::obj()
+                .with("required", route.endpoint != Endpoint::DoctorApply)
+                .with(
+                    "content",
+                    Json::obj().with("application/json", Json::obj().with("schema", props)),
+                ),
         );
     }
     operation

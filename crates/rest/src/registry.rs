@@ -5,6 +5,8 @@ use std::sync::{Arc, RwLock};
 use sluice_runtime::JobMonitor;
 use sluice_types::JobId;
 
+use crate::live::LiveControl;
+
 /// The running and finished jobs of this process, in registration order. Finished jobs stay
 /// (with their final metrics) so `/jobs/overview` can list them, as Flink's history does.
 #[derive(Default)]
@@ -12,6 +14,8 @@ pub struct JobRegistry {
     jobs: RwLock<Vec<Arc<JobMonitor>>>,
     /// The autopilot's decisions per job (`GET/PUT /jobs/:jobid/autopilot`).
     pub(crate) autopilot: crate::autopilot_api::AutopilotLogs,
+    /// Jobs that can change their plan while they run, by job id.
+    live: RwLock<Vec<(JobId, Arc<dyn LiveControl>)>>,
 }
 
 impl std::fmt::Debug for JobRegistry {
@@ -46,5 +50,32 @@ impl JobRegistry {
             .iter()
             .find(|m| m.job_id == id)
             .cloned()
+    }
+
+    /// Puts `monitor` in the place of the registered job with the same id (a live plan change
+    /// runs the same job id on a new job graph), or adds it.
+    pub fn replace(&self, monitor: Arc<JobMonitor>) {
+        let mut jobs = self.jobs.write().unwrap_or_else(|p| p.into_inner());
+        match jobs.iter_mut().find(|m| m.job_id == monitor.job_id) {
+            Some(slot) => *slot = monitor,
+            None => jobs.push(monitor),
+        }
+    }
+
+    /// Lets the REST API change job `id`'s plan while it runs through `control`.
+    pub fn register_live(&self, id: JobId, control: Arc<dyn LiveControl>) {
+        let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+        live.retain(|(j, _)| *j != id);
+        live.push((id, control));
+    }
+
+    /// The live control of job `id`, when it has one.
+    pub fn live(&self, id: JobId) -> Option<Arc<dyn LiveControl>> {
+        self.live
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .find(|(j, _)| *j == id)
+            .map(|(_, c)| c.clone())
     }
 }

@@ -36,6 +36,12 @@ pub enum Endpoint {
     CheckpointSubtasks,
     Doctor,
     Autopilot,
+    DoctorApply,
+    ResourceRequirements,
+    RescalesConfig,
+    RescalesHistory,
+    RescalesOverview,
+    RescaleDetails,
     TaskManagers,
     Prometheus,
     OpenApi,
@@ -198,6 +204,23 @@ pub static ROUTES: &[Route] = &[
             Operation { method: "PUT", query: &[], mutating: true,
                 summary: "Sluice extension: the autopilot reports one decision (upsert by its positive integer id; outcome one of applied, kept, rolled-back, skipped, failed, advised; change-text a string); 200 {\"id\"}. The last 200 decisions are kept." },
         ] },
+    Route { path: "/jobs/:jobid/doctor/apply", endpoint: Endpoint::DoctorApply,
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "Sluice extension: changes the running job's plan — aligned savepoint, stop, rewrite, restore with state migration, sources resume at their positions. Body {} applies the doctor's current proposal (409 when it has none), {\"plan-change\": {\"kind\": \"parallelism|two-phase|async-io|sink-option|lookup-cache\", \"operator\", ...}} that change (the doctor's plan-change object is accepted as it is), {\"rollback\": true} undoes the newest change. 200 once the job runs the new plan: {rescaleUuid, trigger, change, state, pauseMillis, vertices[].parallelism {before, after}, plan {before, after: nodes[] of id, name, parallelism, inputs[] {id, ship_strategy}, options}, changes[]}. 400 for a change the fixer refuses (with the reason), 409 when the job does not run or cannot change its plan live." }] },
+    Route { path: "/jobs/:jobid/resource-requirements", endpoint: Endpoint::ResourceRequirements,
+        operations: &[
+            get("Per vertex id {\"parallelism\": {\"lowerBound\": 1, \"upperBound\": <current parallelism>}} (Flink's adaptive scheduler shape)."),
+            Operation { method: "PUT", query: &[], mutating: true,
+                summary: "Rescales in place: body as the GET answer; each vertex whose upperBound differs from its parallelism runs at upperBound (a keyed vertex behind HASH, others behind REBALANCE), through an aligned savepoint, stop and restore with state migration. 200 {} once the job runs at the new parallelism; 400 for an unknown vertex or bad bounds (1 <= lowerBound <= upperBound <= max parallelism), 409 when the job cannot rescale live." },
+        ] },
+    Route { path: "/jobs/:jobid/rescales/config", endpoint: Endpoint::RescalesConfig,
+        operations: &[get("Rescale settings (Flink 2.3's keys): history size, cooldown and stabilization timeouts (0: Sluice rescales when asked).")] },
+    Route { path: "/jobs/:jobid/rescales/history", endpoint: Endpoint::RescalesHistory,
+        operations: &[get("Every plan change of the job, newest first, as Flink 2.3's JobRescaleDetails (vertices left empty as in Flink's history) with Sluice's record under 'sluice' (change, pauseMillis, plan diff).")] },
+    Route { path: "/jobs/:jobid/rescales/overview", endpoint: Endpoint::RescalesOverview,
+        operations: &[get("Rescale counts by terminal state and the latest completed/failed/ignored rescale (Flink 2.3's shape).")] },
+    Route { path: "/jobs/:jobid/rescales/details/:rescaleuuid", endpoint: Endpoint::RescaleDetails,
+        operations: &[get("One plan change with its vertices' pre/post-rescale parallelism (Flink 2.3's JobRescaleDetails) and Sluice's record under 'sluice'.")] },
     Route { path: "/taskmanagers", endpoint: Endpoint::TaskManagers,
         operations: &[get("The task managers: one, this process.")] },
     Route { path: "/taskmanagers/:taskmanagerid/thread-dump", endpoint: Endpoint::ThreadDump,
@@ -337,6 +360,17 @@ pub fn dispatch(
         (Endpoint::Doctor, _) => crate::doctor_api::doctor(&ctx, p(0)),
         (Endpoint::Autopilot, "PUT") => crate::autopilot_api::put_decision(&ctx, p(0), body),
         (Endpoint::Autopilot, _) => crate::autopilot_api::autopilot_log(&ctx, p(0)),
+        (Endpoint::DoctorApply, _) => crate::rescale_api::doctor_apply(&ctx, p(0), body),
+        (Endpoint::ResourceRequirements, "PUT") => {
+            crate::rescale_api::put_resource_requirements(&ctx, p(0), body)
+        }
+        (Endpoint::ResourceRequirements, _) => {
+            crate::rescale_api::resource_requirements(&ctx, p(0))
+        }
+        (Endpoint::RescalesConfig, _) => crate::rescale_api::rescales_config(&ctx, p(0)),
+        (Endpoint::RescalesHistory, _) => crate::rescale_api::rescales_history(&ctx, p(0)),
+        (Endpoint::RescalesOverview, _) => crate::rescale_api::rescales_overview(&ctx, p(0)),
+        (Endpoint::RescaleDetails, _) => crate::rescale_api::rescale_details(&ctx, p(0), p(1)),
         (Endpoint::TaskManagers, _) => api::taskmanagers(&ctx),
         (Endpoint::Prometheus, _) => Ok(Response {
             status: 200,

@@ -1,0 +1,282 @@
+//! Live plan changes: what a job that can change its plan while it runs offers the REST API.
+//!
+//! The REST crate knows no DataStream API, so the job's runner (`sluice::live`) implements
+//! [`LiveControl`] and registers it with the [`crate::JobRegistry`] beside the job's monitor.
+//! `PUT /jobs/:jid/resource-requirements`, `POST /jobs/:jid/doctor/apply` and the
+//! `/jobs/:jid/rescales/...` endpoints call it; a job without one answers 409 with the reason
+//! (Flink's default scheduler cannot change parallelism without a restart either).
+
+use serde_json::{json, Map, Value};
+use sluice_doctor::PlanChange;
+use sluice_plan::JobGraph;
+use sluice_types::Id128;
+
+/// What to change in a running job.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ApplyRequest {
+    /// A doctor plan change (given in the request, or the doctor's current proposal).
+    Change(PlanChange),
+    /// New parallelism per job vertex (`PUT /jobs/:jid/resource-requirements`: the upper bound).
+    Parallelism(Vec<(Id128, usize)>),
+    /// Undo the newest change that was not undone yet (the plan before it, restored the same
+    /// way: savepoint, stop, restore).
+    Rollback,
+}
+
+/// Why a change was not applied: the HTTP status (400 refused change, 409 the job's state does
+/// not allow it now, 500 the engine failed) and Flink's error message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl LiveError {
+    pub fn refused(message: impl Into<String>) -> LiveError {
+        LiveError {
+            status: 400,
+            message: message.into(),
+        }
+    }
+    pub fn conflict(message: impl Into<String>) -> LiveError {
+        LiveError {
+            status: 409,
+            message: message.into(),
+        }
+    }
+    pub fn internal(message: impl Into<String>) -> LiveError {
+        LiveError {
+            status: 500,
+            message: message.into(),
+        }
+    }
+}
+
+/// How a change ended (Flink's `TerminalState` of a rescale).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RescaleState {
+    Completed,
+    /// Not applied; the job runs its previous plan again. The reason.
+    Failed(String),
+}
+
+/// One vertex's parallelism in a change (Flink's `VertexParallelismRescaleInfo`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VertexRescale {
+    pub id: Id128,
+    pub name: String,
+    /// `None`: the vertex did not exist before (a rewrite added it).
+    pub before: Option<usize>,
+    /// `None`: the vertex does not exist after (a rewrite removed or re-chained it).
+    pub after: Option<usize>,
+}
+
+/// One applied (or failed) plan change: the rescale history's entry and `doctor/apply`'s answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RescaleRecord {
+    /// Random-looking 32-hex id (Flink: `rescaleUuid`).
+    pub uuid: Id128,
+    /// Sequence number of the change in this job, from 1 (Flink: `rescaleAttemptId`).
+    pub attempt: u64,
+    /// What asked: `resource-requirements`, `doctor-apply` or `rollback`.
+    pub trigger: &'static str,
+    /// The change as JSON ([`change_json`]); for a rollback the change it undid.
+    pub change: Value,
+    /// The uuid of the change a rollback undid.
+    pub rollback_of: Option<Id128>,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub state: RescaleState,
+    pub vertices: Vec<VertexRescale>,
+    /// Stream nodes before and after ([`plan_nodes`]).
+    pub plan_before: Value,
+    pub plan_after: Value,
+    /// The plan diff, one line per changed node (`~ [4] heavy-map  parallelism 1 -> 2 ...`).
+    pub changes: Vec<String>,
+    /// Milliseconds between the last record the sources emitted before the change and the
+    /// first one after it (the data pause), `None` when no record came after it yet.
+    pub pause_ms: Option<f64>,
+    /// The aligned savepoint the new plan restored from.
+    pub savepoint: Option<String>,
+}
+
+/// A running job that can change its plan (see the module docs).
+pub trait LiveControl: Send + Sync {
+    /// Applies `request`: aligned savepoint, stop, rewrite, restore with state migration;
+    /// returns once the job runs the new plan (or ran into the error, the old plan restored).
+    fn apply(&self, request: ApplyRequest) -> Result<RescaleRecord, LiveError>;
+    /// Every change so far, oldest first.
+    fn history(&self) -> Vec<RescaleRecord>;
+}
+
+/// The stream nodes of a plan: `[{id, name, parallelism, inputs: [{id, ship_strategy}],
+/// options: {key: value}}]`, in id order (the last value of an option wins, as it takes effect).
+pub fn plan_nodes(g: &JobGraph) -> Value {
+    Value::Array(
+        g.nodes
+            .iter()
+            .map(|(id, n)| {
+                let mut options = Map::new();
+                for (k, v) in &n.options {
+                    options.insert(k.clone(), Value::String(v.clone()));
+                }
+                json!({
+                    "id": id,
+                    "name": n.name,
+                    "parallelism": n.parallelism,
+                    "inputs": n.inputs.iter().map(|(from, s)| json!({
+                        "id": from,
+                        "ship_strategy": s.as_str(),
+                    })).collect::<Vec<_>>(),
+                    "options": options,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// A plan change as JSON: `{"kind", "operator", ...}` with the change's own fields
+/// (`parallelism` + `ship-strategy`, `buckets`, `capacity`, `key` + `value`, `max-rows`) —
+/// what [`parse_change`] reads back.
+pub fn change_json(c: &PlanChange) -> Value {
+    match c {
+        PlanChange::Parallelism {
+            operator,
+            parallelism,
+            ship,
+        } => {
+            json!({"kind": "parallelism", "operator": operator, "parallelism": parallelism, "ship-strategy": ship})
+        }
+        PlanChange::TwoPhase { operator, buckets } => {
+            json!({"kind": "two-phase", "operator": operator, "buckets": buckets})
+        }
+        PlanChange::AsyncIo { operator, capacity } => {
+            json!({"kind": "async-io", "operator": operator, "capacity": capacity})
+        }
+        PlanChange::SinkOption {
+            operator,
+            key,
+            value,
+        } => json!({"kind": "sink-option", "operator": operator, "key": key, "value": value}),
+        PlanChange::LookupCache { operator, max_rows } => {
+            json!({"kind": "lookup-cache", "operator": operator, "max-rows": max_rows})
+        }
+    }
+}
+
+/// Reads a plan change: [`change_json`]'s shape, or the `plan-change` object of
+/// `GET /jobs/:jid/doctor` as it is (where a changed value is `{"before", "after"}` and the
+/// sink option's new value is `after`). The error names the field.
+pub fn parse_change(v: &Value) -> Result<PlanChange, String> {
+    let o = v
+        .as_object()
+        .ok_or("the plan change must be a JSON object")?;
+    let text = |k: &str| -> Result<String, String> {
+        let f = o
+            .get(k)
+            .ok_or_else(|| format!("the plan change needs '{k}'"))?;
+        let f = f.get("after").unwrap_or(f);
+        f.as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("'{k}' must be a string"))
+    };
+    let number = |k: &str| -> Result<u64, String> {
+        let f = o
+            .get(k)
+            .ok_or_else(|| format!("the plan change needs '{k}'"))?;
+        let f = f.get("after").unwrap_or(f);
+        f.as_u64()
+            .ok_or_else(|| format!("'{k}' must be a non-negative integer"))
+    };
+    let operator = text("operator")?;
+    let kind = text("kind")?;
+    let size = |k: &str| -> Result<usize, String> {
+        usize::try_from(number(k)?).map_err(|_| format!("'{k}' is too large"))
+    };
+    Ok(match kind.as_str() {
+        "parallelism" => PlanChange::Parallelism {
+            operator,
+            parallelism: size("parallelism")?,
+            ship: text("ship-strategy")?,
+        },
+        "two-phase" => PlanChange::TwoPhase {
+            operator,
+            buckets: u32::try_from(number("buckets")?)
+                .map_err(|_| "'buckets' is too large".to_string())?,
+        },
+        "async-io" => PlanChange::AsyncIo {
+            operator,
+            capacity: size("capacity")?,
+        },
+        "sink-option" => PlanChange::SinkOption {
+            operator,
+            key: text("key")?,
+            value: match o.get("value") {
+                Some(_) => text("value")?,
+                None => text("after")?,
+            },
+        },
+        "lookup-cache" => PlanChange::LookupCache {
+            operator,
+            max_rows: size("max-rows")?,
+        },
+        other => {
+            return Err(format!(
+                "unknown plan change kind '{}' (parallelism, two-phase, async-io, sink-option, lookup-cache)",
+                crate::http::shorten(other)
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_round_trip_and_the_doctors_shape_is_read() {
+        let all = [
+            PlanChange::Parallelism {
+                operator: "heavy-map".into(),
+                parallelism: 2,
+                ship: "REBALANCE".into(),
+            },
+            PlanChange::TwoPhase {
+                operator: "sum".into(),
+                buckets: 8,
+            },
+            PlanChange::AsyncIo {
+                operator: "lookup".into(),
+                capacity: 16,
+            },
+            PlanChange::SinkOption {
+                operator: "sink".into(),
+                key: "sink.buffer-flush.max-rows".into(),
+                value: "500".into(),
+            },
+            PlanChange::LookupCache {
+                operator: "lookup".into(),
+                max_rows: 100,
+            },
+        ];
+        for c in &all {
+            assert_eq!(parse_change(&change_json(c)).as_ref(), Ok(c));
+        }
+        let doctor = json!({"kind": "parallelism", "operator": "heavy-map", "vertex": "ab",
+            "parallelism": {"before": 1, "after": 2},
+            "ship-strategy": {"before": "FORWARD", "after": "REBALANCE"}});
+        assert_eq!(parse_change(&doctor), Ok(all[0].clone()));
+        let doctor = json!({"kind": "sink-option", "operator": "sink",
+            "key": "sink.buffer-flush.max-rows", "before": "1", "after": "500"});
+        assert_eq!(parse_change(&doctor), Ok(all[3].clone()));
+        assert!(parse_change(&json!({"kind": "nope", "operator": "x"}))
+            .unwrap_err()
+            .contains("unknown plan change kind"));
+        assert!(
+            parse_change(&json!({"kind": "two-phase", "operator": "x", "buckets": -1}))
+                .unwrap_err()
+                .contains("buckets")
+        );
+        assert!(parse_change(&json!([])).is_err());
+    }
+}
