@@ -279,10 +279,12 @@ pub fn build(name: &str, nodes: &[StreamNode], cfg: &PlanConfig) -> Result<JobGr
             vertex_of.insert(m, index);
         }
         let chain_name = chained_name(head.id, &resolved, &successors);
+        // Members and names, not parallelism: as in Flink, a vertex keeps its id when it is
+        // rescaled (`PUT /jobs/:jid/resource-requirements` names vertices by id).
         let mut fingerprint = String::new();
         for m in &members {
             let r = &resolved[m];
-            fingerprint.push_str(&format!("{}:{}:{};", m, r.name, r.parallelism));
+            fingerprint.push_str(&format!("{}:{};", m, r.name));
         }
         vertices.push(JobVertex {
             index,

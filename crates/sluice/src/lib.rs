@@ -19,10 +19,12 @@
 //! ```
 //!
 //! Main types: [`RunOptions`] ([`EnvArgs`] + [`RestArgs`], clap arguments `sluice run`
-//! flattens too), [`run`] / [`Running`] / [`Finished`], [`SluiceError`].
+//! flattens too), [`run`] / [`Running`] / [`Finished`], [`SluiceError`]; [`live::LiveJob`]: a
+//! job that changes its plan while it runs (REST `PUT resource-requirements`, `doctor/apply`).
 
 pub mod bounds;
 mod checkpoint_log;
+pub mod live;
 mod options;
 mod rest;
 mod run;

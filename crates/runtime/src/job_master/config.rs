@@ -62,6 +62,9 @@ pub struct EnvConfig {
     pub allow_non_restored_state: bool,
     /// Injected failures, one per attempt (attempt k fails as `faults[k]` says).
     pub faults: Vec<FaultSpec>,
+    /// Run under this job id instead of a fresh one: a live plan change restores the same job
+    /// on a new job graph, and REST clients keep its id.
+    pub job_id: Option<sluice_types::JobId>,
 }
 
 /// Fail subtask `subtask` of the vertex whose name contains `vertex` after it received
@@ -114,6 +117,7 @@ impl Default for EnvConfig {
             restore_from: None,
             allow_non_restored_state: false,
             faults: Vec::new(),
+            job_id: None,
         }
     }
 }

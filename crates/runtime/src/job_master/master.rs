@@ -56,16 +56,18 @@ impl JobMaster {
             }
             None => None,
         };
-        let job_id = Id128::hash_of(
-            format!(
-                "{}:{:?}",
-                graph.name,
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default()
+        let job_id = cfg.job_id.unwrap_or_else(|| {
+            Id128::hash_of(
+                format!(
+                    "{}:{:?}",
+                    graph.name,
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                )
+                .as_bytes(),
             )
-            .as_bytes(),
-        );
+        });
         Ok(JobMaster {
             job_id,
             graph,

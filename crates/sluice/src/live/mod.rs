@@ -1,0 +1,378 @@
+//! Live plan changes: a job that changes its plan while it runs, losing nothing.
+//!
+//! [`LiveJob`] runs a job from its build function and applies a change (a doctor
+//! [`PlanChange`](sluice_doctor::PlanChange), a per-vertex parallelism, or the rollback of the
+//! newest change) as: check the change on a freshly built plan (the fixer refuses what would
+//! alter results, before the job is touched) → aligned stop-with-savepoint → rebuild the job
+//! with the changes in force → restore from the savepoint with state migration (keyed state
+//! redistributed by key group, sources at their positions, exactly-once sinks committing what
+//! the savepoint names) under the same job id. The planning half is [`plan`]; this module does
+//! the I/O. Each change is recorded ([`RescaleRecord`]) with its pause: from the stop request
+//! (sources emit nothing the savepoint does not cover after its barrier) to the first record
+//! the new plan's sources emit — an upper bound on the gap between the last record before and
+//! the first after.
+
+pub mod plan;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sluice_graph::config::EnvConfig;
+use sluice_graph::fixer::{self, Fix, PlanDiff};
+use sluice_graph::{JobExecution, JobGraph, JobHandle, JobMonitor, StreamEnv};
+use sluice_rest::live::{
+    change_json, plan_nodes, ApplyRequest, LiveControl, LiveError, RescaleRecord, RescaleState,
+};
+use sluice_rest::JobRegistry;
+use sluice_types::{Id128, JobId};
+
+use crate::SluiceError;
+
+/// Builds the job's operators on an environment (called again for every plan change, on a
+/// fresh environment with the same configuration plus the restore point).
+pub type BuildFn = Arc<dyn Fn(&StreamEnv) -> Result<(), String> + Send + Sync>;
+
+/// How long an applied change waits for the new plan's first record before it answers without
+/// a pause figure (a source with no input emits nothing).
+pub const FIRST_RECORD_WAIT: Duration = Duration::from_secs(10);
+
+struct State {
+    handle: Option<JobHandle>,
+    monitor: Arc<JobMonitor>,
+    log: plan::ChangeLog,
+    history: Vec<RescaleRecord>,
+    /// Plans run so far (1 = the first).
+    generation: u32,
+}
+
+/// A running job whose plan can change while it runs (see the module docs). Register it with a
+/// REST server's registry ([`LiveJob::start`] does) to serve `PUT resource-requirements`,
+/// `POST doctor/apply` and the rescale history.
+pub struct LiveJob {
+    build: BuildFn,
+    base: EnvConfig,
+    savepoint_dir: PathBuf,
+    registry: Option<Arc<JobRegistry>>,
+    job_id: JobId,
+    state: Mutex<State>,
+    /// A change is under way: the old plan's end is not the job's end.
+    changing: AtomicBool,
+}
+
+fn fresh_env(cfg: EnvConfig, build: &BuildFn, fixes: &[Fix]) -> Result<StreamEnv, String> {
+    let env = StreamEnv::with_config(cfg);
+    build(&env)?;
+    for f in fixes {
+        fixer::apply(&env, f).map_err(|e| format!("{} ({f:?})", e))?;
+    }
+    Ok(env)
+}
+
+impl LiveJob {
+    /// Builds and launches the job with `cfg`; savepoints for plan changes go under
+    /// `savepoint_dir`. With `registry`, the job and its live control are registered there.
+    pub fn start(
+        build: BuildFn,
+        cfg: EnvConfig,
+        savepoint_dir: PathBuf,
+        registry: Option<Arc<JobRegistry>>,
+    ) -> Result<Arc<LiveJob>, SluiceError> {
+        let env = fresh_env(cfg.clone(), &build, &[]).map_err(SluiceError::Config)?;
+        let handle = env.launch()?;
+        let monitor = handle.monitor();
+        let job_id = monitor.job_id;
+        let job = Arc::new(LiveJob {
+            build,
+            base: cfg,
+            savepoint_dir,
+            registry,
+            job_id,
+            state: Mutex::new(State {
+                handle: Some(handle),
+                monitor: monitor.clone(),
+                log: plan::ChangeLog::default(),
+                history: Vec::new(),
+                generation: 1,
+            }),
+            changing: AtomicBool::new(false),
+        });
+        if let Some(r) = &job.registry {
+            r.register(monitor);
+            r.register_live(job_id, job.clone());
+        }
+        Ok(job)
+    }
+
+    pub fn job_id(&self) -> JobId {
+        self.job_id
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The monitor of the plan running now.
+    pub fn monitor(&self) -> Arc<JobMonitor> {
+        self.lock().monitor.clone()
+    }
+
+    /// Cancels the job (the plan running now).
+    pub fn cancel(&self) {
+        if let Some(h) = &self.lock().handle {
+            h.cancel();
+        }
+    }
+
+    /// Waits until the job ends (not a plan change's stop): finished, failed or cancelled.
+    pub fn wait(&self) -> Result<JobExecution, SluiceError> {
+        loop {
+            if !self.changing.load(Ordering::Acquire) {
+                if let Ok(mut s) = self.state.try_lock() {
+                    if s.handle.as_ref().is_some_and(|h| h.is_finished()) {
+                        if let Some(h) = s.handle.take() {
+                            drop(s);
+                            return Ok(h.wait()?);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn config_for(&self, generation: u32, restore: Option<PathBuf>) -> EnvConfig {
+        let mut cfg = self.base.clone();
+        cfg.job_id = Some(self.job_id);
+        if generation > 1 {
+            // Each plan checkpoints into a directory of its own: the restored plan counts its
+            // checkpoints afresh and must not meet the previous plan's `chk-<n>`.
+            let base = cfg
+                .checkpoint_dir
+                .clone()
+                .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"));
+            cfg.checkpoint_dir = Some(base.join(format!("{}-plan-{generation}", self.job_id)));
+        }
+        if restore.is_some() {
+            cfg.restore_from = restore;
+        }
+        cfg
+    }
+
+    /// Applies `request` (see the module docs); returns the change's record once the job runs
+    /// the new plan.
+    pub fn apply(&self, request: ApplyRequest) -> Result<RescaleRecord, LiveError> {
+        let mut s = self.lock();
+        if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
+            return Err(LiveError::conflict(format!(
+                "Job {} has ended; only a running job changes its plan.",
+                self.job_id
+            )));
+        }
+        let before_graph = s.monitor.graph.clone();
+        let (trigger, new_fixes, fixes, change, rollback_of) = match &request {
+            ApplyRequest::Change(c) => {
+                let f = plan::to_fix(c).map_err(LiveError::refused)?;
+                let all = s.log.with(std::slice::from_ref(&f));
+                ("doctor-apply", vec![f], all, change_json(c), None)
+            }
+            ApplyRequest::Parallelism(targets) => {
+                let f = plan::rescale_fixes(&before_graph, targets).map_err(LiveError::refused)?;
+                let all = s.log.with(&f);
+                let change = serde_json::json!({
+                    "kind": "resource-requirements",
+                    "vertices": targets.iter().map(|(id, p)| serde_json::json!({"id": id.to_string(), "parallelism": p})).collect::<Vec<_>>(),
+                });
+                ("resource-requirements", f, all, change, None)
+            }
+            ApplyRequest::Rollback => {
+                let (undo, rest) = s
+                    .log
+                    .rollback()
+                    .ok_or_else(|| LiveError::conflict("There is no plan change to roll back."))?;
+                let change = s
+                    .history
+                    .iter()
+                    .find(|r| r.uuid == undo)
+                    .map(|r| r.change.clone())
+                    .unwrap_or(serde_json::Value::Null);
+                ("rollback", Vec::new(), rest, change, Some(undo))
+            }
+        };
+        // The change is checked on a fresh build before the running job is touched.
+        let trial = fresh_env(self.config_for(1, None), &self.build, &fixes)
+            .map_err(|e| LiveError::refused(format!("Refused plan change: {e}")))?;
+        let after_graph: JobGraph = trial
+            .job_graph()
+            .map_err(|e| LiveError::refused(format!("Refused plan change: {e}")))?;
+        drop(trial);
+        let diff = PlanDiff::between(&before_graph.nodes, &after_graph.nodes);
+        let changes: Vec<String> = diff.to_string().lines().map(str::to_string).collect();
+        let attempt = s.history.len() as u64 + 1;
+        let uuid = Id128::hash_of(
+            format!(
+                "rescale:{}:{attempt}:{}",
+                self.job_id,
+                crate::live::now_ms()
+            )
+            .as_bytes(),
+        );
+        let start_ms = now_ms();
+
+        self.changing.store(true, Ordering::Release);
+        let result = self.switch(&mut s, &fixes);
+        self.changing.store(false, Ordering::Release);
+        let (state, savepoint, pause_ms, plan_after) = match result {
+            Ok(Switched {
+                savepoint,
+                pause_ms,
+            }) => (
+                RescaleState::Completed,
+                Some(savepoint.display().to_string()),
+                pause_ms,
+                plan_nodes(&s.monitor.graph),
+            ),
+            Err(e) => {
+                let record = RescaleRecord {
+                    uuid,
+                    attempt,
+                    trigger,
+                    change,
+                    rollback_of,
+                    start_ms,
+                    end_ms: now_ms(),
+                    state: RescaleState::Failed(e.message.clone()),
+                    vertices: Vec::new(),
+                    plan_before: plan_nodes(&before_graph),
+                    plan_after: plan_nodes(&s.monitor.graph),
+                    changes,
+                    pause_ms: None,
+                    savepoint: None,
+                };
+                s.history.push(record);
+                return Err(e);
+            }
+        };
+        match rollback_of {
+            Some(undone) => s.log.undo(undone),
+            None => s.log.push(uuid, new_fixes),
+        }
+        let record = RescaleRecord {
+            uuid,
+            attempt,
+            trigger,
+            change,
+            rollback_of,
+            start_ms,
+            end_ms: now_ms(),
+            state,
+            vertices: plan::vertex_rescales(&before_graph, &s.monitor.graph),
+            plan_before: plan_nodes(&before_graph),
+            plan_after,
+            changes,
+            pause_ms,
+            savepoint,
+        };
+        tracing::info!(
+            job = %self.job_id,
+            trigger,
+            pause_ms = pause_ms.unwrap_or(-1.0),
+            "plan change applied"
+        );
+        s.history.push(record.clone());
+        Ok(record)
+    }
+
+    /// Stops the running plan with a savepoint and starts `fixes`' plan from it; when the new
+    /// plan cannot start, the previous one is started again from the same savepoint.
+    fn switch(&self, s: &mut State, fixes: &[Fix]) -> Result<Switched, LiveError> {
+        let requested = Instant::now();
+        let savepoint = s
+            .monitor
+            .savepoint(self.savepoint_dir.clone(), true)
+            .map_err(|e| {
+                LiveError::internal(format!(
+                    "The stop-with-savepoint failed, the plan is unchanged: {e}"
+                ))
+            })?;
+        if let Some(h) = s.handle.take() {
+            // Ends as cancelled after the savepoint: expected.
+            let _ = h.wait();
+        }
+        let generation = s.generation + 1;
+        let launch = |fixes: &[Fix]| -> Result<JobHandle, String> {
+            let env = fresh_env(
+                self.config_for(generation, Some(savepoint.clone())),
+                &self.build,
+                fixes,
+            )?;
+            env.launch().map_err(|e| e.to_string())
+        };
+        let handle = match launch(fixes) {
+            Ok(h) => h,
+            Err(e) => {
+                let previous = s.log.active();
+                return match launch(&previous) {
+                    Ok(h) => {
+                        self.install(s, h, generation);
+                        Err(LiveError::internal(format!(
+                            "The new plan did not start ({e}); the previous plan runs again from savepoint {}",
+                            savepoint.display()
+                        )))
+                    }
+                    Err(e2) => Err(LiveError::internal(format!(
+                        "The new plan did not start ({e}), nor the previous one ({e2}); the job is stopped at savepoint {} — restore it from there",
+                        savepoint.display()
+                    ))),
+                };
+            }
+        };
+        self.install(s, handle, generation);
+        let deadline = Instant::now() + FIRST_RECORD_WAIT;
+        let mut pause_ms = None;
+        while Instant::now() < deadline {
+            if s.monitor.records_emitted_by_sources() > 0 {
+                pause_ms = Some(requested.elapsed().as_secs_f64() * 1e3);
+                break;
+            }
+            if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        Ok(Switched {
+            savepoint,
+            pause_ms,
+        })
+    }
+
+    fn install(&self, s: &mut State, handle: JobHandle, generation: u32) {
+        let monitor = handle.monitor();
+        if let Some(r) = &self.registry {
+            r.replace(monitor.clone());
+        }
+        s.monitor = monitor;
+        s.handle = Some(handle);
+        s.generation = generation;
+    }
+}
+
+struct Switched {
+    savepoint: PathBuf,
+    pause_ms: Option<f64>,
+}
+
+fn now_ms() -> i64 {
+    sluice_runtime::executor::epoch_ms() as i64
+}
+
+impl LiveControl for LiveJob {
+    fn apply(&self, request: ApplyRequest) -> Result<RescaleRecord, LiveError> {
+        LiveJob::apply(self, request)
+    }
+
+    fn history(&self) -> Vec<RescaleRecord> {
+        self.lock().history.clone()
+    }
+}
