@@ -89,7 +89,7 @@ fn build(kafka: String, conn: String, topic: String, cfg: SkewConfig, per_ms: u6
         let seen = Arc::new(AtomicU64::new(0));
         let throttled = source
             .map(move |r: (i64, i64)| {
-                if seen.fetch_add(1, Ordering::Relaxed) % per_ms == 0 {
+                if seen.fetch_add(1, Ordering::Relaxed).is_multiple_of(per_ms) {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 r

@@ -492,6 +492,10 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/plan",
     "/jobs/{jobid}/doctor",
     "/jobs/{jobid}/autopilot",
+    "/jobs/{jobid}/resource-requirements",
+    "/jobs/{jobid}/rescales/config",
+    "/jobs/{jobid}/rescales/history",
+    "/jobs/{jobid}/rescales/overview",
     "/jobs/{jobid}/vertices/{vertexid}",
     "/jobs/{jobid}/vertices/{vertexid}/backpressure",
     "/jobs/{jobid}/vertices/{vertexid}/subtasktimes",
@@ -525,10 +529,11 @@ fn openapi_document_describes_every_served_path() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
     assert!(doc["info"]["title"].is_string());
     let paths = doc["paths"].as_object().unwrap();
-    // The two POST-only savepoint paths are checked by their own test.
+    // The POST-only savepoint, stop and doctor/apply paths and a rescale's details (none on a
+    // job that never rescaled) are checked below.
     assert_eq!(
         paths.len(),
-        SERVED.len() + 2,
+        SERVED.len() + 4,
         "{:?}",
         paths.keys().collect::<Vec<_>>()
     );
@@ -597,6 +602,36 @@ fn openapi_document_describes_every_served_path() {
     }
     let patch = &paths["/jobs/{jobid}"]["patch"];
     assert!(patch["responses"]["202"].is_object());
+    let apply = &paths["/jobs/{jobid}/doctor/apply"]["post"];
+    assert!(apply["responses"]["200"].is_object() && apply["responses"]["409"].is_object());
+    let put = &paths["/jobs/{jobid}/resource-requirements"]["put"];
+    assert!(put["responses"]["200"].is_object() && put["responses"]["400"].is_object());
+    assert!(put["requestBody"]["content"]["application/json"].is_object());
+    assert!(paths["/jobs/{jobid}/rescales/details/{rescaleuuid}"]["get"].is_object());
+    // A job not started live answers the mutations 409 with the reason, and unknown rescales 404.
+    let r = send_json(s.addr, "POST", &format!("/jobs/{jid}/doctor/apply"), "{}");
+    assert_eq!(r.status, 409, "{}", r.body);
+    assert!(
+        r.body.contains("cannot change its plan while it runs"),
+        "{}",
+        r.body
+    );
+    let r = send_json(
+        s.addr,
+        "PUT",
+        &format!("/jobs/{jid}/resource-requirements"),
+        "{}",
+    );
+    assert_eq!(r.status, 409, "{}", r.body);
+    let r = get(
+        s.addr,
+        &format!("/jobs/{jid}/rescales/details/0123456789abcdef0123456789abcdef"),
+    );
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert_eq!(
+        get_json(s.addr, &format!("/jobs/{jid}/rescales/history")),
+        serde_json::json!([])
+    );
     let metrics = &paths["/jobs/{jobid}/vertices/{vertexid}/subtasks/metrics"]["get"];
     let q: Vec<&str> = metrics["parameters"]
         .as_array()
