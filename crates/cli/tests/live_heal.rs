@@ -330,6 +330,22 @@ fn resource_requirements_rescale_a_map_behind_rebalance_and_rollback_restores_it
     );
     assert_eq!(status, 400, "{e}");
 
+    let apply = format!("{}/doctor/apply", live.base);
+    let keyed = json!({"plan-change": {"kind": "parallelism", "operator": "sum-per-key", "parallelism": 3, "ship-strategy": "REBALANCE"}});
+    let (status, e) = request("POST", &apply, Some(keyed));
+    assert_eq!(status, 400, "{e}");
+    assert!(e.to_string().contains("keyed"), "{e}");
+    let (status, e) = request(
+        "POST",
+        &apply,
+        Some(json!({"plan-change": {"kind": "two-phase"}})),
+    );
+    assert_eq!(status, 400, "{e}");
+    let (status, e) = request("POST", &apply, Some(json!({"rollback": "yes"})));
+    assert_eq!(status, 400, "{e}");
+    let (_, history) = request("GET", &format!("{}/rescales/history", live.base), None);
+    assert_eq!(history, json!([]), "refused changes touch nothing");
+
     req[&map_id]["parallelism"]["upperBound"] = json!(2);
     let (status, r) = request("PUT", &url, Some(req));
     assert_eq!((status, r.clone()), (200, json!({})), "{r}");
