@@ -611,6 +611,89 @@ impl<T: Send + 'static> InputGate<T> {
     }
 }
 
+impl<T: Send + 'static> InputGate<T> {
+    /// Remote exchange, sender side: `n` credits the remote receiver announced for `channel`
+    /// (Flink's `AddCredit`). A gate used as a network sender's outbox starts with no credits;
+    /// every buffer it ships to the wire spends one (see [`release_spent`](Self::release_spent)).
+    /// A credit that arrives while the channel owes overdraft buffers pays the debt first.
+    pub fn grant_credits(&mut self, channel: usize, n: usize) {
+        let mut st = self.shared.lock();
+        let mut wake = None;
+        let mut repays = Vec::new();
+        for _ in 0..n {
+            let (w, repay) = st.credit_freed(channel, Credit::Exclusive);
+            wake = wake.or(w);
+            repays.extend(repay);
+        }
+        for b in repays {
+            b.repay();
+        }
+        drop(st);
+        if let Some(ch) = wake {
+            self.shared.credit_cvs[ch].notify_one();
+        }
+    }
+
+    /// Remote exchange, sender side: a buffer went out on the wire; its credit was spent there
+    /// and comes back only as a new [`grant_credits`](Self::grant_credits) from the receiver.
+    pub fn release_spent(&mut self, mut buf: ReceivedBuffer<T>) {
+        buf.credit = Credit::None;
+        self.release(buf);
+    }
+
+    /// Buffers queued on `channel` and not taken yet: the backlog a network sender announces.
+    pub fn backlog(&self, channel: usize) -> usize {
+        let st = self.shared.lock();
+        st.channels[channel]
+            .queue
+            .iter()
+            .filter(|e| matches!(e, Entry::Buffer { .. }))
+            .count()
+    }
+
+    /// Whether the buffer carried a credit (`false`: the partial buffer an unaligned barrier
+    /// took along, which crosses the wire without credit too).
+    pub fn had_credit(buf: &ReceivedBuffer<T>) -> bool {
+        buf.credit != Credit::None
+    }
+}
+
+/// One credit reserved on a channel and owned (not borrowed from the sender): the network
+/// receiver holds one per credit it announced to the remote sender, and spends it on the buffer
+/// that arrives for it. Dropping it unsent hands the credit back.
+#[must_use = "an owned permit holds a credit until it is used to send"]
+pub struct OwnedPermit<T: Send + 'static> {
+    shared: Arc<Shared<T>>,
+    channel: usize,
+    credit: Option<Credit>,
+}
+
+impl<T: Send + 'static> OwnedPermit<T> {
+    /// Ships `records` as one buffer on the permit's credit.
+    pub fn send(mut self, records: Vec<T>) {
+        let credit = self.credit.take().unwrap_or(Credit::None);
+        let sender = ChannelSender {
+            shared: self.shared.clone(),
+            channel: self.channel,
+        };
+        let mut st = self.shared.lock();
+        let _ = sender.push_locked_raw(&mut st, records, credit);
+    }
+}
+
+impl<T: Send + 'static> Drop for OwnedPermit<T> {
+    fn drop(&mut self) {
+        if let Some(credit) = self.credit.take() {
+            let mut st = self.shared.lock();
+            let (wake, _) = st.credit_freed(self.channel, credit);
+            drop(st);
+            if let Some(ch) = wake {
+                self.shared.credit_cvs[ch].notify_one();
+            }
+        }
+    }
+}
+
 /// The sending end of one channel. Owned by the upstream subtask's writer.
 pub struct ChannelSender<T> {
     shared: Arc<Shared<T>>,
@@ -801,6 +884,28 @@ impl<T: Send + 'static> ChannelSender<T> {
         let st = self.shared.lock();
         let (mut st, credit) = self.wait_for_credit(st, waits, overdraft);
         Ok(self.push_locked_raw(&mut st, records, credit?))
+    }
+
+    /// [`reserve`](Self::reserve), but the permit owns its hold on the gate (see [`OwnedPermit`]).
+    pub fn reserve_owned(&self, waits: &WaitTimes) -> Result<OwnedPermit<T>, Cancelled> {
+        let st = self.shared.lock();
+        let (_st, credit) = self.wait_for_credit(st, waits, false);
+        Ok(OwnedPermit {
+            shared: self.shared.clone(),
+            channel: self.channel,
+            credit: Some(credit?),
+        })
+    }
+
+    /// Queues a buffer without a credit: only for the partial buffer an unaligned barrier took
+    /// along, arriving over the network after its barrier (the documented exception).
+    pub fn send_without_credit(&self, records: Vec<T>) -> Result<(), Cancelled> {
+        let mut st = self.shared.lock();
+        if st.cancelled {
+            return Err(Cancelled);
+        }
+        let _ = self.push_locked_raw(&mut st, records, Credit::None);
+        Ok(())
     }
 
     /// Sends if a credit is free right now; otherwise hands the records back untouched.

@@ -62,8 +62,8 @@ pub use config::ExchangeConfig;
 pub use counters::{mono_ns, ChannelCounters, WaitTimes};
 pub use debloat::{DebloatConfig, DebloatGauges};
 pub use gate::{
-    ChannelEvent, ChannelSender, GateCanceller, GateItem, GateWaker, InputGate, Permit,
-    ReceivedBuffer,
+    ChannelEvent, ChannelSender, GateCanceller, GateItem, GateWaker, InputGate, OwnedPermit,
+    Permit, ReceivedBuffer,
 };
 pub use overdraft::{OutputDebt, OverdraftBudget};
 pub use wait_stacks::{WaitPoint, WaitStack, WaitStacks};

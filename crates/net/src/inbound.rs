@@ -1,0 +1,194 @@
+//! The receiving process's side of remote channels: each remote channel feeds an ordinary
+//! [`ChannelSender`] of the downstream subtask's own [`InputGate`](sluice_channel::InputGate),
+//! so the task cannot tell a remote channel from a local one.
+//!
+//! Credit is the gate's own: a credit thread per channel reserves an [`OwnedPermit`] on the gate
+//! (its exclusive credits first, then the gate's floating pool) and announces it to the sender
+//! (`PartitionRequest` with the first `exclusive` credits, then one `AddCredit` per credit).
+//! It holds at most `max(exclusive, backlog)` unused credits, the backlog being what the sender
+//! announced in its latest buffer, so an idle channel does not sit on floating buffers. Each
+//! arriving buffer spends one held permit; a buffer with no permit is a protocol error. Credit
+//! frees when the task releases the buffer, exactly as for a local channel, which is why bytes
+//! in flight on the wire plus the gate's queue never exceed the gate's credits (plus the
+//! credit-less partial buffer of an unaligned barrier).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Instant;
+
+use serde::de::DeserializeOwned;
+use sluice_channel::{ChannelEvent, ChannelSender, OwnedPermit, WaitTimes};
+
+use crate::endpoint::{Handler, NetEndpoint, Peer};
+use crate::wire::{ChannelId, Frame};
+use crate::{NetError, SerdeMetrics};
+
+struct InChannel<T: Send + 'static> {
+    id: ChannelId,
+    sender: ChannelSender<T>,
+    permits: Mutex<Held<T>>,
+    cv: Condvar,
+    backlog: AtomicUsize,
+    metrics: Arc<SerdeMetrics>,
+}
+
+struct Held<T: Send + 'static> {
+    permits: VecDeque<OwnedPermit<T>>,
+    ended: bool,
+}
+
+impl<T: Send + DeserializeOwned + 'static> Handler for InChannel<T> {
+    fn on_frame(&self, frame: Frame) -> Result<(), NetError> {
+        let cancelled = |_| NetError::Cancelled;
+        match frame {
+            Frame::Buffer {
+                backlog,
+                with_credit,
+                records,
+                ..
+            } => {
+                let started = Instant::now();
+                let decoded: Vec<T> =
+                    postcard::from_bytes(&records).map_err(|e| NetError::Codec(e.to_string()))?;
+                self.metrics
+                    .record_decode(started.elapsed(), records.len(), decoded.len());
+                self.backlog.store(backlog as usize, Relaxed);
+                if with_credit {
+                    let permit = self
+                        .permits
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .permits
+                        .pop_front()
+                        .ok_or_else(|| {
+                            NetError::Protocol(format!(
+                                "buffer on {:?} without an announced credit",
+                                self.id
+                            ))
+                        })?;
+                    permit.send(decoded);
+                } else {
+                    self.sender
+                        .send_without_credit(decoded)
+                        .map_err(cancelled)?;
+                }
+                self.cv.notify_all();
+            }
+            Frame::Event { event, .. } => {
+                self.sender.send_event(event).map_err(cancelled)?;
+                if event == ChannelEvent::EndOfPartition {
+                    let mut held = self.permits.lock().unwrap_or_else(|p| p.into_inner());
+                    held.ended = true;
+                    held.permits.clear();
+                    drop(held);
+                    self.cv.notify_all();
+                }
+            }
+            Frame::PriorityBarrier { barrier, .. } => {
+                self.sender
+                    .send_unaligned_barrier(barrier, Vec::new())
+                    .map_err(cancelled)?;
+            }
+            other => return Err(NetError::Malformed(format!("{other:?} at a receiver"))),
+        }
+        Ok(())
+    }
+}
+
+/// Connects the gate channels behind `channels` (their senders) to remote senders in
+/// `process`. `exclusive` is the gate's exclusive credits per channel. The credit threads end
+/// at end of partition (or when the gate is cancelled).
+pub fn open_inputs<T: DeserializeOwned + Send + 'static>(
+    endpoint: &NetEndpoint,
+    process: usize,
+    channels: Vec<(ChannelId, ChannelSender<T>)>,
+    exclusive: usize,
+    metrics: Arc<SerdeMetrics>,
+) -> Result<(), NetError> {
+    let peer = endpoint.peer(process)?;
+    for (id, sender) in channels {
+        let ch = Arc::new(InChannel {
+            id,
+            sender,
+            permits: Mutex::new(Held {
+                permits: VecDeque::new(),
+                ended: false,
+            }),
+            cv: Condvar::new(),
+            backlog: AtomicUsize::new(0),
+            metrics: metrics.clone(),
+        });
+        endpoint.register(true, id, ch.clone())?;
+        let peer = peer.clone();
+        let name = format!("net-credit-{}<-{process}", endpoint.process());
+        let ep = endpoint.clone();
+        std::thread::Builder::new().name(name).spawn(move || {
+            if let Err(e) = announce_credits(&ch, &peer, exclusive.max(1)) {
+                if !matches!(e, NetError::Cancelled) {
+                    ep.inner_fail(format!("credit announcer of {:?}: {e}", ch.id));
+                }
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn announce_credits<T: Send + 'static>(
+    ch: &InChannel<T>,
+    peer: &Peer,
+    exclusive: usize,
+) -> Result<(), NetError> {
+    let waits = WaitTimes::default();
+    let mut first = Vec::with_capacity(exclusive);
+    for _ in 0..exclusive {
+        first.push(
+            ch.sender
+                .reserve_owned(&waits)
+                .map_err(|_| NetError::Cancelled)?,
+        );
+    }
+    {
+        let mut held = ch.permits.lock().unwrap_or_else(|p| p.into_inner());
+        held.permits.extend(first);
+    }
+    peer.send(
+        &Frame::PartitionRequest {
+            channel: ch.id,
+            initial_credit: exclusive as u32,
+        }
+        .encode(),
+    )?;
+    loop {
+        {
+            let mut held = ch.permits.lock().unwrap_or_else(|p| p.into_inner());
+            loop {
+                if held.ended {
+                    return Ok(());
+                }
+                let want = exclusive.max(ch.backlog.load(Relaxed));
+                if held.permits.len() < want {
+                    break;
+                }
+                held = ch.cv.wait(held).unwrap_or_else(|p| p.into_inner());
+            }
+        }
+        let permit = ch
+            .sender
+            .reserve_owned(&waits)
+            .map_err(|_| NetError::Cancelled)?;
+        let mut held = ch.permits.lock().unwrap_or_else(|p| p.into_inner());
+        if held.ended {
+            return Ok(());
+        }
+        held.permits.push_back(permit);
+        drop(held);
+        peer.send(
+            &Frame::AddCredit {
+                channel: ch.id,
+                credit: 1,
+            }
+            .encode(),
+        )?;
+    }
+}

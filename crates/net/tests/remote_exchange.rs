@@ -1,0 +1,194 @@
+//! Two endpoints over real loopback TCP (in one test process, so both sides can be observed):
+//! order per channel, events, in-flight bound under a slow consumer, backpressure of the source.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::prelude::*;
+use sluice_channel::{ChannelEvent, ExchangeConfig, GateItem, InputGate, WaitTimes};
+use sluice_net::{open_inputs, open_outputs, ChannelId, NetEndpoint, SerdeMetrics};
+use sluice_types::Watermark;
+
+fn pair() -> (NetEndpoint, NetEndpoint) {
+    let l0 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let l1 = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addrs: Vec<SocketAddr> = vec![l0.local_addr().unwrap(), l1.local_addr().unwrap()];
+    let a1 = addrs.clone();
+    let t = std::thread::spawn(move || NetEndpoint::start(1, &a1, l1, Duration::from_secs(30)));
+    let e0 = NetEndpoint::start(0, &addrs, l0, Duration::from_secs(30)).unwrap();
+    let e1 = t.join().unwrap().unwrap();
+    (e0, e1)
+}
+
+struct Outcome {
+    per_channel: Vec<Vec<u64>>,
+    watermarks: Vec<Vec<i64>>,
+    max_in_flight_records: u64,
+    bound_records: u64,
+    max_gate_buffers: u64,
+    gate_buffer_bound: u64,
+    source_backpressured_ns: u64,
+}
+
+/// `senders` upstream subtasks in process 0 → one downstream gate in process 1.
+fn run(senders: usize, records: u64, cfg: ExchangeConfig, slow: Option<Duration>) -> Outcome {
+    let (e0, e1) = pair();
+    let ids: Vec<ChannelId> = (0..senders as u32)
+        .map(|from| ChannelId {
+            edge: 0,
+            from,
+            to: 0,
+        })
+        .collect();
+    let out_metrics = Arc::new(SerdeMetrics::default());
+    let in_metrics = Arc::new(SerdeMetrics::default());
+    let (gate, gate_senders) = InputGate::<(u32, u64)>::new(senders, &cfg, Default::default());
+    open_inputs(
+        &e1,
+        0,
+        ids.iter().copied().zip(gate_senders).collect(),
+        cfg.exclusive_credits,
+        in_metrics.clone(),
+    )
+    .unwrap();
+    let mut producers = Vec::new();
+    let mut pumps = Vec::new();
+    let waits = Arc::new(WaitTimes::default());
+    // One outbox per upstream subtask, as a task would open them.
+    for (s, id) in ids.iter().enumerate() {
+        let (mut tx, pump) =
+            open_outputs::<(u32, u64)>(&e0, 1, vec![*id], out_metrics.clone()).unwrap();
+        pumps.push(pump);
+        let mut w = tx.remove(0).into_writer(&cfg, waits.clone());
+        producers.push(std::thread::spawn(move || {
+            for seq in 0..records {
+                w.push((s as u32, seq)).unwrap();
+                if seq % 1000 == 999 {
+                    w.send_event(ChannelEvent::Watermark(Watermark(seq as i64)))
+                        .unwrap();
+                }
+            }
+            w.finish().unwrap();
+        }));
+    }
+    let rpb = cfg.records_per_buffer::<(u32, u64)>() as u64;
+    let credits = (cfg.exclusive_credits * senders + cfg.floating_credits) as u64;
+    let mut gate = gate;
+    let mut per_channel = vec![Vec::new(); senders];
+    let mut watermarks = vec![Vec::new(); senders];
+    let mut released = 0u64;
+    let mut max_in_flight = 0u64;
+    while let Some(item) = gate.next().unwrap() {
+        match item {
+            GateItem::Buffer(buf) => {
+                for &(s, seq) in &buf.records {
+                    assert_eq!(s as usize, buf.channel, "record on the wrong channel");
+                    per_channel[buf.channel].push(seq);
+                }
+                if let Some(d) = slow {
+                    std::thread::sleep(d);
+                }
+                released += buf.records.len() as u64;
+                gate.release(buf);
+                let sent = out_metrics.encoded_records.load(Relaxed);
+                max_in_flight = max_in_flight.max(sent.saturating_sub(released));
+            }
+            GateItem::Event {
+                channel,
+                event: ChannelEvent::Watermark(w),
+            } => watermarks[channel].push(w.0),
+            _ => {}
+        }
+    }
+    for p in producers {
+        p.join().unwrap();
+    }
+    for p in pumps {
+        p.join().unwrap().unwrap();
+    }
+    assert_eq!(e0.failure(), None);
+    assert_eq!(e1.failure(), None);
+    let max_gate_buffers = gate
+        .counters()
+        .iter()
+        .map(|c| c.max_buffers_in_flight.load(Relaxed))
+        .max()
+        .unwrap_or(0);
+    e0.shutdown();
+    e1.shutdown();
+    assert_eq!(
+        in_metrics.decoded_records.load(Relaxed),
+        records * senders as u64
+    );
+    Outcome {
+        per_channel,
+        watermarks,
+        max_in_flight_records: max_in_flight,
+        bound_records: credits * rpb,
+        max_gate_buffers,
+        gate_buffer_bound: (cfg.exclusive_credits + cfg.floating_credits) as u64,
+        source_backpressured_ns: waits.backpressured_ns.load(Relaxed),
+    }
+}
+
+fn assert_in_order(o: &Outcome, records: u64) {
+    for (c, seqs) in o.per_channel.iter().enumerate() {
+        assert_eq!(
+            seqs.len() as u64,
+            records,
+            "channel {c} lost or duplicated records"
+        );
+        assert!(
+            seqs.windows(2).all(|w| w[0] + 1 == w[1]),
+            "channel {c} out of order"
+        );
+    }
+    for (c, wms) in o.watermarks.iter().enumerate() {
+        let want: Vec<i64> = (0..records as i64).filter(|s| s % 1000 == 999).collect();
+        assert_eq!(wms, &want, "channel {c}: watermarks lost or reordered");
+    }
+}
+
+#[test]
+fn slow_consumer_backpressures_the_remote_source_within_credits() {
+    let cfg = ExchangeConfig {
+        buffer_bytes: 1024,
+        exclusive_credits: 2,
+        floating_credits: 2,
+        ..Default::default()
+    };
+    let records = 20_000;
+    let o = run(2, records, cfg, Some(Duration::from_micros(300)));
+    assert_in_order(&o, records);
+    assert!(
+        o.max_in_flight_records <= o.bound_records,
+        "in flight {} records > credits {}",
+        o.max_in_flight_records,
+        o.bound_records
+    );
+    assert!(o.max_gate_buffers <= o.gate_buffer_bound);
+    // The source waited for credit: the receiver's pace reached it over the wire.
+    assert!(o.source_backpressured_ns > 0, "source never backpressured");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+    #[test]
+    fn order_kept_and_in_flight_within_credits(
+        senders in 1usize..4,
+        records in 1u64..5_000,
+        buffer_bytes in 16usize..2048,
+        exclusive in 0usize..3,
+        floating in 0usize..4,
+    ) {
+        prop_assume!(exclusive + floating > 0);
+        let cfg = ExchangeConfig { buffer_bytes, exclusive_credits: exclusive, floating_credits: floating, ..Default::default() };
+        let o = run(senders, records, cfg, None);
+        assert_in_order(&o, records);
+        prop_assert!(o.max_in_flight_records <= o.bound_records,
+            "in flight {} > bound {}", o.max_in_flight_records, o.bound_records);
+        prop_assert!(o.max_gate_buffers <= o.gate_buffer_bound);
+    }
+}
