@@ -641,14 +641,17 @@ impl<T: Send + 'static> InputGate<T> {
         self.release(buf);
     }
 
-    /// Buffers queued on `channel` and not taken yet: the backlog a network sender announces.
+    /// Buffers queued on `channel` and not taken yet, plus the full buffer its sender is parked
+    /// with for lack of credit (in Flink that buffer would already sit finished in the
+    /// subpartition): the backlog a network sender announces.
     pub fn backlog(&self, channel: usize) -> usize {
         let st = self.shared.lock();
-        st.channels[channel]
-            .queue
+        let chan = &st.channels[channel];
+        chan.queue
             .iter()
             .filter(|e| matches!(e, Entry::Buffer { .. }))
             .count()
+            + usize::from(chan.waiting)
     }
 
     /// Whether the buffer carried a credit (`false`: the partial buffer an unaligned barrier

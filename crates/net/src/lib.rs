@@ -21,6 +21,7 @@
 //! Records cross as postcard-encoded `Vec<T>` (serde); [`SerdeMetrics`] counts the encoding and
 //! decoding time and bytes per vertex, so serialisation cost can be named.
 
+pub mod bench;
 pub mod endpoint;
 pub mod inbound;
 pub mod outbound;
