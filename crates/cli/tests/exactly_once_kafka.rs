@@ -196,8 +196,6 @@ fn kafka_to_kafka_under_20_injected_failures_equals_a_failure_free_run() {
 const RECOVERED: &str = "left by an earlier process";
 
 #[test]
-#[ignore = "fails on main since the session's last merges: 20-29k duplicated lines (it passed on \
-            the sink's own branch); under investigation, run with --ignored"]
 fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run() {
     let kafka = KafkaBroker::start().unwrap();
     produce(&kafka, "eok-kill", KILL_RECORDS);

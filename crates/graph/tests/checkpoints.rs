@@ -136,6 +136,68 @@ fn twenty_injected_failures_lose_and_duplicate_nothing() {
     );
 }
 
+/// A crash after a bounded job's input ended, before or while its sinks publish their last
+/// transactions, restarts from the job's latest checkpoint on disk. That checkpoint must hold
+/// every source at its end (the final checkpoint, taken before the sources finish): a restore
+/// from it reads nothing again, so nothing the sinks published is published twice. Without it
+/// the last transactions were committed after the job ended, beyond a latest checkpoint that
+/// held the sources mid-input, and a restore from it published their records again (the
+/// Kafka -> Kafka SIGKILL test: 20-29k duplicated lines when a kill hit the final commits).
+#[test]
+fn a_restore_from_the_latest_checkpoint_of_a_finished_job_publishes_nothing_again() {
+    let records = 200_000;
+    let out = tempdir("final-out");
+    let checkpoints = tempdir("final-chk");
+    let env = StreamEnv::new();
+    env.enable_checkpointing(Duration::from_millis(10))
+        .set_checkpoint_dir(&checkpoints);
+    job(&env, records, 2, &out);
+    env.execute().unwrap();
+    let first = sorted_output(&out);
+    assert_eq!(first.len() as u64, records);
+    let latest = latest_checkpoint(&checkpoints);
+    // The same job restored from it, into the same output (what a restart after the crash
+    // runs): it has nothing left to read or publish.
+    let env = StreamEnv::new();
+    env.enable_checkpointing(Duration::from_millis(10))
+        .set_checkpoint_dir(tempdir("final-chk-2"));
+    env.restore_from(&latest);
+    job(&env, records, 2, &out);
+    env.execute().unwrap();
+    let again = sorted_output(&out);
+    assert_eq!(
+        again.len(),
+        first.len(),
+        "restored from {}: lines published again",
+        latest.display()
+    );
+    assert_eq!(again, first);
+}
+
+/// The newest complete `chk-<id>` under a checkpoint directory (one job directory each run).
+fn latest_checkpoint(dir: &Path) -> PathBuf {
+    let mut best: Option<(u64, PathBuf)> = None;
+    for job in std::fs::read_dir(dir).unwrap().flatten() {
+        for chk in std::fs::read_dir(job.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = chk.file_name().to_string_lossy().to_string();
+            let Some(id) = name
+                .strip_prefix("chk-")
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if chk.path().join("_metadata").exists() && best.as_ref().is_none_or(|b| id > b.0) {
+                best = Some((id, chk.path()));
+            }
+        }
+    }
+    best.expect("a completed checkpoint on disk").1
+}
+
 #[test]
 fn a_failure_without_restarts_fails_the_job_with_the_cause() {
     let env = StreamEnv::new();

@@ -34,7 +34,10 @@ impl SourceFunction<Event> for NexmarkSource {
             self.emitted += n;
             ctx.add_emitted(n);
             if n < SOURCE_BATCH {
-                return Ok(());
+                let emitted = self.emitted;
+                return ctx.await_final_checkpoint(out, || {
+                    sluice_runtime::state::layout::encode(&emitted)
+                });
             }
         }
     }

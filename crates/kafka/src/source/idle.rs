@@ -9,7 +9,7 @@ use super::metrics::SourceGauges;
 use super::split;
 
 /// A subtask that owns no partition: idle for watermarks at once (so it never holds back the
-/// watermark downstream); bounded, it ends; unbounded, it parks until cancelled, waking only
+/// watermark downstream); bounded, it ends after the final checkpoint; unbounded, it parks until cancelled, waking only
 /// to pass checkpoint barriers on (its position: no partitions).
 pub(crate) fn idle_without_splits<T>(
     ctx: &SourceContext,
@@ -19,7 +19,9 @@ pub(crate) fn idle_without_splits<T>(
 ) -> Result<(), OperatorError> {
     out.emit_idleness(true)?;
     if bounded {
-        return Ok(());
+        // It takes part in the final checkpoint like its siblings (ending at once would end
+        // the job's checkpoints).
+        return ctx.await_final_checkpoint(out, || split::encode(&[]));
     }
     let since = Instant::now();
     let waits = ctx.metrics.waits.clone();

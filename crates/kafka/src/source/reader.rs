@@ -327,6 +327,17 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
         ctx.add_emitted(n);
         gauges.records_in.add(n as i64);
         gauges.bytes_in.add(bytes as i64);
+        // The final checkpoint holds every partition at its end: the sink's last transaction
+        // is committed under it (a restore from it reads nothing again).
+        let at_end: Vec<SplitPosition> = splits
+            .iter()
+            .map(|s| SplitPosition {
+                topic: s.plan.topic.clone(),
+                partition: s.plan.partition,
+                next: s.next,
+            })
+            .collect();
+        ctx.await_final_checkpoint(out, || split::encode(&at_end))?;
         publish(
             &consumer,
             &splits,

@@ -85,6 +85,12 @@ pub struct CheckpointHub {
     stats: Mutex<Stats>,
     /// Number of tasks that finished; after the first, no barrier could pass them.
     finished_tasks: AtomicU64,
+    /// The final checkpoint ([`CheckpointHub::source_at_end`]): source subtasks of this
+    /// attempt, those at the end of their input, and the last checkpoint id triggered before
+    /// the last of them got there (a checkpoint with a higher id holds every source at its end).
+    sources: AtomicU64,
+    sources_at_end: AtomicU64,
+    final_after: AtomicU64,
     /// The current attempt (0 = the first run); restarts count up.
     attempt: AtomicU64,
     /// What transactional sinks publish once the whole job has finished (their output after the
@@ -157,6 +163,9 @@ impl CheckpointHub {
             restore: Mutex::new(None),
             stats: Mutex::new(Stats::default()),
             finished_tasks: AtomicU64::new(0),
+            sources: AtomicU64::new(0),
+            sources_at_end: AtomicU64::new(0),
+            final_after: AtomicU64::new(u64::MAX),
             attempt: AtomicU64::new(0),
             final_commits: Mutex::new(Vec::new()),
             created_ms,
@@ -364,6 +373,39 @@ impl CheckpointHub {
         self.finished_tasks.load(Ordering::Relaxed)
     }
 
+    // --- the final checkpoint -------------------------------------------------------------
+
+    /// The number of source subtasks of the attempt about to start (before its tasks run).
+    pub fn set_sources(&self, n: u64) {
+        self.sources.store(n, Ordering::Relaxed);
+    }
+
+    /// Source subtask reached the end of its bounded input and waits for the final
+    /// checkpoint (Flink's checkpoints after tasks finish, FLIP-147): what a transactional
+    /// sink received is then pre-committed under a checkpoint that holds every source at its
+    /// end, and committed when that checkpoint completed, so nothing is published that a
+    /// restore from the latest checkpoint would read again. Without it the sinks' last
+    /// transactions are committed only after the job ended ([`Self::run_final_commits`]),
+    /// beyond every checkpoint: a crash in the middle of those commits left some committed and
+    /// the restore replayed their records (duplicates).
+    pub fn source_at_end(&self) {
+        let at_end = self.sources_at_end.fetch_add(1, Ordering::AcqRel) + 1;
+        if at_end >= self.sources.load(Ordering::Relaxed) {
+            let last = self
+                .barrier_id
+                .load(Ordering::Acquire)
+                .max(self.last_triggered());
+            self.final_after.store(last, Ordering::Release);
+        }
+    }
+
+    /// Whether the waiting sources may end: the final checkpoint completed, or none can
+    /// complete any more (a task already finished, e.g. a source that does not wait for it).
+    pub fn final_checkpoint_done(&self) -> bool {
+        let after = self.final_after.load(Ordering::Acquire);
+        (after != u64::MAX && self.completed_checkpoint() > after) || self.finished_tasks() > 0
+    }
+
     /// The id of the last completed checkpoint (0 = none): what transactional sinks may
     /// publish.
     #[inline]
@@ -495,6 +537,8 @@ impl CheckpointHub {
         a.queue.clear();
         a.declines.clear();
         self.finished_tasks.store(0, Ordering::Relaxed);
+        self.sources_at_end.store(0, Ordering::Relaxed);
+        self.final_after.store(u64::MAX, Ordering::Release);
     }
 
     /// The statistics for the REST API.

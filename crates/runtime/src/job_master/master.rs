@@ -296,6 +296,16 @@ impl Running {
                 .iter()
                 .map(|v| VertexInfo::new(v.name.clone(), v.parallelism))
                 .collect();
+            if let Some(h) = &hub {
+                // Counted before any task runs: the final checkpoint waits for all of them.
+                let sources: usize = graph
+                    .vertices
+                    .iter()
+                    .filter(|v| graph.nodes[&v.head].kind == NodeKind::Source)
+                    .map(|v| v.parallelism)
+                    .sum();
+                h.set_sources(sources as u64);
+            }
             let coordinator = match &hub {
                 Some(h) => Some(
                     CoordinatorThread::spawn(h.clone(), control.clone(), parallelism.clone())

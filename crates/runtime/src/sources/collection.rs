@@ -32,7 +32,7 @@ impl<T: Clone + Send + Sync> SourceFunction<T> for VecSource<T> {
             }
             ctx.checkpoint_if_due(out, || self.cursor.position())?;
             let Some(batch) = self.cursor.next_batch(SOURCE_BATCH) else {
-                return Ok(());
+                return ctx.await_final_checkpoint(out, || self.cursor.position());
             };
             let chunk = &self.data[batch.start as usize..batch.end as usize];
             for (k, r) in chunk.iter().enumerate() {
@@ -101,6 +101,6 @@ where
             }
         }
         ctx.add_emitted(n);
-        Ok(())
+        ctx.await_final_checkpoint(out, || Ok(Vec::new()))
     }
 }

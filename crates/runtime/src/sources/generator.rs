@@ -49,7 +49,7 @@ where
             }
             ctx.checkpoint_if_due(out, || self.cursor.position())?;
             let Some(batch) = self.cursor.next_batch(SOURCE_BATCH) else {
-                return Ok(());
+                return ctx.await_final_checkpoint(out, || self.cursor.position());
             };
             let n = batch.end - batch.start;
             let end = batch.end;

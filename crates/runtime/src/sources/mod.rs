@@ -38,6 +38,9 @@ pub struct SourceContext {
     pub dead_letters: Cell<u64>,
 }
 
+/// How often a source at its end looks for the final checkpoint's barrier and completion.
+const FINAL_CHECKPOINT_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
 /// Sources check for cancellation and publish progress once per this many records.
 pub const SOURCE_BATCH: u64 = 1024;
 
@@ -95,6 +98,39 @@ impl SourceContext {
         out.emit_barrier(barrier)?;
         if let Some(s) = services {
             s.ack(barrier.checkpoint_id, barrier.timestamp_ms, 0);
+        }
+        Ok(())
+    }
+
+    /// At the end of a bounded input, before returning from `run`: waits for the final
+    /// checkpoint ([`CheckpointHub::source_at_end`](crate::checkpoint::CheckpointHub::source_at_end)),
+    /// injecting barriers with `position` (the source's position at its end) meanwhile, so
+    /// transactional sinks commit their last output under a checkpoint from which a restore
+    /// reads nothing again. Returns at once when the job takes no periodic checkpoints, and
+    /// once no checkpoint can complete any more (another task already finished).
+    pub fn await_final_checkpoint<T>(
+        &self,
+        out: &mut dyn Collector<T>,
+        mut position: impl FnMut() -> Result<Vec<u8>, OperatorError>,
+    ) -> Result<(), OperatorError> {
+        let Some(hub) = &self.checkpoints else {
+            return Ok(());
+        };
+        if hub.config.interval.is_none() {
+            return Ok(());
+        }
+        hub.source_at_end();
+        // Records emitted before the end go downstream now, not at the barrier.
+        out.flush()?;
+        let waits = self.metrics.waits.clone();
+        while !hub.final_checkpoint_done() {
+            if self.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            self.checkpoint_if_due(out, &mut position)?;
+            let started = waits.begin_idle();
+            std::thread::sleep(FINAL_CHECKPOINT_POLL);
+            waits.end_idle(started);
         }
         Ok(())
     }

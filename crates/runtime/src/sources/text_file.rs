@@ -114,7 +114,7 @@ impl SourceFunction<String> for TextFileSource {
             }
         }
         ctx.add_emitted(n);
-        Ok(())
+        ctx.await_final_checkpoint(out, || ranges.position())
     }
 
     fn restore_position(
