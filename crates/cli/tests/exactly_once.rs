@@ -5,12 +5,15 @@
 //! `--map-work 0` the job's final sum per key is `SUM(value) GROUP BY key`); lost and
 //! duplicated updates are counted per key and must be 0.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sluice_jobs::skew::{record, SkewConfig};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
+
+mod restarts;
+use restarts::{job_dirs, kill_after_first_checkpoint, tempdir};
 
 const RECORDS: u64 = 150_000;
 
@@ -118,41 +121,6 @@ fn kafka_to_postgres_under_20_injected_failures_equals_postgres_own_sums() {
     let _ = std::fs::remove_dir_all(&chk);
 }
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Job directories under the checkpoint directory.
-fn job_dirs(chk: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(chk)
-        .map(|r| {
-            r.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Whether `job` holds a complete checkpoint (a `chk-<n>` with its `_metadata`).
-fn has_checkpoint(job: &Path) -> bool {
-    std::fs::read_dir(job).is_ok_and(|r| {
-        r.flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with("chk-")
-                && e.path().join("_metadata").exists()
-        })
-    })
-}
-
-fn kill9(mut child: Child) {
-    // `Child::kill` is SIGKILL on Unix: no shutdown code runs.
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 #[test]
 fn kafka_to_postgres_with_the_process_sigkilled_5_times_equals_postgres_own_sums() {
     let kafka = KafkaBroker::start().unwrap();
@@ -175,29 +143,11 @@ fn kafka_to_postgres_with_the_process_sigkilled_5_times_equals_postgres_own_sums
         if let Some(r) = &restore {
             cmd.arg("--from-checkpoint").arg(r);
         }
-        let mut child = cmd.spawn().unwrap();
-        // Wait for this incarnation's first complete checkpoint, then kill it at once.
-        let mine = loop {
-            if let Some(d) = job_dirs(&chk)
-                .into_iter()
-                .find(|d| !before.contains(d) && has_checkpoint(d))
-            {
-                break Some(d);
-            }
-            if child.try_wait().unwrap().is_some() {
-                break None; // it finished first: no more kills possible
-            }
-            assert!(Instant::now() < deadline, "no checkpoint appeared");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let Some(mine) = mine else {
-            panic!("the job finished after {kills} kills: make the input larger");
-        };
-        // A little further than the checkpoint, so the kill lands mid-interval.
-        std::thread::sleep(Duration::from_millis(60 * (kills as u64 + 1)));
-        kill9(child);
+        let child = cmd.spawn().unwrap();
+        restore = Some(kill_after_first_checkpoint(
+            &chk, &before, child, kills, deadline,
+        ));
         kills += 1;
-        restore = Some(mine);
     }
     let o = sluice()
         .args(&args)

@@ -9,12 +9,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sluice_kafka::sink::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
 use sluice_testkit::kafka_read::{read_committed, ReadUntil};
 use sluice_testkit::KafkaBroker;
+
+mod restarts;
+use restarts::{job_dirs, kill_after_first_checkpoint, new_job_dir, tempdir};
 
 /// Input records of the injected-failures run. Its 20 failures fire after 200 + 50·k records
 /// at a keyed-sum subtask within one attempt: even if every attempt kept all it processed, the
@@ -224,11 +227,6 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
             cmd.env(KILL_BEFORE_COMMIT_ENV, "2");
         }
         let mut child = cmd.spawn().unwrap();
-        let new_dir = || {
-            job_dirs(&chk)
-                .into_iter()
-                .find(|d| !before.contains(d) && has_checkpoint(d))
-        };
         if in_window {
             let status = loop {
                 if let Some(s) = child.try_wait().unwrap() {
@@ -244,23 +242,13 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
             use std::os::unix::process::ExitStatusExt;
             assert_eq!(status.signal(), Some(9), "incarnation {kill}: {text}");
             assert!(text.contains(KILL_LINE), "incarnation {kill}: {text}");
+            restore =
+                Some(new_job_dir(&chk, &before).expect("a checkpoint of this incarnation on disk"));
         } else {
-            loop {
-                if new_dir().is_some() {
-                    break;
-                }
-                assert!(
-                    child.try_wait().unwrap().is_none(),
-                    "the job finished after {kill} kills: make the input larger"
-                );
-                assert!(Instant::now() < deadline, "no checkpoint appeared");
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            // A little further than the checkpoint, so the kill lands mid-interval.
-            std::thread::sleep(Duration::from_millis(60 * (kill as u64 + 1)));
-            kill9(child);
+            restore = Some(kill_after_first_checkpoint(
+                &chk, &before, child, kill, deadline,
+            ));
         }
-        restore = Some(new_dir().expect("a checkpoint of this incarnation on disk"));
         logs.push(log);
     }
     let mut last = args.clone();
@@ -289,39 +277,4 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
         "5 SIGKILLs (3 inside the commit window), each restarted from the latest checkpoint on disk",
     );
     let _ = std::fs::remove_dir_all(&chk);
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("sluice-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Job directories under the checkpoint directory.
-fn job_dirs(chk: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(chk)
-        .map(|r| {
-            r.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Whether `job` holds a complete checkpoint (a `chk-<n>` with its `_metadata`).
-fn has_checkpoint(job: &Path) -> bool {
-    std::fs::read_dir(job).is_ok_and(|r| {
-        r.flatten().any(|e| {
-            e.file_name().to_string_lossy().starts_with("chk-")
-                && e.path().join("_metadata").exists()
-        })
-    })
-}
-
-fn kill9(mut child: Child) {
-    // `Child::kill` is SIGKILL on Unix: no shutdown code runs.
-    let _ = child.kill();
-    let _ = child.wait();
 }
