@@ -24,8 +24,10 @@ use restarts::{job_dirs, kill_after_first_checkpoint, new_job_dir, tempdir};
 /// cold subtask's (about 12 % of the records) ten failures need about 58 000 input records, the
 /// hot one's about 7 500, so all 20 fire before the input ends.
 const RECORDS: u64 = 80_000;
-/// Input records of the SIGKILL run (its 5 killed incarnations write about 35 000 of them).
-const KILL_RECORDS: u64 = 80_000;
+/// Input records of the SIGKILL run: enough that its 5 killed incarnations end before the
+/// input does (with the chains' batching each writes up to 20 000; at 80 000 the 5th reached
+/// the end now and then, finished without its 2nd commit and was never killed).
+const KILL_RECORDS: u64 = 160_000;
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
@@ -239,6 +241,10 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
                 std::thread::sleep(Duration::from_millis(20));
             };
             let text = std::fs::read_to_string(&log).unwrap();
+            assert!(
+                !status.success(),
+                "the job finished after {kill} kills: make the input larger\n{text}"
+            );
             use std::os::unix::process::ExitStatusExt;
             assert_eq!(status.signal(), Some(9), "incarnation {kill}: {text}");
             assert!(text.contains(KILL_LINE), "incarnation {kill}: {text}");
