@@ -18,6 +18,7 @@ use std::time::Duration;
 use sluice_types::{Barrier, Watermark};
 
 use crate::debloat::{BufferDebloater, DebloatGauges, ThroughputCalculator};
+use crate::wait_stacks::{WaitPoint, WakeForStacks};
 use crate::{mono_ns, Cancelled, ChannelCounters, ExchangeConfig, OverdraftBudget, WaitTimes};
 
 /// Which credit a buffer holds; its release returns that credit.
@@ -204,6 +205,18 @@ impl std::fmt::Debug for GateCanceller {
     }
 }
 
+/// A profiler run starts wanting wait stacks: the receiver and the senders parked on this gate
+/// wake and park again timed (each checks its own subtask's run under the lock taken here).
+impl<T: Send> WakeForStacks for Shared<T> {
+    fn wake_for_stacks(&self) {
+        let _st = self.lock();
+        self.data_cv.notify_all();
+        for cv in &self.credit_cvs {
+            cv.notify_all();
+        }
+    }
+}
+
 trait Wake: Send + Sync {
     fn wake(&self);
 }
@@ -354,6 +367,8 @@ impl<T: Send + 'static> InputGate<T> {
                 channel,
             })
             .collect();
+        let parked_on: Arc<dyn WakeForStacks> = shared.clone();
+        waits.stacks.wake_on_run_start(Arc::downgrade(&parked_on));
         let gate = InputGate {
             shared,
             open_channels: channels,
@@ -489,6 +504,8 @@ impl<T: Send + 'static> InputGate<T> {
 
     fn next_item(&mut self) -> Result<Option<GateItem<T>>, Cancelled> {
         let mut st = self.shared.lock();
+        // When the wake-up interval of this call ends (on `mono_ns`), once it parked.
+        let mut idle_due: Option<u64> = None;
         loop {
             if st.cancelled {
                 return Err(Cancelled);
@@ -550,29 +567,21 @@ impl<T: Send + 'static> InputGate<T> {
             if let Some(d) = &mut self.debloat {
                 d.throughput.pause(started);
             }
+            // The wake-up interval counts from the first park of this call: a park cut short
+            // (a profiler run's capture, a spurious wake-up) does not restart it.
+            let limit = self.wake_interval.map(|d| {
+                let due = *idle_due.get_or_insert(started + d.as_nanos() as u64);
+                Duration::from_nanos(due.saturating_sub(started))
+            });
             let timed_out;
-            (st, timed_out) = match self.wake_interval {
-                None => (
-                    self.shared
-                        .data_cv
-                        .wait(st)
-                        .unwrap_or_else(|p| p.into_inner()),
-                    false,
-                ),
-                Some(d) => {
-                    let (g, r) = self
-                        .shared
-                        .data_cv
-                        .wait_timeout(st, d)
-                        .unwrap_or_else(|p| p.into_inner());
-                    (g, r.timed_out())
-                }
-            };
+            (st, timed_out) = self.waits.stacks.park(&self.shared.data_cv, st, limit);
             st.receiver_waiting = false;
             self.waits.end_idle(started);
+            let now = mono_ns();
             if let Some(d) = &mut self.debloat {
-                d.throughput.resume(mono_ns());
+                d.throughput.resume(now);
             }
+            let timed_out = timed_out && idle_due.is_some_and(|due| now >= due);
             let readable = st.ready.iter().any(|&c| !st.blocked[c]);
             if timed_out && !readable && !st.cancelled {
                 return Ok(Some(GateItem::Idle));
@@ -742,6 +751,12 @@ impl<T: Send + 'static> ChannelSender<T> {
         self.shared.counters[self.channel].clone()
     }
 
+    /// What this sender parks on for credit, to be woken when a profiler run starts.
+    pub(crate) fn parked_on(&self) -> std::sync::Weak<dyn WakeForStacks> {
+        let shared: Arc<dyn WakeForStacks> = self.shared.clone();
+        Arc::downgrade(&shared)
+    }
+
     pub fn into_writer(
         self,
         cfg: &ExchangeConfig,
@@ -832,15 +847,15 @@ impl<T: Send + 'static> ChannelSender<T> {
             }
             if started.is_none() {
                 started = Some(waits.begin_backpressure());
+            } else {
+                waits.stacks.rewait(WaitPoint::Credit);
             }
             let chan = &mut st.channels[ch];
             if !chan.waiting {
                 chan.waiting = true;
                 st.waiters.push_back(ch);
             }
-            st = self.shared.credit_cvs[ch]
-                .wait(st)
-                .unwrap_or_else(|p| p.into_inner());
+            st = waits.stacks.park(&self.shared.credit_cvs[ch], st, None).0;
             st.channels[ch].notified = false;
         };
         let chan = &mut st.channels[ch];

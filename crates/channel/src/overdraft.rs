@@ -13,6 +13,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::wait_stacks::{WaitPoint, WakeForStacks};
 use crate::{Cancelled, WaitTimes};
 
 /// The debts of one task's output gates, waited on between input records.
@@ -88,8 +89,10 @@ impl OutputDebt {
         if self.outstanding() == 0 {
             return Ok(());
         }
-        let started = waits.begin_backpressure();
         let mut cancelled = self.cancelled.lock().unwrap_or_else(|p| p.into_inner());
+        // Under the lock, as every park of an engine wait (see `WaitStacks::park`).
+        let started = waits.begin_backpressure();
+        let mut first = true;
         let result = loop {
             if *cancelled {
                 break Err(Cancelled);
@@ -97,7 +100,10 @@ impl OutputDebt {
             if self.outstanding() == 0 {
                 break Ok(());
             }
-            cancelled = self.cv.wait(cancelled).unwrap_or_else(|p| p.into_inner());
+            if !std::mem::take(&mut first) {
+                waits.stacks.rewait(WaitPoint::Credit);
+            }
+            cancelled = waits.stacks.park(&self.cv, cancelled, None).0;
         };
         drop(cancelled);
         waits.end_backpressure(started);
@@ -120,6 +126,13 @@ impl OutputDebt {
             let _g = self.cancelled.lock().unwrap_or_else(|p| p.into_inner());
             self.cv.notify_all();
         }
+    }
+}
+
+impl WakeForStacks for OutputDebt {
+    fn wake_for_stacks(&self) {
+        let _g = self.cancelled.lock().unwrap_or_else(|p| p.into_inner());
+        self.cv.notify_all();
     }
 }
 
@@ -167,6 +180,13 @@ impl OverdraftBudget {
 
     pub(crate) fn task(&self) -> &OutputDebt {
         &self.task
+    }
+
+    /// What the task's record loop parks on for this budget's debt, to be woken when a
+    /// profiler run starts.
+    pub(crate) fn task_parked_on(&self) -> std::sync::Weak<dyn WakeForStacks> {
+        let task: Arc<dyn WakeForStacks> = self.task.clone();
+        Arc::downgrade(&task)
     }
 
     /// The task debt this budget charges (what the task's record loop waits on).

@@ -23,6 +23,7 @@ pub struct ChannelWriter<T: Send + 'static> {
 impl<T: Send + 'static> ChannelWriter<T> {
     pub fn new(sender: ChannelSender<T>, capacity: usize, waits: Arc<WaitTimes>) -> Self {
         let capacity = capacity.max(1);
+        waits.stacks.wake_on_run_start(sender.parked_on());
         let mut w = ChannelWriter {
             sender,
             buffer: Vec::with_capacity(capacity),
@@ -40,6 +41,7 @@ impl<T: Send + 'static> ChannelWriter<T> {
     /// output gate) instead of blocking; see [`crate::OutputDebt`].
     pub fn with_overdraft(mut self, budget: Arc<OverdraftBudget>) -> Self {
         if budget.limit() > 0 {
+            self.waits.stacks.wake_on_run_start(budget.task_parked_on());
             self.sender.set_overdraft(budget.clone());
             self.overdraft = Some(budget);
         }

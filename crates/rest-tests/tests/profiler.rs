@@ -203,8 +203,6 @@ fn skew_flame_graph_has_flinks_shape_and_the_reduce_function_under_the_sum_opera
 }
 
 #[test]
-#[ignore = "failed once on the merged main: the source's one long credit wait began before the \
-            profiling run, so no native frames were captured above it; run with --ignored"]
 fn blocking_subtasks_wait_for_their_lookup_in_the_thread_dump_and_the_off_cpu_graph() {
     let (s, _job) = scenario("blocking", 2);
     s.wait_for_metrics();
