@@ -62,10 +62,29 @@ fn spread(v: &[f64], digits: usize) -> String {
     }
 }
 
-/// `sluice bench --profiler`: each job with and without `--profile-all`, runs interleaved (off,
-/// on, off, on, …) so drifting machine load hits both alike. Each on run is compared with the
-/// off run just before it; the ratios' median and extremes are reported, and what the
-/// profiler counted it did (native samples, looks, its own thread's CPU time).
+/// `--stats-json`'s `profile_ratios`: `[[rate, cpu], …]`.
+fn profile_ratios(json: &str) -> Vec<(f64, f64)> {
+    let Some(at) = json.find("\"profile_ratios\":[") else {
+        return Vec::new();
+    };
+    let rest = &json[at + "\"profile_ratios\":[".len()..];
+    let body = &rest[..rest.find("]]").map_or(0, |e| e + 1)];
+    body.split('[')
+        .filter_map(|p| {
+            let (a, b) = p.trim_end_matches([']', ',']).split_once(',')?;
+            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// `sluice bench --profiler`: each job runs `--profile-all`, which alternates sampling windows
+/// (a flame graph run of every subtask: 100 looks 50 ms apart with native stacks, as a REST
+/// request) with windows of the same length without sampling, and compares each sampling
+/// window's throughput and process CPU-ns per record with the mean of the off windows on
+/// either side, in the same process: Flink's "throughput with sampling on vs off, same run".
+/// The ratios of all runs' windows are reported as median [min, max], and apart from them what
+/// a run costs after its window (stopping the sampler, symbolising, building the tree: a
+/// flame graph answer's one-off cost) and what the profiler counted (native samples).
 fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCode> {
     let p = a.parallelism.to_string();
     let jobs: [(&str, Vec<String>); 2] = [
@@ -91,17 +110,15 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
         ),
     ];
     println!(
-        "{:<22} {:>10} {:>10} {:>26} {:>9} {:>9} {:>26} {:>9} {:>13} {:>11}",
+        "{:<22} {:>7} {:>26} {:>26} {:>10} {:>11} {:>13} {:>16}",
         "case",
-        "off rec/s",
-        "on rec/s",
+        "windows",
         "on/off rec/s med [min,max]",
-        "off ns/r",
-        "on ns/r",
         "on/off ns/r med [min,max]",
-        "runs",
+        "job ns/r",
         "samples/s",
-        "sampler %"
+        "window ms cpu",
+        "after ms cpu/run"
     );
     for (name, args) in jobs {
         let mut on_args = args.clone();
@@ -110,43 +127,38 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
             on_args.push("--profile-hz".into());
             on_args.push(hz.to_string());
         }
-        let (mut off, mut on, mut off_cpu, mut on_cpu) = (vec![], vec![], vec![], vec![]);
-        let (mut rate_ratio, mut cpu_ratio, mut sampled) = (vec![], vec![], vec![]);
-        let (mut samples_per_s, mut sampler_share) = (vec![], vec![]);
+        let (mut ratios, mut job_cpu, mut samples_per_s) = (vec![], vec![], vec![]);
+        let (mut window_ms, mut after_ms) = (vec![], vec![]);
         for _ in 0..a.runs.max(1) {
-            let s = run_once(exe, name, &args)?;
-            let (r0, c0) = (
-                field(&s, "records_per_sec").unwrap_or(0.0),
-                field(&s, "cpu_ns_per_record").unwrap_or(f64::NAN),
-            );
             let s = run_once(exe, name, &on_args)?;
             let g = |k: &str| field(&s, k).unwrap_or(f64::NAN);
-            let (r1, c1) = (g("records_per_sec"), g("cpu_ns_per_record"));
-            off.push(r0);
-            on.push(r1);
-            off_cpu.push(c0);
-            on_cpu.push(c1);
-            rate_ratio.push(r1 / r0.max(1e-9));
-            cpu_ratio.push(c1 / c0);
-            sampled.push(g("profile_runs"));
-            let wall_s = g("wall_ms") / 1000.0;
-            samples_per_s.push(g("native_samples") / wall_s);
-            // The sampling thread's CPU (looks, symbolisation) as a share of the process's.
-            let process_cpu_ms = c1 * g("records") / 1e6;
-            sampler_share.push(100.0 * (g("window_cpu_ms") + g("after_cpu_ms")) / process_cpu_ms);
+            ratios.extend(profile_ratios(&s));
+            job_cpu.push(g("cpu_ns_per_record"));
+            let runs = g("profile_runs").max(1.0);
+            // A run's native samples per second of its window (5 s by default).
+            samples_per_s.push(g("native_samples") / (runs * 5.0));
+            window_ms.push(g("window_cpu_ms") / runs);
+            after_ms.push(g("after_cpu_ms") / runs);
         }
+        if ratios.is_empty() {
+            println!(
+                "{name:<22} no sampling window between two off windows: give more records \
+                 (the job must run for at least 15 s)"
+            );
+            continue;
+        }
+        let rate: Vec<f64> = ratios.iter().map(|r| r.0).collect();
+        let cpu: Vec<f64> = ratios.iter().map(|r| r.1).collect();
         println!(
-            "{:<22} {:>10} {:>10} {:>26} {:>9.1} {:>9.1} {:>26} {:>9} {:>13.0} {:>11}",
+            "{:<22} {:>7} {:>26} {:>26} {:>10.1} {:>11.0} {:>13.1} {:>16}",
             name,
-            human(median(off)),
-            human(median(on)),
-            spread(&rate_ratio, 3),
-            median(off_cpu),
-            median(on_cpu),
-            spread(&cpu_ratio, 3),
-            median(sampled),
+            ratios.len(),
+            spread(&rate, 3),
+            spread(&cpu, 3),
+            median(job_cpu),
             median(samples_per_s),
-            spread(&sampler_share, 2)
+            median(window_ms),
+            spread(&after_ms, 0),
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -356,4 +368,15 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn profile_ratios_are_read_from_the_stats_line() {
+        let s = r#"{"profile_runs":2,"profile_ratios":[[0.9950,1.0100],[1.0000,0.9900]]}"#;
+        assert_eq!(super::profile_ratios(s), vec![(0.995, 1.01), (1.0, 0.99)]);
+        assert!(super::profile_ratios(r#"{"profile_ratios":[]}"#).is_empty());
+        assert!(super::profile_ratios(r#"{"profile_ratios":null}"#).is_empty());
+    }
 }

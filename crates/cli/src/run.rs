@@ -120,51 +120,127 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
     }
 }
 
-/// `--profile-all`: sampling runs over every subtask thread, back to back, until the job ends.
+/// What the job did in one window of `--profile-all`.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    records: u64,
+    cpu_ns: u64,
+    wall_ns: u64,
+}
+
+impl Window {
+    fn rate(&self) -> f64 {
+        self.records as f64 * 1e9 / self.wall_ns.max(1) as f64
+    }
+    fn cpu_per_record(&self) -> f64 {
+        self.cpu_ns as f64 / self.records.max(1) as f64
+    }
+}
+
+/// What `--profile-all` measured: sampling runs that sampled something, their counted costs,
+/// and per run the ratios (on / off) of throughput and of process CPU-ns per record.
+#[derive(Default)]
+struct Profiled {
+    runs: u64,
+    cost: sluice_runtime::profiler::SamplingCost,
+    /// (records/s, CPU-ns/record) of each sampling window over the mean of the sampling-off
+    /// windows just before and just after it.
+    ratios: Vec<(f64, f64)>,
+}
+
+/// `--profile-all`: sampling runs over every subtask thread while the job runs, each between
+/// two windows of the same length without sampling (off, on, off, on, …, off), so throughput
+/// with sampling on and off is compared within one run and a drifting load or job rate hits
+/// both sides alike. A window is the sampling window only: a run's work after it (stopping the
+/// sampler, symbolising, the tree) finishes before the next off window starts and is reported
+/// apart (`after_cpu_ms`), as the one-off cost of a flame graph answer.
 struct ProfileAll {
-    thread: std::thread::JoinHandle<(u64, sluice_runtime::profiler::SamplingCost)>,
+    thread: std::thread::JoinHandle<Profiled>,
 }
 
 impl ProfileAll {
     fn start(monitor: &std::sync::Arc<sluice_runtime::JobMonitor>, hz: Option<i32>) -> ProfileAll {
         let m = monitor.clone();
         let thread = std::thread::spawn(move || {
-            use sluice_runtime::profiler::{
-                sample_vertex, FlameGraphType, ProfilerConfig, SamplingCost,
-            };
+            use sluice_runtime::profiler::{sample_vertex_then, FlameGraphType, ProfilerConfig};
             let mut cfg = ProfilerConfig::default();
             if let Some(hz) = hz {
                 cfg.native_hz = hz;
             }
+            let running = || m.outcome() == sluice_runtime::JobOutcome::Running;
+            // Wait until the sources emit (the job has started) before the first window.
+            while running() && m.records_emitted_by_sources() == 0 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
             let threads: Vec<_> = (0..m.graph.vertices.len())
                 .flat_map(|v| m.profiled_threads(v))
                 .collect();
-            let mut runs = 0;
-            let mut cost = SamplingCost::default();
-            while m.outcome() == sluice_runtime::JobOutcome::Running {
-                let p = sample_vertex(&threads, &cfg);
+            let mark = || {
+                (
+                    m.records_emitted_by_sources(),
+                    procstat::cpu_time_ns().unwrap_or(0),
+                    Instant::now(),
+                )
+            };
+            let since = |(r, c, t): (u64, u64, Instant)| {
+                let (r1, c1, _) = mark();
+                Window {
+                    records: r1.saturating_sub(r),
+                    cpu_ns: c1.saturating_sub(c),
+                    wall_ns: t.elapsed().as_nanos() as u64,
+                }
+            };
+            let length = cfg.delay * cfg.num_samples.max(1) as u32;
+            let mut out = Profiled::default();
+            let off_window = || {
+                let start = mark();
+                std::thread::sleep(length);
+                let w = since(start);
+                running().then_some(w)
+            };
+            let Some(mut before) = off_window() else {
+                return out;
+            };
+            while running() {
+                let start = mark();
+                let mut on = None;
+                let p = sample_vertex_then(&threads, &cfg, &mut || on = Some(since(start)));
                 // What an answer costs besides the sampling: the tree.
                 std::hint::black_box(p.tree(FlameGraphType::Full, None));
-                cost.add(&p.cost);
+                out.cost.add(&p.cost);
                 if p.subtasks
                     .iter()
                     .all(|s| s.on_cpu.is_empty() && s.off_cpu.is_empty())
                 {
-                    std::thread::sleep(Duration::from_millis(10));
-                } else {
-                    runs += 1;
+                    break;
                 }
+                out.runs += 1;
+                let Some(after) = off_window() else { break };
+                if let Some(on) = on.filter(|_| running()) {
+                    let off_rate = (before.rate() + after.rate()) / 2.0;
+                    let off_cpu = (before.cpu_per_record() + after.cpu_per_record()) / 2.0;
+                    out.ratios.push((
+                        on.rate() / off_rate.max(1e-9),
+                        on.cpu_per_record() / off_cpu.max(1e-9),
+                    ));
+                }
+                before = after;
             }
-            (runs, cost)
+            out
         });
         ProfileAll { thread }
     }
 
-    /// Waits for the last run (the job has ended); the number of runs that sampled something
-    /// and what all runs cost.
-    fn finish(self) -> (u64, sluice_runtime::profiler::SamplingCost) {
+    /// Waits for the last window (the job has ended).
+    fn finish(self) -> Profiled {
         self.thread.join().unwrap_or_default()
     }
+}
+
+/// `[[rate ratio, cpu ratio], …]` of `--stats-json`'s `profile_ratios`.
+fn ratios_json(r: &[(f64, f64)]) -> String {
+    let pairs: Vec<String> = r.iter().map(|(a, b)| format!("[{a:.4},{b:.4}]")).collect();
+    format!("[{}]", pairs.join(","))
 }
 
 /// The profiler's counted costs as a JSON object (`profile_cost` of `--stats-json`).
@@ -290,7 +366,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let ckpt_avg = durations.iter().sum::<i64>() as f64 / durations.len().max(1) as f64;
         let ckpt_max = durations.iter().copied().max().unwrap_or(0);
         println!(
-            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"in_flight_bytes_avg_second_half\":{:.0},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{},\"profile_cost\":{}}}",
+            "{{\"job\":\"{}\",\"records\":{},\"wall_ms\":{:.3},\"records_per_sec\":{:.0},\"cpu_ns_per_record\":{},\"peak_rss_kib\":{},\"startup_ms\":{},\"restarts\":{},\"in_flight_bytes_avg\":{:.0},\"in_flight_bytes_max\":{},\"in_flight_bytes_avg_second_half\":{:.0},\"checkpoints_completed\":{},\"checkpoint_ms_avg\":{:.1},\"checkpoint_ms_max\":{},\"profile_runs\":{},\"profile_cost\":{},\"profile_ratios\":{}}}",
             exec.graph.name,
             records,
             wall.as_secs_f64() * 1000.0,
@@ -305,8 +381,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             durations.len(),
             ckpt_avg,
             ckpt_max,
-            profiled.as_ref().map(|(n, _)| n.to_string()).unwrap_or("null".into()),
-            profiled.as_ref().map(|(_, c)| cost_json(c)).unwrap_or("null".into()),
+            profiled.as_ref().map(|p| p.runs.to_string()).unwrap_or("null".into()),
+            profiled.as_ref().map(|p| cost_json(&p.cost)).unwrap_or("null".into()),
+            profiled.as_ref().map(|p| ratios_json(&p.ratios)).unwrap_or("null".into()),
         );
         // Not on stdout (one JSON line there), but never silent.
         for line in &recovery {

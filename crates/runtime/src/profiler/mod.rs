@@ -313,6 +313,16 @@ type OffCpuLooks = HashMap<(Option<WaitStack>, Stack), u64>;
 /// Samples `threads` (see the module docs); blocks for about `num_samples × delay`, less when
 /// every thread has ended. Symbolisation happens after the window, on this thread.
 pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> VertexProfile {
+    sample_vertex_then(threads, cfg, &mut || {})
+}
+
+/// [`sample_vertex`], calling `at_window_end` when the sampling window ends (before the
+/// sampler stops and symbolises): what `sluice run --profile-all` measures the window with.
+pub fn sample_vertex_then(
+    threads: &[ProfiledThread],
+    cfg: &ProfilerConfig,
+    at_window_end: &mut dyn FnMut(),
+) -> VertexProfile {
     let n = threads.len();
     let cpu_start = own_cpu_ns();
     let mut on_looks = vec![0u64; n];
@@ -353,6 +363,7 @@ pub fn sample_vertex(threads: &[ProfiledThread], cfg: &ProfilerConfig) -> Vertex
             t.metrics.waits.stacks.want(false);
         }
         window_end_cpu = own_cpu_ns();
+        at_window_end();
     };
     let pthreads: Vec<u64> = threads
         .iter()
