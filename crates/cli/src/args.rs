@@ -240,14 +240,21 @@ pub struct BenchArgs {
     pub runs: usize,
     #[arg(short = 'p', long, default_value_t = 2)]
     pub parallelism: usize,
-    /// Measure the profiler instead: the skew and passthrough jobs with and without flame
-    /// graph sampling running all along (`sluice run --profile-all`), runs interleaved, and
-    /// the throughput ratio.
+    /// Measure the profiler instead: the skew and passthrough jobs with 5 s flame graph
+    /// sampling windows between 5 s windows without sampling, in one run
+    /// (`sluice run --profile-all`), and the on / off ratios of throughput and CPU-ns/record.
     #[arg(long)]
     pub profiler: bool,
     /// With `--profiler`: the sampling rate of the "on" runs (`sluice run --profile-hz`).
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..=999))]
     pub profile_hz: Option<i32>,
+    /// With `--profiler`: records of the passthrough job (enough for it to run ~40 s on an
+    /// idle 2-core machine: 4 sampling windows of 5 s between off windows).
+    #[arg(long, default_value_t = 8_000_000_000)]
+    pub profiler_passthrough_records: u64,
+    /// With `--profiler`: records of the skew job (~40 s on an idle 2-core machine).
+    #[arg(long, default_value_t = 500_000_000)]
+    pub profiler_skew_records: u64,
     /// Instead of the reference cases: the buffer-debloating comparison — a sink ~1000× slower
     /// than its source with aligned checkpoints, run without and with debloating.
     #[arg(long)]

@@ -93,7 +93,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
             vec![
                 "passthrough".into(),
                 "--records".into(),
-                a.passthrough_records.to_string(),
+                a.profiler_passthrough_records.to_string(),
                 "-p".into(),
                 p.clone(),
             ],
@@ -103,7 +103,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
             vec![
                 "skew".into(),
                 "--records".into(),
-                a.skew_records.to_string(),
+                a.profiler_skew_records.to_string(),
                 "-p".into(),
                 p.clone(),
             ],
