@@ -110,7 +110,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
         ),
     ];
     println!(
-        "{:<22} {:>7} {:>26} {:>26} {:>10} {:>11} {:>13} {:>16}",
+        "{:<22} {:>7} {:>26} {:>26} {:>10} {:>11} {:>13} {:>16} {:>13}",
         "case",
         "windows",
         "on/off rec/s med [min,max]",
@@ -118,7 +118,8 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
         "job ns/r",
         "samples/s",
         "window ms cpu",
-        "after ms cpu/run"
+        "after ms cpu/run",
+        "setup ms cpu"
     );
     for (name, args) in jobs {
         let mut on_args = args.clone();
@@ -128,7 +129,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
             on_args.push(hz.to_string());
         }
         let (mut ratios, mut job_cpu, mut samples_per_s) = (vec![], vec![], vec![]);
-        let (mut window_ms, mut after_ms) = (vec![], vec![]);
+        let (mut window_ms, mut after_ms, mut setup_ms) = (vec![], vec![], vec![]);
         for _ in 0..a.runs.max(1) {
             let s = run_once(exe, name, &on_args)?;
             let g = |k: &str| field(&s, k).unwrap_or(f64::NAN);
@@ -139,6 +140,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
             samples_per_s.push(g("native_samples") / (runs * 5.0));
             window_ms.push(g("window_cpu_ms") / runs);
             after_ms.push(g("after_cpu_ms") / runs);
+            setup_ms.push(g("setup_cpu_ms"));
         }
         if ratios.is_empty() {
             println!(
@@ -150,7 +152,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
         let rate: Vec<f64> = ratios.iter().map(|r| r.0).collect();
         let cpu: Vec<f64> = ratios.iter().map(|r| r.1).collect();
         println!(
-            "{:<22} {:>7} {:>26} {:>26} {:>10.1} {:>11.0} {:>13.1} {:>16}",
+            "{:<22} {:>7} {:>26} {:>26} {:>10.1} {:>11.0} {:>13.1} {:>16} {:>13.0}",
             name,
             ratios.len(),
             spread(&rate, 3),
@@ -159,6 +161,7 @@ fn bench_profiler(a: &BenchArgs, exe: &std::path::Path) -> anyhow::Result<ExitCo
             median(samples_per_s),
             median(window_ms),
             spread(&after_ms, 0),
+            median(setup_ms),
         );
     }
     Ok(ExitCode::SUCCESS)

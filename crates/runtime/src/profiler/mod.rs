@@ -179,6 +179,9 @@ pub struct SamplingCost {
     pub window_cpu_ns: u64,
     /// CPU time after the window: the sampler's report, symbolisation, the stacks and trees.
     pub after_cpu_ns: u64,
+    /// CPU time before the window: loading the debug info for the symboliser, once per
+    /// process ([`native::prepare_symbols`]).
+    pub setup_cpu_ns: u64,
 }
 
 impl SamplingCost {
@@ -189,6 +192,7 @@ impl SamplingCost {
         self.wait_stacks += o.wait_stacks;
         self.window_cpu_ns += o.window_cpu_ns;
         self.after_cpu_ns += o.after_cpu_ns;
+        self.setup_cpu_ns += o.setup_cpu_ns;
     }
 }
 
@@ -323,6 +327,11 @@ pub fn sample_vertex_then(
     cfg: &ProfilerConfig,
     at_window_end: &mut dyn FnMut(),
 ) -> VertexProfile {
+    let setup_cpu_ns = if cfg.native_hz > 0 {
+        native::prepare_symbols()
+    } else {
+        0
+    };
     let n = threads.len();
     let cpu_start = own_cpu_ns();
     let mut on_looks = vec![0u64; n];
@@ -454,6 +463,7 @@ pub fn sample_vertex_then(
         wait_stacks,
         window_cpu_ns: window_end_cpu.saturating_sub(cpu_start),
         after_cpu_ns: own_cpu_ns().saturating_sub(window_end_cpu),
+        setup_cpu_ns,
     };
     VertexProfile {
         end_timestamp_ms,
