@@ -4,7 +4,8 @@
 //!
 //! 1. **API** — [`StreamEnv`] (settings, sources), [`DataStream<T>`] (map, filter, flat_map,
 //!    union, partitioning, sinks, Async I/O: `ordered_wait` / `unordered_wait`, see
-//!    [`async_io`]) and [`KeyedStream<K, T>`] (rolling reduce/sum/min/max). Every
+//!    [`async_io`]) and [`KeyedStream<K, T, F>`] (rolling reduce/sum/min/max; `F` the key
+//!    selector's own type, a [`KeySelector`], called statically by keyed operators). Every
 //!    call adds a node to the **stream graph** ([`StreamNode`], a `sluice-plan` descriptor), with
 //!    ids handed out like Flink's transformation ids (virtual nodes such as `key_by` take an id
 //!    too), and keeps what the node runs (typed factories, `typeops`) beside it by node id.
@@ -54,12 +55,14 @@ pub use api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
     TimerServiceRef,
 };
-pub use api::{CoGroupedStreams, ConnectedStreams, Either, IntervalJoin, KeyedCoProcessFunction};
+pub use api::{
+    CoGroupedStreams, ConnectedStreams, Either, EitherKey, IntervalJoin, KeyedCoProcessFunction,
+};
 pub use api::{
     CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowFn, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
-pub use api::{DataStream, KeyedStream, Numeric, Sink, StreamEnv};
+pub use api::{DataStream, KeySelector, KeyedStream, Numeric, Sink, StreamEnv};
 pub use sluice_runtime::job_master::{
     EnvConfig, FaultSpec, JobExecution, JobHandle, JobMonitor, JobOutcome,
 };

@@ -305,9 +305,18 @@ fn right_event(i: u64) -> (u32, i64, i64) {
     (key, (i as i64) * 17 - jitter, i as i64)
 }
 
-type Keyed = sluice_graph::KeyedStream<u32, (u32, i64, i64)>;
+type Event = (u32, i64, i64);
+/// A keyed stream of events by their key field; the selector's type is the closure's own.
+type Keyed<F> = sluice_graph::KeyedStream<u32, Event, F>;
 
-fn join_inputs(env: &StreamEnv, n_left: u64, n_right: u64) -> (Keyed, Keyed) {
+fn join_inputs(
+    env: &StreamEnv,
+    n_left: u64,
+    n_right: u64,
+) -> (
+    Keyed<impl sluice_graph::KeySelector<Event, u32>>,
+    Keyed<impl sluice_graph::KeySelector<Event, u32>>,
+) {
     let left = env
         .generate(n_left, event)
         .assign_timestamps_and_watermarks(strategy())

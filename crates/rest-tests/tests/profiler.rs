@@ -166,7 +166,7 @@ fn skew_flame_graph_has_flinks_shape_and_the_reduce_function_under_the_sum_opera
             &g,
             |f| f.contains("KeyedReduceOp") && f.contains("process"),
             // `sum` reduces with a closure built by `field_fold` around its own adder.
-            |f| f.contains("KeyedStream<K,T>::sum::{{closure}}")
+            |f| f.contains("KeyedStream<K,T,F>::sum::{{closure}}")
                 || f.contains("keyed::field_fold::{{closure}}")
         ),
         "no sum reduce function under the keyed reduce operator:\n{text}"

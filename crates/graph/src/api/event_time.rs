@@ -34,7 +34,7 @@ use sluice_types::{Collector, Data, OperatorError};
 
 use super::keyed_state_api::state_config;
 use crate::partition::JavaHash;
-use crate::{DataStream, KeyedProcessFunction, KeyedStream};
+use crate::{DataStream, KeySelector, KeyedProcessFunction, KeyedStream};
 
 /// Flink's default `pipeline.auto-watermark-interval`.
 pub const DEFAULT_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);
@@ -165,8 +165,8 @@ pub struct WindowResult<K, R> {
 }
 
 /// A keyed stream cut into windows (Flink's `WindowedStream`).
-pub struct WindowedStream<K, T> {
-    keyed: KeyedStream<K, T>,
+pub struct WindowedStream<K, T, KS> {
+    keyed: KeyedStream<K, T, KS>,
     assigner: WindowAssigner,
     allowed_lateness: i64,
 }
@@ -178,14 +178,15 @@ enum Tagged<O, T> {
     Late(T),
 }
 
-impl<K, T> KeyedStream<K, T>
+impl<K, T, KS> KeyedStream<K, T, KS>
 where
     K: JavaHash + StateKey + Sync,
     T: Data,
+    KS: KeySelector<T, K>,
 {
     /// Windows over this keyed stream. Event-time assigners need the stream to have timestamps
     /// (`assign_timestamps_and_watermarks` or `with_timestamps` upstream).
-    pub fn window(&self, assigner: WindowAssigner) -> WindowedStream<K, T> {
+    pub fn window(&self, assigner: WindowAssigner) -> WindowedStream<K, T, KS> {
         if assigner.is_event_time() && self.stream.timestamps.is_none() {
             self.stream.env.record_error(format!(
                 "window({}) needs event timestamps: call assign_timestamps_and_watermarks() or with_timestamps() before key_by()",
@@ -276,10 +277,11 @@ impl<T: Clone> AggregateFunction<T, Vec<T>, Vec<T>> for ListAggregate {
     }
 }
 
-impl<K, T> WindowedStream<K, T>
+impl<K, T, KS> WindowedStream<K, T, KS>
 where
     K: JavaHash + StateKey + Sync,
     T: Data,
+    KS: KeySelector<T, K>,
 {
     /// Keeps each window `lateness_ms` past its end: later elements within it update and re-fire
     /// the window; elements later than that are dropped (or go to the late output).
@@ -326,7 +328,7 @@ where
                 let key = key.clone();
                 let ts = timestamps.clone();
                 let op = WindowOp::new(
-                    move |r: &T| key(r),
+                    move |r: &T| key.key_of(r),
                     move |r: &T| ts.as_ref().map_or(i64::MIN, |f| f(r)),
                     state_config::<K>(&backend, ctx),
                     assigner,

@@ -34,7 +34,7 @@ use sluice_runtime::time::windows::TimeWindow;
 use sluice_types::{Collector, Data, OperatorError};
 
 use crate::partition::JavaHash;
-use crate::{DataStream, KeyedStream};
+use crate::{DataStream, KeySelector, KeyedStream};
 
 /// A record of the first (`Left`) or second (`Right`) input of a two-input operation.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -101,19 +101,43 @@ where
     }
 }
 
-/// Two keyed streams with the same key type, to be processed together.
-pub struct ConnectedStreams<K, L, R> {
-    both: KeyedStream<K, Either<L, R>>,
+/// The key of either side of a connected stream: each side's own selector (statically called).
+pub struct EitherKey<FL, FR> {
+    left: Arc<FL>,
+    right: Arc<FR>,
 }
 
-impl<K, L> KeyedStream<K, L>
+impl<K, L, R, FL, FR> KeySelector<Either<L, R>, K> for EitherKey<FL, FR>
+where
+    FL: KeySelector<L, K>,
+    FR: KeySelector<R, K>,
+{
+    #[inline]
+    fn key_of(&self, e: &Either<L, R>) -> K {
+        match e {
+            Either::Left(l) => self.left.key_of(l),
+            Either::Right(r) => self.right.key_of(r),
+        }
+    }
+}
+
+/// Two keyed streams with the same key type, to be processed together.
+pub struct ConnectedStreams<K, L, R, FL, FR> {
+    both: KeyedStream<K, Either<L, R>, EitherKey<FL, FR>>,
+}
+
+impl<K, L, FL> KeyedStream<K, L, FL>
 where
     K: JavaHash + StateKey + Sync,
     L: Data,
+    FL: KeySelector<L, K>,
 {
     /// Both streams, keyed, into one operator: each key's records of both sides meet on the
     /// same subtask (Flink's `connect` of two keyed streams).
-    pub fn connect<R: Data>(&self, other: &KeyedStream<K, R>) -> ConnectedStreams<K, L, R> {
+    pub fn connect<R: Data, FR: KeySelector<R, K>>(
+        &self,
+        other: &KeyedStream<K, R, FR>,
+    ) -> ConnectedStreams<K, L, R, FL, FR> {
         let left = self.unkeyed.map(Either::<L, R>::Left).name("Left");
         let right = other.unkeyed.map(Either::<L, R>::Right).name("Right");
         let mut both = left.union(&[&right]);
@@ -127,25 +151,25 @@ where
             }
             _ => None,
         };
-        let (kl, kr) = (self.key.clone(), other.key.clone());
         ConnectedStreams {
-            both: both.key_by(move |e: &Either<L, R>| match e {
-                Either::Left(l) => kl(l),
-                Either::Right(r) => kr(r),
+            both: both.key_by_selector(EitherKey {
+                left: self.key.clone(),
+                right: other.key.clone(),
             }),
         }
     }
 
     /// Windowed co-group: per key and window, `f(key, window, lefts, rights, out)` sees all
     /// elements of both sides in the window (either list may be empty).
-    pub fn co_group<R>(
+    pub fn co_group<R, FR>(
         &self,
-        other: &KeyedStream<K, R>,
+        other: &KeyedStream<K, R, FR>,
         assigner: WindowAssigner,
-    ) -> CoGroupedStreams<K, L, R>
+    ) -> CoGroupedStreams<K, L, R, FL, FR>
     where
         L: StateValue,
         R: Data + StateValue,
+        FR: KeySelector<R, K>,
     {
         CoGroupedStreams {
             both: self.connect(other).both,
@@ -158,15 +182,16 @@ where
     /// `l.ts + lower <= r.ts <= l.ts + upper` (both bounds inclusive). Both sides need
     /// timestamps. Elements are buffered until the watermark passes the last time they can
     /// match; an element older than the watermark on arrival is dropped, as in Flink.
-    pub fn interval_join<R>(
+    pub fn interval_join<R, FR>(
         &self,
-        other: &KeyedStream<K, R>,
+        other: &KeyedStream<K, R, FR>,
         lower_ms: i64,
         upper_ms: i64,
-    ) -> IntervalJoin<K, L, R>
+    ) -> IntervalJoin<K, L, R, FL, FR>
     where
         L: StateValue,
         R: Data + StateValue,
+        FR: KeySelector<R, K>,
     {
         if lower_ms > upper_ms {
             self.stream.env.record_error(format!(
@@ -186,11 +211,13 @@ where
     }
 }
 
-impl<K, L, R> ConnectedStreams<K, L, R>
+impl<K, L, R, FL, FR> ConnectedStreams<K, L, R, FL, FR>
 where
     K: JavaHash + StateKey + Sync,
     L: Data,
     R: Data,
+    FL: KeySelector<L, K>,
+    FR: KeySelector<R, K>,
 {
     /// Applies `f` (operator name `KeyedCoProcess`). With timestamps on both sides the
     /// function sees them and may use event-time timers.
@@ -232,16 +259,18 @@ impl<L: Clone, R: Clone> AggregateFunction<Either<L, R>, (Vec<L>, Vec<R>), (Vec<
 }
 
 /// Two keyed streams cut into the same windows.
-pub struct CoGroupedStreams<K, L, R> {
-    both: KeyedStream<K, Either<L, R>>,
+pub struct CoGroupedStreams<K, L, R, FL, FR> {
+    both: KeyedStream<K, Either<L, R>, EitherKey<FL, FR>>,
     assigner: WindowAssigner,
 }
 
-impl<K, L, R> CoGroupedStreams<K, L, R>
+impl<K, L, R, FL, FR> CoGroupedStreams<K, L, R, FL, FR>
 where
     K: JavaHash + StateKey + Sync,
     L: Data + StateValue,
     R: Data + StateValue,
+    FL: KeySelector<L, K>,
+    FR: KeySelector<R, K>,
 {
     /// `f(key, window, lefts, rights, out)` once per window that holds any element.
     pub fn apply<O, F>(&self, f: F) -> DataStream<O>
@@ -294,17 +323,19 @@ where
 }
 
 /// An interval join awaiting its function.
-pub struct IntervalJoin<K, L, R> {
-    both: KeyedStream<K, Either<L, R>>,
+pub struct IntervalJoin<K, L, R, FL, FR> {
+    both: KeyedStream<K, Either<L, R>, EitherKey<FL, FR>>,
     lower: i64,
     upper: i64,
 }
 
-impl<K, L, R> IntervalJoin<K, L, R>
+impl<K, L, R, FL, FR> IntervalJoin<K, L, R, FL, FR>
 where
     K: JavaHash + StateKey + Sync,
     L: Data + StateValue,
     R: Data + StateValue,
+    FL: KeySelector<L, K>,
+    FR: KeySelector<R, K>,
 {
     /// `f(left, right)` for every matching pair (operator name `IntervalJoin`).
     pub fn process<O, F>(&self, f: F) -> DataStream<O>

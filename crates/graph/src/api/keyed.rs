@@ -5,21 +5,43 @@ use sluice_types::Data;
 
 use crate::DataStream;
 
+/// How a keyed stream finds a record's key: any `Fn(&T) -> K` closure (what `key_by` takes), or
+/// a named selector the API builds itself (`connect`'s key of either side). A type parameter of
+/// [`KeyedStream`], so keyed operators call it statically — inlined — rather than through a
+/// `dyn Fn` once per record.
+pub trait KeySelector<T, K>: Send + Sync + 'static {
+    /// The key of `record`.
+    fn key_of(&self, record: &T) -> K;
+}
+
+impl<T, K, F> KeySelector<T, K> for F
+where
+    F: Fn(&T) -> K + Send + Sync + 'static,
+{
+    #[inline]
+    fn key_of(&self, record: &T) -> K {
+        self(record)
+    }
+}
+
 /// A stream partitioned by key (Flink's `KeyedStream`). Keyed operators see each key on exactly
-/// one subtask and keep state per key.
-pub struct KeyedStream<K, T> {
+/// one subtask and keep state per key. `F` is the key selector's concrete type (the closure given
+/// to `key_by`); code that names the type writes `impl KeySelector<T, K>` or a generic.
+pub struct KeyedStream<K, T, F> {
     pub(crate) stream: DataStream<T>,
     /// The stream before `key_by` (two-phase aggregation salts it before re-keying).
     pub(crate) unkeyed: DataStream<T>,
-    pub(crate) key: Arc<dyn Fn(&T) -> K + Send + Sync>,
+    pub(crate) key: Arc<F>,
+    pub(crate) _k: std::marker::PhantomData<fn() -> K>,
 }
 
-impl<K, T> Clone for KeyedStream<K, T> {
+impl<K, T, F> Clone for KeyedStream<K, T, F> {
     fn clone(&self) -> Self {
         KeyedStream {
             stream: self.stream.clone(),
             unkeyed: self.unkeyed.clone(),
             key: self.key.clone(),
+            _k: std::marker::PhantomData,
         }
     }
 }
@@ -50,28 +72,31 @@ impl Numeric for f64 {
     }
 }
 
-impl<K, T> KeyedStream<K, T>
+impl<K, T, F> KeyedStream<K, T, F>
 where
     K: crate::partition::JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
     T: Data,
+    F: KeySelector<T, K>,
 {
     /// The stream as partitioned by key (for custom keyed operators via `transform`).
     pub fn as_stream(&self) -> &DataStream<T> {
         &self.stream
     }
 
-    /// The key function.
-    pub fn key_fn(&self) -> Arc<dyn Fn(&T) -> K + Send + Sync> {
-        self.key.clone()
+    /// The key function (a cheap clone of the selector, called statically).
+    pub fn key_fn(&self) -> impl Fn(&T) -> K + Clone + Send + Sync + 'static {
+        let key = self.key.clone();
+        move |r: &T| key.key_of(r)
     }
 }
 
 /// Rolling aggregations keep their per-key value in keyed state on the job's backend, by key
 /// group: keys and records must be serializable.
-impl<K, T> KeyedStream<K, T>
+impl<K, T, F> KeyedStream<K, T, F>
 where
     K: crate::partition::JavaHash + sluice_runtime::state::StateKey + Sync,
     T: Data + sluice_runtime::state::StateValue,
+    F: KeySelector<T, K>,
 {
     fn rolling<R>(&self, name: &str, reduce: R) -> DataStream<T>
     where
@@ -82,7 +107,7 @@ where
         let backend = self.stream.env.state_backend();
         let out = self.stream.transform(name, move |ctx| {
             let key = key.clone();
-            KeyedReduceOp::new(move |r: &T| key(r), reduce.clone())
+            KeyedReduceOp::new(move |r: &T| key.key_of(r), reduce.clone())
                 .with_hot_keys(sluice_runtime::hotkeys::display_key::<K>)
                 .with_state(super::keyed_state_api::state_config::<K>(&backend, ctx))
         });
@@ -101,7 +126,7 @@ where
                 };
                 let k = key.clone();
                 unkeyed
-                    .key_by(move |t: &T| k(t))
+                    .key_by(move |t: &T| k.key_of(t))
                     .two_phase(buckets, r2.clone())
                     .node_id()
                     .expect("two_phase ends in an operator")
@@ -123,10 +148,10 @@ where
 
     /// Rolling sum of the field `field` points at. Like Flink's `sum(pos)`, the other fields are
     /// those of the key's first record.
-    pub fn sum<N, F>(&self, field: F) -> DataStream<T>
+    pub fn sum<N, G>(&self, field: G) -> DataStream<T>
     where
         N: Numeric,
-        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+        G: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
         self.rolling(
             "Keyed Aggregation",
@@ -135,10 +160,10 @@ where
     }
 
     /// Rolling minimum of a field (other fields from the key's first record, as Flink's `min`).
-    pub fn min<N, F>(&self, field: F) -> DataStream<T>
+    pub fn min<N, G>(&self, field: G) -> DataStream<T>
     where
         N: Numeric,
-        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+        G: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
         self.rolling(
             "Keyed Aggregation",
@@ -147,10 +172,10 @@ where
     }
 
     /// Rolling maximum of a field (other fields from the key's first record, as Flink's `max`).
-    pub fn max<N, F>(&self, field: F) -> DataStream<T>
+    pub fn max<N, G>(&self, field: G) -> DataStream<T>
     where
         N: Numeric,
-        F: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
+        G: Fn(&mut T) -> &mut N + Clone + Send + Sync + 'static,
     {
         self.rolling(
             "Keyed Aggregation",

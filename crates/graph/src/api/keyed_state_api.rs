@@ -19,7 +19,7 @@ pub use sluice_runtime::operators::{
 pub use sluice_runtime::state::{AggregateFunction, StateBackendKind};
 
 use crate::partition::{assign_to_key_group, key_group_range_for_subtask, JavaHash};
-use crate::{DataStream, KeyedStream, StreamEnv};
+use crate::{DataStream, KeySelector, KeyedStream, StreamEnv};
 
 impl StreamEnv {
     /// Where keyed state lives (Flink's `state.backend.type`): [`StateBackendKind::Memory`] (the
@@ -57,10 +57,11 @@ pub(crate) fn state_config<K: JavaHash + 'static>(
     }
 }
 
-impl<K, T> KeyedStream<K, T>
+impl<K, T, KS> KeyedStream<K, T, KS>
 where
     K: JavaHash + StateKey + Sync,
     T: Data,
+    KS: KeySelector<T, K>,
 {
     /// Applies a [`KeyedProcessFunction`] (operator name `KeyedProcess`): per record, with the
     /// record's key as the current key, the function reads and writes keyed state and registers
@@ -92,7 +93,7 @@ where
         self.stream.transform("KeyedProcess", move |ctx| {
             let key = key.clone();
             KeyedProcessOp::new(
-                move |r: &T| key(r),
+                move |r: &T| key.key_of(r),
                 state_config::<K>(&backend, ctx),
                 f.clone(),
             )
@@ -117,7 +118,7 @@ where
         self.stream.transform(name, move |ctx| {
             let key = key.clone();
             AggregateOp::new(
-                move |r: &T| key(r),
+                move |r: &T| key.key_of(r),
                 state_config::<K>(&backend, ctx),
                 agg.clone(),
                 emit,
@@ -164,7 +165,7 @@ where
         self.stream.transform("Final Reduce", move |ctx| {
             let key = key.clone();
             ReduceFinalOp::new(
-                move |r: &T| key(r),
+                move |r: &T| key.key_of(r),
                 state_config::<K>(&backend, ctx),
                 reduce.clone(),
             )

@@ -16,8 +16,10 @@ pub use event_time::{
     CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowFn, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
-pub use joins::{CoGroupedStreams, ConnectedStreams, Either, IntervalJoin, KeyedCoProcessFunction};
-pub use keyed::{KeyedStream, Numeric};
+pub use joins::{
+    CoGroupedStreams, ConnectedStreams, Either, EitherKey, IntervalJoin, KeyedCoProcessFunction,
+};
+pub use keyed::{KeySelector, KeyedStream, Numeric};
 pub use keyed_state_api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
     TimerServiceRef,

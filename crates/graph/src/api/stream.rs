@@ -241,15 +241,25 @@ impl<T: Data> DataStream<T> {
 
     /// Partitions by key: records with equal keys go to the same subtask, placed exactly as Flink
     /// places them (Java `hashCode`, murmur, key groups).
-    pub fn key_by<K, F>(&self, key: F) -> KeyedStream<K, T>
+    pub fn key_by<K, F>(&self, key: F) -> KeyedStream<K, T, F>
     where
         K: JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
         F: Fn(&T) -> K + Send + Sync + 'static,
     {
+        self.key_by_selector(key)
+    }
+
+    /// `key_by` with any [`KeySelector`](crate::api::keyed::KeySelector) (the API's own named
+    /// selectors, e.g. `connect`'s key of either side).
+    pub(crate) fn key_by_selector<K, F>(&self, key: F) -> KeyedStream<K, T, F>
+    where
+        K: JavaHash + std::hash::Hash + Eq + Clone + Send + Sync + 'static,
+        F: crate::api::keyed::KeySelector<T, K>,
+    {
         let key = Arc::new(key);
         let k2 = key.clone();
         let writer = Arc::new(TypedWriterFactory {
-            key_hash: Some(move |r: &T| k2(r).java_hash_code()),
+            key_hash: Some(move |r: &T| k2.key_of(r).java_hash_code()),
             _t: PhantomData,
         });
         let stream = self.repartitioned(ShipStrategy::Hash, writer);
@@ -257,6 +267,7 @@ impl<T: Data> DataStream<T> {
             stream,
             unkeyed: self.clone(),
             key,
+            _k: PhantomData,
         }
     }
 }

@@ -5,16 +5,17 @@ use sluice_types::Data;
 
 use crate::operator_id::IdentityHint;
 use crate::partition::JavaHash;
-use crate::{DataStream, KeyedStream, Numeric};
+use crate::{DataStream, KeySelector, KeyedStream, Numeric};
 
 /// Records a `(key, salt)` partial absorbs before it is sent to the combiner.
 pub const DEFAULT_EMIT_EVERY: u32 = 1024;
 
 /// Partials are checkpointed by key group: keys and records must be serializable.
-impl<K, T> KeyedStream<K, T>
+impl<K, T, KS> KeyedStream<K, T, KS>
 where
     K: JavaHash + sluice_runtime::state::StateKey + Sync,
     T: Data + sluice_runtime::state::StateValue,
+    KS: KeySelector<T, K>,
 {
     /// A rolling `reduce` in two phases: `salt` (round robin over `buckets`) → `pre-aggregate`
     /// keyed by `(key, salt)` → `combine` keyed by the key. One hot key is spread over `buckets`
@@ -55,7 +56,7 @@ where
         let key = self.key.clone();
         let salted = self.unkeyed.transform("salt (adaptive)", move |_| {
             let k = key.clone();
-            AdaptiveSaltOp::new(move |t: &T| k(t), buckets, hot_share)
+            AdaptiveSaltOp::new(move |t: &T| k.key_of(t), buckets, hot_share)
         });
         self.pre_aggregate_and_combine(salted, buckets, DEFAULT_EMIT_EVERY, reduce)
     }
@@ -76,22 +77,22 @@ where
         let k1 = key.clone();
         let r1 = reduce.clone();
         let pre = salted
-            .key_by(move |r: &(u32, T)| (k1(&r.1), r.0))
+            .key_by(move |r: &(u32, T)| (k1.key_of(&r.1), r.0))
             .as_stream()
             .transform("pre-aggregate (salted)", move |_| {
                 let k = key.clone();
-                PreAggregateOp::new(move |t: &T| k(t), r1.clone(), emit_every)
+                PreAggregateOp::new(move |t: &T| k.key_of(t), r1.clone(), emit_every)
             });
         mark(&pre, IdentityHint::role("two-phase pre-aggregate"));
         let k2 = self.key.clone();
         let k3 = self.key.clone();
         let backend = self.stream.env.state_backend();
         let combine = pre
-            .key_by(move |r: &(u32, T)| k2(&r.1))
+            .key_by(move |r: &(u32, T)| k2.key_of(&r.1))
             .as_stream()
             .transform("combine", move |ctx| {
                 let k = k3.clone();
-                CombineOp::new(move |t: &T| k(t), reduce.clone())
+                CombineOp::new(move |t: &T| k.key_of(t), reduce.clone())
                     .with_state(super::keyed_state_api::state_config::<K>(&backend, ctx))
             });
         // The combiner keeps the one-phase aggregation's state, so it takes over its identity:
