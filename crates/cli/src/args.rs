@@ -265,6 +265,11 @@ pub struct BenchArgs {
     /// Sink CPU burn per record in the debloating comparison (rounds, ~1 µs per 1000).
     #[arg(long, default_value_t = 25_000)]
     pub debloat_sink_work: u32,
+    /// The floor program's release binary (`shared/floor`, `cargo build --release` there): run
+    /// right before each skew run with the same record count, so every skew row also shows its
+    /// throughput as a fraction of floor (c) measured in the same minute.
+    #[arg(long, value_name = "PATH")]
+    pub floor: Option<std::path::PathBuf>,
     /// Debloating target in the comparison, ms (Flink's default 1000).
     #[arg(long, default_value_t = 1000)]
     pub debloat_target_ms: u64,

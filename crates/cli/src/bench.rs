@@ -41,6 +41,34 @@ fn run_once(exe: &std::path::Path, name: &str, args: &[String]) -> anyhow::Resul
     Ok(String::from_utf8_lossy(&out.stdout).to_string())
 }
 
+/// Floor (c)'s records per second from the floor program's output line
+/// `(c) 2 producers -> hash -> 2 consumers (HashMap state): 12.40 ns/record, 80.6 M rec/s`.
+fn floor_c_rate(output: &str) -> Option<f64> {
+    let line = output.lines().find(|l| l.starts_with("(c)"))?;
+    let (_, tail) = line.rsplit_once(", ")?;
+    let m: f64 = tail.strip_suffix(" M rec/s")?.trim().parse().ok()?;
+    Some(m * 1e6)
+}
+
+/// One run of the floor program over `records` records: floor (c) in records per second.
+fn run_floor(floor: &std::path::Path, records: u64) -> anyhow::Result<f64> {
+    let out = Command::new(floor).arg(records.to_string()).output()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        anyhow::bail!(
+            "the floor program {} failed: {}",
+            floor.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    floor_c_rate(&text).ok_or_else(|| {
+        anyhow::anyhow!(
+            "the floor program {} printed no (c) line: {text}",
+            floor.display()
+        )
+    })
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
@@ -344,10 +372,19 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1) as f64;
+    let mut floor_rows = Vec::new();
     for c in cases {
         let mut runs = Vec::new();
+        let mut of_floor = Vec::new();
         for _ in 0..a.runs.max(1) {
+            let floor_c = match (&a.floor, c.name.starts_with("skew")) {
+                (Some(f), true) => Some(run_floor(f, a.skew_records)?),
+                _ => None,
+            };
             let s = run_once(&exe, c.name, &c.args)?;
+            if let (Some(fc), Some(rate)) = (floor_c, field(&s, "records_per_sec")) {
+                of_floor.push(rate / fc);
+            }
             runs.push(Stats {
                 records: field(&s, "records").unwrap_or(0.0),
                 rate: field(&s, "records_per_sec").unwrap_or(0.0),
@@ -369,6 +406,15 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
             m.rss_kib / 1024.0,
             m.startup_ms
         );
+        if !of_floor.is_empty() {
+            floor_rows.push((c.name, spread(&of_floor, 2)));
+        }
+    }
+    if !floor_rows.is_empty() {
+        println!("\nthroughput / floor (c), each run beside its own floor run: median [min, max]");
+        for (name, s) in floor_rows {
+            println!("{name:<26} {s}");
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -381,5 +427,14 @@ mod tests {
         assert_eq!(super::profile_ratios(s), vec![(0.995, 1.01), (1.0, 0.99)]);
         assert!(super::profile_ratios(r#"{"profile_ratios":[]}"#).is_empty());
         assert!(super::profile_ratios(r#"{"profile_ratios":null}"#).is_empty());
+    }
+
+    #[test]
+    fn reads_floor_c_from_the_floor_programs_output() {
+        let out = "(a) one thread, no engine: 6.10 ns/record, 163.9 M rec/s (checksum 1, hot sum 2)\n\
+                   (b) producer -> bounded channel of 2048-record batches -> consumer: 7.00 ns/record, 142.9 M rec/s\n\
+                   (c) 2 producers -> hash -> 2 consumers (HashMap state): 12.40 ns/record, 80.6 M rec/s\n";
+        assert_eq!(super::floor_c_rate(out), Some(80.6e6));
+        assert_eq!(super::floor_c_rate("nothing"), None);
     }
 }
