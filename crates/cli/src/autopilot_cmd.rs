@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use serde_json::{json, Value};
 use sluice_autopilot::{Autopilot, Decision, Policy, Proposal, Verdict};
-use sluice_doctor::{plan_change_json, Cause, Diagnosis, PlanChange};
+use sluice_doctor::{Cause, Diagnosis, PlanChange};
 
 use crate::doctor_cmd::{sample_and_diagnose_with, LiveSource, RestSource};
 use crate::http_client::{ClientArgs, Endpoint, HttpError};
@@ -128,7 +128,7 @@ impl Actuator for SluiceActuator {
         true
     }
     fn apply(&self, change: &PlanChange) -> Result<Vec<String>, String> {
-        self.post_change(&json!({"plan-change": plan_change_json(change)}))
+        self.post_change(&json!({"plan-change": sluice_rest::live::change_json(change)}))
     }
     /// The server keeps the plan before each change: a roll-back restores it, whatever the
     /// change was (so `to` is not needed).

@@ -1,6 +1,7 @@
 //! `sluice run <job>`.
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -33,19 +34,30 @@ fn env_of(a: &EnvArgs) -> anyhow::Result<StreamEnv> {
 
 /// Builds the job a command line describes; `run` and `plan` share it.
 pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
+    let env = match job {
+        JobCmd::Passthrough(a) => env_of(&a.env)?,
+        JobCmd::Skew(a) => env_of(&a.env)?,
+        JobCmd::Scenario(a) => env_of(&a.env)?,
+    };
+    let (built, total) = build_on(&env, job)?;
+    Ok((env, built, total))
+}
+
+/// Adds the job a command line describes to `env` (its configuration already set); the
+/// built job's handles (output, counters) and the records it generates. A live run calls it
+/// again for every plan change.
+pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)> {
     match job {
         JobCmd::Passthrough(a) => {
-            let env = env_of(&a.env)?;
             let cfg = passthrough::PassthroughConfig {
                 records: a.records,
                 parallelism: a.env.parallelism,
                 rebalance: a.rebalance,
             };
-            let j = passthrough::build(&env, &cfg)?;
-            Ok((env, BuiltJob::Passthrough(j), a.records))
+            let j = passthrough::build(env, &cfg)?;
+            Ok((BuiltJob::Passthrough(j), a.records))
         }
         JobCmd::Skew(a) => {
-            let env = env_of(&a.env)?;
             let cfg = skew::SkewConfig {
                 records: a.records,
                 hot_key_share: a.hot_key_share,
@@ -60,13 +72,13 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                 adaptive: a.adaptive,
             };
             let source = match &a.from {
-                None => skew::generated_source(&env, &cfg)?,
+                None => skew::generated_source(env, &cfg)?,
                 Some(from) => {
                     cfg.validate()
                         .map_err(sluice_graph::GraphError::InvalidConfig)?;
                     env.set_parallelism(cfg.parallelism);
                     env.set_job_name("skew");
-                    let mut s = crate::connectors::records_from(&env, from, a.bounded, 0)?;
+                    let mut s = crate::connectors::records_from(env, from, a.bounded, 0)?;
                     if let Some(p) = cfg.source_parallelism {
                         s = s.set_parallelism(p);
                     }
@@ -81,13 +93,12 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
             };
             // Read from elsewhere, the record count is what the source holds.
             let records = if a.from.is_some() { 0 } else { a.records };
-            Ok((env, BuiltJob::Skew(j, a.output.clone(), sink), records))
+            Ok((BuiltJob::Skew(j, a.output.clone(), sink), records))
         }
         JobCmd::Scenario(a) => {
-            let env = env_of(&a.env)?;
             if a.from.is_some() || a.to.is_some() {
                 let j = crate::real_scenarios::build(
-                    &env,
+                    env,
                     &a.name,
                     a.records,
                     a.env.parallelism,
@@ -96,9 +107,9 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
                     a.to.as_ref(),
                 )?;
                 if let Some(spec) = &a.async_capacity {
-                    apply_async_capacity(&env, spec)?;
+                    apply_async_capacity(env, spec)?;
                 }
-                return Ok((env, BuiltJob::RealScenario(j), 0));
+                return Ok((BuiltJob::RealScenario(j), 0));
             }
             let cfg = scenarios::ScenarioConfig {
                 name: a.name.clone(),
@@ -111,11 +122,11 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
             if a.name != "blocking" && (a.keys.is_some() || a.lookup.is_some()) {
                 anyhow::bail!("--keys and --lookup are options of the blocking scenario only");
             }
-            let j = scenarios::build(&env, &cfg)?;
+            let j = scenarios::build(env, &cfg)?;
             if let Some(spec) = &a.async_capacity {
-                apply_async_capacity(&env, spec)?;
+                apply_async_capacity(env, spec)?;
             }
-            Ok((env, BuiltJob::Scenario(j), a.records))
+            Ok((BuiltJob::Scenario(j), a.records))
         }
     }
 }
@@ -286,7 +297,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         rest: !args.stats_json,
         checkpoints: true,
     };
-    let running = sluice::Running::start(&env, &args.rest, say)?;
+    // The job runs live (its plan can change while it runs: `doctor/apply`, `PUT
+    // resource-requirements`, `--autopilot`): built again on a fresh environment for every
+    // change. Every build's handles are kept; the summary merges them (a build that never ran
+    // holds nothing).
+    let cfg = env.config();
+    drop(env);
+    // The build above only checked the command line (and its output file); it never runs.
+    drop(job);
+    let builds: Arc<Mutex<Vec<BuiltJob>>> = Arc::default();
+    let build: sluice::live::BuildFn = {
+        let (cmd, builds) = (args.job.clone(), builds.clone());
+        Arc::new(move |env: &StreamEnv| {
+            let (built, _) = build_on(env, &cmd).map_err(|e| format!("{e:#}"))?;
+            builds.lock().unwrap_or_else(|p| p.into_inner()).push(built);
+            Ok(())
+        })
+    };
+    let running = sluice::Running::start_live(build, cfg, &args.rest, say)?;
     let monitor = running.monitor().clone();
     let autopilot = match (args.autopilot, running.rest_addr()) {
         (false, _) => None,
@@ -354,11 +382,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
-    // Every record enters through a source; sources publish their counts as they go.
-    let records = monitor.records_emitted_by_sources();
-    if let BuiltJob::Skew(j, Some(path), _) = &job {
-        j.write_csv(path)
-            .with_context(|| format!("writing {}", path.display()))?;
+    // Every record enters through a source; sources publish their counts as they go (each
+    // plan of a live job counts from 0: the sum over plans is the job's).
+    let records = finished.records;
+    let monitor = finished.monitor.clone();
+    let builds = std::mem::take(&mut *builds.lock().unwrap_or_else(|p| p.into_inner()));
+    let job = Merged::of(builds);
+    if let (Some(path), Some(finals)) = (&job.output, &job.finals) {
+        write_csv(path, finals).with_context(|| format!("writing {}", path.display()))?;
     }
     let rate = records as f64 / wall.as_secs_f64().max(1e-9);
     let peak = procstat::peak_rss_kib();
@@ -453,31 +484,16 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .map(|c| format!(", {:.1} CPU-ns/record", c as f64 / records.max(1) as f64))
                 .unwrap_or_default()
         );
-        match &job {
-            BuiltJob::Skew(_, Some(path), _) => {
-                eprintln!("final sums written to {}", path.display())
-            }
-            BuiltJob::Passthrough(p) => {
-                eprintln!("the sink discarded {} records", p.discarded.count())
-            }
-            BuiltJob::Skew(_, None, _) => {}
-            BuiltJob::RealScenario(s) => eprintln!(
-                "scenario {}: the sink received {} records",
-                s.name,
-                s.sunk.load(std::sync::atomic::Ordering::Relaxed)
-            ),
-            BuiltJob::Scenario(s) => eprintln!(
-                "scenario {}: the sink received {} records",
-                s.name,
-                s.records_sunk()
-            ),
+        if let Some(path) = &job.output {
+            eprintln!("final sums written to {}", path.display())
         }
-        let sink = match &job {
-            BuiltJob::Skew(_, _, sink) => sink.as_ref(),
-            BuiltJob::RealScenario(s) => s.sink.as_ref(),
-            _ => None,
-        };
-        if let Some(sink) = sink {
+        if let Some(n) = job.discarded {
+            eprintln!("the sink discarded {n} records")
+        }
+        if let Some((name, n)) = &job.scenario_sunk {
+            eprintln!("scenario {name}: the sink received {n} records");
+        }
+        for sink in &job.sinks {
             eprintln!("{}", sink.summary());
         }
         for line in &recovery {
@@ -488,6 +504,78 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         finished.serve_forever();
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the summary reports of a run's builds (one per plan of a live job, plus the builds a
+/// plan change checked and never ran, which hold nothing): counters summed, final sums merged
+/// with the later plan's figure winning.
+struct Merged {
+    output: Option<std::path::PathBuf>,
+    finals: Option<std::collections::BTreeMap<i64, i64>>,
+    discarded: Option<u64>,
+    scenario_sunk: Option<(String, u64)>,
+    sinks: Vec<crate::connectors::SinkHandle>,
+}
+
+impl Merged {
+    fn of(builds: Vec<BuiltJob>) -> Merged {
+        let mut m = Merged {
+            output: None,
+            finals: None,
+            discarded: None,
+            scenario_sunk: None,
+            sinks: Vec::new(),
+        };
+        let mut counted = 0;
+        let mut name = None;
+        let mut sinks = Vec::new();
+        for b in builds {
+            match b {
+                BuiltJob::Skew(j, output, sink) => {
+                    m.finals.get_or_insert_default().extend(j.final_sums());
+                    m.output = output;
+                    sinks.extend(sink);
+                }
+                BuiltJob::Passthrough(p) => {
+                    *m.discarded.get_or_insert(0) += p.discarded.count();
+                }
+                BuiltJob::Scenario(s) => {
+                    match s.skew_job() {
+                        Some(j) => m.finals.get_or_insert_default().extend(j.final_sums()),
+                        None => counted += s.records_sunk(),
+                    }
+                    name = Some(s.name.clone());
+                }
+                BuiltJob::RealScenario(s) => {
+                    counted += s.sunk.load(std::sync::atomic::Ordering::Relaxed);
+                    name = Some(s.name.clone());
+                    sinks.extend(s.sink);
+                }
+            }
+        }
+        if let Some(name) = name {
+            // For skew and under-provisioned the sink's figure is the keys in the final sums.
+            let n = counted + m.finals.as_ref().map_or(0, |f| f.len() as u64);
+            m.scenario_sunk = Some((name, n));
+        }
+        // The newest build's sink (with no plan change, the only one).
+        m.sinks = sinks.pop().into_iter().collect();
+        m
+    }
+}
+
+/// Writes `key,sum` CSV sorted by key, with a header line (as `SkewJob::write_csv`).
+fn write_csv(
+    path: &std::path::Path,
+    finals: &std::collections::BTreeMap<i64, i64>,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    writeln!(w, "key,sum")?;
+    for (k, s) in finals {
+        writeln!(w, "{k},{s}")?;
+    }
+    w.flush()
 }
 
 /// `--async-capacity OPERATOR=N`: the fixer's async change (lookup async mode, ordered, or an

@@ -1,9 +1,9 @@
 //! `sluice doctor --url SLUICE --apply` against a live `sluice run scenario under-provisioned`:
 //! the autopilot diagnoses, applies through `POST /jobs/:jid/doctor/apply` and reports its
 //! decision to the job's `GET /jobs/:jid/autopilot` log with the figures before the change.
-//! A server without live healing (no `doctor/apply` route) makes the decision `failed`, naming
-//! the route, and the change is not retried; with it, the decision is kept or rolled back with
-//! the figures after.
+//! `sluice run` starts its jobs live, so the change is applied (never `failed`) and the decision
+//! is kept or rolled back with the figures after; `/jobs/:jid` shows the parallelism it left.
+//! The same with the autopilot in process (`sluice run … --autopilot`).
 
 mod common;
 use common::start_live;
@@ -61,12 +61,85 @@ fn doctor_apply_on_sluice_logs_its_decision_with_figures() {
         "{log}"
     );
     assert!(d["before"]["throughput"].as_f64().unwrap() > 0.0, "{log}");
-    match d["outcome"].as_str().unwrap() {
-        "failed" => assert!(
-            d["reason"].as_str().unwrap().contains("doctor/apply"),
-            "{log}"
-        ),
-        "kept" | "rolled-back" => assert!(d["after"]["parallelism"].as_u64().is_some(), "{log}"),
-        other => panic!("unexpected outcome {other}: {log}"),
+    // `sluice run` starts its job live: the change is applied, never `failed`.
+    let d = judged(&url, &jid);
+    assert_kept_or_rolled_back(&url, &jid, &d);
+}
+
+/// Polls the decision log until decision 1 is judged (kept or rolled back).
+fn judged(url: &str, jid: &str) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let log = get(&format!("{url}/jobs/{jid}/autopilot"));
+        let d = log["decisions"][0].clone();
+        match d["outcome"].as_str() {
+            Some("kept" | "rolled-back") => return d,
+            Some("failed" | "skipped" | "advised") => panic!("not applied: {log}"),
+            _ => {}
+        }
+        assert!(std::time::Instant::now() < deadline, "not judged: {log}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
     }
+}
+
+/// A kept change left `map` at the new parallelism in `/jobs/:jid` (a rolled-back one at 1),
+/// and the decision has the figures before and after.
+fn assert_kept_or_rolled_back(url: &str, jid: &str, d: &serde_json::Value) {
+    eprintln!("decision: {d}");
+    assert_eq!(d["before"]["parallelism"], 1, "{d}");
+    assert!(d["before"]["throughput"].as_f64().unwrap() > 0.0, "{d}");
+    assert!(d["after"]["throughput"].as_f64().unwrap() > 0.0, "{d}");
+    assert!(
+        d["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("pause")),
+        "{d}"
+    );
+    let want = match d["outcome"].as_str().unwrap() {
+        "kept" => {
+            assert_eq!(d["after"]["parallelism"], 2, "{d}");
+            2
+        }
+        _ => {
+            assert!(d["reason"].as_str().is_some(), "{d}");
+            1
+        }
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let job = get(&format!("{url}/jobs/{jid}"));
+        let map = job["vertices"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|v| v["name"].as_str().is_some_and(|n| n.contains("map")))
+            .cloned();
+        if map.as_ref().is_some_and(|m| m["parallelism"] == want) && job["state"] == "RUNNING" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "map not at parallelism {want}: {job}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn sluice_run_autopilot_raises_the_under_provisioned_map() {
+    let (_job, url) = start_live(&["scenario", "under-provisioned", "-p", "1", "--autopilot"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let jid = loop {
+        if let Some(j) = get(&format!("{url}/jobs/overview"))["jobs"][0]["jid"].as_str() {
+            break j.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no job");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let d = judged(&url, &jid);
+    assert_eq!(d["cause"], "under-provisioned", "{d}");
+    assert_eq!(d["change"]["kind"], "parallelism", "{d}");
+    assert_kept_or_rolled_back(&url, &jid, &d);
 }

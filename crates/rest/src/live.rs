@@ -197,7 +197,11 @@ pub fn parse_change(v: &Value) -> Result<PlanChange, String> {
         "parallelism" => PlanChange::Parallelism {
             operator,
             parallelism: size("parallelism")?,
-            ship: text("ship-strategy")?,
+            // `sluice doctor --json` names it `ship`: its object is accepted as it is too.
+            ship: match o.contains_key("ship") && !o.contains_key("ship-strategy") {
+                true => text("ship")?,
+                false => text("ship-strategy")?,
+            },
         },
         "two-phase" => PlanChange::TwoPhase {
             operator,

@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sluice_graph::config::EnvConfig;
 use sluice_graph::{JobExecution, JobHandle, JobMonitor, StreamEnv};
+
+use crate::live::{BuildFn, LiveJob};
 
 use crate::checkpoint_log::CheckpointLog;
 use crate::rest::{start_rest, RestApi};
@@ -22,9 +25,16 @@ pub struct Say {
     pub checkpoints: bool,
 }
 
+/// How the job was launched: once, or as a [`LiveJob`] that rebuilds itself for plan changes.
+enum Launched {
+    Plain(JobHandle),
+    Live(Arc<LiveJob>),
+}
+
 /// A launched job with its REST API.
 pub struct Running {
-    handle: JobHandle,
+    launched: Launched,
+    /// The first plan's monitor (a live job's plan changes replace it: see [`Running::monitor`]).
     monitor: Arc<JobMonitor>,
     rest: Option<RestApi>,
     log: CheckpointLog,
@@ -51,7 +61,7 @@ impl Running {
             cfg.restore_from.as_deref().filter(|_| announce),
         );
         Ok(Running {
-            handle,
+            launched: Launched::Plain(handle),
             monitor,
             rest,
             log,
@@ -60,9 +70,57 @@ impl Running {
         })
     }
 
-    /// The live view of the job (metrics, checkpoints, control).
+    /// Like [`Running::start`], for a job whose plan may change while it runs: the job is built
+    /// by `build` on an environment with `cfg` and launched as a [`LiveJob`] registered with the
+    /// REST API (so `POST /jobs/:jid/doctor/apply` and `PUT /jobs/:jid/resource-requirements`
+    /// change it; savepoints for the changes go under the API's savepoint directory). Without
+    /// the REST API it is launched like any job.
+    pub fn start_live(
+        build: BuildFn,
+        cfg: EnvConfig,
+        rest: &RestArgs,
+        say: Say,
+    ) -> Result<Running, SluiceError> {
+        let announce = say.checkpoints;
+        let Some(api) = start_rest(rest, say.rest)? else {
+            let env = StreamEnv::with_config(cfg);
+            build(&env).map_err(SluiceError::Config)?;
+            return Running::start(&env, rest, say);
+        };
+        let job = LiveJob::start(
+            build,
+            cfg.clone(),
+            api.server.savepoint_dir().to_path_buf(),
+            Some(api.registry.clone()),
+        )?;
+        let monitor = job.monitor();
+        let log = CheckpointLog::start(
+            &monitor,
+            cfg.checkpoints.interval.is_some() && announce,
+            cfg.restore_from.as_deref().filter(|_| announce),
+        );
+        Ok(Running {
+            launched: Launched::Live(job),
+            monitor,
+            rest: Some(api),
+            log,
+            faults: cfg.faults.clone(),
+            started: Instant::now(),
+        })
+    }
+
+    /// The live view of the job (metrics, checkpoints, control): the first plan's. A live
+    /// job's plan changes replace it; [`Running::current_monitor`] is the plan running now.
     pub fn monitor(&self) -> &Arc<JobMonitor> {
         &self.monitor
+    }
+
+    /// The monitor of the plan running now (a live job's newest plan).
+    pub fn current_monitor(&self) -> Arc<JobMonitor> {
+        match &self.launched {
+            Launched::Plain(_) => self.monitor.clone(),
+            Launched::Live(j) => j.monitor(),
+        }
     }
 
     /// Where the REST API listens, when it runs.
@@ -71,28 +129,39 @@ impl Running {
     }
 
     pub fn is_finished(&self) -> bool {
-        self.handle.is_finished()
+        match &self.launched {
+            Launched::Plain(h) => h.is_finished(),
+            Launched::Live(j) => j.is_finished(),
+        }
     }
 
     /// Cancels the job (as `PATCH /jobs/:id` does); [`Running::wait`] then returns.
     pub fn cancel(&self) {
-        self.handle.cancel();
+        match &self.launched {
+            Launched::Plain(h) => h.cancel(),
+            Launched::Live(j) => j.cancel(),
+        }
     }
 
     /// Waits for the job to end: finished, failed past its restart strategy, cancelled or
     /// stopped with a savepoint. Returns the execution (per-vertex counts, hot keys, dead
     /// letters) or why the job ended otherwise, and the run's figures.
     pub fn wait(self) -> (Result<JobExecution, SluiceError>, Finished) {
-        let outcome = self.handle.wait();
+        let (outcome, monitor, records) = match self.launched {
+            Launched::Plain(h) => {
+                let outcome = h.wait().map_err(SluiceError::from);
+                let records = self.monitor.records_emitted_by_sources();
+                (outcome, self.monitor, records)
+            }
+            Launched::Live(j) => {
+                let outcome = j.wait();
+                (outcome, j.monitor(), j.records_emitted())
+            }
+        };
         self.log.finish();
-        let restarts = self
-            .monitor
-            .control
-            .checkpoints()
-            .map_or(0, |h| h.attempt());
+        let restarts = monitor.control.checkpoints().map_or(0, |h| h.attempt());
         let recovery = crate::run_report::recovery_lines(&self.faults, restarts, outcome.is_ok());
-        let savepoint = self
-            .monitor
+        let savepoint = monitor
             .control
             .stopped_with_savepoint()
             .map(|p| p.to_path_buf());
@@ -101,11 +170,11 @@ impl Running {
             restarts,
             recovery,
             wall: self.started.elapsed(),
-            records: self.monitor.records_emitted_by_sources(),
-            monitor: self.monitor,
+            records,
+            monitor,
             rest: self.rest,
         };
-        (outcome.map_err(SluiceError::from), finished)
+        (outcome, finished)
     }
 }
 
@@ -118,7 +187,7 @@ pub struct Finished {
     /// Lines about restarts and injected failures that did not fire.
     pub recovery: Vec<String>,
     pub wall: Duration,
-    /// Records the sources emitted.
+    /// Records the sources emitted (over all plans of a live job).
     pub records: u64,
     pub monitor: Arc<JobMonitor>,
     rest: Option<RestApi>,

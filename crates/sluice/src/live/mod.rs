@@ -45,6 +45,8 @@ struct State {
     history: Vec<RescaleRecord>,
     /// Plans run so far (1 = the first).
     generation: u32,
+    /// Records the sources of the plans before this one emitted.
+    emitted_before: u64,
 }
 
 /// A running job whose plan can change while it runs (see the module docs). Register it with a
@@ -95,6 +97,7 @@ impl LiveJob {
                 log: plan::ChangeLog::default(),
                 history: Vec::new(),
                 generation: 1,
+                emitted_before: 0,
             }),
             changing: AtomicBool::new(false),
         });
@@ -118,10 +121,28 @@ impl LiveJob {
         self.lock().monitor.clone()
     }
 
+    /// Records the job's sources emitted, over all its plans (each plan counts from 0).
+    pub fn records_emitted(&self) -> u64 {
+        let s = self.lock();
+        s.emitted_before + s.monitor.records_emitted_by_sources()
+    }
+
     /// Cancels the job (the plan running now).
     pub fn cancel(&self) {
         if let Some(h) = &self.lock().handle {
             h.cancel();
+        }
+    }
+
+    /// Whether the job ended (a plan change's stop is not an end).
+    pub fn is_finished(&self) -> bool {
+        if self.changing.load(Ordering::Acquire) {
+            return false;
+        }
+        match self.state.try_lock() {
+            Ok(s) => s.handle.as_ref().is_none_or(|h| h.is_finished()),
+            // A change holds the lock: the job runs on.
+            Err(_) => false,
         }
     }
 
@@ -169,6 +190,9 @@ impl LiveJob {
                 "Job {} has ended; only a running job changes its plan.",
                 self.job_id
             )));
+        }
+        if let Some(reason) = ended_tasks(&s.monitor) {
+            return Err(LiveError::conflict(reason));
         }
         let before_graph = s.monitor.graph.clone();
         let (trigger, new_fixes, fixes, change, rollback_of) = match &request {
@@ -292,9 +316,13 @@ impl LiveJob {
             .monitor
             .savepoint(self.savepoint_dir.clone(), true)
             .map_err(|e| {
-                LiveError::internal(format!(
-                    "The stop-with-savepoint failed, the plan is unchanged: {e}"
-                ))
+                // A source may end between the check in `apply` and the savepoint.
+                match ended_tasks(&s.monitor) {
+                    Some(reason) => LiveError::conflict(reason),
+                    None => LiveError::internal(format!(
+                        "The stop-with-savepoint failed, the plan is unchanged: {e}"
+                    )),
+                }
             })?;
         if let Some(h) = s.handle.take() {
             // Ends as cancelled after the savepoint: expected.
@@ -352,10 +380,28 @@ impl LiveJob {
         if let Some(r) = &self.registry {
             r.replace(monitor.clone());
         }
+        s.emitted_before += s.monitor.records_emitted_by_sources();
         s.monitor = monitor;
         s.handle = Some(handle);
         s.generation = generation;
     }
+}
+
+/// Why a job whose bounded input ended on some task cannot change its plan: a savepoint needs
+/// every task running (Flink refuses it the same way), so the change would only fail.
+fn ended_tasks(monitor: &JobMonitor) -> Option<String> {
+    let ended = monitor
+        .control
+        .checkpoints()
+        .map_or(0, |h| h.finished_tasks());
+    (ended > 0).then(|| {
+        format!(
+            "Job {}: {ended} task(s) have ended (bounded input read to its end), and a plan \
+             change needs a savepoint of every running task; run the job on unbounded input \
+             to change its plan live.",
+            monitor.job_id
+        )
+    })
 }
 
 struct Switched {
