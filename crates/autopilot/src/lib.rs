@@ -55,7 +55,7 @@ mod pilot;
 mod policy;
 
 pub use decision::{gain, Decision, Outcome};
-pub use measure::{measure, vertex_of, Measurement};
+pub use measure::{measure, source_rate, vertex_of, Measurement};
 pub use pilot::{policy_json, Autopilot, Ineffective, Proposal, Verdict, MIN_CONFIDENCE};
 pub use policy::Policy;
 

@@ -82,3 +82,13 @@ pub fn measure(job: &JobView, bottleneck: &str) -> Option<Measurement> {
         throughput,
     })
 }
+
+/// Records per second the job's sources emit: its throughput where the sinks' input is not
+/// comparable across a change (a two-phase aggregation sends the sink combined partials).
+pub fn source_rate(job: &JobView) -> f64 {
+    job.vertices
+        .iter()
+        .filter(|v| v.is_source)
+        .flat_map(|v| v.subtasks.iter().map(rate_out))
+        .sum()
+}

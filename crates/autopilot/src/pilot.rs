@@ -7,6 +7,10 @@ use sluice_doctor::{Diagnosis, JobView, PlanChange};
 use crate::decision::gain;
 use crate::{measure, Decision, Outcome, Policy};
 
+/// The operator Sluice's two-phase rewrite puts where the aggregation's records arrive
+/// (`sluice_graph`'s `two_phase`; the combiner is `<aggregation> (combine)`).
+pub const TWO_PHASE_PRE_AGGREGATE: &str = "pre-aggregate (salted)";
+
 /// The doctor's confidence below which the autopilot does not act.
 pub const MIN_CONFIDENCE: f64 = 0.5;
 
@@ -313,7 +317,8 @@ impl Autopilot {
         }
     }
 
-    /// Re-measures after the stabilisation: `job` is a window's averaged metrics ending at
+    /// Re-measures after the stabilisation (for a two-phase change, at the pre-aggregation
+    /// that took over the aggregation's input, the job's throughput at its sources): `job` is a window's averaged metrics ending at
     /// `now_ms`. Keeps the change when the bottleneck's rate and the job's throughput both rose
     /// by the policy's gain, else asks for a roll-back and remembers the change as ineffective.
     pub fn judge(&mut self, now_ms: u64, job: &JobView) -> Verdict {
@@ -336,7 +341,18 @@ impl Autopilot {
         let (Some(before), Some(change)) = (d.before.clone(), d.change.clone()) else {
             return Verdict::Idle;
         };
-        d.after = measure(job, &before.bottleneck);
+        d.after = measure(job, &before.bottleneck).or_else(|| match &change {
+            // The rewrite replaced the aggregation: its records now enter the pre-aggregation
+            // (the combiner sees only partials), so that is where the stage's rate is.
+            PlanChange::TwoPhase { .. } => measure(job, TWO_PHASE_PRE_AGGREGATE),
+            _ => None,
+        });
+        if let (PlanChange::TwoPhase { .. }, Some(after)) = (&change, d.after.as_mut()) {
+            // The sinks now receive combined partials, fewer than the records: the job's
+            // throughput is what its sources emit (before, a running sum passed every record
+            // on, so the sinks' rate was the sources').
+            after.throughput = crate::source_rate(job);
+        }
         d.decided_ms = Some(now_ms);
         self.phase = Phase::Ready {
             not_before_ms: now_ms + ms(self.policy.cooldown),

@@ -143,3 +143,53 @@ fn sluice_run_autopilot_raises_the_under_provisioned_map() {
     assert_eq!(d["change"]["kind"], "parallelism", "{d}");
     assert_kept_or_rolled_back(&url, &jid, &d);
 }
+
+/// The skew job with a hot key under `--autopilot`, on unbounded input with checkpoints (the
+/// pre-aggregation flushes cold keys' partials at barriers): the autopilot switches the keyed
+/// sum to two-phase aggregation through the live job and judges it (on two busy cores the
+/// pre-aggregation may add no capacity, so a roll-back is a fair verdict). Prints the seconds
+/// from the job's start to the decision and the change's pause.
+#[test]
+fn sluice_run_autopilot_switches_the_hot_key_sum_to_two_phase() {
+    let (_job, url) = start_live(&[
+        "skew",
+        "--records",
+        "1000000000000",
+        "-p",
+        "2",
+        "--checkpoint-interval",
+        "1000",
+        "--autopilot",
+    ]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (jid, started_ms) = loop {
+        let o = get(&format!("{url}/jobs/overview"));
+        if let (Some(j), Some(t)) = (
+            o["jobs"][0]["jid"].as_str(),
+            o["jobs"][0]["start-time"].as_i64(),
+        ) {
+            break (j.to_string(), t);
+        }
+        assert!(std::time::Instant::now() < deadline, "no job");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let d = judged(&url, &jid);
+    eprintln!("decision: {d}");
+    assert_eq!(d["cause"], "key-skew", "{d}");
+    assert_eq!(d["change"]["kind"], "two-phase", "{d}");
+    assert!(d["after"]["bottleneck-rate"].as_f64().unwrap() > 0.0, "{d}");
+    let pause_ms: f64 = d["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str()?.split("pause ").nth(1)?.strip_suffix(" ms"))
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pause in {d}"));
+    let decided_s = (d["time"].as_i64().unwrap() - started_ms) as f64 / 1e3;
+    eprintln!(
+        "skew --autopilot: two-phase decided {decided_s:.1} s after the job started, pause \
+         {pause_ms:.0} ms, outcome {}",
+        d["outcome"]
+    );
+}
