@@ -270,6 +270,9 @@ mod tests {
             "parallelism": {"before": 1, "after": 2},
             "ship-strategy": {"before": "FORWARD", "after": "REBALANCE"}});
         assert_eq!(parse_change(&doctor), Ok(all[0].clone()));
+        // `sluice doctor --json`'s shape (`ship`), as `sluice_doctor::plan_change_json` writes it.
+        let cli = sluice_doctor::plan_change_json(&all[0]);
+        assert_eq!(parse_change(&cli), Ok(all[0].clone()));
         let doctor = json!({"kind": "sink-option", "operator": "sink",
             "key": "sink.buffer-flush.max-rows", "before": "1", "after": "500"});
         assert_eq!(parse_change(&doctor), Ok(all[3].clone()));
