@@ -123,6 +123,10 @@ pub struct ScenarioArgs {
     /// postgres://USER@HOST:PORT/DB?table=T (columns `key` bigint, `score` bigint).
     #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_lookup)]
     pub lookup: Option<sluice_jobs::blocking::PostgresTable>,
+    /// source-ceiling only: the input comes in N parts that cannot be cut further (as files, or
+    /// partitions of a system that does not report them); subtasks beyond N read nothing.
+    #[arg(long, value_name = "N", value_parser = between(1u64, 1_000_000, ""))]
+    pub splits: Option<u64>,
     /// On a real source (source-ceiling, input-limited): kafka://HOST:PORT/TOPIC of
     /// `key,value` lines.
     #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]
@@ -255,6 +259,11 @@ pub struct BenchArgs {
     /// With `--profiler`: records of the skew job (~40 s on an idle 2-core machine).
     #[arg(long, default_value_t = 500_000_000)]
     pub profiler_skew_records: u64,
+    /// Instead of the reference cases: the autopilot on live jobs (`sluice run … --autopilot`):
+    /// an under-provisioned map at parallelism 1, a source whose input is one split, the skew
+    /// job; each case's first decision with its throughput before and after the change.
+    #[arg(long)]
+    pub autopilot: bool,
     /// Instead of the reference cases: the buffer-debloating comparison — a sink ~1000× slower
     /// than its source with aligned checkpoints, run without and with debloating.
     #[arg(long)]

@@ -49,6 +49,10 @@ pub trait Actuator {
     fn first_measurement_ms(&self) -> u64 {
         0
     }
+    /// Why the loop waits for [`Actuator::first_measurement_ms`].
+    fn not_steady_yet(&self) -> String {
+        "the job's rates are not steady yet".to_string()
+    }
 }
 
 /// Which engine answers at a URL.
@@ -85,6 +89,8 @@ fn http(e: HttpError) -> String {
 pub struct SluiceActuator {
     ep: Endpoint,
     jid: String,
+    /// The job's `start-time` (ms since the epoch), if the server said.
+    started_ms: Option<u64>,
 }
 
 impl SluiceActuator {
@@ -150,6 +156,20 @@ impl Actuator for SluiceActuator {
             available_slots: std::thread::available_parallelism().ok().map(|n| n.get()),
             ..Policy::default()
         }
+    }
+    /// A job that has just started is still ramping up (threads starting, the first metric
+    /// windows averaging in the time before its first record): the first "before" window
+    /// begins one stabilisation after the start, as after a change, or it would make any
+    /// change look like a gain.
+    fn first_measurement_ms(&self) -> u64 {
+        self.started_ms
+            .map_or(0, |t| t + Policy::default().stabilisation.as_millis() as u64)
+    }
+    fn not_steady_yet(&self) -> String {
+        let ago = self
+            .started_ms
+            .map_or(0.0, |t| now_ms().saturating_sub(t) as f64 / 1000.0);
+        format!("the job started {ago:.1} s ago: its rates are still ramping up")
     }
 }
 
@@ -376,6 +396,12 @@ impl Actuator for FlinkActuator {
             0
         }
     }
+    fn not_steady_yet(&self) -> String {
+        format!(
+            "the job is younger than its engine's {} s rate meters",
+            FLINK_METER_SPAN.as_secs()
+        )
+    }
     fn policy(&self) -> Policy {
         Policy {
             max_parallelism: self.max_parallelism,
@@ -455,10 +481,17 @@ pub fn connect(
         .context("no /jobs/overview answer")?;
     let jid = crate::top::pick_job(&overview, job, url)?;
     let act: Box<dyn Actuator> = match engine {
-        Engine::Sluice => Box::new(SluiceActuator {
-            ep,
-            jid: jid.clone(),
-        }),
+        Engine::Sluice => {
+            let started_ms = ep
+                .get_json(&format!("/jobs/{jid}"), TIMEOUT)
+                .ok()
+                .and_then(|j| j["start-time"].as_u64());
+            Box::new(SluiceActuator {
+                ep,
+                jid: jid.clone(),
+                started_ms,
+            })
+        }
         Engine::Flink => Box::new(FlinkActuator::connect(ep, &jid)?),
     };
     Ok((src, jid, act, engine))
@@ -496,10 +529,7 @@ pub fn run_loop(
         let mut wait = ap.ready_at().saturating_sub(now_ms());
         if ap.log().is_empty() && first > now_ms() {
             wait = wait.max(first - now_ms());
-            say(format!(
-                "autopilot: the job is younger than its engine's {} s rate meters",
-                FLINK_METER_SPAN.as_secs()
-            ));
+            say(format!("autopilot: {}", act.not_steady_yet()));
         }
         if wait > 0 {
             say(format!("autopilot: waiting {:.1} s", wait as f64 / 1000.0));

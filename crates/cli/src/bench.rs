@@ -288,6 +288,9 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
     if a.debloat {
         return bench_debloat(&exe, &a);
     }
+    if a.autopilot {
+        return crate::bench_autopilot::bench_autopilot(&exe, &a);
+    }
     let p = a.parallelism.to_string();
     let cases = vec![
         Case {

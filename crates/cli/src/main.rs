@@ -3,6 +3,7 @@
 mod args;
 mod autopilot_cmd;
 mod bench;
+mod bench_autopilot;
 mod bench_connectors;
 mod connectors;
 mod demo;

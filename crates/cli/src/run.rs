@@ -97,6 +97,11 @@ pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)
         }
         JobCmd::Scenario(a) => {
             if a.from.is_some() || a.to.is_some() {
+                if a.splits.is_some() {
+                    anyhow::bail!(
+                        "--splits shapes the generated input; with --from the source's own partitions are the splits"
+                    );
+                }
                 let j = crate::real_scenarios::build(
                     env,
                     &a.name,
@@ -118,6 +123,7 @@ pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)
                 sink_work: a.sink_work,
                 lookup_keys: a.keys,
                 lookup_table: a.lookup.clone(),
+                splits: a.splits,
             };
             if a.name != "blocking" && (a.keys.is_some() || a.lookup.is_some()) {
                 anyhow::bail!("--keys and --lookup are options of the blocking scenario only");
@@ -272,9 +278,36 @@ fn cost_json(c: &sluice_runtime::profiler::SamplingCost) -> String {
     )
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// The metric settings `--autopilot` runs with unless others are given: Flink's defaults (a
+/// 5 s interval, rates averaged over 60 s) would make the autopilot's 5 s windows compare
+/// minute averages, so "after" would still be mostly "before".
+const AUTOPILOT_METRICS_INTERVAL: f64 = 0.2;
+const AUTOPILOT_METRICS_WINDOW: f64 = 1.0;
+
+fn env_args_mut(job: &mut JobCmd) -> &mut EnvArgs {
+    match job {
+        JobCmd::Passthrough(a) => &mut a.env,
+        JobCmd::Skew(a) => &mut a.env,
+        JobCmd::Scenario(a) => &mut a.env,
+    }
+}
+
+pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
+    if args.autopilot {
+        let e = env_args_mut(&mut args.job);
+        let defaults = EnvArgs::default_metrics();
+        if (e.metrics_interval, e.metrics_window) == defaults {
+            e.metrics_interval = AUTOPILOT_METRICS_INTERVAL;
+            e.metrics_window = AUTOPILOT_METRICS_WINDOW;
+            eprintln!(
+                "autopilot: metrics every {AUTOPILOT_METRICS_INTERVAL} s over a \
+                 {AUTOPILOT_METRICS_WINDOW} s window, so its windows see the job as it is now \
+                 (--metrics-interval / --metrics-window to choose others)"
+            );
+        }
+    }
     let (env, job, total) = build_job(&args.job)?;
     if let BuiltJob::Skew(_, Some(path), _) = &job {
         crate::preflight::output_file(path, "--output")?;

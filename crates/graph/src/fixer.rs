@@ -3,7 +3,8 @@
 //!
 //! Two remedies (the seeds' method):
 //! - [`Fix::Parallelism`]: raise an operator's parallelism and feed it through a redistributing
-//!   edge (REBALANCE / RESCALE, or HASH for a keyed operator) instead of FORWARD;
+//!   edge (REBALANCE / RESCALE, or HASH for a keyed operator) instead of FORWARD; a source
+//!   has no input edge, so only its parallelism changes (a non-parallel source is refused);
 //! - [`Fix::TwoPhase`]: rebuild a hot-key keyed aggregation as salt → pre-aggregate on
 //!   `(key, salt)` → combine on the key;
 //! - [`Fix::SinkOption`]: set a connector option the sink declared (e.g. batch its writes with
@@ -321,14 +322,12 @@ pub fn apply(env: &StreamEnv, fix: &Fix) -> Result<PlanDiff, FixError> {
             if *parallelism == 0 {
                 return Err(FixError::Invalid("parallelism must be at least 1".into()));
             }
-            if node.inputs.is_empty() {
-                return Err(FixError::Invalid(format!(
-                    "'{}' is a source: it has no input edge to redistribute; set its parallelism in the job instead",
-                    node.name
-                )));
-            }
+            // A source has no input edge: only its parallelism changes (`ship` does not apply),
+            // and its readers deal the splits out anew at the restore; a non-parallel source is
+            // refused when the plan is resolved.
             let keyed = node.inputs.iter().any(|(_, s)| *s == ShipStrategy::Hash);
             match ship {
+                _ if node.inputs.is_empty() => {}
                 ShipStrategy::Rebalance | ShipStrategy::Rescale | ShipStrategy::Shuffle if keyed => {
                     return Err(FixError::WouldChangeResults(format!(
                         "'{}' is keyed (its input is HASH): every record of a key must reach the subtask holding that key's state; {} would split keys across subtasks. Raise its parallelism with HASH kept, or use the two-phase form for a hot key",

@@ -13,6 +13,7 @@
 //! | `slow-sink` | keyed running sum → a table sink (not chained) that pays a round trip per write of `sink.buffer-flush.max-rows` rows (1) | sink limit, fix: batch the writes |
 //! | `stalls` | REBALANCE → an expensive map that, on every subtask at once, stops for 2.2 s every 5 s | periodic stalls |
 //! | `source-ceiling` | a generator whose function is expensive → REBALANCE → discard | source ceiling |
+//! | `source-ceiling` with `splits` | the same input in that many parts that cannot be cut further (files, partitions of a system that does not report them): subtasks beyond the parts idle | source ceiling; a raised parallelism does not help (the autopilot's rollback) |
 //! | `input-limited` | a source that waits for its input (counted as idle) → cheap map → discard | no bottleneck |
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -79,6 +80,9 @@ pub struct ScenarioConfig {
     /// `blocking`: look up in this PostgreSQL table (columns `key` bigint, `score` bigint)
     /// instead of the in-process HTTP service.
     pub lookup_table: Option<crate::blocking::PostgresTable>,
+    /// `source-ceiling`: the input comes in this many parts that cannot be cut further, each read
+    /// whole by one subtask ([`SplitInput`]); `None`: a generator that splits at any parallelism.
+    pub splits: Option<u64>,
 }
 
 impl Default for ScenarioConfig {
@@ -90,6 +94,7 @@ impl Default for ScenarioConfig {
             sink_work: None,
             lookup_keys: None,
             lookup_table: None,
+            splits: None,
         }
     }
 }
@@ -115,7 +120,13 @@ impl ScenarioConfig {
         if self.parallelism == 0 {
             return Err("--parallelism must be at least 1".into());
         }
-        Ok(())
+        match self.splits {
+            Some(_) if self.name != "source-ceiling" => {
+                Err("--splits is an option of the source-ceiling scenario only".into())
+            }
+            Some(0) => Err("--splits must be at least 1".into()),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -258,7 +269,13 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
         }
         "source-ceiling" => {
             env.set_parallelism(cfg.parallelism);
-            env.generate(n, |i| work(mix(i) as i64, HEAVY))
+            let source = match cfg.splits {
+                None => env.generate(n, |i| work(mix(i) as i64, HEAVY)),
+                Some(parts) => env.add_source("expensive-generator", move |i, p| {
+                    Ok(SplitInput::assigned(n, parts, i, p, n == UNBOUNDED))
+                }),
+            };
+            source
                 .name("expensive-generator")
                 .rebalance()
                 .sink_fn("count", count);
@@ -372,6 +389,108 @@ impl SourceFunction<i64> for SlowInput {
             }
             i = stop;
         }
+        Ok(())
+    }
+}
+
+/// `source-ceiling --splits N`: records `0..n` in `N` contiguous parts that are never cut
+/// further; part `s` belongs to subtask `s mod p`, so subtasks beyond the parts read nothing
+/// (they idle, and on unbounded input stay running so the job can still be changed). Its
+/// position is the remaining `(part, next, end)` list; a restore at any parallelism deals the
+/// remaining parts out again by part number, so the union of the work is unchanged and a
+/// raised parallelism still cannot read one part with two subtasks.
+pub struct SplitInput {
+    parts: std::collections::VecDeque<(u64, u64, u64)>,
+    wait_when_done: bool,
+}
+
+impl SplitInput {
+    /// Subtask `index` of `parallelism`: its parts of `records` split into `parts`.
+    pub fn assigned(
+        records: u64,
+        parts: u64,
+        index: usize,
+        parallelism: usize,
+        wait_when_done: bool,
+    ) -> SplitInput {
+        let parts = (0..parts)
+            .filter(|s| (s % parallelism as u64) as usize == index)
+            .map(|s| {
+                let r = split_range(records, s as usize, parts as usize);
+                (s, r.start, r.end)
+            })
+            .filter(|(_, a, b)| a < b)
+            .collect();
+        SplitInput {
+            parts,
+            wait_when_done,
+        }
+    }
+
+    fn position(&self) -> Result<Vec<u8>, OperatorError> {
+        let v: Vec<(u64, u64, u64)> = self.parts.iter().copied().collect();
+        sluice_runtime::state::layout::encode(&v)
+    }
+}
+
+impl SourceFunction<i64> for SplitInput {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<i64>,
+    ) -> Result<(), OperatorError> {
+        loop {
+            if ctx.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            ctx.checkpoint_if_due(out, || self.position())?;
+            let Some(front) = self.parts.front_mut() else {
+                break;
+            };
+            let (_, next, end) = *front;
+            let stop = (next + SOURCE_BATCH).min(end);
+            for i in next..stop {
+                out.collect(work(mix(i) as i64, HEAVY))?;
+            }
+            ctx.add_emitted(stop - next);
+            front.1 = stop;
+            if stop == end {
+                self.parts.pop_front();
+            }
+        }
+        // No part (left) to read: on unbounded input wait, idle, until the job stops, so a
+        // savepoint (a live change) still finds this task running.
+        while self.wait_when_done {
+            if ctx.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            ctx.checkpoint_if_due(out, || self.position())?;
+            let t = std::time::Instant::now();
+            std::thread::sleep(SLOW_WAIT);
+            ctx.metrics
+                .waits
+                .idle_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+        }
+        ctx.await_final_checkpoint(out, || self.position())
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        let mut all: Vec<(u64, u64, u64)> = Vec::new();
+        for (_, bytes) in parts {
+            let v: Vec<(u64, u64, u64)> = sluice_runtime::state::layout::decode(bytes)?;
+            all.extend(v);
+        }
+        all.sort_unstable();
+        let p = op.parallelism.max(1) as u64;
+        self.parts = all
+            .into_iter()
+            .filter(|(s, a, b)| s % p == op.subtask_index as u64 && a < b)
+            .collect();
         Ok(())
     }
 }

@@ -17,6 +17,10 @@ pub const MAX_PARALLELISM: usize = 1 << 15;
 /// Most credits per channel or gate a flag takes (Flink's defaults are 2 and 8).
 pub const MAX_CREDITS: usize = 1024;
 
+/// `--metrics-interval` and `--metrics-window` by default, seconds (Flink's 5 s updates and
+/// 60 s meters).
+const DEFAULT_METRICS: (f64, f64) = (5.0, 60.0);
+
 /// Settings every job takes (Flink's names in brackets).
 #[derive(Args, Debug, Clone)]
 pub struct EnvArgs {
@@ -68,11 +72,11 @@ pub struct EnvArgs {
     #[arg(long)]
     pub disable_chaining: bool,
     /// Seconds between metric updates (Flink: 5), 0.001 to 3600.
-    #[arg(long, default_value_t = 5.0, value_parser = between(0.001, 3600.0, " seconds"))]
+    #[arg(long, default_value_t = DEFAULT_METRICS.0, value_parser = between(0.001, 3600.0, " seconds"))]
     pub metrics_interval: f64,
     /// Length of the metrics' moving window in seconds (Flink: 60); a multiple of the interval,
     /// at most 1,000 intervals.
-    #[arg(long, default_value_t = 60.0, value_parser = between(0.001, 3_600_000.0, " seconds"))]
+    #[arg(long, default_value_t = DEFAULT_METRICS.1, value_parser = between(0.001, 3_600_000.0, " seconds"))]
     pub metrics_window: f64,
     /// Do not sample the time spent per chained operator (to measure its overhead).
     #[arg(long)]
@@ -129,6 +133,11 @@ pub fn parse_fault(s: &str) -> Result<sluice_graph::FaultSpec, String> {
 }
 
 impl EnvArgs {
+    /// `(metrics_interval, metrics_window)` when neither is given.
+    pub fn default_metrics() -> (f64, f64) {
+        DEFAULT_METRICS
+    }
+
     /// The job's configuration, with the checks across flags (clap bounded each flag on its
     /// own) and the runtime's own validation: a bad setting is refused before anything starts.
     pub fn to_config(&self) -> Result<EnvConfig, SluiceError> {

@@ -130,6 +130,27 @@ pub(super) fn key_skew(b: &Breakdown) -> Option<Finding> {
 /// them round-robin. Always matches a skewed breakdown.
 pub(super) fn uneven_load(b: &Breakdown) -> Finding {
     let v = b.v;
+    if v.is_source && v.ship_strategies.is_empty() {
+        // A source has no input to rewire: its subtasks read unequal shares of the input's
+        // splits (some read none).
+        return Finding::new(
+            Cause::UnevenLoad,
+            base_confidence(b).min(0.95),
+            vec![
+                "a source's subtasks read unequal shares of its input's splits (files, \
+                 partitions): the busy ones read more, the idle ones little or nothing"
+                    .to_string(),
+            ],
+            Some(FixProposal {
+                description: "split the input more evenly (more, equal partitions or files); \
+                              more subtasks cannot read a split together"
+                    .to_string(),
+                change: "more, evenly sized splits of the source's input".to_string(),
+                plan_change: None,
+            }),
+            "every source subtask reads an equal share".to_string(),
+        );
+    }
     let evidence = vec![format!(
         "its input is {} (not keyed): records are unevenly spread by the upstream wiring",
         v.ship_strategies.join(", ")

@@ -303,32 +303,45 @@ pub(super) fn serialization(b: &Breakdown) -> Option<Finding> {
     ))
 }
 
-/// The source operator itself (named, or alone in its vertex) runs flat out.
+/// The source operator itself (named, or alone in its vertex) runs flat out. Its splits are
+/// unknown here (a partitioned source that reports them is `partition_ceiling`'s), so more
+/// subtasks may or may not read faster: with free cores the fix is a parallelism change that a
+/// re-measurement judges (the autopilot keeps it only if the rate rises, else rolls it back).
 pub(super) fn source_ceiling(b: &Breakdown) -> Option<Finding> {
     let v = b.v;
     let alone = b.operator.is_none() && v.operators.len() <= 1;
     if !(v.is_source && (b.operator_is_first() || alone)) {
         return None;
     }
-    let n = b.n;
+    let (n, p) = (b.n, b.p);
+    let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
+    let mut evidence = vec![format!(
+        "the source itself runs flat out ({}) and nothing downstream holds it back",
+        pct(b.hot_busy)
+    )];
+    let plan_change = (n > p).then(|| PlanChange::Parallelism {
+        operator: target.clone(),
+        parallelism: n,
+        ship: "REBALANCE".to_string(),
+    });
+    if plan_change.is_none() {
+        evidence.push(format!("no free cores beyond the {p} subtasks in use"));
+    }
     Some(Finding::new(
         Cause::SourceCeiling,
         if b.operator.is_some() { 0.75 } else { 0.6 },
-        vec![format!(
-            "the source itself runs flat out ({}) and nothing downstream holds it back",
-            pct(b.hot_busy)
-        )],
+        evidence,
         Some(FixProposal {
             description: "read with more parallel source subtasks (up to the partitions/splits \
                           of the input); if the source already has one subtask per partition, the \
                           source system is the limit: add partitions"
                 .to_string(),
-            change: format!("raise the source to parallelism {n} if it has ≥ {n} partitions"),
-            plan_change: None,
+            change: format!("raise `{target}` to parallelism {n} if its input has ≥ {n} splits"),
+            plan_change,
         }),
         format!(
             "up to {:.1}x the input rate with {n} source subtasks",
-            n as f64 / b.p as f64
+            n as f64 / p as f64
         ),
     ))
 }

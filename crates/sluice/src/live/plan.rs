@@ -52,8 +52,8 @@ pub fn to_fix(change: &PlanChange) -> Result<Fix, String> {
 
 /// The fixes that run each given vertex at its new parallelism: its head operator (by node id)
 /// behind HASH when its input is keyed, else behind the redistributing strategy it already has
-/// (REBALANCE / RESCALE / SHUFFLE), else REBALANCE. A source vertex is refused: it has no input
-/// edge to redistribute.
+/// (REBALANCE / RESCALE / SHUFFLE), else REBALANCE. A source vertex has no input edge: only its
+/// parallelism changes (its readers deal their splits out anew at the restore).
 pub fn rescale_fixes(graph: &JobGraph, targets: &[(Id128, usize)]) -> Result<Vec<Fix>, String> {
     let mut fixes = Vec::new();
     for (id, parallelism) in targets {
@@ -66,12 +66,6 @@ pub fn rescale_fixes(graph: &JobGraph, targets: &[(Id128, usize)]) -> Result<Vec
             .nodes
             .get(&v.head)
             .ok_or_else(|| format!("vertex {id} has no head operator"))?;
-        if head.inputs.is_empty() {
-            return Err(format!(
-                "vertex {id} ('{}') starts with a source: its parallelism is the job's to set (a source has no input edge to redistribute)",
-                v.name
-            ));
-        }
         let strategies: Vec<ShipStrategy> = head.inputs.iter().map(|(_, s)| *s).collect();
         let ship = if strategies.contains(&ShipStrategy::Hash) {
             ShipStrategy::Hash
