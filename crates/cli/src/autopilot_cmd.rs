@@ -111,6 +111,11 @@ impl SluiceActuator {
                         answer["state"].as_str().unwrap_or("done")
                     ));
                 }
+                if let Some(p) = answer["sourcesPausedMillis"].as_f64() {
+                    notes.push(format!(
+                        "sources stood still {p:.0} ms (the savepoint's alignment included)"
+                    ));
+                }
                 for c in answer["changes"].as_array().into_iter().flatten() {
                     if let Some(c) = c.as_str() {
                         notes.push(format!("plan diff: {c}"));
@@ -162,8 +167,9 @@ impl Actuator for SluiceActuator {
     /// begins one stabilisation after the start, as after a change, or it would make any
     /// change look like a gain.
     fn first_measurement_ms(&self) -> u64 {
-        self.started_ms
-            .map_or(0, |t| t + Policy::default().stabilisation.as_millis() as u64)
+        self.started_ms.map_or(0, |t| {
+            t + Policy::default().stabilisation.as_millis() as u64
+        })
     }
     fn not_steady_yet(&self) -> String {
         let ago = self

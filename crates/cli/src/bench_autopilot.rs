@@ -92,11 +92,7 @@ fn cpu_per_record(history: &[(f64, f64, f64)], from: f64, to: f64) -> Option<f64
         .filter(|(t, _, _)| (from..=to).contains(t))
         .collect();
     let last = *inside.last()?;
-    let first = inside
-        .iter()
-        .rev()
-        .take_while(|s| s.2 <= last.2)
-        .last()?;
+    let first = inside.iter().rev().take_while(|s| s.2 <= last.2).last()?;
     let records = last.2 - first.2;
     (records > 0.0).then(|| (last.1 - first.1) / records)
 }
@@ -191,9 +187,10 @@ fn run_case(exe: &std::path::Path, case: &AutopilotCase) -> anyhow::Result<Outco
             .get_json(&format!("/jobs/{jid}/autopilot"), HTTP)
             .unwrap_or_default();
         let d = log["decisions"][0].clone();
-        match d["outcome"].as_str() {
-            Some("kept" | "rolled-back" | "failed" | "skipped" | "advised") => break d,
-            _ => {}
+        if let Some("kept" | "rolled-back" | "failed" | "skipped" | "advised") =
+            d["outcome"].as_str()
+        {
+            break d;
         }
         anyhow::ensure!(
             Instant::now() < deadline,

@@ -6,69 +6,22 @@
 //! `exactly_once.rs` checks); keys whose sum is short (lost records), over (duplicated) or
 //! missing are counted and must be 0.
 
-use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::{json, Value};
-use sluice::live::{BuildFn, LiveJob};
-use sluice_jobs::skew::{self, record, SkewConfig};
+use serde_json::json;
+use sluice::live::BuildFn;
+use sluice_jobs::skew::{self, SkewConfig};
 use sluice_kafka::source::{KafkaDeserializer, KafkaRecord, KafkaSource, Lines};
 use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
 
+mod live;
+use live::{input, request, settled, start, vertex_parallelism, wait_emitted};
+
 const RECORDS: u64 = 60_000;
-
-/// Produces the workload to `topic` and loads the same records into `raw_<topic>`.
-fn input(kafka: &KafkaBroker, pg: &PostgresCluster, topic: &str) {
-    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-        .args([
-            "produce",
-            "skew",
-            "--records",
-            &RECORDS.to_string(),
-            "--to",
-            &format!("kafka://{}/{topic}?partitions=2", kafka.bootstrap()),
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let cfg = SkewConfig::default();
-    let mut csv = String::new();
-    for i in 0..RECORDS {
-        let (k, v) = record(i, cfg.hot_limit(), cfg.keys);
-        csv.push_str(&format!("{k},{v}\n"));
-    }
-    let path = std::env::temp_dir().join(format!("live-raw-{}-{topic}.csv", std::process::id()));
-    std::fs::write(&path, csv).unwrap();
-    pg.psql(&format!(
-        "CREATE TABLE raw_{topic} (key BIGINT, value BIGINT); \
-         CREATE TABLE out_{topic} (key BIGINT PRIMARY KEY, sum BIGINT NOT NULL)"
-    ))
-    .unwrap();
-    pg.psql(&format!("\\copy raw_{topic} FROM '{}' CSV", path.display()))
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-}
-
-/// (lost, duplicated, missing) keys of `out_<topic>` against PostgreSQL's own sums.
-fn compare(pg: &PostgresCluster, topic: &str) -> (u64, u64, u64) {
-    let n = |sql: String| -> u64 { pg.psql(&sql).unwrap().trim().parse().unwrap() };
-    let e = format!("SELECT key, sum(value) AS s FROM raw_{topic} GROUP BY key");
-    let t = format!("out_{topic}");
-    (
-        n(format!(
-            "SELECT count(*) FROM ({e}) e JOIN {t} t USING (key) WHERE t.sum < e.s"
-        )),
-        n(format!(
-            "SELECT count(*) FROM ({e}) e JOIN {t} t USING (key) WHERE t.sum > e.s"
-        )),
-        n(format!(
-            "SELECT count(*) FROM ({e}) e LEFT JOIN {t} t USING (key) WHERE t.key IS NULL"
-        )),
-    )
-}
+const KEYS: u64 = 10_000;
 
 /// Kafka `key,value` lines (unbounded, see [`settled`]) → a throttle (1 ms per `per_ms` records per subtask, so the job
 /// runs for seconds and a change lands mid-run) → the skew job's `map` → `sum-per-key` →
@@ -111,124 +64,19 @@ fn build(kafka: String, conn: String, topic: String, cfg: SkewConfig, per_ms: u6
     })
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
-}
-
-fn request(method: &str, url: &str, body: Option<Value>) -> (u16, Value) {
-    let a = agent();
-    let r = match (method, body) {
-        ("GET", _) => a.get(url).call(),
-        ("PUT", Some(b)) => a
-            .put(url)
-            .header("Content-Type", "application/json")
-            .send(b.to_string()),
-        (_, b) => a
-            .post(url)
-            .header("Content-Type", "application/json")
-            .send(b.unwrap_or(json!({})).to_string()),
-    }
-    .unwrap();
-    let status = r.status().as_u16();
-    let text = r.into_body().read_to_string().unwrap();
-    (
-        status,
-        serde_json::from_str(&text).unwrap_or(Value::String(text)),
-    )
-}
-
-struct Live {
-    job: Arc<LiveJob>,
-    base: String,
-    _rest: sluice::RestApi,
-}
-
-fn start(build: BuildFn) -> Live {
-    // Checkpoints every 200 ms: the two-phase pre-aggregation sends its pending partials ahead
-    // of each barrier (on an unbounded source that is when cold keys' partials go out).
-    let o = sluice::RunOptions::try_from_args([
-        "job",
-        "--rest-port",
-        "0",
-        "-p",
-        "2",
-        "--checkpoint-interval",
-        "200",
-    ])
-    .unwrap();
-    let rest = sluice::start_rest(&o.rest, false).unwrap().unwrap();
-    let cfg = o.env.to_config().unwrap();
-    let job = LiveJob::start(
-        build,
-        cfg,
-        rest.server.savepoint_dir().to_path_buf(),
-        Some(rest.registry.clone()),
-    )
-    .unwrap();
-    let base = format!("http://{}/jobs/{}", rest.server.local_addr(), job.job_id());
-    Live {
-        job,
-        base,
-        _rest: rest,
-    }
-}
-
-/// Waits until the sources emitted `n` records (of the plan running now).
-fn wait_emitted(job: &LiveJob, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while job.monitor().records_emitted_by_sources() < n {
-        assert!(
-            Instant::now() < deadline,
-            "the sources did not reach {n} records"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Waits until the table holds PostgreSQL's own sums (the source is unbounded: a bounded one
-/// would end a subtask whose partition runs dry, and a savepoint needs every task running);
-/// fails with the last (lost, duplicated, missing) counts.
-fn settled(pg: &PostgresCluster, topic: &str, job: &LiveJob) {
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let c = compare(pg, topic);
-        if c == (0, 0, 0) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "(lost, duplicated, missing) keys stayed at {c:?}; job {:?}",
-            job.monitor().outcome()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-fn vertex_parallelism(job: &Value, name: &str) -> u64 {
-    job["vertices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"] == name)
-        .unwrap_or_else(|| panic!("no vertex '{name}' in {job}"))["parallelism"]
-        .as_u64()
-        .unwrap()
-}
-
 #[test]
 fn two_phase_applied_mid_run_loses_and_duplicates_nothing() {
     let kafka = KafkaBroker::start().unwrap();
     let pg = PostgresCluster::start().unwrap();
-    input(&kafka, &pg, "skew2p");
+    input(&kafka, &pg, "skew2p", RECORDS, KEYS);
     let cfg = SkewConfig {
         map_work: 0,
         ..SkewConfig::default()
     };
-    let live = start(build(kafka.bootstrap(), pg.url(), "skew2p".into(), cfg, 20));
+    let live = start(
+        build(kafka.bootstrap(), pg.url(), "skew2p".into(), cfg, 20),
+        &[],
+    );
     wait_emitted(&live.job, RECORDS / 4);
     let change =
         json!({"plan-change": {"kind": "two-phase", "operator": "sum-per-key", "buckets": 4}});
@@ -279,20 +127,17 @@ fn two_phase_applied_mid_run_loses_and_duplicates_nothing() {
 fn resource_requirements_rescale_a_map_behind_rebalance_and_rollback_restores_it() {
     let kafka = KafkaBroker::start().unwrap();
     let pg = PostgresCluster::start().unwrap();
-    input(&kafka, &pg, "underprov");
+    input(&kafka, &pg, "underprov", RECORDS, KEYS);
     let cfg = SkewConfig {
         map_work: 0,
         map_parallelism: Some(1),
         rebalance_before_map: true,
         ..SkewConfig::default()
     };
-    let live = start(build(
-        kafka.bootstrap(),
-        pg.url(),
-        "underprov".into(),
-        cfg,
-        10,
-    ));
+    let live = start(
+        build(kafka.bootstrap(), pg.url(), "underprov".into(), cfg, 10),
+        &[],
+    );
     let (status, job) = request("GET", &live.base, None);
     assert_eq!(status, 200);
     assert_eq!(vertex_parallelism(&job, "map"), 1);

@@ -460,17 +460,19 @@ impl SourceFunction<i64> for SplitInput {
         }
         // No part (left) to read: on unbounded input wait, idle, until the job stops, so a
         // savepoint (a live change) still finds this task running.
-        while self.wait_when_done {
-            if ctx.should_stop() {
-                return Err(OperatorError::Cancelled);
+        if self.wait_when_done {
+            loop {
+                if ctx.should_stop() {
+                    return Err(OperatorError::Cancelled);
+                }
+                ctx.checkpoint_if_due(out, || self.position())?;
+                let t = std::time::Instant::now();
+                std::thread::sleep(SLOW_WAIT);
+                ctx.metrics
+                    .waits
+                    .idle_ns
+                    .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
             }
-            ctx.checkpoint_if_due(out, || self.position())?;
-            let t = std::time::Instant::now();
-            std::thread::sleep(SLOW_WAIT);
-            ctx.metrics
-                .waits
-                .idle_ns
-                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
         }
         ctx.await_final_checkpoint(out, || self.position())
     }

@@ -93,9 +93,13 @@ pub struct RescaleRecord {
     pub plan_after: Value,
     /// The plan diff, one line per changed node (`~ [4] heavy-map  parallelism 1 -> 2 ...`).
     pub changes: Vec<String>,
-    /// Milliseconds between the last record the sources emitted before the change and the
-    /// first one after it (the data pause), `None` when no record came after it yet.
+    /// Milliseconds in which nothing was processed: from the last record the old plan's last
+    /// vertices (its sinks) took in (counted from the change's request at the earliest) to the
+    /// first record the new plan's sources emitted; `None` when none came yet.
     pub pause_ms: Option<f64>,
+    /// Milliseconds from the stop request (after its barrier the sources emit nothing) to the
+    /// new plan's first source record: how long the input stood still, alignment included.
+    pub sources_paused_ms: Option<f64>,
     /// The aligned savepoint the new plan restored from.
     pub savepoint: Option<String>,
 }

@@ -273,6 +273,7 @@ fn rescale_record() -> Json {
         ("startTimestampInMillis", int()),
         ("endTimestampInMillis", int()),
         ("pauseMillis", ty("number").with("nullable", true)),
+        ("sourcesPausedMillis", ty("number").with("nullable", true)),
         ("savepoint", ty("string").with("nullable", true)),
         ("vertices", arr(ty("object"))),
         (

@@ -227,6 +227,7 @@ pub fn record_json(r: &RescaleRecord) -> Value {
         "startTimestampInMillis": r.start_ms,
         "endTimestampInMillis": r.end_ms,
         "pauseMillis": r.pause_ms,
+        "sourcesPausedMillis": r.sources_paused_ms,
         "savepoint": r.savepoint,
         "vertices": r.vertices.iter().map(|v| json!({
             "id": v.id.to_string(),

@@ -152,6 +152,19 @@ impl JobMonitor {
         }
     }
 
+    /// Records the job's last vertices (those no edge leaves: the sinks' tasks) have taken in.
+    pub fn records_into_last_vertices(&self) -> u64 {
+        let graph = &self.graph;
+        graph
+            .vertices
+            .iter()
+            .filter(|v| !graph.edges.iter().any(|e| e.from_vertex == v.index))
+            .filter_map(|v| self.subtasks.get(v.index))
+            .flatten()
+            .map(|t| t.records_in())
+            .sum()
+    }
+
     pub fn records_emitted_by_sources(&self) -> u64 {
         self.source_emitted
             .iter()

@@ -7,10 +7,11 @@
 //! with the changes in force → restore from the savepoint with state migration (keyed state
 //! redistributed by key group, sources at their positions, exactly-once sinks committing what
 //! the savepoint names) under the same job id. The planning half is [`plan`]; this module does
-//! the I/O. Each change is recorded ([`RescaleRecord`]) with its pause: from the stop request
-//! (sources emit nothing the savepoint does not cover after its barrier) to the first record
-//! the new plan's sources emit — an upper bound on the gap between the last record before and
-//! the first after.
+//! the I/O. Each change is recorded ([`RescaleRecord`]) with its pause: the time nothing is
+//! processed, from the last record the old plan's last vertices (its sinks) took in — they go
+//! on taking in the backlog ahead of the savepoint's barrier — to the first record the new
+//! plan's sources emit; and how long the sources stood still, from the stop request (after its
+//! barrier they emit nothing) to that same first record, the barrier's alignment included.
 
 pub mod plan;
 
@@ -247,14 +248,16 @@ impl LiveJob {
         self.changing.store(true, Ordering::Release);
         let result = self.switch(&mut s, &fixes);
         self.changing.store(false, Ordering::Release);
-        let (state, savepoint, pause_ms, plan_after) = match result {
+        let (state, savepoint, pause_ms, sources_paused_ms, plan_after) = match result {
             Ok(Switched {
                 savepoint,
                 pause_ms,
+                sources_paused_ms,
             }) => (
                 RescaleState::Completed,
                 Some(savepoint.display().to_string()),
                 pause_ms,
+                sources_paused_ms,
                 plan_nodes(&s.monitor.graph),
             ),
             Err(e) => {
@@ -272,6 +275,7 @@ impl LiveJob {
                     plan_after: plan_nodes(&s.monitor.graph),
                     changes,
                     pause_ms: None,
+                    sources_paused_ms: None,
                     savepoint: None,
                 };
                 s.history.push(record);
@@ -296,12 +300,14 @@ impl LiveJob {
             plan_after,
             changes,
             pause_ms,
+            sources_paused_ms,
             savepoint,
         };
         tracing::info!(
             job = %self.job_id,
             trigger,
             pause_ms = pause_ms.unwrap_or(-1.0),
+            sources_paused_ms = sources_paused_ms.unwrap_or(-1.0),
             "plan change applied"
         );
         s.history.push(record.clone());
@@ -312,22 +318,35 @@ impl LiveJob {
     /// plan cannot start, the previous one is started again from the same savepoint.
     fn switch(&self, s: &mut State, fixes: &[Fix]) -> Result<Switched, LiveError> {
         let requested = Instant::now();
-        let savepoint = s
-            .monitor
-            .savepoint(self.savepoint_dir.clone(), true)
-            .map_err(|e| {
-                // A source may end between the check in `apply` and the savepoint.
-                match ended_tasks(&s.monitor) {
-                    Some(reason) => LiveError::conflict(reason),
-                    None => LiveError::internal(format!(
-                        "The stop-with-savepoint failed, the plan is unchanged: {e}"
-                    )),
+        let old = s.monitor.clone();
+        let watching = AtomicBool::new(true);
+        // While the old plan drains to its savepoint, records still reach its sinks (the
+        // backlog ahead of the barrier): the output's gap starts at the last of them.
+        let (savepoint, last_out) = std::thread::scope(|scope| {
+            let watcher =
+                scope.spawn(|| last_change(&watching, || old.records_into_last_vertices()));
+            let savepoint = old
+                .savepoint(self.savepoint_dir.clone(), true)
+                .map_err(|e| {
+                    // A source may end between the check in `apply` and the savepoint.
+                    match ended_tasks(&old) {
+                        Some(reason) => LiveError::conflict(reason),
+                        None => LiveError::internal(format!(
+                            "The stop-with-savepoint failed, the plan is unchanged: {e}"
+                        )),
+                    }
+                });
+            if savepoint.is_ok() {
+                if let Some(h) = s.handle.take() {
+                    // Ends as cancelled after the savepoint: expected.
+                    let _ = h.wait();
                 }
-            })?;
-        if let Some(h) = s.handle.take() {
-            // Ends as cancelled after the savepoint: expected.
-            let _ = h.wait();
-        }
+            }
+            watching.store(false, Ordering::Release);
+            let last_out = watcher.join().unwrap_or(requested).max(requested);
+            (savepoint, last_out)
+        });
+        let savepoint = savepoint?;
         let generation = s.generation + 1;
         let launch = |fixes: &[Fix]| -> Result<JobHandle, String> {
             let env = fresh_env(
@@ -358,10 +377,10 @@ impl LiveJob {
         };
         self.install(s, handle, generation);
         let deadline = Instant::now() + FIRST_RECORD_WAIT;
-        let mut pause_ms = None;
+        let mut first_in = None;
         while Instant::now() < deadline {
             if s.monitor.records_emitted_by_sources() > 0 {
-                pause_ms = Some(requested.elapsed().as_secs_f64() * 1e3);
+                first_in = Some(Instant::now());
                 break;
             }
             if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
@@ -369,9 +388,13 @@ impl LiveJob {
             }
             std::thread::sleep(Duration::from_micros(500));
         }
+        let ms = |from: Instant, to: Instant| to.duration_since(from).as_secs_f64() * 1e3;
+        let pause_ms = first_in.map(|t| ms(last_out, t));
+        let sources_paused_ms = first_in.map(|t| ms(requested, t));
         Ok(Switched {
             savepoint,
             pause_ms,
+            sources_paused_ms,
         })
     }
 
@@ -407,6 +430,21 @@ fn ended_tasks(monitor: &JobMonitor) -> Option<String> {
 struct Switched {
     savepoint: PathBuf,
     pause_ms: Option<f64>,
+    sources_paused_ms: Option<f64>,
+}
+
+/// Polls `count` until `watching` is cleared; returns when it last changed (or when polling
+/// began, if it never did).
+fn last_change(watching: &AtomicBool, count: impl Fn() -> u64) -> Instant {
+    let (mut last, mut at) = (count(), Instant::now());
+    while watching.load(Ordering::Acquire) {
+        let n = count();
+        if n != last {
+            (last, at) = (n, Instant::now());
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    at
 }
 
 fn now_ms() -> i64 {
