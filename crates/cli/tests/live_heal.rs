@@ -8,15 +8,16 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use sluice::live::BuildFn;
 use sluice_jobs::skew::{self, SkewConfig};
 use sluice_kafka::source::{KafkaDeserializer, KafkaRecord, KafkaSource, Lines};
 use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
 
+mod common;
 mod live;
 use live::{input, request, settled, start, vertex_parallelism, wait_emitted};
 
@@ -27,6 +28,18 @@ const KEYS: u64 = 10_000;
 /// runs for seconds and a change lands mid-run) → the skew job's `map` → `sum-per-key` →
 /// PostgreSQL upsert.
 fn build(kafka: String, conn: String, topic: String, cfg: SkewConfig, per_ms: u64) -> BuildFn {
+    build_with(kafka, conn, topic, cfg, per_ms, &[])
+}
+
+/// [`build`] with options on the PostgreSQL sink (`sink.buffer-flush.max-rows`, …).
+fn build_with(
+    kafka: String,
+    conn: String,
+    topic: String,
+    cfg: SkewConfig,
+    per_ms: u64,
+    sink_options: &'static [(&'static str, &'static str)],
+) -> BuildFn {
     Arc::new(move |env| {
         let decode = |r: &KafkaRecord<'_>| -> Result<(i64, i64), String> {
             skew::parse_line(&Lines.deserialize(r)?)
@@ -50,7 +63,7 @@ fn build(kafka: String, conn: String, topic: String, cfg: SkewConfig, per_ms: u6
             .name("throttle");
         env.set_parallelism(cfg.parallelism);
         let summed = skew::sums(&cfg, throttled).map_err(|e| e.to_string())?;
-        let sink = PostgresSink::builder(
+        let mut sink = PostgresSink::builder(
             &conn,
             &format!("out_{topic}"),
             RowMapping::new()
@@ -59,6 +72,9 @@ fn build(kafka: String, conn: String, topic: String, cfg: SkewConfig, per_ms: u6
         )
         .upsert(&["key"])
         .name("final-sums");
+        for (k, v) in sink_options {
+            sink = sink.option(k, v).map_err(|e| e.to_string())?;
+        }
         summed.sink_to_postgres(sink).map_err(|e| e.to_string())?;
         Ok(())
     })
@@ -243,4 +259,128 @@ fn resource_requirements_rescale_a_map_behind_rebalance_and_rollback_restores_it
     settled(&pg, "underprov", &live.job);
     live.job.cancel();
     let _ = live.job.wait();
+}
+
+/// The option a plan node of an apply answer's `plan.after` carries.
+fn node_option(answer: &Value, node: &str, key: &str) -> Option<String> {
+    answer["plan"]["after"]
+        .as_array()?
+        .iter()
+        .find(|n| n["name"].as_str().is_some_and(|x| x.contains(node)))?["options"][key]
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The doctor's slow-sink fix, live: a sink writing one row per round trip
+/// (`sink.buffer-flush.max-rows` = 1) is switched to batches of 500 and back; every change goes
+/// through the savepoint (the sink flushes what it holds at the barrier), so the table still
+/// equals PostgreSQL's own sums.
+#[test]
+fn sink_batching_applied_and_rolled_back_live_loses_nothing() {
+    let kafka = KafkaBroker::start().unwrap();
+    let pg = PostgresCluster::start().unwrap();
+    input(&kafka, &pg, "batching", RECORDS, KEYS);
+    let cfg = SkewConfig {
+        map_work: 0,
+        ..SkewConfig::default()
+    };
+    let live = start(
+        build_with(
+            kafka.bootstrap(),
+            pg.url(),
+            "batching".into(),
+            cfg,
+            20,
+            &[("sink.buffer-flush.max-rows", "1")],
+        ),
+        &[],
+    );
+    wait_emitted(&live.job, RECORDS / 5);
+    let apply = format!("{}/doctor/apply", live.base);
+    let change = json!({"plan-change": {"kind": "sink-option", "operator": "Sink: final-sums",
+        "key": "sink.buffer-flush.max-rows", "value": "500"}});
+    let (status, r) = request("POST", &apply, Some(change));
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(
+        node_option(&r, "final-sums", "sink.buffer-flush.max-rows").as_deref(),
+        Some("500"),
+        "{r}"
+    );
+    wait_emitted(&live.job, RECORDS / 10);
+    let (status, back) = request("POST", &apply, Some(json!({"rollback": true})));
+    assert_eq!(status, 200, "{back}");
+    assert_eq!(
+        node_option(&back, "final-sums", "sink.buffer-flush.max-rows").as_deref(),
+        Some("1"),
+        "{back}"
+    );
+    eprintln!(
+        "sink batching 1 -> 500: pause {} ms; rollback: pause {} ms",
+        r["pauseMillis"], back["pauseMillis"]
+    );
+    settled(&pg, "batching", &live.job);
+    live.job.cancel();
+    let _ = live.job.wait();
+}
+
+/// The doctor's blocking-calls fix, live: `sluice run scenario blocking --buffer-debloat` (a
+/// sync lookup join) gets async lookups with capacity 8 through `POST doctor/apply` and loses them again by
+/// rollback; the plan answers show the options, and records flow after each change.
+#[test]
+fn async_lookup_capacity_applied_and_rolled_back_live() {
+    // Buffer debloating keeps the in-flight data near 1 s of throughput: a lookup taking 2 ms a
+    // record behind full 32 KiB buffers would hold the savepoint's barrier for minutes.
+    let (_job, url) = common::start_live(&["scenario", "blocking", "-p", "2", "--buffer-debloat"]);
+    let (_, overview) = request("GET", &format!("{url}/jobs/overview"), None);
+    let jid = overview["jobs"][0]["jid"].as_str().unwrap().to_string();
+    let base = format!("{url}/jobs/{jid}");
+    let sunk = |base: &str| -> u64 {
+        let (_, job) = request("GET", base, None);
+        job["vertices"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v["metrics"]["read-records"].as_u64())
+            .sum()
+    };
+    let flowing = |base: &str| {
+        let first = sunk(base);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while sunk(base) <= first {
+            assert!(
+                Instant::now() < deadline,
+                "no records flow after the change"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    flowing(&base);
+    let apply = format!("{base}/doctor/apply");
+    let change =
+        json!({"plan-change": {"kind": "async-io", "operator": "blocking-call", "capacity": 8}});
+    let (status, r) = request("POST", &apply, Some(change));
+    assert_eq!(status, 200, "{r}");
+    assert_eq!(
+        node_option(&r, "blocking-call", "lookup.async").as_deref(),
+        Some("true"),
+        "{r}"
+    );
+    assert_eq!(
+        node_option(&r, "blocking-call", "lookup.async.capacity").as_deref(),
+        Some("8"),
+        "{r}"
+    );
+    flowing(&base);
+    let (status, back) = request("POST", &apply, Some(json!({"rollback": true})));
+    assert_eq!(status, 200, "{back}");
+    assert_eq!(
+        node_option(&back, "blocking-call", "lookup.async").as_deref(),
+        Some("false"),
+        "the rollback makes the lookups synchronous again: {back}"
+    );
+    flowing(&base);
+    eprintln!(
+        "async lookup capacity 8: pause {} ms; rollback: pause {} ms",
+        r["pauseMillis"], back["pauseMillis"]
+    );
 }

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use sluice_runtime::operators::async_io::{AsyncSettings, AsyncWaitOperator, OutputMode};
+use sluice_runtime::operators::async_io::{AsyncSettings, AsyncWaitOperator, OutputMode, Stored};
 use sluice_types::{Collector, Data, Operator, OperatorContext, OperatorError, Watermark};
 
 use crate::async_fn::LookupAsync;
@@ -88,6 +88,27 @@ pub(crate) struct SyncLookup<T, U> {
     key_fn: KeyFn<T>,
     join_fn: JoinFn<T, U>,
     running: Option<Running>,
+    /// This subtask's index and parallelism (from `open`), to pick its share of a restore.
+    subtask: usize,
+    parallelism: usize,
+    /// Inputs async mode held in flight at the checkpoint this subtask restored from (a change
+    /// from async back to sync: the rollback of the doctor's fix), with the control elements
+    /// between them; processed, in order, before anything that arrives after the restore.
+    restored: std::collections::VecDeque<Stored<T>>,
+}
+
+impl<T: Send + 'static, U: Send + 'static> SyncLookup<T, U> {
+    /// Processes what the restore handed over, in stream order.
+    fn drain_restored(&mut self, out: &mut dyn Collector<U>) -> Result<(), OperatorError> {
+        while let Some(e) = self.restored.pop_front() {
+            match e {
+                Stored::Record(r) => self.process(r, out)?,
+                Stored::Watermark(w) => self.on_watermark(Watermark(w), out)?,
+                Stored::Idleness(i) => self.on_idleness(i, out)?,
+            }
+        }
+        Ok(())
+    }
 }
 
 struct Running {
@@ -100,6 +121,8 @@ struct Running {
 
 impl<T: Send + 'static, U: Send + 'static> Operator<T, U> for SyncLookup<T, U> {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.subtask = ctx.subtask_index;
+        self.parallelism = ctx.parallelism.max(1);
         let open = || -> Result<Running, LookupError> {
             let opts = LookupOptions::from_plan_options(&ctx.options)?;
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -185,6 +208,9 @@ impl<T: Data, U: Data> LookupOperator<T, U> {
                 key_fn: key_fn.clone(),
                 join_fn: join_fn.clone(),
                 running: None,
+                subtask: 0,
+                parallelism: 1,
+                restored: Default::default(),
             })),
             LookupMode::Async { capacity, ordered } => {
                 let mode = if ordered {
@@ -222,7 +248,10 @@ where
 
     fn process(&mut self, record: T, out: &mut dyn Collector<U>) -> Result<(), OperatorError> {
         match self {
-            LookupOperator::Sync(o) => o.process(record, out),
+            LookupOperator::Sync(o) => {
+                o.drain_restored(out)?;
+                o.process(record, out)
+            }
             LookupOperator::Async(o) => o.process(record, out),
             LookupOperator::Invalid(e) => Err(OperatorError::failed(e.clone())),
         }
@@ -230,7 +259,10 @@ where
 
     fn finish(&mut self, out: &mut dyn Collector<U>) -> Result<(), OperatorError> {
         match self {
-            LookupOperator::Sync(o) => o.finish(out),
+            LookupOperator::Sync(o) => {
+                o.drain_restored(out)?;
+                o.finish(out)
+            }
             LookupOperator::Async(o) => o.finish(out),
             LookupOperator::Invalid(_) => Ok(()),
         }
@@ -250,7 +282,10 @@ where
     ) -> Result<(), OperatorError> {
         match self {
             LookupOperator::Async(o) => o.on_watermark(watermark, out),
-            LookupOperator::Sync(o) => o.on_watermark(watermark, out),
+            LookupOperator::Sync(o) => {
+                o.drain_restored(out)?;
+                o.on_watermark(watermark, out)
+            }
             LookupOperator::Invalid(_) => Ok(()),
         }
     }
@@ -258,7 +293,10 @@ where
     fn on_idleness(&mut self, idle: bool, out: &mut dyn Collector<U>) -> Result<(), OperatorError> {
         match self {
             LookupOperator::Async(o) => o.on_idleness(idle, out),
-            LookupOperator::Sync(o) => o.on_idleness(idle, out),
+            LookupOperator::Sync(o) => {
+                o.drain_restored(out)?;
+                o.on_idleness(idle, out)
+            }
             LookupOperator::Invalid(_) => Ok(()),
         }
     }
@@ -269,7 +307,10 @@ where
     ) -> Result<(), OperatorError> {
         match self {
             LookupOperator::Async(o) => o.prepare_snapshot_pre_barrier(out),
-            _ => Ok(()),
+            // What the restore handed over leaves before the next barrier (sync mode keeps
+            // nothing in a checkpoint).
+            LookupOperator::Sync(o) => o.drain_restored(out),
+            LookupOperator::Invalid(_) => Ok(()),
         }
     }
 
@@ -283,12 +324,22 @@ where
     fn restore_state(&mut self, parts: &[(usize, Vec<u8>)]) -> Result<(), OperatorError> {
         match self {
             LookupOperator::Async(o) => o.restore_state(parts),
-            // Sync mode holds nothing in flight: a restore from async mode's checkpoint
-            // (held inputs) cannot be re-issued here.
-            LookupOperator::Sync(_) if parts.iter().any(|(_, b)| !b.is_empty()) => {
-                Err(OperatorError::failed(
-                    "lookup: the checkpoint holds in-flight inputs of async mode; restore with lookup.async = true",
-                ))
+            // From async mode's checkpoint (a change back to sync): its held inputs, old
+            // subtask `j`'s to new subtask `j mod parallelism` as async mode deals them.
+            LookupOperator::Sync(o) => {
+                for (old, bytes) in parts {
+                    if bytes.is_empty() || old % o.parallelism != o.subtask {
+                        continue;
+                    }
+                    let stored: Vec<Stored<T>> = postcard::from_bytes(bytes).map_err(|e| {
+                        OperatorError::failed(format!(
+                            "lookup: cannot decode the in-flight inputs of old subtask {old} \
+                             (async mode's checkpoint): {e}"
+                        ))
+                    })?;
+                    o.restored.extend(stored);
+                }
+                Ok(())
             }
             _ => Ok(()),
         }

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use sluice_graph::config::EnvConfig;
 use sluice_graph::fixer::{self, Fix, PlanDiff};
-use sluice_graph::{JobExecution, JobGraph, JobHandle, JobMonitor, StreamEnv};
+use sluice_graph::{JobExecution, JobGraph, JobHandle, JobMonitor, JobOutcome, StreamEnv};
 use sluice_rest::live::{
     change_json, plan_nodes, ApplyRequest, LiveControl, LiveError, RescaleRecord, RescaleState,
 };
@@ -38,6 +38,10 @@ pub type BuildFn = Arc<dyn Fn(&StreamEnv) -> Result<(), String> + Send + Sync>;
 /// How long an applied change waits for the new plan's first record before it answers without
 /// a pause figure (a source with no input emits nothing).
 pub const FIRST_RECORD_WAIT: Duration = Duration::from_secs(10);
+
+/// After the new plan's first source record, how long a change still watches for the plan
+/// failing as it starts (unless its last vertices take in a record first).
+const START_GRACE: Duration = Duration::from_millis(500);
 
 struct State {
     handle: Option<JobHandle>,
@@ -387,6 +391,35 @@ impl LiveJob {
                 break;
             }
             std::thread::sleep(Duration::from_micros(500));
+        }
+        // A task that refuses the restore fails while opening, around the sources' first
+        // records: until the last vertices take in a record (or a moment passes), a failure
+        // of the new plan is a failed start, and the previous plan runs again.
+        let settled_by = Instant::now() + START_GRACE;
+        while Instant::now() < settled_by && s.monitor.records_into_last_vertices() == 0 {
+            if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        if let JobOutcome::Failed { message, .. } = s.monitor.outcome() {
+            if let Some(h) = s.handle.take() {
+                let _ = h.wait();
+            }
+            let previous = s.log.active();
+            return match launch(&previous) {
+                Ok(h) => {
+                    self.install(s, h, generation);
+                    Err(LiveError::internal(format!(
+                        "The new plan failed as it started ({message}); the previous plan runs again from savepoint {}",
+                        savepoint.display()
+                    )))
+                }
+                Err(e2) => Err(LiveError::internal(format!(
+                    "The new plan failed as it started ({message}), and the previous one did not start ({e2}); the job is stopped at savepoint {} — restore it from there",
+                    savepoint.display()
+                ))),
+            };
         }
         let ms = |from: Instant, to: Instant| to.duration_since(from).as_secs_f64() * 1e3;
         let pause_ms = first_in.map(|t| ms(last_out, t));
