@@ -266,11 +266,14 @@ fn complete(
         operators,
     };
     let path = match savepoint_dir {
-        // As Flink: a new `savepoint-<job>-<id>` directory inside the requested one.
+        // As Flink: a new `savepoint-<job>-<12 random hex>` directory inside the requested
+        // one (here `<job>-<checkpoint id>-<random>`): two jobs started in the same second
+        // and saving to one directory must not collide.
         Some(dir) => storage::write(
             &dir.join(format!(
-                "savepoint-{:06x}-{id}",
-                (hub.attempt_tag() / 1000) & 0xff_ffff
+                "savepoint-{:06x}-{id}-{:012x}",
+                (hub.attempt_tag() / 1000) & 0xff_ffff,
+                unique_suffix(id)
             )),
             &cp,
             true,
@@ -288,4 +291,20 @@ fn complete(
         }
     }
     Ok(path)
+}
+
+/// 48 bits that differ between processes and calls: std's randomly keyed hasher over the
+/// checkpoint id, the clock and a process-wide counter.
+fn unique_suffix(id: u64) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(id);
+    h.write_u64(CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish() & 0xffff_ffff_ffff
 }
