@@ -97,28 +97,14 @@ fn cpu_per_record(history: &[(f64, f64, f64)], from: f64, to: f64) -> Option<f64
     (records > 0.0).then(|| (last.1 - first.1) / records)
 }
 
-fn proc_field(pid: u32, file: &str) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()
-}
-
 /// CPU time (user + system) of process `pid`, ns.
 fn cpu_ns(pid: u32) -> Option<f64> {
-    let stat = proc_field(pid, "stat")?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let t: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(t as f64 * 1e7)
+    crate::procstat::cpu_time_ns_of(&pid.to_string()).map(|n| n as f64)
 }
 
 /// Peak RSS (VmHWM) of process `pid`, KiB.
 fn rss_kib(pid: u32) -> Option<u64> {
-    proc_field(pid, "status")?
-        .lines()
-        .find(|l| l.starts_with("VmHWM:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    crate::procstat::peak_rss_kib_of(&pid.to_string())
 }
 
 /// Records the job's sources wrote so far (their vertices' `write-records`).

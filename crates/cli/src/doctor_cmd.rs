@@ -28,7 +28,6 @@ use sluice_doctor::{
     VertexView,
 };
 use sluice_graph::fixer::{apply, Fix, PlanDiff};
-use sluice_types::ShipStrategy;
 
 use crate::args::{EnvArgs, JobCmd};
 use crate::http_client::{Endpoint, HttpError};
@@ -791,39 +790,7 @@ pub const WARM_UP: Duration = Duration::from_millis(1200);
 
 /// The fixer's form of the doctor's plan change.
 pub fn to_fix(change: &PlanChange) -> anyhow::Result<Fix> {
-    Ok(match change {
-        PlanChange::Parallelism {
-            operator,
-            parallelism,
-            ship,
-        } => Fix::Parallelism {
-            operator: operator.clone(),
-            parallelism: *parallelism,
-            ship: ShipStrategy::parse(ship)
-                .with_context(|| format!("unknown ship strategy '{ship}'"))?,
-        },
-        PlanChange::TwoPhase { operator, buckets } => Fix::TwoPhase {
-            operator: operator.clone(),
-            buckets: *buckets,
-        },
-        PlanChange::SinkOption {
-            operator,
-            key,
-            value,
-        } => Fix::SinkOption {
-            operator: operator.clone(),
-            key: key.clone(),
-            value: value.clone(),
-        },
-        PlanChange::AsyncIo { operator, capacity } => Fix::AsyncCapacity {
-            operator: operator.clone(),
-            capacity: *capacity,
-        },
-        PlanChange::LookupCache { operator, max_rows } => Fix::LookupCache {
-            operator: operator.clone(),
-            max_rows: *max_rows,
-        },
-    })
+    sluice::live::plan::to_fix(change).map_err(anyhow::Error::msg)
 }
 
 /// A job's output, for comparing the original and the fixed run.

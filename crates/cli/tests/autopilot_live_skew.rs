@@ -16,13 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice::live::BuildFn;
-use sluice_jobs::skew;
-use sluice_kafka::source::{KafkaDeserializer, KafkaRecord, KafkaSource, Lines};
-use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
 
 mod live;
-use live::{input, request, settled, start};
+use live::{input, kafka_lines, request, settled, start, upsert_sums};
 
 /// Input for ~30 s of the job before the change (80 % of the records at ~100 µs on one
 /// subtask): the re-measurement, ~15 s after the start, must still find records to read (a
@@ -47,33 +44,14 @@ fn burn() {
 /// → PostgreSQL upsert by key.
 fn build(kafka: String, conn: String, topic: String) -> BuildFn {
     Arc::new(move |env| {
-        let decode = |r: &KafkaRecord<'_>| -> Result<(i64, i64), String> {
-            skew::parse_line(&Lines.deserialize(r)?)
-        };
-        let summed = KafkaSource::builder()
-            .bootstrap_servers(&kafka)
-            .topics([topic.clone()])
-            .group_id("autopilot-live-skew")
-            .set_bounded(false)
-            .build(decode)
-            .map_err(|e| e.to_string())?
-            .add_to(env, &format!("Kafka: {topic}"))
+        let summed = kafka_lines(env, &kafka, &topic, "autopilot-live-skew")?
             .key_by(|r: &(i64, i64)| r.0)
             .reduce(|a: (i64, i64), b: (i64, i64)| {
                 burn();
                 (a.0, a.1 + b.1)
             })
             .name("sum-per-key");
-        let sink = PostgresSink::builder(
-            &conn,
-            &format!("out_{topic}"),
-            RowMapping::new()
-                .column("key", |r: &(i64, i64)| r.0)
-                .column("sum", |r: &(i64, i64)| r.1),
-        )
-        .upsert(&["key"])
-        .name("final-sums");
-        summed.sink_to_postgres(sink).map_err(|e| e.to_string())?;
+        upsert_sums(summed, &conn, &topic, &[])?;
         Ok(())
     })
 }

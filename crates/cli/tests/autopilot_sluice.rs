@@ -6,17 +6,9 @@
 //! The same with the autopilot in process (`sluice run … --autopilot`).
 
 mod common;
-use common::start_live;
+use common::{get, start_live};
 
 use std::process::Command;
-
-fn get(url: &str) -> serde_json::Value {
-    let out = Command::new("curl")
-        .args(["-s", "--max-time", "5", url])
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_default()
-}
 
 #[test]
 fn doctor_apply_on_sluice_logs_its_decision_with_figures() {

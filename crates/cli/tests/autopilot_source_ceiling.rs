@@ -5,18 +5,9 @@
 //! In a file of its own: the two windows compare rates, which another test beside it would move.
 
 mod common;
-use common::start_live;
+use common::{get, start_live};
 
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn get(url: &str) -> serde_json::Value {
-    let out = Command::new("curl")
-        .args(["-s", "--max-time", "5", url])
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_default()
-}
 
 #[test]
 fn a_raised_source_that_reads_one_split_is_rolled_back() {

@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use sluice::live::BuildFn;
 use sluice_jobs::skew::{self, SkewConfig};
-use sluice_kafka::source::{KafkaDeserializer, KafkaRecord, KafkaSource, Lines};
-use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
 
 mod common;
 mod live;
-use live::{input, request, settled, start, vertex_parallelism, wait_emitted};
+use live::{
+    input, kafka_lines, request, settled, start, upsert_sums, vertex_parallelism, wait_emitted,
+};
 
 const RECORDS: u64 = 60_000;
 const KEYS: u64 = 10_000;
@@ -41,17 +41,7 @@ fn build_with(
     sink_options: &'static [(&'static str, &'static str)],
 ) -> BuildFn {
     Arc::new(move |env| {
-        let decode = |r: &KafkaRecord<'_>| -> Result<(i64, i64), String> {
-            skew::parse_line(&Lines.deserialize(r)?)
-        };
-        let source = KafkaSource::builder()
-            .bootstrap_servers(&kafka)
-            .topics([topic.clone()])
-            .group_id("live-heal")
-            .set_bounded(false)
-            .build(decode)
-            .map_err(|e| e.to_string())?
-            .add_to(env, &format!("Kafka: {topic}"));
+        let source = kafka_lines(env, &kafka, &topic, "live-heal")?;
         let seen = Arc::new(AtomicU64::new(0));
         let throttled = source
             .map(move |r: (i64, i64)| {
@@ -63,19 +53,7 @@ fn build_with(
             .name("throttle");
         env.set_parallelism(cfg.parallelism);
         let summed = skew::sums(&cfg, throttled).map_err(|e| e.to_string())?;
-        let mut sink = PostgresSink::builder(
-            &conn,
-            &format!("out_{topic}"),
-            RowMapping::new()
-                .column("key", |r: &(i64, i64)| r.0)
-                .column("sum", |r: &(i64, i64)| r.1),
-        )
-        .upsert(&["key"])
-        .name("final-sums");
-        for (k, v) in sink_options {
-            sink = sink.option(k, v).map_err(|e| e.to_string())?;
-        }
-        summed.sink_to_postgres(sink).map_err(|e| e.to_string())?;
+        upsert_sums(summed, &conn, &topic, sink_options)?;
         Ok(())
     })
 }

@@ -360,6 +360,16 @@ struct SlowInput {
 const SLOW_BATCH: u64 = 64;
 const SLOW_WAIT: Duration = Duration::from_millis(2);
 
+/// Waits [`SLOW_WAIT`] for input, counted as the subtask's idle time.
+fn idle_wait(ctx: &SourceContext) {
+    let t = std::time::Instant::now();
+    std::thread::sleep(SLOW_WAIT);
+    ctx.metrics
+        .waits
+        .idle_ns
+        .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+}
+
 impl SourceFunction<i64> for SlowInput {
     fn run(
         &mut self,
@@ -372,12 +382,7 @@ impl SourceFunction<i64> for SlowInput {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
             }
-            let t = std::time::Instant::now();
-            std::thread::sleep(SLOW_WAIT);
-            ctx.metrics
-                .waits
-                .idle_ns
-                .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+            idle_wait(ctx);
             let stop = (i + SLOW_BATCH).min(self.range.end);
             for j in i..stop {
                 out.collect(mix(j) as i64)?;
@@ -466,12 +471,7 @@ impl SourceFunction<i64> for SplitInput {
                     return Err(OperatorError::Cancelled);
                 }
                 ctx.checkpoint_if_due(out, || self.position())?;
-                let t = std::time::Instant::now();
-                std::thread::sleep(SLOW_WAIT);
-                ctx.metrics
-                    .waits
-                    .idle_ns
-                    .fetch_add(t.elapsed().as_nanos() as u64, Relaxed);
+                idle_wait(ctx);
             }
         }
         ctx.await_final_checkpoint(out, || self.position())

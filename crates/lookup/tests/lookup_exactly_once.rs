@@ -17,6 +17,23 @@ fn name(row: Option<&Row>) -> String {
         .to_string()
 }
 
+/// The join every run must commit, sorted: keys below 1000 have a row (`item-<key>`).
+fn expected() -> Vec<String> {
+    let mut want: Vec<String> = (0..RECORDS)
+        .map(|i| {
+            let k = i % 1200;
+            let n = if k < 1000 {
+                format!("item-{k}")
+            } else {
+                "-".into()
+            };
+            format!("{i},{n}")
+        })
+        .collect();
+    want.sort();
+    want
+}
+
 fn tempdir(tag: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("sluice-lookup-eo-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -84,18 +101,7 @@ fn exactly_once(options: LookupOptions, tag: &str) {
     );
     let mut got = sluice_runtime::sinks::committed_lines(&out).unwrap();
     got.sort();
-    let mut want: Vec<String> = (0..RECORDS)
-        .map(|i| {
-            let k = i % 1200;
-            let n = if k < 1000 {
-                format!("item-{k}")
-            } else {
-                "-".into()
-            };
-            format!("{i},{n}")
-        })
-        .collect();
-    want.sort();
+    let want = expected();
     assert_eq!(got.len(), want.len(), "lines");
     assert!(got == want, "not exactly once");
     for d in [out, chk] {
@@ -168,18 +174,7 @@ fn async_lookup_savepoint_restores_in_sync_mode_exactly_once() {
         .unwrap();
     let mut got = sluice_runtime::sinks::committed_lines(&out).unwrap();
     got.sort();
-    let mut want: Vec<String> = (0..RECORDS)
-        .map(|i| {
-            let k = i % 1200;
-            let n = if k < 1000 {
-                format!("item-{k}")
-            } else {
-                "-".into()
-            };
-            format!("{i},{n}")
-        })
-        .collect();
-    want.sort();
+    let want = expected();
     assert_eq!(got.len(), want.len(), "lines");
     assert!(got == want, "not exactly once");
     for d in [out, chk, savepoints] {

@@ -58,3 +58,12 @@ pub fn start_live(job_args: &[&str]) -> (Job, String) {
         .expect("the job announces its REST URL");
     (job, url)
 }
+
+/// `GET url` as JSON (`null` when there is no answer or it is not JSON), through curl.
+pub fn get(url: &str) -> serde_json::Value {
+    let out = Command::new("curl")
+        .args(["-s", "--max-time", "5", url])
+        .output()
+        .expect("curl runs");
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}

@@ -11,8 +11,56 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sluice::live::{BuildFn, LiveJob};
-use sluice_jobs::skew::{record, SkewConfig};
+use sluice_graph::{DataStream, StreamEnv};
+use sluice_jobs::skew::{self, record, SkewConfig};
+use sluice_kafka::source::{KafkaDeserializer, KafkaRecord, KafkaSource, Lines};
+use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
+
+/// `topic`'s `key,value` lines as records, read without end (a bounded source would end a
+/// subtask whose partition runs dry, and a savepoint needs every task running).
+pub fn kafka_lines(
+    env: &StreamEnv,
+    kafka: &str,
+    topic: &str,
+    group: &str,
+) -> Result<DataStream<(i64, i64)>, String> {
+    let decode = |r: &KafkaRecord<'_>| -> Result<(i64, i64), String> {
+        skew::parse_line(&Lines.deserialize(r)?)
+    };
+    Ok(KafkaSource::builder()
+        .bootstrap_servers(kafka)
+        .topics([topic.to_string()])
+        .group_id(group)
+        .set_bounded(false)
+        .build(decode)
+        .map_err(|e| e.to_string())?
+        .add_to(env, &format!("Kafka: {topic}")))
+}
+
+/// Upserts `(key, sum)` records into `out_<topic>` by key through a sink named `final-sums`,
+/// with `options` (`sink.buffer-flush.max-rows`, …).
+pub fn upsert_sums(
+    sums: DataStream<(i64, i64)>,
+    conn: &str,
+    topic: &str,
+    options: &[(&str, &str)],
+) -> Result<(), String> {
+    let mut sink = PostgresSink::builder(
+        conn,
+        &format!("out_{topic}"),
+        RowMapping::new()
+            .column("key", |r: &(i64, i64)| r.0)
+            .column("sum", |r: &(i64, i64)| r.1),
+    )
+    .upsert(&["key"])
+    .name("final-sums");
+    for (k, v) in options {
+        sink = sink.option(k, v).map_err(|e| e.to_string())?;
+    }
+    sums.sink_to_postgres(sink).map_err(|e| e.to_string())?;
+    Ok(())
+}
 
 /// Produces the workload (`records` records, the hot key and `keys` others) to `topic` and loads
 /// the same records into `raw_<topic>`.
