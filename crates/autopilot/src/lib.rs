@@ -23,7 +23,10 @@
 //!    (relative). Otherwise the caller rolls it back ([`Verdict::RollBack`], with the way back
 //!    when it is a plan change itself: the old parallelism) and the change is remembered as
 //!    ineffective — Flink's autoscaler has the same idea ("ineffective scale-up": a scale-up whose
-//!    processing rate did not follow is not repeated).
+//!    processing rate did not follow is not repeated). A window in which the input ran dry
+//!    (every source subtask waiting for input, nothing busy) is no evidence either way: it is
+//!    measured again up to [`MAX_REMEASURE`] times ([`Verdict::NotYet`]), then a change still not
+//!    shown to help is rolled back as inconclusive and not remembered.
 //! 5. **Cool down** ([`Policy::cooldown`]) before the next proposal.
 //!
 //! Every proposal that was acted on, skipped for a reason, or advised is a [`Decision`] in the log
@@ -56,7 +59,9 @@ mod policy;
 
 pub use decision::{gain, Decision, Outcome};
 pub use measure::{measure, source_rate, vertex_of, Measurement};
-pub use pilot::{policy_json, Autopilot, Ineffective, Proposal, Verdict, MIN_CONFIDENCE};
+pub use pilot::{
+    policy_json, Autopilot, Ineffective, Proposal, Verdict, MAX_REMEASURE, MIN_CONFIDENCE,
+};
 pub use policy::Policy;
 
 #[cfg(test)]

@@ -86,11 +86,13 @@ enum Phase {
         index: usize,
         revert: Option<PlanChange>,
     },
-    /// Applied: re-measure from `settle_until_ms`.
+    /// Applied: re-measure from `settle_until_ms`; `remeasured` windows were found
+    /// inconclusive already (the input ran dry).
     Settling {
         index: usize,
         revert: Option<PlanChange>,
         settle_until_ms: u64,
+        remeasured: u32,
     },
 }
 
@@ -299,6 +301,7 @@ impl Autopilot {
                     index,
                     revert,
                     settle_until_ms: now_ms + ms(self.policy.stabilisation),
+                    remeasured: 0,
                 };
             }
             Err(reason) => {
@@ -326,6 +329,7 @@ impl Autopilot {
             index,
             revert,
             settle_until_ms,
+            remeasured,
         } = self.phase.clone()
         else {
             return Verdict::Idle;
@@ -381,10 +385,43 @@ impl Autopilot {
                 }
             }
         };
+        let dry = reason.is_some().then(|| input_ran_dry(job)).flatten();
+        if let Some(idle) = &dry {
+            if remeasured < MAX_REMEASURE {
+                // No verdict from a window in which the input, not the plan, set the pace.
+                d.after = None;
+                d.decided_ms = None;
+                d.notes.push(format!(
+                    "re-measuring: the input ran dry in the window ({idle}), which says nothing \
+                     about the change"
+                ));
+                self.phase = Phase::Settling {
+                    index,
+                    revert,
+                    settle_until_ms: now_ms,
+                    remeasured: remeasured + 1,
+                };
+                return Verdict::NotYet { until_ms: now_ms };
+            }
+        }
         match reason {
             None => {
                 d.outcome = Outcome::Kept;
                 Verdict::Keep { decision: d.id }
+            }
+            Some(reason) if dry.is_some() => {
+                // Not kept without a gain, but not remembered as ineffective either: the
+                // change may be proposed again once there is input to judge it on.
+                let reason = format!(
+                    "inconclusive: the input ran dry in {} re-measurements; {reason}",
+                    MAX_REMEASURE + 1
+                );
+                d.outcome = Outcome::RolledBack { reason };
+                Verdict::RollBack {
+                    decision: d.id,
+                    change,
+                    to: revert,
+                }
             }
             Some(reason) => {
                 d.outcome = Outcome::RolledBack {
@@ -437,6 +474,37 @@ pub fn policy_json(p: &Policy) -> Value {
         "max-parallelism": p.max_parallelism,
         "available-slots": p.available_slots,
     })
+}
+
+/// Windows re-measured when the input ran dry, before the change is judged on what there is.
+pub const MAX_REMEASURE: u32 = 2;
+
+/// The job's pace is its input's, not its plan's: every source subtask mostly idle (waiting for
+/// input, ≥ 500 ms/s) and none backpressured, and no vertex busy. Says how idle the sources were.
+fn input_ran_dry(job: &JobView) -> Option<String> {
+    let sources: Vec<&sluice_doctor::SubtaskSample> = job
+        .vertices
+        .iter()
+        .filter(|v| v.is_source)
+        .flat_map(|v| v.subtasks.iter())
+        .collect();
+    if sources.is_empty() {
+        return None;
+    }
+    let waiting = sources.iter().all(|s| {
+        s.idle.unwrap_or(0.0) >= 500.0
+            && s.backpressured.unwrap_or(0.0) < sluice_doctor::BACKPRESSURED_MS
+    });
+    let busy = job
+        .vertices
+        .iter()
+        .flat_map(|v| v.subtasks.iter())
+        .any(|s| s.busy.unwrap_or(0.0) >= sluice_doctor::BUSY_MS);
+    if !waiting || busy {
+        return None;
+    }
+    let idle = sources.iter().map(|s| s.idle.unwrap_or(0.0)).sum::<f64>() / sources.len() as f64;
+    Some(format!("sources idle {:.0} %, nothing busy", idle / 10.0))
 }
 
 fn ineffective(c: &PlanChange, reason: String) -> Ineffective {

@@ -168,6 +168,57 @@ fn source_ceiling_job_tries_a_parallelism_finds_it_ineffective_and_rolls_back() 
     assert_eq!(ap.log()[1].outcome.name(), "skipped");
 }
 
+/// The window after the change when the input ran dry: the source waits for input, nothing
+/// is busy, the rates are low.
+fn dry() -> JobView {
+    let mut j = job(
+        sub(50.0, 0.0, 200.0),
+        vec![sub(100.0, 0.0, 100.0), sub(100.0, 0.0, 100.0)],
+        200.0,
+    );
+    j.vertices[0].subtasks[0].idle = Some(950.0);
+    j
+}
+
+#[test]
+fn a_window_in_which_the_input_ran_dry_is_measured_again_and_never_marks_the_change_ineffective() {
+    let mut ap = Autopilot::new(Policy::default());
+    let before = underprovisioned();
+    apply_of(ap.propose(0, &diagnose(&before), &before, &always));
+    ap.applied(0, Ok(vec![]));
+    for (i, t) in [5_000u64, 10_000].into_iter().enumerate() {
+        let v = ap.judge(t, &dry());
+        assert_eq!(v, Verdict::NotYet { until_ms: t }, "window {i}");
+        assert!(ap.awaiting_judgement());
+        assert_eq!(ap.log()[0].outcome.name(), "applied");
+    }
+    // Still dry after MAX_REMEASURE more windows: rolled back (no gain shown), not remembered.
+    assert!(matches!(ap.judge(15_000, &dry()), Verdict::RollBack { .. }));
+    assert!(matches!(&ap.log()[0].outcome,
+        Outcome::RolledBack { reason } if reason.starts_with("inconclusive")));
+    assert!(ap.ineffective().is_empty());
+    ap.rolled_back(1, Ok(vec![]));
+    // After the cooldown the same bottleneck gets the same change again.
+    let p = ap.propose(60_000, &diagnose(&before), &before, &always);
+    assert!(matches!(p, Proposal::Apply { decision: 2, .. }), "{p:?}");
+}
+
+#[test]
+fn a_dry_input_after_a_gain_does_not_delay_keeping_it() {
+    let mut ap = Autopilot::new(Policy::default());
+    let before = underprovisioned();
+    apply_of(ap.propose(0, &diagnose(&before), &before, &always));
+    ap.applied(0, Ok(vec![]));
+    // The backlog drained at twice the rate, then the source waits for input.
+    let mut after = job(
+        sub(100.0, 0.0, 2000.0),
+        vec![sub(400.0, 0.0, 1000.0), sub(400.0, 0.0, 1000.0)],
+        2000.0,
+    );
+    after.vertices[0].subtasks[0].idle = Some(900.0);
+    assert!(matches!(ap.judge(5_000, &after), Verdict::Keep { .. }));
+}
+
 #[test]
 fn throughput_must_rise_too() {
     let mut ap = Autopilot::new(Policy::default());
