@@ -7,7 +7,8 @@
 //! within [`REQUEST_DEADLINE`] (also the idle time allowed between keep-alive requests), its body
 //! within the same deadline, and a connection lives at most [`CONNECTION_DEADLINE`] and
 //! [`KEEP_ALIVE_REQUESTS`] requests, reading, handling and sending included; then it is closed
-//! (gracefully, then for good after [`CLOSE_GRACE`]).
+//! (gracefully, then for good after [`CLOSE_GRACE`]) — except that an answer still being
+//! computed then (a plan change waiting for its savepoint) is waited for, and sent.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -238,11 +239,18 @@ async fn connection(
         return;
     };
     let served = Arc::new(AtomicUsize::new(0));
+    // Requests being answered on this connection (body read within its deadline, then the
+    // handler): when the connection's lifetime ends, an answer still being computed — a plan
+    // change waits for its savepoint — is waited for, not cut; a slow client is not.
+    let answering = Arc::new(AtomicUsize::new(0));
+    let in_answer = answering.clone();
     let service = service_fn(move |req| {
-        let (state, served) = (state.clone(), served.clone());
+        let (state, served, answering) = (state.clone(), served.clone(), in_answer.clone());
         async move {
             let n = served.fetch_add(1, Ordering::Relaxed) + 1;
+            answering.fetch_add(1, Ordering::AcqRel);
             let mut resp = answer(req, local, &state).await;
+            answering.fetch_sub(1, Ordering::AcqRel);
             if n >= KEEP_ALIVE_REQUESTS {
                 resp.headers_mut()
                     .insert(hyper::header::CONNECTION, HeaderValue::from_static("close"));
@@ -262,13 +270,22 @@ async fn connection(
     tokio::pin!(conn);
     let lifetime = tokio::time::sleep(CONNECTION_DEADLINE);
     tokio::pin!(lifetime);
-    tokio::select! {
+    let expired = tokio::select! {
         _ = conn.as_mut() => return,
-        _ = &mut lifetime => {}
-        _ = stopped.changed() => {}
-    }
+        _ = &mut lifetime => true,
+        _ = stopped.changed() => false,
+    };
     conn.as_mut().graceful_shutdown();
-    let _ = tokio::time::timeout(CLOSE_GRACE, conn).await;
+    loop {
+        if tokio::time::timeout(CLOSE_GRACE, conn.as_mut()).await.is_ok() {
+            return;
+        }
+        // Past the grace: closed unless (lifetime over, server running) an answer is still
+        // being computed; then its own limits bound the wait.
+        if !(expired && answering.load(Ordering::Acquire) > 0 && !*stopped.borrow()) {
+            return;
+        }
+    }
 }
 
 fn header(headers: &HeaderMap, name: hyper::header::HeaderName) -> Option<&str> {
