@@ -309,8 +309,16 @@ fn async_lookup_capacity_applied_and_rolled_back_live() {
     // Buffer debloating keeps the in-flight data near 1 s of throughput: a lookup taking 2 ms a
     // record behind full 32 KiB buffers would hold the savepoint's barrier for minutes.
     let (_job, url) = common::start_live(&["scenario", "blocking", "-p", "2", "--buffer-debloat"]);
-    let (_, overview) = request("GET", &format!("{url}/jobs/overview"), None);
-    let jid = overview["jobs"][0]["jid"].as_str().unwrap().to_string();
+    // The REST API answers before the job is registered: wait for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let jid = loop {
+        let (_, overview) = request("GET", &format!("{url}/jobs/overview"), None);
+        if let Some(j) = overview["jobs"][0]["jid"].as_str() {
+            break j.to_string();
+        }
+        assert!(Instant::now() < deadline, "no job: {overview}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let base = format!("{url}/jobs/{jid}");
     let sunk = |base: &str| -> u64 {
         let (_, job) = request("GET", base, None);

@@ -277,7 +277,10 @@ async fn connection(
     };
     conn.as_mut().graceful_shutdown();
     loop {
-        if tokio::time::timeout(CLOSE_GRACE, conn.as_mut()).await.is_ok() {
+        if tokio::time::timeout(CLOSE_GRACE, conn.as_mut())
+            .await
+            .is_ok()
+        {
             return;
         }
         // Past the grace: closed unless (lifetime over, server running) an answer is still

@@ -101,10 +101,14 @@ fn run(
                     kind: sluice_types::CheckpointKind::Savepoint,
                     ..
                 },
-                Some((_, slot @ None)),
+                Some((req, slot @ None)),
             ) = (a, savepoint.as_mut())
             {
                 *slot = Some(*id);
+                if req.stop {
+                    // Before the barrier goes out: sources emit nothing after it.
+                    hub.set_stop_savepoint(*id);
+                }
             }
         }
         // Without periodic checkpoints only savepoint requests (which wake this wait) and the
@@ -199,6 +203,8 @@ fn run(
                                 &req.trigger_id,
                                 SavepointStatus::Failed(reason.clone()),
                             );
+                            // The sources held after its barrier go on.
+                            hub.set_stop_savepoint(0);
                             savepoint = None;
                         }
                     }

@@ -97,6 +97,10 @@ pub struct CheckpointHub {
     /// last checkpoint): run only after every task ended successfully.
     final_commits: Mutex<Vec<FinalCommit>>,
     created_ms: u64,
+    /// The id of a stop-with-savepoint in progress (0: none): a source that injected its
+    /// barrier emits nothing more (Flink's synchronous savepoint) until the job stops, or the
+    /// savepoint fails and this is cleared.
+    stop_savepoint: AtomicU64,
     /// Savepoint requests waiting to be triggered, and every request's status.
     savepoints: Savepoints,
     /// In-flight records of unaligned checkpoints, by checkpoint and `(vertex, subtask)`. Kept
@@ -169,6 +173,7 @@ impl CheckpointHub {
             attempt: AtomicU64::new(0),
             final_commits: Mutex::new(Vec::new()),
             created_ms,
+            stop_savepoint: AtomicU64::new(0),
             savepoints: Savepoints::new(created_ms),
             channel_states: Mutex::new(BTreeMap::new()),
             log: Mutex::new(Vec::new()),
@@ -178,6 +183,16 @@ impl CheckpointHub {
     /// Queues a savepoint into `dir` (stopping the job after it when `stop`); returns the
     /// trigger id to poll with [`savepoint_status`](Self::savepoint_status), or why it was
     /// refused (the queue is full, or a stop is already requested).
+    /// Marks checkpoint `id` as a stop-with-savepoint in progress (0: none any more).
+    pub fn set_stop_savepoint(&self, id: u64) {
+        self.stop_savepoint.store(id, Ordering::SeqCst);
+    }
+
+    /// Whether checkpoint `id` is a stop-with-savepoint still in progress.
+    pub fn is_stop_savepoint(&self, id: u64) -> bool {
+        id != 0 && self.stop_savepoint.load(Ordering::SeqCst) == id
+    }
+
     pub fn request_savepoint(&self, dir: PathBuf, stop: bool) -> Result<String, SavepointRefused> {
         let id = self.savepoints.request(dir, stop)?;
         self.ack_cv.notify_all();
@@ -527,6 +542,7 @@ impl CheckpointHub {
     /// failed one.
     pub fn reset_for_attempt(&self) {
         self.attempt.fetch_add(1, Ordering::Relaxed);
+        self.stop_savepoint.store(0, Ordering::SeqCst);
         self.final_commits
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -44,6 +44,13 @@ const FINAL_CHECKPOINT_POLL: std::time::Duration = std::time::Duration::from_mil
 /// Sources check for cancellation and publish progress once per this many records.
 pub const SOURCE_BATCH: u64 = 1024;
 
+/// Whether `ctx`'s job is in the stop-with-savepoint whose barrier is `id`.
+fn hub_holds(ctx: &SourceContext, id: u64) -> bool {
+    ctx.checkpoints
+        .as_ref()
+        .is_some_and(|h| h.is_stop_savepoint(id))
+}
+
 impl SourceContext {
     #[inline]
     pub fn should_stop(&self) -> bool {
@@ -73,6 +80,28 @@ impl SourceContext {
         self.inject(barrier, out, position()?)
     }
 
+    /// After the barrier of a stop-with-savepoint: emit nothing more (what follows the barrier
+    /// is the next plan's to read, from the savepoint's positions), idle until the job stops
+    /// (`Cancelled`), or go on if the savepoint failed.
+    #[cold]
+    fn hold_after_stop_savepoint<T>(
+        &self,
+        id: u64,
+        out: &mut dyn Collector<T>,
+    ) -> Result<(), OperatorError> {
+        out.flush()?;
+        let waits = self.metrics.waits.clone();
+        while hub_holds(self, id) {
+            if self.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            let started = waits.begin_idle();
+            std::thread::sleep(FINAL_CHECKPOINT_POLL);
+            waits.end_idle(started);
+        }
+        Ok(())
+    }
+
     /// Whether a barrier is waiting to be injected (cheap: ask it per record, so a source
     /// that is backpressured still injects barriers between two records).
     #[inline]
@@ -98,6 +127,9 @@ impl SourceContext {
         out.emit_barrier(barrier)?;
         if let Some(s) = services {
             s.ack(barrier.checkpoint_id, barrier.timestamp_ms, 0);
+        }
+        if hub_holds(self, barrier.checkpoint_id) {
+            self.hold_after_stop_savepoint(barrier.checkpoint_id, out)?;
         }
         Ok(())
     }
