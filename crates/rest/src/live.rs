@@ -143,29 +143,14 @@ pub fn plan_nodes(g: &JobGraph) -> Value {
 /// (`parallelism` + `ship-strategy`, `buckets`, `capacity`, `key` + `value`, `max-rows`) —
 /// what [`parse_change`] reads back.
 pub fn change_json(c: &PlanChange) -> Value {
-    match c {
-        PlanChange::Parallelism {
-            operator,
-            parallelism,
-            ship,
-        } => {
-            json!({"kind": "parallelism", "operator": operator, "parallelism": parallelism, "ship-strategy": ship})
-        }
-        PlanChange::TwoPhase { operator, buckets } => {
-            json!({"kind": "two-phase", "operator": operator, "buckets": buckets})
-        }
-        PlanChange::AsyncIo { operator, capacity } => {
-            json!({"kind": "async-io", "operator": operator, "capacity": capacity})
-        }
-        PlanChange::SinkOption {
-            operator,
-            key,
-            value,
-        } => json!({"kind": "sink-option", "operator": operator, "key": key, "value": value}),
-        PlanChange::LookupCache { operator, max_rows } => {
-            json!({"kind": "lookup-cache", "operator": operator, "max-rows": max_rows})
+    // The doctor's machine form, with the ship strategy under Flink's REST name.
+    let mut v = sluice_doctor::plan_change_json(c);
+    if let Some(o) = v.as_object_mut() {
+        if let Some(ship) = o.remove("ship") {
+            o.insert("ship-strategy".into(), ship);
         }
     }
+    v
 }
 
 /// Reads a plan change: [`change_json`]'s shape, or the `plan-change` object of

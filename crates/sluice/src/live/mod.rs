@@ -360,66 +360,38 @@ impl LiveJob {
             )?;
             env.launch().map_err(|e| e.to_string())
         };
-        let handle = match launch(fixes) {
-            Ok(h) => h,
-            Err(e) => {
-                let previous = s.log.active();
-                return match launch(&previous) {
-                    Ok(h) => {
-                        self.install(s, h, generation);
-                        Err(LiveError::internal(format!(
-                            "The new plan did not start ({e}); the previous plan runs again from savepoint {}",
-                            savepoint.display()
-                        )))
-                    }
-                    Err(e2) => Err(LiveError::internal(format!(
-                        "The new plan did not start ({e}), nor the previous one ({e2}); the job is stopped at savepoint {} — restore it from there",
+        // The new plan did not start (`what`): the previous one runs again from the savepoint.
+        let fall_back = |s: &mut State, what: String| -> LiveError {
+            match launch(&s.log.active()) {
+                Ok(h) => {
+                    self.install(s, h, generation);
+                    LiveError::internal(format!(
+                        "The new plan {what}; the previous plan runs again from savepoint {}",
                         savepoint.display()
-                    ))),
-                };
+                    ))
+                }
+                Err(e2) => LiveError::internal(format!(
+                    "The new plan {what}, and the previous one did not start ({e2}); the job is stopped at savepoint {} — restore it from there",
+                    savepoint.display()
+                )),
             }
         };
+        let handle = match launch(fixes) {
+            Ok(h) => h,
+            Err(e) => return Err(fall_back(s, format!("did not start ({e})"))),
+        };
         self.install(s, handle, generation);
-        let deadline = Instant::now() + FIRST_RECORD_WAIT;
-        let mut first_in = None;
-        while Instant::now() < deadline {
-            if s.monitor.records_emitted_by_sources() > 0 {
-                first_in = Some(Instant::now());
-                break;
-            }
-            if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(500));
-        }
+        let first_in = watch_new_plan(s, FIRST_RECORD_WAIT, |m| m.records_emitted_by_sources() > 0)
+            .then(Instant::now);
         // A task that refuses the restore fails while opening, around the sources' first
         // records: until the last vertices take in a record (or a moment passes), a failure
         // of the new plan is a failed start, and the previous plan runs again.
-        let settled_by = Instant::now() + START_GRACE;
-        while Instant::now() < settled_by && s.monitor.records_into_last_vertices() == 0 {
-            if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
-                break;
-            }
-            std::thread::sleep(Duration::from_micros(500));
-        }
+        watch_new_plan(s, START_GRACE, |m| m.records_into_last_vertices() > 0);
         if let JobOutcome::Failed { message, .. } = s.monitor.outcome() {
             if let Some(h) = s.handle.take() {
                 let _ = h.wait();
             }
-            let previous = s.log.active();
-            return match launch(&previous) {
-                Ok(h) => {
-                    self.install(s, h, generation);
-                    Err(LiveError::internal(format!(
-                        "The new plan failed as it started ({message}); the previous plan runs again from savepoint {}",
-                        savepoint.display()
-                    )))
-                }
-                Err(e2) => Err(LiveError::internal(format!(
-                    "The new plan failed as it started ({message}), and the previous one did not start ({e2}); the job is stopped at savepoint {} — restore it from there",
-                    savepoint.display()
-                ))),
-            };
+            return Err(fall_back(s, format!("failed as it started ({message})")));
         }
         let ms = |from: Instant, to: Instant| to.duration_since(from).as_secs_f64() * 1e3;
         let pause_ms = first_in.map(|t| ms(last_out, t));
@@ -464,6 +436,22 @@ struct Switched {
     savepoint: PathBuf,
     pause_ms: Option<f64>,
     sources_paused_ms: Option<f64>,
+}
+
+/// Polls the running plan every 0.5 ms until `seen` holds (true), its job ends or `wait` passes
+/// (false).
+fn watch_new_plan(s: &State, wait: Duration, seen: impl Fn(&JobMonitor) -> bool) -> bool {
+    let deadline = Instant::now() + wait;
+    while Instant::now() < deadline {
+        if seen(&s.monitor) {
+            return true;
+        }
+        if s.handle.as_ref().is_none_or(|h| h.is_finished()) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    false
 }
 
 /// Polls `count` until `watching` is cleared; returns when it last changed (or when polling
