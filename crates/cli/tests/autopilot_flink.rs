@@ -29,6 +29,13 @@ fn scenario_script() -> Result<PathBuf, String> {
         .ok_or_else(|| "no shared/flink/run-scenario.sh (set SLUICE_FLINK_SCENARIO)".to_string())
 }
 
+/// The scenario script when a Flink can be run here; otherwise says why and the test passes.
+fn flink_or_say_why() -> Option<PathBuf> {
+    flink_available()
+        .map_err(|why| eprintln!("skipped: no Flink to test against: {why}"))
+        .ok()
+}
+
 fn flink_available() -> Result<PathBuf, String> {
     let script = scenario_script()?;
     let ok = |cmd: &str, args: &[&str]| {
@@ -175,12 +182,8 @@ fn doctor_apply(url: &str) -> (i32, String) {
 
 #[test]
 fn adaptive_scheduler_heavy_map_raised_to_2_verified_by_flink() {
-    let script = match flink_available() {
-        Ok(s) => s,
-        Err(why) => {
-            eprintln!("skipped: no Flink to test against: {why}");
-            return;
-        }
+    let Some(script) = flink_or_say_why() else {
+        return;
     };
     let flink = Flink::start(&script, true);
     let jid = flink.running_job();
@@ -252,12 +255,8 @@ fn adaptive_scheduler_heavy_map_raised_to_2_verified_by_flink() {
 
 #[test]
 fn default_scheduler_explains_that_rescaling_needs_the_adaptive_scheduler() {
-    let script = match flink_available() {
-        Ok(s) => s,
-        Err(why) => {
-            eprintln!("skipped: no Flink to test against: {why}");
-            return;
-        }
+    let Some(script) = flink_or_say_why() else {
+        return;
     };
     let flink = Flink::start(&script, false);
     let jid = flink.running_job();

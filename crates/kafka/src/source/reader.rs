@@ -143,14 +143,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
         while unfinished > 0 || !sh.bounded {
             if ctx.barrier_pending() {
                 let before = ctx.last_barrier.get();
-                let positions: Vec<SplitPosition> = splits
-                    .iter()
-                    .map(|s| SplitPosition {
-                        topic: s.plan.topic.clone(),
-                        partition: s.plan.partition,
-                        next: s.next,
-                    })
-                    .collect();
+                let positions = positions_of(&splits);
                 ctx.checkpoint_if_due(out, || split::encode(&positions))?;
                 let id = ctx.last_barrier.get();
                 if id != before && group.is_some() {
@@ -329,14 +322,7 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
         gauges.bytes_in.add(bytes as i64);
         // The final checkpoint holds every partition at its end: the sink's last transaction
         // is committed under it (a restore from it reads nothing again).
-        let at_end: Vec<SplitPosition> = splits
-            .iter()
-            .map(|s| SplitPosition {
-                topic: s.plan.topic.clone(),
-                partition: s.plan.partition,
-                next: s.next,
-            })
-            .collect();
+        let at_end = positions_of(&splits);
         ctx.await_final_checkpoint(out, || split::encode(&at_end))?;
         publish(
             &consumer,
@@ -362,6 +348,18 @@ impl<T: Send + 'static> SourceFunction<T> for KafkaSourceReader<T> {
         self.restored = Some(all);
         Ok(())
     }
+}
+
+/// Where each split stands: the checkpoint position of this subtask.
+fn positions_of(splits: &[LiveSplit]) -> Vec<SplitPosition> {
+    splits
+        .iter()
+        .map(|s| SplitPosition {
+            topic: s.plan.topic.clone(),
+            partition: s.plan.partition,
+            next: s.next,
+        })
+        .collect()
 }
 
 fn client_error(what: &str, bs: &str, e: RdError) -> OperatorError {
