@@ -163,6 +163,22 @@ where
     }
 }
 
+impl<In: Send, Out: Send, Op: Operator<In, Out>> Link<In, Out, Op> {
+    /// The operator processes `records` into the link's output batch (its calls of `collect`
+    /// are static, so they inline), which then goes on with one call.
+    #[inline]
+    fn process_all(&mut self, records: impl Iterator<Item = In>) -> Result<(), OperatorError> {
+        let mut out = Batching {
+            buf: &mut self.out_batch,
+            out: &mut *self.out,
+        };
+        for r in records {
+            self.op.process(r, &mut out)?;
+        }
+        out.ship()
+    }
+}
+
 /// A [`Link`] that counts records and times one record per sampling period.
 pub struct TimedLink<In, Out, Op> {
     link: Link<In, Out, Op>,
@@ -194,17 +210,23 @@ impl<In, Out, Op: Operator<In, Out>> TimedLink<In, Out, Op> {
         // whole batch instead would publish a slow operator's sample only when the batch is
         // done (seconds for a blocking call over a full buffer) while its chained successors,
         // fed at the end of each batch, report theirs: the time would look like theirs.
-        let due = (self.timing.countdown as usize).clamp(1, batch.len()) - 1;
-        let mut rest = batch.split_off(due + 1);
-        let Some(record) = batch.pop() else {
-            return self.link.collect_batch(&mut rest);
-        };
-        self.link.collect_batch(batch)?;
-        self.timed(record)?;
-        if rest.is_empty() {
-            return Ok(());
+        // The records are moved out once, in order (splitting the batch copied its rest at
+        // every period: quadratic in the batch, and an allocation the size of a buffer each).
+        let mut records = batch.drain(..);
+        loop {
+            let left = records.len();
+            if left < self.timing.countdown as usize {
+                self.timing.countdown -= left as u32;
+                return self.link.process_all(records);
+            }
+            // `countdown >= 1` always: a period that completes resets it.
+            let due = self.timing.countdown as usize - 1;
+            self.link.process_all(records.by_ref().take(due))?;
+            match records.next() {
+                Some(record) => self.timed(record)?,
+                None => return Ok(()),
+            }
         }
-        self.collect_batch(&mut rest)
     }
 }
 
@@ -254,14 +276,7 @@ where
     /// `collect` are static, so they inline), which then goes on with one call.
     #[inline]
     fn collect_batch(&mut self, batch: &mut Vec<In>) -> Result<(), OperatorError> {
-        let mut out = Batching {
-            buf: &mut self.out_batch,
-            out: &mut *self.out,
-        };
-        for r in batch.drain(..) {
-            self.op.process(r, &mut out)?;
-        }
-        out.ship()
+        self.process_all(batch.drain(..))
     }
 
     /// Each event goes to the operator's hook for it, which forwards it (the operator may emit
