@@ -257,8 +257,10 @@ pub fn format_line(record: (i64, i64)) -> String {
 struct FinalSums {
     /// Entries keep their index (none is removed before the end), so `last` can name one.
     latest: indexmap::IndexMap<i64, i64, sluice_graph::FastBuildHasher>,
-    /// The index of the previous update's key: the hot key's updates skip the hash lookup.
+    /// The indexes of the last two distinct keys updated: the hot key's updates skip the hash
+    /// lookup, also right after an update of another key.
     last: usize,
+    prev: usize,
     out: Arc<Mutex<BTreeMap<i64, i64>>>,
     operator_id: String,
     /// The task's services: where the latest sums are recorded at a barrier.
@@ -287,6 +289,7 @@ impl FinalSums {
         Ok(FinalSums {
             latest,
             last: 0,
+            prev: 0,
             out,
             operator_id: ctx.operator_id.clone(),
             services: ctx.services.clone(),
@@ -298,13 +301,18 @@ impl sluice_graph::Collector<(i64, i64)> for FinalSums {
     #[inline]
     fn collect(&mut self, (k, s): (i64, i64)) -> Result<(), sluice_graph::OperatorError> {
         // Nearly every update is of a key seen before, most of the hot key: overwrite in place.
-        if let Some((key, sum)) = self.latest.get_index_mut(self.last) {
-            if *key == k {
-                *sum = s;
-                return Ok(());
+        for slot in [self.last, self.prev] {
+            if let Some((key, sum)) = self.latest.get_index_mut(slot) {
+                if *key == k {
+                    *sum = s;
+                    if slot != self.last {
+                        std::mem::swap(&mut self.last, &mut self.prev);
+                    }
+                    return Ok(());
+                }
             }
         }
-        self.last = self.latest.insert_full(k, s).0;
+        self.prev = std::mem::replace(&mut self.last, self.latest.insert_full(k, s).0);
         Ok(())
     }
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), sluice_graph::OperatorError> {

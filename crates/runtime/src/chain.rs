@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use sluice_types::{
     Collector, CollectorExt, ControlEvent, Data, Operator, OperatorContext, OperatorError,
+    OutputBatch,
 };
 
 use crate::metrics::{OperatorMetrics, OPERATOR_SAMPLE_EVERY};
@@ -77,40 +78,6 @@ impl OpTiming {
 /// the most records a link holds between two calls: none).
 pub const LINK_BATCH: usize = 256;
 
-/// The collector an operator emits into while it processes a batch: records gather in the
-/// link's output batch, which goes on as one batch when the input batch is done or it reaches
-/// [`LINK_BATCH`]. An event first passes the gathered records on, so it keeps its place.
-struct Batching<'a, Out> {
-    buf: &'a mut Vec<Out>,
-    out: &'a mut dyn Collector<Out>,
-}
-
-impl<Out: Send> Batching<'_, Out> {
-    #[inline]
-    fn ship(&mut self) -> Result<(), OperatorError> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        self.out.collect_batch(self.buf)
-    }
-}
-
-impl<Out: Send> Collector<Out> for Batching<'_, Out> {
-    #[inline]
-    fn collect(&mut self, record: Out) -> Result<(), OperatorError> {
-        self.buf.push(record);
-        if self.buf.len() >= LINK_BATCH {
-            return self.out.collect_batch(self.buf);
-        }
-        Ok(())
-    }
-
-    fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
-        self.ship()?;
-        self.out.emit_event(event)
-    }
-}
-
 /// An operator bound to the collector its output goes to. Implements `Collector<In>`, so the
 /// previous operator (or the source, or the input loop) pushes records straight into it.
 pub struct Link<In, Out, Op> {
@@ -168,12 +135,9 @@ impl<In: Send, Out: Send, Op: Operator<In, Out>> Link<In, Out, Op> {
     /// are static, so they inline), which then goes on with one call.
     #[inline]
     fn process_all(&mut self, records: impl Iterator<Item = In>) -> Result<(), OperatorError> {
-        let mut out = Batching {
-            buf: &mut self.out_batch,
-            out: &mut *self.out,
-        };
+        let mut out = OutputBatch::new(&mut self.out_batch, &mut *self.out, LINK_BATCH);
         for r in records {
-            self.op.process(r, &mut out)?;
+            self.op.process_into(r, &mut out)?;
         }
         out.ship()
     }

@@ -39,7 +39,7 @@ pub mod operator;
 pub mod services;
 pub mod ship;
 
-pub use collector::{Collector, CollectorExt, ControlEvent, VecCollector};
+pub use collector::{Collector, CollectorExt, ControlEvent, OutputBatch, VecCollector};
 pub use error::OperatorError;
 pub use event::{Barrier, CheckpointKind, Watermark};
 pub use ids::{Id128, JobId, JobVertexId, NodeId, SubtaskIndex};

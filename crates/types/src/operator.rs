@@ -1,6 +1,6 @@
 //! The operator trait: one required method, defaulted lifecycle hooks.
 
-use crate::{Collector, CollectorExt, OperatorError, ServicesHandle, Watermark};
+use crate::{Collector, CollectorExt, OperatorError, OutputBatch, ServicesHandle, Watermark};
 
 /// Where an operator instance runs: which subtask of how many, under which names.
 #[derive(Clone, Debug)]
@@ -50,6 +50,22 @@ impl OperatorContext {
 /// (bounded jobs) and may emit final results before the collector is finished.
 pub trait Operator<In, Out>: Send {
     fn process(&mut self, record: In, out: &mut dyn Collector<Out>) -> Result<(), OperatorError>;
+
+    /// [`process`](Self::process) inside a chain, whose output batch is a concrete type: an
+    /// operator that overrides it (same behaviour) pushes each output with a static, inlined
+    /// [`OutputBatch::push`] instead of a dynamic `collect`. Operators that emit a record per
+    /// input on the hot path (map, filter, flat map, rolling reduce) do.
+    #[inline]
+    fn process_into(
+        &mut self,
+        record: In,
+        out: &mut OutputBatch<'_, Out>,
+    ) -> Result<(), OperatorError>
+    where
+        Out: Send,
+    {
+        self.process(record, out)
+    }
 
     fn open(&mut self, _ctx: &OperatorContext) -> Result<(), OperatorError> {
         Ok(())

@@ -1,4 +1,4 @@
-use sluice_types::{Collector, Operator, OperatorError};
+use sluice_types::{Collector, Operator, OperatorError, OutputBatch};
 
 /// `map`: one output per input.
 pub struct MapOp<F>(pub F);
@@ -10,6 +10,14 @@ where
     #[inline]
     fn process(&mut self, r: In, out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
         out.collect((self.0)(r))
+    }
+
+    #[inline]
+    fn process_into(&mut self, r: In, out: &mut OutputBatch<'_, Out>) -> Result<(), OperatorError>
+    where
+        Out: Send,
+    {
+        out.push((self.0)(r))
     }
 }
 
@@ -28,6 +36,18 @@ where
             Ok(())
         }
     }
+
+    #[inline]
+    fn process_into(&mut self, r: T, out: &mut OutputBatch<'_, T>) -> Result<(), OperatorError>
+    where
+        T: Send,
+    {
+        if (self.0)(&r) {
+            out.push(r)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// `flat_map`: zero or more outputs per input, from any iterable.
@@ -42,6 +62,17 @@ where
     fn process(&mut self, r: In, out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
         for o in (self.0)(r) {
             out.collect(o)?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn process_into(&mut self, r: In, out: &mut OutputBatch<'_, Out>) -> Result<(), OperatorError>
+    where
+        Out: Send,
+    {
+        for o in (self.0)(r) {
+            out.push(o)?;
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 use std::hash::Hash;
 
-use sluice_types::{Collector, Operator, OperatorContext, OperatorError};
+use sluice_types::{Collector, Operator, OperatorContext, OperatorError, OutputBatch};
 
 use super::aggregate::open_store;
 use crate::fasthash::FastBuildHasher;
@@ -44,9 +44,12 @@ enum Rolling<K, T> {
     Memory {
         /// Entries keep their index (nothing is ever removed), so `last` can name one.
         values: indexmap::IndexMap<K, T, FastBuildHasher>,
-        /// The index of the key of the previous record: a skewed stream's hot key is found
-        /// with one key comparison instead of a hash and a probe.
+        /// The indexes of the keys of the last two distinct keys seen: a skewed stream's hot key
+        /// is found with a key comparison or two instead of a hash and a probe, also right
+        /// after a record of another key (with one slot, each such record cost the hot key's
+        /// next record a lookup too).
         last: usize,
+        prev: usize,
         countdown: u32,
         metrics: Option<std::sync::Arc<crate::TaskMetrics>>,
     },
@@ -60,6 +63,7 @@ impl<K: crate::state::StateKey, T: crate::state::StateValue> Rolling<K, T> {
             StateBackendKind::Memory => Rolling::Memory {
                 values: indexmap::IndexMap::default(),
                 last: 0,
+                prev: 0,
                 countdown: MEMORY_SAMPLE_EVERY,
                 metrics: crate::services::task_metrics(ctx),
             },
@@ -149,15 +153,16 @@ fn standalone_context() -> OperatorContext {
     }
 }
 
-impl<K, T, KS, R> Operator<T, T> for KeyedReduceOp<K, T, KS, R>
+impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R>
 where
     K: crate::state::StateKey,
     T: crate::state::StateValue,
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
+    /// Combines `r` with its key's value, stores and returns the result.
     #[inline]
-    fn process(&mut self, r: T, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+    fn reduce_one(&mut self, r: T) -> Result<T, OperatorError> {
         let key = (self.key_of)(&r);
         self.hot_keys.observe(&key);
         let state = match &mut self.state {
@@ -171,15 +176,18 @@ where
             Rolling::Memory {
                 values,
                 last,
+                prev,
                 countdown,
                 metrics,
             } => {
                 *countdown -= 1;
                 let started = (*countdown == 0).then(std::time::Instant::now);
-                let same = values.get_index(*last).is_some_and(|(k, _)| *k == key);
-                if !same {
-                    if let Some(i) = values.get_index_of(&key) {
-                        *last = i;
+                let is_at = |i: usize| values.get_index(i).is_some_and(|(k, _)| *k == key);
+                if !is_at(*last) {
+                    if is_at(*prev) {
+                        std::mem::swap(last, prev);
+                    } else if let Some(i) = values.get_index_of(&key) {
+                        *prev = std::mem::replace(last, i);
                     }
                 }
                 let next = match values.get_index_mut(*last) {
@@ -190,7 +198,7 @@ where
                     }
                     _ => {
                         let (i, _) = values.insert_full(key, r.clone());
-                        *last = i;
+                        *prev = std::mem::replace(last, i);
                         r
                     }
                 };
@@ -218,7 +226,27 @@ where
                 })?
             }
         };
+        Ok(next)
+    }
+}
+
+impl<K, T, KS, R> Operator<T, T> for KeyedReduceOp<K, T, KS, R>
+where
+    K: crate::state::StateKey,
+    T: crate::state::StateValue,
+    KS: Fn(&T) -> K + Send,
+    R: FnMut(T, T) -> T + Send,
+{
+    #[inline]
+    fn process(&mut self, r: T, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+        let next = self.reduce_one(r)?;
         out.collect(next)
+    }
+
+    #[inline]
+    fn process_into(&mut self, r: T, out: &mut OutputBatch<'_, T>) -> Result<(), OperatorError> {
+        let next = self.reduce_one(r)?;
+        out.push(next)
     }
 
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
