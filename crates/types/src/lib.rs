@@ -36,14 +36,16 @@ pub mod error;
 pub mod event;
 pub mod ids;
 pub mod operator;
+pub mod output_batch;
 pub mod services;
 pub mod ship;
 
-pub use collector::{Collector, CollectorExt, ControlEvent, OutputBatch, VecCollector};
+pub use collector::{Collector, CollectorExt, ControlEvent, VecCollector};
 pub use error::OperatorError;
 pub use event::{Barrier, CheckpointKind, Watermark};
 pub use ids::{Id128, JobId, JobVertexId, NodeId, SubtaskIndex};
 pub use operator::{Operator, OperatorContext};
+pub use output_batch::OutputBatch;
 pub use services::ServicesHandle;
 pub use ship::ShipStrategy;
 
