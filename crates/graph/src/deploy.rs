@@ -15,9 +15,12 @@ use sluice_types::{NodeId, OperatorContext, OperatorError, ShipStrategy};
 
 use crate::node_body::{NodeBody, NodeImpl};
 use crate::partition::{pointwise_sources, pointwise_targets};
+use crate::placement::WireOps;
 use crate::stream_graph::StreamNode;
 use crate::typeops::{AnyBox, TypeOps, WriterArgs, WriterFactory};
-use crate::{EnvConfig, GraphError, JobGraph};
+use crate::{EnvConfig, GraphError, JobGraph, Placement};
+use sluice_net::{ChannelId, SerdeMetrics};
+use std::any::TypeId;
 
 struct NetworkOut {
     writer: Arc<dyn WriterFactory>,
@@ -37,6 +40,12 @@ struct ChainMember {
     network: Vec<NetworkOut>,
 }
 
+/// Channels into local gates from another process, by (that process, edge): id and sender.
+type RemoteIn = BTreeMap<(usize, usize), Vec<(ChannelId, AnyBox)>>;
+/// Channels from local subtasks to another process, by (that process, edge): id, upstream and
+/// downstream subtask.
+type RemoteOut = BTreeMap<(usize, usize), Vec<(ChannelId, usize, usize)>>;
+
 fn seed_of(edge: usize, subtask: usize) -> u64 {
     (edge as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ (subtask as u64).wrapping_mul(0xBF58_476D_1CE4_E5B9)
@@ -49,7 +58,12 @@ pub(crate) fn launch(
     nodes: &[StreamNode],
     impls: &BTreeMap<NodeId, NodeImpl>,
     cfg: &EnvConfig,
+    placement: Option<Placement>,
+    wire: &HashMap<TypeId, Arc<dyn WireOps>>,
 ) -> Result<JobHandle, GraphError> {
+    if let Some(p) = &placement {
+        check_placement(&graph, impls, cfg, p, wire)?;
+    }
     for n in nodes {
         if let NodeBody::Sink(f) = &impls[&n.id].body {
             let p = graph.nodes[&n.id].parallelism;
@@ -69,6 +83,8 @@ pub(crate) fn launch(
         nodes: nodes.iter().map(|n| (n.id, n.clone())).collect(),
         impls: impls.clone(),
         op_ids,
+        placement,
+        wire: wire.clone(),
     };
     // A restore that would lose state is refused before anything starts.
     let master = JobMaster::new(graph, cfg.clone(), operators, Box::new(wiring))
@@ -87,19 +103,68 @@ struct Wiring {
     impls: BTreeMap<NodeId, NodeImpl>,
     /// Every node's stable operator id: what its state is filed under in checkpoints.
     op_ids: BTreeMap<NodeId, crate::operator_id::OperatorId>,
+    /// This process's part of a job split over processes.
+    placement: Option<Placement>,
+    wire: HashMap<TypeId, Arc<dyn WireOps>>,
 }
 
 impl AttemptBuilder for Wiring {
-    fn build(&self, a: &Attempt<'_>) -> Vec<TaskSpec> {
+    fn build(&self, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
+        if a.number > 0 && self.placement.is_some() {
+            return Err(
+                "a job split over processes does not restart yet: its channels to the other \
+                 processes are those of the first attempt"
+                    .into(),
+            );
+        }
         build_attempt(self, a)
     }
+}
+
+/// What a job split over processes cannot do yet, refused before it starts; and every record
+/// type that crosses processes must have its wire operations ([`crate::StreamEnv::exchange_type`]).
+fn check_placement(
+    graph: &JobGraph,
+    impls: &BTreeMap<NodeId, NodeImpl>,
+    cfg: &EnvConfig,
+    p: &Placement,
+    wire: &HashMap<TypeId, Arc<dyn WireOps>>,
+) -> Result<(), GraphError> {
+    if p.process >= p.processes {
+        return Err(GraphError::InvalidConfig(format!(
+            "process index {} is not below the number of processes {}",
+            p.process, p.processes
+        )));
+    }
+    if cfg.checkpoints.interval.is_some() || cfg.restore_from.is_some() {
+        return Err(GraphError::InvalidConfig(
+            "checkpoints and restores of a job split over processes are not supported yet: \
+             run it in one process"
+                .into(),
+        ));
+    }
+    for e in &graph.edges {
+        let down = &graph.vertices[e.to_vertex];
+        let Some(t) = &impls[&down.head].in_type else {
+            continue;
+        };
+        let (id, name) = t.record_type();
+        if !wire.contains_key(&id) {
+            return Err(GraphError::InvalidJob(format!(
+                "the records of the edge {} -> {} ({name}) would cross processes, but the type \
+                 has no wire codec: declare it with StreamEnv::exchange_type::<{name}>()",
+                graph.vertices[e.from_vertex].name, down.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Builds one attempt of the job: fresh gates, channels and task bodies (operators are created
 /// on their task threads when the bodies run, restoring state if the hub says so).
 // Subtask indices address gates, senders and metrics alike; index loops read clearest here.
 #[allow(clippy::needless_range_loop)]
-fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
+fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
     let (graph, cfg, control, metrics, emitted) =
         (a.graph, a.config, a.control, a.metrics, a.emitted);
     let by_id: HashMap<NodeId, &StreamNode> = w.nodes.iter().map(|(k, v)| (*k, v)).collect();
@@ -113,6 +178,28 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
     // Gates, and the senders feeding them, per (edge, upstream subtask): (downstream subtask, sender).
     let mut gates: HashMap<(usize, usize), AnyBox> = HashMap::new();
     let mut senders: HashMap<(usize, usize), Vec<(usize, AnyBox)>> = HashMap::new();
+    // Split over processes: which subtasks run here, and the channels that cross, by (other
+    // process, edge): into a local gate (`remote_in`) or out of a local subtask (`remote_out`).
+    let widest = graph
+        .vertices
+        .iter()
+        .map(|v| v.parallelism)
+        .max()
+        .unwrap_or(1);
+    let place = w
+        .placement
+        .as_ref()
+        .map(|p| (p, p.slots_per_process(widest)));
+    let process_of = |k: usize| place.map_or(0, |(p, slots)| p.process_of(k, slots));
+    let here = place.map_or(0, |(p, _)| p.process);
+    let mut remote_in: RemoteIn = BTreeMap::new();
+    let mut remote_out: RemoteOut = BTreeMap::new();
+    let mut edge_type: HashMap<usize, Arc<dyn TypeOps>> = HashMap::new();
+    let channel_id = |ei: usize, i: usize, j: usize| ChannelId {
+        edge: ei as u32,
+        from: i as u32,
+        to: j as u32,
+    };
     for v in &graph.vertices {
         let inputs: Vec<(usize, &crate::JobEdge)> = graph
             .edges
@@ -127,6 +214,9 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
             .in_type
             .clone()
             .expect("a vertex with inputs has an input type");
+        for &(ei, _) in &inputs {
+            edge_type.insert(ei, in_type.clone());
+        }
         for j in 0..v.parallelism {
             let mut plan = Vec::new();
             for &(ei, e) in &inputs {
@@ -139,6 +229,19 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
                 for i in ups {
                     plan.push((ei, i));
                 }
+            }
+            if process_of(j) != here {
+                // Runs on another process: only its channels from subtasks here matter.
+                for (ei, i) in plan {
+                    if process_of(i) == here {
+                        remote_out.entry((process_of(j), ei)).or_default().push((
+                            channel_id(ei, i, j),
+                            i,
+                            j,
+                        ));
+                    }
+                }
+                continue;
             }
             let (gate, canceller, gate_senders) =
                 in_type.make_gate(plan.len(), &exch, metrics[v.index][j].waits.clone());
@@ -155,10 +258,20 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
             }
             control.register_gate(canceller);
             for ((ei, i), s) in plan.into_iter().zip(gate_senders) {
-                senders.entry((ei, i)).or_default().push((j, s));
+                if process_of(i) == here {
+                    senders.entry((ei, i)).or_default().push((j, s));
+                } else {
+                    remote_in
+                        .entry((process_of(i), ei))
+                        .or_default()
+                        .push((channel_id(ei, i, j), s));
+                }
             }
             gates.insert((v.index, j), gate);
         }
+    }
+    if let Some((p, _)) = place {
+        open_remote(w, p, &edge_type, remote_in, remote_out, &exch, &mut senders)?;
     }
 
     for (v, pools) in out_pool.iter().enumerate() {
@@ -171,6 +284,9 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
     let mut tasks = Vec::new();
     for v in &graph.vertices {
         for i in 0..v.parallelism {
+            if process_of(i) != here {
+                continue;
+            }
             let mut members = Vec::new();
             for &nid in &v.nodes {
                 let n = by_id[&nid];
@@ -253,7 +369,50 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Vec<TaskSpec> {
         }
     }
 
-    tasks
+    Ok(tasks)
+}
+
+/// Opens the channels that cross to other processes on the placement's endpoint: the remote
+/// ends of local gates, and the senders of local subtasks towards remote gates (added to
+/// `senders`, where the local ones are).
+fn open_remote(
+    w: &Wiring,
+    p: &Placement,
+    edge_type: &HashMap<usize, Arc<dyn TypeOps>>,
+    remote_in: RemoteIn,
+    remote_out: RemoteOut,
+    exch: &sluice_channel::ExchangeConfig,
+    senders: &mut HashMap<(usize, usize), Vec<(usize, AnyBox)>>,
+) -> Result<(), String> {
+    let wire_of = |ei: usize| -> Result<&Arc<dyn WireOps>, String> {
+        let (id, name) = edge_type[&ei].record_type();
+        w.wire
+            .get(&id)
+            .ok_or_else(|| format!("no wire codec for {name} (StreamEnv::exchange_type)"))
+    };
+    for ((process, ei), channels) in remote_in {
+        wire_of(ei)?
+            .open_inputs(
+                &p.endpoint,
+                process,
+                channels,
+                exch.exclusive_credits,
+                Arc::new(SerdeMetrics::default()),
+            )
+            .map_err(|e| {
+                format!("opening the channels of edge {ei} from process {process}: {e}")
+            })?;
+    }
+    for ((process, ei), channels) in remote_out {
+        let ids = channels.iter().map(|(id, _, _)| *id).collect();
+        let opened = wire_of(ei)?
+            .open_outputs(&p.endpoint, process, ids, Arc::new(SerdeMetrics::default()))
+            .map_err(|e| format!("opening the channels of edge {ei} to process {process}: {e}"))?;
+        for ((_, i, j), s) in channels.into_iter().zip(opened) {
+            senders.entry((ei, i)).or_default().push((j, s));
+        }
+    }
+    Ok(())
 }
 
 /// Everything one subtask needs to build its chain on its own thread.

@@ -45,6 +45,7 @@ pub mod fixer;
 pub mod launch_checks;
 mod node_body;
 pub mod operator_id;
+pub mod placement;
 pub mod selectors;
 mod typeops;
 
@@ -78,8 +79,10 @@ pub mod async_io {
 pub use error::GraphError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, ResolvedNode};
 pub use json::{to_jackson_pretty, JacksonPretty, Json};
+pub use placement::Placement;
 /// Buffer debloating settings (`StreamEnv::set_buffer_debloat`).
 pub use sluice_channel::DebloatConfig;
+pub use sluice_net::NetEndpoint;
 pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
 pub use sluice_runtime::fasthash::{FastBuildHasher, FastHashMap};
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};

@@ -32,6 +32,9 @@ pub(crate) fn unbox_collector<T: Data>(b: AnyBox) -> Box<dyn Collector<T>> {
 
 /// Typed operations on one record type.
 pub(crate) trait TypeOps: Send + Sync {
+    /// The record type: what finds its wire operations ([`crate::placement`]) and names it in
+    /// errors.
+    fn record_type(&self) -> (std::any::TypeId, &'static str);
     fn fanout(&self, outs: Vec<AnyBox>) -> AnyBox;
     fn make_gate(
         &self,
@@ -50,6 +53,10 @@ pub(crate) fn type_ops<T: Data>() -> Arc<dyn TypeOps> {
 }
 
 impl<T: Data> TypeOps for TypeOpsImpl<T> {
+    fn record_type(&self) -> (std::any::TypeId, &'static str) {
+        (std::any::TypeId::of::<T>(), std::any::type_name::<T>())
+    }
+
     fn fanout(&self, mut outs: Vec<AnyBox>) -> AnyBox {
         if outs.len() == 1 {
             return outs.pop().expect("one output");

@@ -158,6 +158,8 @@ pub fn generated_source(
     cfg.validate().map_err(GraphError::InvalidConfig)?;
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("skew");
+    // Its one record type crosses processes when the job is split over several.
+    env.exchange_type::<(i64, i64)>();
     let (hot_limit, keys) = (cfg.hot_limit(), cfg.keys);
     let mut source = env
         .generate(cfg.records, move |i| record(i, hot_limit, keys))

@@ -29,6 +29,10 @@ pub(crate) struct EnvInner {
     /// Sources that cannot replay after a failure (a socket), by description: a job with
     /// periodic checkpoints is refused while any is listed (see `socket_text_stream`).
     pub non_replayable: Vec<String>,
+    /// This process's part when the job runs over several processes (`None`: all of it).
+    pub placement: Option<crate::Placement>,
+    /// The record types that may cross processes, with their wire operations.
+    pub wire: std::collections::HashMap<std::any::TypeId, Arc<dyn crate::placement::WireOps>>,
 }
 
 /// The job builder and its settings (Flink's `StreamExecutionEnvironment`).
@@ -67,8 +71,27 @@ impl StreamEnv {
                 impls: BTreeMap::new(),
                 errors: Vec::new(),
                 non_replayable: Vec::new(),
+                placement: None,
+                wire: Default::default(),
             })),
         }
+    }
+
+    /// Runs only this process's part of the job: the subtasks placed on `placement.process`
+    /// (see [`crate::placement`]), with the channels to the other processes' subtasks over
+    /// its endpoint. Every process must build the same job with the same settings.
+    pub fn set_placement(&self, placement: crate::Placement) -> &Self {
+        self.inner.borrow_mut().placement = Some(placement);
+        self
+    }
+
+    /// Lets records of type `T` cross between processes (postcard-encoded): a job split over
+    /// processes is refused before it starts if an edge between two processes carries a type
+    /// not declared here.
+    pub fn exchange_type<T: Data + serde::Serialize + serde::de::DeserializeOwned>(&self) -> &Self {
+        let (id, ops) = crate::placement::wire_ops::<T>();
+        self.inner.borrow_mut().wire.insert(id, ops);
+        self
     }
 
     pub fn config(&self) -> EnvConfig {
@@ -388,7 +411,14 @@ impl StreamEnv {
         }
         // Resource ceilings and fault specs are checked before any thread starts.
         crate::launch_checks::check(&graph, &i.config)?;
-        crate::deploy::launch(graph, &i.nodes, &i.impls, &i.config)
+        crate::deploy::launch(
+            graph,
+            &i.nodes,
+            &i.impls,
+            &i.config,
+            i.placement.clone(),
+            &i.wire,
+        )
     }
 
     /// Runs the job to completion (bounded inputs) and returns its result.

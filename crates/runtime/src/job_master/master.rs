@@ -276,14 +276,16 @@ impl Running {
                 let path = from.map(|p| p.display().to_string()).unwrap_or_default();
                 h.set_restore_point(restore, path, crate::executor::epoch_ms() as i64);
             }
-            let mut tasks = builder.build(&Attempt {
-                number: attempt,
-                graph,
-                config: cfg,
-                control,
-                metrics: &metrics,
-                emitted: &emitted,
-            });
+            let mut tasks = builder
+                .build(&Attempt {
+                    number: attempt,
+                    graph,
+                    config: cfg,
+                    control,
+                    metrics: &metrics,
+                    emitted: &emitted,
+                })
+                .map_err(JobError::job)?;
             if let Some(f) = cfg.faults.get(attempt) {
                 for t in &mut tasks {
                     if t.vertex_name.contains(&f.vertex) && t.subtask == f.subtask {

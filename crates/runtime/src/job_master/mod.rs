@@ -54,7 +54,8 @@ pub struct Attempt<'a> {
 
 /// Builds the tasks of one attempt of a job: fresh gates, channels and task bodies, one
 /// [`TaskSpec`] per subtask of every vertex. Operators are created when the bodies run, on
-/// their task threads.
+/// their task threads. An error (the channels to another process could not be opened) fails
+/// the attempt.
 pub trait AttemptBuilder: Send + 'static {
-    fn build(&self, attempt: &Attempt<'_>) -> Vec<TaskSpec>;
+    fn build(&self, attempt: &Attempt<'_>) -> Result<Vec<TaskSpec>, String>;
 }
