@@ -74,6 +74,27 @@ pub struct RunArgs {
     /// stderr and to GET /jobs/:jid/autopilot (the dashboard's timeline of changes).
     #[arg(long, global = true, conflicts_with = "no_rest")]
     pub autopilot: bool,
+    /// Run the job over N local processes (TaskManagers): every process builds the same job
+    /// and runs the subtasks placed on it (subtask k in slot k, the slots filling the
+    /// processes in order); channels between processes go over TCP on loopback with Flink's
+    /// credit-based protocol. Process 0 serves the REST API (with the subtasks it runs); a
+    /// skew job's `--output` is the merge of every process's sums.
+    #[arg(long, global = true, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64),
+          conflicts_with_all = ["autopilot", "process_index"])]
+    pub processes: u16,
+    /// Set by `--processes` in the processes it starts: this process's index.
+    #[arg(long, global = true, hide = true, requires = "peers")]
+    pub process_index: Option<usize>,
+    /// Set by `--processes` in the processes it starts: every process's address, by index.
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_delimiter = ',',
+        requires = "process_index"
+    )]
+    pub peers: Vec<std::net::SocketAddr>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

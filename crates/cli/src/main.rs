@@ -16,6 +16,7 @@ mod key_group;
 mod nexmark_cmd;
 mod plan_cmd;
 mod preflight;
+mod processes;
 mod procstat;
 mod produce;
 mod profile_cmd;

@@ -293,6 +293,14 @@ fn env_args_mut(job: &mut JobCmd) -> &mut EnvArgs {
 }
 
 pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
+    if args.processes > 1 {
+        return crate::processes::launch(&args);
+    }
+    // One process of `--processes N`: connected to the others before the job is built.
+    let placement = match args.process_index {
+        Some(i) => Some(crate::processes::join(i, &args.peers)?),
+        None => None,
+    };
     let cpu0 = procstat::cpu_time_ns();
     let t0 = Instant::now();
     if args.autopilot {
@@ -341,7 +349,11 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let builds: Arc<Mutex<Vec<BuiltJob>>> = Arc::default();
     let build: sluice::live::BuildFn = {
         let (cmd, builds) = (args.job.clone(), builds.clone());
+        let placement = placement.clone();
         Arc::new(move |env: &StreamEnv| {
+            if let Some(p) = &placement {
+                env.set_placement(p.clone());
+            }
             let (built, _) = build_on(env, &cmd).map_err(|e| format!("{e:#}"))?;
             builds.lock().unwrap_or_else(|p| p.into_inner()).push(built);
             Ok(())
@@ -422,7 +434,12 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let builds = std::mem::take(&mut *builds.lock().unwrap_or_else(|p| p.into_inner()));
     let job = Merged::of(builds);
     if let (Some(path), Some(finals)) = (&job.output, &job.finals) {
-        write_csv(path, finals).with_context(|| format!("writing {}", path.display()))?;
+        // A process of `--processes N` writes its part; the launcher merges them.
+        let path = match &placement {
+            Some(p) => crate::processes::part_path(path, p.process),
+            None => path.clone(),
+        };
+        write_csv(&path, finals).with_context(|| format!("writing {}", path.display()))?;
     }
     let rate = records as f64 / wall.as_secs_f64().max(1e-9);
     let peak = procstat::peak_rss_kib();
@@ -517,8 +534,15 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
                 .map(|c| format!(", {:.1} CPU-ns/record", c as f64 / records.max(1) as f64))
                 .unwrap_or_default()
         );
-        if let Some(path) = &job.output {
-            eprintln!("final sums written to {}", path.display())
+        match (&job.output, &placement) {
+            (Some(path), Some(p)) => eprintln!(
+                "process {} of {}: its final sums written to {}",
+                p.process,
+                p.processes,
+                crate::processes::part_path(path, p.process).display()
+            ),
+            (Some(path), None) => eprintln!("final sums written to {}", path.display()),
+            _ => {}
         }
         if let Some(n) = job.discarded {
             eprintln!("the sink discarded {n} records")
@@ -598,7 +622,7 @@ impl Merged {
 }
 
 /// Writes `key,sum` CSV sorted by key, with a header line (as `SkewJob::write_csv`).
-fn write_csv(
+pub(crate) fn write_csv(
     path: &std::path::Path,
     finals: &std::collections::BTreeMap<i64, i64>,
 ) -> std::io::Result<()> {

@@ -1,0 +1,176 @@
+//! `sluice run … --processes N`: the job over N local processes.
+//!
+//! The launcher ([`launch`]) picks a loopback port per process and starts N copies of this
+//! binary with the same arguments plus the process's index and every process's address
+//! (hidden flags `--process-index`, `--peers`). Each connects its [`NetEndpoint`] to the
+//! others ([`join`]), builds the same job and runs the subtasks placed on it (see
+//! `sluice_graph::placement`). Process 0 serves the REST API. The launcher waits for all: if
+//! one fails it stops the others (by PID) and fails naming it; a skew job's `--output` is
+//! then the merge of the processes' parts (`FILE.process-I`, removed after).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode};
+use std::time::Duration;
+
+use anyhow::Context;
+use sluice_graph::{NetEndpoint, Placement};
+
+use crate::args::RunArgs;
+use crate::run::{build_job, write_csv, BuiltJob};
+
+/// How long a process waits for the connections to every other.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The part of a skew job's `--output` that process `index` writes.
+pub fn part_path(path: &Path, index: usize) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(format!(".process-{index}"));
+    PathBuf::from(s)
+}
+
+/// Process `index` of `peers`: binds its address and connects to every other process.
+pub fn join(index: usize, peers: &[SocketAddr]) -> anyhow::Result<Placement> {
+    let Some(addr) = peers.get(index) else {
+        anyhow::bail!(
+            "--process-index {index} is not below the number of --peers ({})",
+            peers.len()
+        );
+    };
+    let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
+    let endpoint = NetEndpoint::start(index, peers, listener, CONNECT_TIMEOUT)
+        .with_context(|| format!("process {index} connecting to its peers"))?;
+    Ok(Placement {
+        process: index,
+        processes: peers.len(),
+        endpoint,
+    })
+}
+
+/// The arguments of this run without `--processes` (what every process gets).
+fn arguments_without_processes() -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut args = std::env::args_os().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--processes" {
+            args.next();
+        } else if !a.to_string_lossy().starts_with("--processes=") {
+            out.push(a);
+        }
+    }
+    out
+}
+
+/// Starts the processes, waits for them and merges a skew job's output.
+pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
+    let n = usize::from(args.processes);
+    if args.rest.keep_rest {
+        anyhow::bail!(
+            "--keep-rest cannot be used with --processes (the processes end with the job)"
+        );
+    }
+    // Checks the command line (and the output file) before any process starts.
+    let (_env, job, _) = build_job(&args.job)?;
+    let output = match &job {
+        BuiltJob::Skew(_, Some(path), _) => {
+            crate::preflight::output_file(path, "--output")?;
+            Some(path.clone())
+        }
+        _ => None,
+    };
+    drop(job);
+    // Free loopback ports, one per process (released here, bound again by the processes).
+    let peers = (0..n)
+        .map(|_| -> anyhow::Result<SocketAddr> {
+            Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()
+        .context("choosing the processes' ports")?;
+    let peer_list = peers
+        .iter()
+        .map(SocketAddr::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    let exe = std::env::current_exe()?;
+    let base = arguments_without_processes();
+    let mut children: Vec<Option<Child>> = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut cmd = Command::new(&exe);
+        cmd.args(&base)
+            .args(["--process-index", &i.to_string(), "--peers", &peer_list]);
+        if i > 0 {
+            if !args.rest.no_rest {
+                cmd.arg("--no-rest");
+            }
+            if !args.no_progress {
+                cmd.arg("--no-progress");
+            }
+        }
+        match cmd.spawn() {
+            Ok(c) => children.push(Some(c)),
+            Err(e) => {
+                stop_all(&mut children);
+                return Err(e).context(format!("starting process {i}"));
+            }
+        }
+    }
+    eprintln!("{n} processes started: {peer_list}");
+    let mut left = n;
+    while left > 0 {
+        for i in 0..n {
+            let Some(child) = children[i].as_mut() else {
+                continue;
+            };
+            if let Some(status) = child.try_wait()? {
+                children[i] = None;
+                left -= 1;
+                if !status.success() {
+                    stop_all(&mut children);
+                    anyhow::bail!("process {i} of {n} failed ({status}); the others were stopped");
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(path) = output {
+        let mut all = BTreeMap::new();
+        for i in 0..n {
+            let part = part_path(&path, i);
+            read_part(&part, &mut all)?;
+            std::fs::remove_file(&part).with_context(|| format!("removing {}", part.display()))?;
+        }
+        write_csv(&path, &all).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "final sums of the {n} processes ({} keys) written to {}",
+            all.len(),
+            path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stops every process still running (by PID) and reaps it.
+fn stop_all(children: &mut [Option<Child>]) {
+    for c in children.iter_mut().flatten() {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Adds a process's `key,sum` part to `all` (a key in two parts is an error: each key is
+/// summed by exactly one subtask).
+fn read_part(part: &Path, all: &mut BTreeMap<i64, i64>) -> anyhow::Result<()> {
+    let text =
+        std::fs::read_to_string(part).with_context(|| format!("reading {}", part.display()))?;
+    for (n, line) in text.lines().enumerate().skip(1) {
+        let bad = || format!("{}:{}: not `key,sum`: {line}", part.display(), n + 1);
+        let (k, s) = line.split_once(',').with_context(bad)?;
+        let (k, s): (i64, i64) = (k.parse().with_context(bad)?, s.parse().with_context(bad)?);
+        if all.insert(k, s).is_some() {
+            anyhow::bail!("key {k} was summed by two processes ({})", part.display());
+        }
+    }
+    Ok(())
+}
