@@ -19,6 +19,7 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && [ -z "${SLUICE_PG_
   apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null
 fi
 
+scripts/validate-kubernetes.sh
 cargo test --workspace
 scripts/fuzz-rest.sh
 scripts/e2e-dashboard.sh

@@ -83,18 +83,22 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u16).range(1..=64),
           conflicts_with_all = ["autopilot", "process_index"])]
     pub processes: u16,
-    /// Set by `--processes` in the processes it starts: this process's index.
-    #[arg(long, global = true, hide = true, requires = "peers")]
-    pub process_index: Option<usize>,
-    /// Set by `--processes` in the processes it starts: every process's address, by index.
+    /// This process's index in a job split over processes (`--processes` sets it in the
+    /// processes it starts; a Kubernetes StatefulSet passes `from-hostname`: the pod's ordinal,
+    /// the number after the hostname's last `-`).
+    #[arg(long, global = true, value_name = "I|from-hostname", requires = "peers",
+          value_parser = crate::processes::parse_process_index)]
+    pub process_index: Option<crate::processes::ProcessIndex>,
+    /// Every process's address, by index, as HOST:PORT (names are resolved, and retried until
+    /// they resolve, for up to a minute: a StatefulSet's pods appear one by one).
     #[arg(
         long,
         global = true,
-        hide = true,
+        value_name = "HOST:PORT,...",
         value_delimiter = ',',
         requires = "process_index"
     )]
-    pub peers: Vec<std::net::SocketAddr>,
+    pub peers: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

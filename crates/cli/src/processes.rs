@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sluice_graph::{NetEndpoint, Placement};
@@ -31,16 +31,90 @@ pub fn part_path(path: &Path, index: usize) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// Process `index` of `peers`: binds its address and connects to every other process.
-pub fn join(index: usize, peers: &[SocketAddr]) -> anyhow::Result<Placement> {
-    let Some(addr) = peers.get(index) else {
+/// `--process-index`: a number, or the pod ordinal in the hostname.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessIndex {
+    Fixed(usize),
+    FromHostname,
+}
+
+pub fn parse_process_index(s: &str) -> Result<ProcessIndex, String> {
+    if s == "from-hostname" {
+        return Ok(ProcessIndex::FromHostname);
+    }
+    s.parse()
+        .map(ProcessIndex::Fixed)
+        .map_err(|_| format!("'{s}' is neither a process index (0, 1, ...) nor 'from-hostname'"))
+}
+
+/// The ordinal at the end of a StatefulSet pod's hostname (`sluice-2` → 2).
+fn ordinal_of(hostname: &str) -> anyhow::Result<usize> {
+    hostname
+        .trim()
+        .rsplit_once('-')
+        .and_then(|(_, n)| n.parse().ok())
+        .with_context(|| {
+            format!(
+                "--process-index from-hostname: the hostname '{}' does not end in -N",
+                hostname.trim()
+            )
+        })
+}
+
+fn hostname() -> anyhow::Result<String> {
+    if let Ok(h) = std::env::var("HOSTNAME") {
+        if !h.trim().is_empty() {
+            return Ok(h);
+        }
+    }
+    std::fs::read_to_string("/proc/sys/kernel/hostname").context("reading the hostname")
+}
+
+/// Resolves `peer` (HOST:PORT), retrying until `deadline`: peers' names may not resolve yet.
+fn resolve(peer: &str, deadline: Instant) -> anyhow::Result<SocketAddr> {
+    loop {
+        let found = peer.to_socket_addrs().map(|mut a| {
+            a.find(SocketAddr::is_ipv4)
+                .or_else(|| peer.to_socket_addrs().ok()?.next())
+        });
+        match found {
+            Ok(Some(a)) => return Ok(a),
+            Ok(None) | Err(_) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Ok(None) => anyhow::bail!("--peers: '{peer}' resolves to no address"),
+            Err(e) => anyhow::bail!("--peers: cannot resolve '{peer}': {e}"),
+        }
+    }
+}
+
+/// Process `index` of `peers`: binds its address (its port on every interface when the
+/// address is a name) and connects to every other process.
+pub fn join(index: ProcessIndex, peers: &[String]) -> anyhow::Result<Placement> {
+    let index = match index {
+        ProcessIndex::Fixed(i) => i,
+        ProcessIndex::FromHostname => ordinal_of(&hostname()?)?,
+    };
+    let Some(own) = peers.get(index) else {
         anyhow::bail!(
             "--process-index {index} is not below the number of --peers ({})",
             peers.len()
         );
     };
-    let listener = TcpListener::bind(addr).with_context(|| format!("binding {addr}"))?;
-    let endpoint = NetEndpoint::start(index, peers, listener, CONNECT_TIMEOUT)
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
+    let addrs = peers
+        .iter()
+        .map(|p| resolve(p, deadline))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let bind = match own
+        .rsplit_once(':')
+        .map(|(h, _)| h.parse::<std::net::IpAddr>())
+    {
+        Some(Ok(_)) => addrs[index],
+        _ => SocketAddr::from(([0, 0, 0, 0], addrs[index].port())),
+    };
+    let listener = TcpListener::bind(bind).with_context(|| format!("binding {bind}"))?;
+    let endpoint = NetEndpoint::start(index, &addrs, listener, CONNECT_TIMEOUT)
         .with_context(|| format!("process {index} connecting to its peers"))?;
     Ok(Placement {
         process: index,
@@ -173,4 +247,31 @@ fn read_part(part: &Path, all: &mut BTreeMap<i64, i64>) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_indexes_parse_and_ordinals_come_from_the_hostname() {
+        assert_eq!(parse_process_index("3"), Ok(ProcessIndex::Fixed(3)));
+        assert_eq!(
+            parse_process_index("from-hostname"),
+            Ok(ProcessIndex::FromHostname)
+        );
+        assert!(parse_process_index("x").unwrap_err().contains("'x'"));
+        assert_eq!(ordinal_of("sluice-2\n").unwrap(), 2);
+        assert_eq!(ordinal_of("my-job-tm-10").unwrap(), 10);
+        let e = ordinal_of("laptop").unwrap_err().to_string();
+        assert!(e.contains("'laptop'"), "{e}");
+    }
+
+    #[test]
+    fn a_peer_that_never_resolves_is_an_error_naming_it() {
+        let e = resolve("no-such-host.invalid:6121", Instant::now())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no-such-host.invalid:6121"), "{e}");
+    }
 }
