@@ -350,8 +350,18 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let build: sluice::live::BuildFn = {
         let (cmd, builds) = (args.job.clone(), builds.clone());
         let placement = placement.clone();
+        let built_once = std::sync::atomic::AtomicBool::new(false);
         Arc::new(move |env: &StreamEnv| {
             if let Some(p) = &placement {
+                // A plan change builds the job again: its channels to the other processes
+                // would be opened a second time, and the other processes would not change.
+                if built_once.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    return Err(
+                        "plan changes of a job split over processes are not supported \
+                                yet (each process would have to change with it)"
+                            .into(),
+                    );
+                }
                 env.set_placement(p.clone());
             }
             let (built, _) = build_on(env, &cmd).map_err(|e| format!("{e:#}"))?;
