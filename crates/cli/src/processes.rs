@@ -31,6 +31,33 @@ pub fn part_path(path: &Path, index: usize) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// Set by the launcher in the processes it starts: its PID, which they exit without.
+const LAUNCHER_PID: &str = "SLUICE_LAUNCHER_PID";
+
+/// In a process the launcher started: exits when the launcher is gone (killed, even by
+/// SIGKILL, which it cannot forward), so no process of a run outlives it.
+fn exit_with_launcher(process: usize) {
+    let Some(launcher) = std::env::var(LAUNCHER_PID)
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok())
+    else {
+        return;
+    };
+    let watch = move || loop {
+        if std::os::unix::process::parent_id() != launcher {
+            eprintln!("process {process}: its launcher (PID {launcher}) is gone; exiting");
+            std::process::exit(1);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    if let Err(e) = std::thread::Builder::new()
+        .name("launcher-watch".into())
+        .spawn(watch)
+    {
+        eprintln!("process {process}: cannot watch its launcher: {e}");
+    }
+}
+
 /// `--process-index`: a number, or the pod ordinal in the hostname.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProcessIndex {
@@ -95,6 +122,7 @@ pub fn join(index: ProcessIndex, peers: &[String]) -> anyhow::Result<Placement> 
         ProcessIndex::Fixed(i) => i,
         ProcessIndex::FromHostname => ordinal_of(&hostname()?)?,
     };
+    exit_with_launcher(index);
     let Some(own) = peers.get(index) else {
         anyhow::bail!(
             "--process-index {index} is not below the number of --peers ({})",
@@ -172,7 +200,8 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut children: Vec<Option<Child>> = Vec::with_capacity(n);
     for i in 0..n {
         let mut cmd = Command::new(&exe);
-        cmd.args(&base)
+        cmd.env(LAUNCHER_PID, std::process::id().to_string())
+            .args(&base)
             .args(["--process-index", &i.to_string(), "--peers", &peer_list]);
         if i > 0 {
             if !args.rest.no_rest {

@@ -89,3 +89,116 @@ fn tempfile_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// The PIDs of `pid`'s children (Linux `/proc`).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !ok() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_split_job_refuses_plan_changes_and_its_processes_die_with_the_launcher() {
+    let mut launcher = sluice()
+        .args([
+            "run",
+            "skew",
+            "--records",
+            "100000000000",
+            "-p",
+            "2",
+            "--processes",
+            "2",
+        ])
+        .args(["--rest-port", "0", "--no-progress"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let stderr = launcher.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(rest) = line.strip_prefix("REST API: ") {
+                let url = rest.split_whitespace().next().unwrap_or_default();
+                let _ = tx.send(url.trim_end_matches('/').to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("process 0 announces its REST API");
+    let jobs = Command::new("curl")
+        .args(["-s", "--max-time", "5", &format!("{url}/jobs")])
+        .output()
+        .expect("curl");
+    let jobs: serde_json::Value = serde_json::from_slice(&jobs.stdout).expect("jobs JSON");
+    let jid = jobs["jobs"][0]["id"]
+        .as_str()
+        .expect("a job id")
+        .to_string();
+    let rr = Command::new("curl")
+        .args([
+            "-s",
+            "--max-time",
+            "10",
+            &format!("{url}/jobs/{jid}/resource-requirements"),
+        ])
+        .output()
+        .expect("curl");
+    let mut req: serde_json::Value = serde_json::from_slice(&rr.stdout).expect("requirements");
+    for (_, v) in req.as_object_mut().expect("by vertex").iter_mut() {
+        v["parallelism"]["upperBound"] = 3.into();
+    }
+    let put = Command::new("curl")
+        .args([
+            "-s",
+            "--max-time",
+            "30",
+            "-X",
+            "PUT",
+            "-w",
+            "\n%{http_code}",
+        ])
+        .args([
+            "-H",
+            "Content-Type: application/json",
+            "-d",
+            &req.to_string(),
+        ])
+        .arg(format!("{url}/jobs/{jid}/resource-requirements"))
+        .output()
+        .expect("curl");
+    let answer = String::from_utf8_lossy(&put.stdout).to_string();
+    assert!(answer.trim_end().ends_with("400"), "{answer}");
+    assert!(answer.contains("split over processes"), "{answer}");
+    // SIGKILL the launcher: it cannot stop its processes, which must notice and exit.
+    let processes = children_of(launcher.id());
+    assert_eq!(processes.len(), 2, "two processes: {processes:?}");
+    launcher.kill().expect("kill");
+    launcher.wait().expect("reaped");
+    wait_until("the processes exit with their launcher", 30, || {
+        processes.iter().all(|&p| !alive(p))
+    });
+}
