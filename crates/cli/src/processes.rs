@@ -100,9 +100,11 @@ fn hostname() -> anyhow::Result<String> {
 /// Resolves `peer` (HOST:PORT), retrying until `deadline`: peers' names may not resolve yet.
 fn resolve(peer: &str, deadline: Instant) -> anyhow::Result<SocketAddr> {
     loop {
-        let found = peer.to_socket_addrs().map(|mut a| {
-            a.find(SocketAddr::is_ipv4)
-                .or_else(|| peer.to_socket_addrs().ok()?.next())
+        // IPv4 first (the launcher's and a Service's addresses), else whatever it resolves to;
+        // one lookup either way.
+        let found = peer.to_socket_addrs().map(|a| {
+            let all: Vec<SocketAddr> = a.collect();
+            all.iter().find(|a| a.is_ipv4()).or(all.first()).copied()
         });
         match found {
             Ok(Some(a)) => return Ok(a),

@@ -3,6 +3,8 @@
 
 use std::process::Command;
 
+mod common;
+
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../tests/fixtures/flink/flink-skew-final-100k.csv"
@@ -116,58 +118,21 @@ fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
 
 #[test]
 fn a_split_job_refuses_plan_changes_and_its_processes_die_with_the_launcher() {
-    let mut launcher = sluice()
-        .args([
-            "run",
-            "skew",
-            "--records",
-            "100000000000",
-            "-p",
-            "2",
-            "--processes",
-            "2",
-        ])
-        .args(["--rest-port", "0", "--no-progress"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("starts");
-    let stderr = launcher.stderr.take().expect("stderr");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if let Some(rest) = line.strip_prefix("REST API: ") {
-                let url = rest.split_whitespace().next().unwrap_or_default();
-                let _ = tx.send(url.trim_end_matches('/').to_string());
-            }
-        }
-    });
-    let url = rx
-        .recv_timeout(std::time::Duration::from_secs(60))
-        .expect("process 0 announces its REST API");
-    let jobs = Command::new("curl")
-        .args(["-s", "--max-time", "5", &format!("{url}/jobs")])
-        .output()
-        .expect("curl");
-    let jobs: serde_json::Value = serde_json::from_slice(&jobs.stdout).expect("jobs JSON");
+    let (launcher, url) = common::start_live(&[
+        "skew",
+        "--records",
+        "100000000000",
+        "-p",
+        "2",
+        "--processes",
+        "2",
+    ]);
+    let jobs = common::get(&format!("{url}/jobs"));
     let jid = jobs["jobs"][0]["id"]
         .as_str()
         .expect("a job id")
         .to_string();
-    let rr = Command::new("curl")
-        .args([
-            "-s",
-            "--max-time",
-            "10",
-            &format!("{url}/jobs/{jid}/resource-requirements"),
-        ])
-        .output()
-        .expect("curl");
-    let mut req: serde_json::Value = serde_json::from_slice(&rr.stdout).expect("requirements");
+    let mut req = common::get(&format!("{url}/jobs/{jid}/resource-requirements"));
     for (_, v) in req.as_object_mut().expect("by vertex").iter_mut() {
         v["parallelism"]["upperBound"] = 3.into();
     }
@@ -193,11 +158,11 @@ fn a_split_job_refuses_plan_changes_and_its_processes_die_with_the_launcher() {
     let answer = String::from_utf8_lossy(&put.stdout).to_string();
     assert!(answer.trim_end().ends_with("400"), "{answer}");
     assert!(answer.contains("split over processes"), "{answer}");
-    // SIGKILL the launcher: it cannot stop its processes, which must notice and exit.
-    let processes = children_of(launcher.id());
+    // SIGKILL the launcher (dropping the guard): it cannot stop its processes, which must
+    // notice and exit.
+    let processes = children_of(launcher.pid());
     assert_eq!(processes.len(), 2, "two processes: {processes:?}");
-    launcher.kill().expect("kill");
-    launcher.wait().expect("reaped");
+    drop(launcher);
     wait_until("the processes exit with their launcher", 30, || {
         processes.iter().all(|&p| !alive(p))
     });

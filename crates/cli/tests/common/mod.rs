@@ -10,6 +10,13 @@ use std::time::Duration;
 /// A running `sluice run`; killed (and reaped) on drop.
 pub struct Job(Child);
 
+impl Job {
+    /// The PID of the `sluice run` process.
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
 impl Drop for Job {
     fn drop(&mut self) {
         let _ = self.0.kill();
