@@ -15,7 +15,9 @@ use sluice_testkit::{KafkaBroker, PostgresCluster};
 mod restarts;
 use restarts::{job_dirs, kill_after_first_checkpoint, tempdir};
 
-const RECORDS: u64 = 150_000;
+/// Enough that the 5 killed incarnations end before the input does (150 000 ran out after 2
+/// kills once chains stopped copying their batches, which made the job several times faster).
+const RECORDS: u64 = 450_000;
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))

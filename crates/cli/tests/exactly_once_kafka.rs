@@ -26,8 +26,9 @@ use restarts::{job_dirs, kill_after_first_checkpoint, new_job_dir, tempdir};
 const RECORDS: u64 = 80_000;
 /// Input records of the SIGKILL run: enough that its 5 killed incarnations end before the
 /// input does (with the chains' batching each writes up to 20 000; at 80 000 the 5th reached
-/// the end now and then, finished without its 2nd commit and was never killed).
-const KILL_RECORDS: u64 = 160_000;
+/// the end now and then, finished without its 2nd commit and was never killed; 160 000 did
+/// too once chains stopped copying their batches, which made the job several times faster).
+const KILL_RECORDS: u64 = 480_000;
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
