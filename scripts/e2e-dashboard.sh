@@ -51,6 +51,8 @@ run_case() { # scenario, then the `sluice run` arguments
 }
 
 run_case skew skew --records 100000000000 -p 2 --checkpoint-interval 500
+# The same job over two local processes: process 0's dashboard shows every subtask.
+run_case skew-processes skew --records 100000000000 -p 2 --processes 2
 # --autopilot: the dashboard's timeline of changes shows its decisions.
 run_case under-provisioned scenario under-provisioned -p 2 --autopilot
 # A sync lookup (the doctor's "blocking calls" and its async fix), then the same job with the fix applied.

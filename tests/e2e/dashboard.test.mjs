@@ -1,6 +1,6 @@
 // End-to-end test of the web dashboard in headless Chromium (playwright-core, Debian's chromium).
 // Run by scripts/e2e-dashboard.sh against a running `sluice run …` job.
-// Env: SLUICE_URL (http://127.0.0.1:18082), SCENARIO (skew | under-provisioned | blocking | blocking-fixed),
+// Env: SLUICE_URL (http://127.0.0.1:18082), SCENARIO (skew | skew-processes | under-provisioned | blocking | blocking-fixed),
 //      E2E_OUT (output dir),
 //      PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (/usr/bin/chromium).
 import { createRequire } from "node:module";
@@ -20,6 +20,16 @@ const EXPECT = {
     hotSubtask: true,
     hotKey: "0",
     bottleneck: "sum-per-key",
+  },
+  // The same job over two processes: process 0's dashboard shows both, each subtask with its
+  // TaskManager; the hot subtask runs in process 1.
+  "skew-processes": {
+    busy: "sum-per-key -> Sink: final-sums",
+    backpressured: "Source: generator -> map",
+    hotSubtask: true,
+    hotKey: "0",
+    bottleneck: "sum-per-key",
+    taskmanagers: 2,
   },
   "under-provisioned": { busyFrom: "job", hotSubtask: false, hotKey: null, bottleneck: null },
   // The blocking scenario as it is (a sync lookup: capacity 1, the doctor's "blocking calls"),
@@ -158,7 +168,7 @@ try {
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`screenshot: ${shot}`);
   } else {
-    if (SCENARIO === "skew") {
+    if (SCENARIO === "skew" || SCENARIO === "skew-processes") {
       const keyed = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.busy}"]`);
       const upstream = page.locator(`[data-testid="vertex"][data-vertex-name="${exp.backpressured}"]`);
       // Live data: wait until the graph shows the steady state (metrics need a window to fill).
@@ -209,6 +219,14 @@ try {
       });
       const rows = clear || (await subtaskBusy(panel));
       check(!!clear, `every subtask of the bottleneck about as busy as the busiest: ${rows.join("%, ")}%`);
+    }
+    if (exp.taskmanagers) {
+      const tms = await until(async () => {
+        const t = await panel.locator('[data-testid="subtask-row"]').evaluateAll((rs) => rs.map((r) => r.dataset.tm));
+        return new Set(t.filter((x) => x)).size === exp.taskmanagers ? t : null;
+      });
+      check(!!tms, `each subtask shows its TaskManager, ${exp.taskmanagers} in all (${tms ? tms.join(", ") : "none"})`);
+      check(await panel.locator('[data-testid="subtask-tm"]').count() === 2, "a TaskManager column per subtask");
     }
     if (exp.hotKey != null) {
       const key = panel.locator(`[data-testid="hot-key"][data-key="${exp.hotKey}"]`);

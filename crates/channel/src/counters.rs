@@ -1,4 +1,4 @@
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
 use crate::wait_stacks::{WaitPoint, WaitStacks};
 
@@ -22,6 +22,9 @@ pub struct ChannelCounters {
     pub overdraft_buffers: AtomicU64,
     /// The most buffers ever in flight at once (checked against the credit bounds in tests).
     pub max_buffers_in_flight: AtomicU64,
+    /// The channel's other end is in another process (its buffers cross the network): Flink's
+    /// remote channel, counted apart in `numBytesInRemote` and the like. Set once at deployment.
+    pub remote: AtomicBool,
 }
 
 impl ChannelCounters {

@@ -54,6 +54,11 @@ enum Entry<T> {
     Priority {
         barrier: Barrier,
         overtaken: usize,
+        /// Buffers among the `overtaken` entries.
+        overtaken_buffers: usize,
+        /// Buffers of the channel that the barrier overtook before they reached this queue
+        /// (at a remote sender); they arrive after it and belong to the channel state too.
+        behind: usize,
     },
     Event(ChannelEvent),
 }
@@ -277,11 +282,16 @@ pub enum GateItem<T> {
     /// then asks again.
     Idle,
     /// An unaligned checkpoint barrier that overtook the next `overtaken` entries of
-    /// `channel` (read them with [`InputGate::in_flight`] before anything else of the channel).
+    /// `channel` (read them with [`InputGate::in_flight`] before anything else of the channel),
+    /// `overtaken_buffers` of them buffers; and, for a channel from another process, the
+    /// `behind` buffers it overtook at the sender, which arrive after it (after the overtaken
+    /// ones) and belong to the checkpoint's channel state as well.
     UnalignedBarrier {
         channel: usize,
         barrier: Barrier,
         overtaken: usize,
+        overtaken_buffers: usize,
+        behind: usize,
     },
 }
 
@@ -528,10 +538,17 @@ impl<T: Send + 'static> InputGate<T> {
                     st.ready.push_back(ch);
                 }
                 return Ok(Some(match entry {
-                    Entry::Priority { barrier, overtaken } => GateItem::UnalignedBarrier {
+                    Entry::Priority {
+                        barrier,
+                        overtaken,
+                        overtaken_buffers,
+                        behind,
+                    } => GateItem::UnalignedBarrier {
                         channel: ch,
                         barrier,
                         overtaken,
+                        overtaken_buffers,
+                        behind,
                     },
                     Entry::Buffer { records, credit } => {
                         let c = &self.shared.counters[ch];
@@ -947,6 +964,18 @@ impl<T: Send + 'static> ChannelSender<T> {
         barrier: Barrier,
         partial: Vec<T>,
     ) -> Result<Vec<T>, Cancelled> {
+        self.send_unaligned_barrier_behind(barrier, partial, 0)
+    }
+
+    /// [`send_unaligned_barrier`](Self::send_unaligned_barrier) for a barrier that already
+    /// overtook `behind` buffers of this channel elsewhere (at the remote sender of a channel
+    /// between processes): they come after it and the receiver counts them as channel state.
+    pub fn send_unaligned_barrier_behind(
+        &self,
+        barrier: Barrier,
+        partial: Vec<T>,
+        behind: usize,
+    ) -> Result<Vec<T>, Cancelled> {
         let mut st = self.shared.lock();
         if st.cancelled {
             return Err(Cancelled);
@@ -963,8 +992,17 @@ impl<T: Send + 'static> ChannelSender<T> {
         }
         let chan = &mut st.channels[self.channel];
         let overtaken = chan.queue.len();
-        chan.queue
-            .push_front(Entry::Priority { barrier, overtaken });
+        let overtaken_buffers = chan
+            .queue
+            .iter()
+            .filter(|e| matches!(e, Entry::Buffer { .. }))
+            .count();
+        chan.queue.push_front(Entry::Priority {
+            barrier,
+            overtaken,
+            overtaken_buffers,
+            behind,
+        });
         if chan.in_ready {
             if let Some(i) = st.ready.iter().position(|&c| c == self.channel) {
                 st.ready.remove(i);

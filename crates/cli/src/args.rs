@@ -99,6 +99,16 @@ pub struct RunArgs {
         requires = "process_index"
     )]
     pub peers: Vec<String>,
+    /// The job's id (32 hex digits), instead of a fresh one: what the processes of a split job
+    /// share (`--processes` passes its own to every process; give one to a StatefulSet), and
+    /// where its checkpoints go (`--checkpoint-dir`/ID/chk-N), so a restart finds them.
+    #[arg(long, global = true, value_name = "ID", value_parser = parse_job_id)]
+    pub job_id: Option<sluice_types::JobId>,
+}
+
+fn parse_job_id(s: &str) -> Result<sluice_types::JobId, String> {
+    sluice_types::Id128::parse_hex(s)
+        .ok_or_else(|| format!("'{s}' is not a job id (32 hexadecimal digits)"))
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

@@ -5,6 +5,7 @@ mod autopilot_cmd;
 mod bench;
 mod bench_autopilot;
 mod bench_connectors;
+mod child_output;
 mod connectors;
 mod demo;
 mod doctor_cmd;
@@ -54,7 +55,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+            if e.downcast_ref::<processes::Refused>().is_some() {
+                ExitCode::from(processes::REFUSED_EXIT)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

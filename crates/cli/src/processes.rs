@@ -5,20 +5,25 @@
 //! (hidden flags `--process-index`, `--peers`). Each connects its [`NetEndpoint`] to the
 //! others ([`join`]), builds the same job and runs the subtasks placed on it (see
 //! `sluice_graph::placement`). Process 0 serves the REST API. The launcher waits for all: if
-//! one fails it stops the others (by PID) and fails naming it; a skew job's `--output` is
-//! then the merge of the processes' parts (`FILE.process-I`, removed after).
+//! one fails it stops the others (by PID) and, for a job that checkpoints, starts them all
+//! again from the latest completed checkpoint as long as the job's restart strategy allows
+//! (Flink's full restart; all share one `--job-id`, so their checkpoints are in one place),
+//! else fails naming it; a skew job's `--output` is then the merge of the processes' parts
+//! (`FILE.process-I`, removed after).
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use sluice_graph::{NetEndpoint, Placement};
 
 use crate::args::RunArgs;
+use crate::child_output::{self, Stream};
 use crate::run::{build_job, write_csv, BuiltJob};
 
 /// How long a process waits for the connections to every other.
@@ -29,6 +34,28 @@ pub fn part_path(path: &Path, index: usize) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
     s.push(format!(".process-{index}"));
     PathBuf::from(s)
+}
+
+/// The exit status of a process whose job was refused before it started (a bad flag, an
+/// invalid job, an unreachable output): the same on every restart, so the launcher does not
+/// restart it.
+pub const REFUSED_EXIT: u8 = 3;
+
+/// An error of a job refused before it started ([`REFUSED_EXIT`]).
+#[derive(Debug)]
+pub struct Refused(pub anyhow::Error);
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+/// Marks `e` as a refusal before the start (see [`REFUSED_EXIT`]).
+pub fn refused(e: anyhow::Error) -> anyhow::Error {
+    anyhow::Error::new(Refused(e))
 }
 
 /// Set by the launcher in the processes it starts: its PID, which they exit without.
@@ -45,7 +72,12 @@ fn exit_with_launcher(process: usize) {
     };
     let watch = move || loop {
         if std::os::unix::process::parent_id() != launcher {
-            eprintln!("process {process}: its launcher (PID {launcher}) is gone; exiting");
+            // Not `eprintln!`: the launcher read this process's stderr, so that pipe is
+            // broken now and `eprintln!` would panic this thread instead of exiting.
+            let _ = writeln!(
+                std::io::stderr(),
+                "process {process}: its launcher (PID {launcher}) is gone; exiting"
+            );
             std::process::exit(1);
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -153,21 +185,50 @@ pub fn join(index: ProcessIndex, peers: &[String]) -> anyhow::Result<Placement> 
     })
 }
 
-/// The arguments of this run without `--processes` (what every process gets).
-fn arguments_without_processes() -> Vec<OsString> {
+/// The arguments of this run without the flags named in `drop` (each with its value): what
+/// every process gets.
+fn arguments_without(drop: &[&str]) -> Vec<OsString> {
     let mut out = Vec::new();
     let mut args = std::env::args_os().skip(1);
     while let Some(a) = args.next() {
-        if a == "--processes" {
+        let s = a.to_string_lossy();
+        if drop.iter().any(|d| s == *d) {
             args.next();
-        } else if !a.to_string_lossy().starts_with("--processes=") {
+        } else if !drop.iter().any(|d| s.starts_with(&format!("{d}="))) {
             out.push(a);
         }
     }
     out
 }
 
-/// Starts the processes, waits for them and merges a skew job's output.
+/// The values given to flag `name` on this run's command line, in order.
+fn flag_values(name: &str) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut args = std::env::args_os().skip(1);
+    while let Some(a) = args.next() {
+        let s = a.to_string_lossy();
+        if s == name {
+            out.extend(args.next());
+        } else if let Some(v) = s.strip_prefix(&format!("{name}=")) {
+            out.push(v.into());
+        }
+    }
+    out
+}
+
+/// The launcher's plan for a failed process: the whole job restarts, every process, from the
+/// latest completed checkpoint (Flink's full restart), as often as the job's restart strategy
+/// allows. Only a job that checkpoints restarts.
+struct Restarts {
+    strategy: sluice_runtime::checkpoint::RestartStrategy,
+    /// Where the job's checkpoints are: `--checkpoint-dir`/job id.
+    job_dir: PathBuf,
+    started: Instant,
+    failures_ms: Vec<i64>,
+}
+
+/// Starts the processes, waits for them and merges a skew job's output; restarts them all
+/// from the latest checkpoint when one fails (see [`Restarts`]).
 pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let n = usize::from(args.processes);
     if args.rest.keep_rest {
@@ -176,7 +237,7 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // Checks the command line (and the output file) before any process starts.
-    let (_env, job, _) = build_job(&args.job)?;
+    let (env, job, _) = build_job(&args.job)?;
     let output = match &job {
         BuiltJob::Skew(_, Some(path), _) => {
             crate::preflight::output_file(path, "--output")?;
@@ -185,6 +246,148 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     drop(job);
+    // One job id for every process and incarnation: the checkpoints' directory.
+    let job_id = args.job_id.unwrap_or_else(|| {
+        sluice_types::Id128::hash_of(
+            format!(
+                "{}:{:?}",
+                std::process::id(),
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+            )
+            .as_bytes(),
+        )
+    });
+    let cfg = env.config();
+    let mut restarts = cfg.checkpoints.interval.is_some().then(|| Restarts {
+        strategy: cfg.restart_strategy(),
+        job_dir: cfg
+            .checkpoint_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"))
+            .join(job_id.to_string()),
+        started: Instant::now(),
+        failures_ms: Vec::new(),
+    });
+    drop(env);
+    let exe = std::env::current_exe()?;
+    let mut base = arguments_without(&["--processes", "--job-id"]);
+    base.extend(["--job-id".into(), job_id.to_string().into()]);
+    let mut restarted = 0u32;
+    loop {
+        match run_processes(n, &exe, &base, args)? {
+            None => break,
+            Some(failure) => {
+                if failure.refused {
+                    anyhow::bail!(
+                        "{failure}: the job was refused before it started, so it is not \
+                         restarted; the others were stopped"
+                    );
+                }
+                let Some(r) = restarts.as_mut() else {
+                    anyhow::bail!("{failure}; the others were stopped");
+                };
+                r.failures_ms.push(r.started.elapsed().as_millis() as i64);
+                let Some(delay) = r.strategy.decide(&r.failures_ms) else {
+                    anyhow::bail!(
+                        "{failure}; the others were stopped, and the restart strategy allows no \
+                         more restarts ({restarted} so far)"
+                    );
+                };
+                std::thread::sleep(delay);
+                restarted += 1;
+                // From the latest completed checkpoint, or from the start if none completed;
+                // `--inject-failure`s are one per attempt: the restarted processes get those
+                // not used yet.
+                base = arguments_without(&[
+                    "--processes",
+                    "--job-id",
+                    "--from-checkpoint",
+                    "--from-savepoint",
+                    "--inject-failure",
+                ]);
+                base.extend(["--job-id".into(), job_id.to_string().into()]);
+                for f in flag_values("--inject-failure")
+                    .into_iter()
+                    .skip(restarted as usize)
+                {
+                    base.extend(["--inject-failure".into(), f]);
+                }
+                let from = match sluice_runtime::checkpoint::storage::latest(&r.job_dir) {
+                    Some(chk) => {
+                        base.extend(["--from-checkpoint".into(), chk.clone().into()]);
+                        chk.display().to_string()
+                    }
+                    None => "the start (no checkpoint had completed)".into(),
+                };
+                eprintln!(
+                    "{failure}; restarting all {n} processes from {from} (restart {restarted})"
+                );
+            }
+        }
+    }
+    if restarted > 0 {
+        eprintln!(
+            "the job restarted {restarted} times (every process, from its latest checkpoint)"
+        );
+    }
+    if let Some(path) = output {
+        let mut all = BTreeMap::new();
+        for i in 0..n {
+            let part = part_path(&path, i);
+            read_part(&part, &mut all)?;
+            std::fs::remove_file(&part).with_context(|| format!("removing {}", part.display()))?;
+        }
+        write_csv(&path, &all).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "final sums of the {n} processes ({} keys) written to {}",
+            all.len(),
+            path.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Why an incarnation of the job ended badly.
+struct Failure {
+    /// Every process that failed by itself, the first first.
+    message: String,
+    /// One was refused before its job started ([`REFUSED_EXIT`]).
+    refused: bool,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// One incarnation of the job: starts the N processes and waits for all. `Some(why)` when
+/// one failed (the others are then stopped). Returns once every line the processes wrote has
+/// been forwarded (see [`child_output`]).
+fn run_processes(
+    n: usize,
+    exe: &Path,
+    base: &[OsString],
+    args: &RunArgs,
+) -> anyhow::Result<Option<Failure>> {
+    let mut forwarders = Vec::with_capacity(2 * n);
+    let ended = start_and_wait(n, exe, base, args, &mut forwarders);
+    // Every process has exited or was killed and reaped: their pipes are at their end.
+    for f in forwarders {
+        let _ = f.join();
+    }
+    ended
+}
+
+fn start_and_wait(
+    n: usize,
+    exe: &Path,
+    base: &[OsString],
+    args: &RunArgs,
+    forwarders: &mut Vec<std::thread::JoinHandle<()>>,
+) -> anyhow::Result<Option<Failure>> {
     // Free loopback ports, one per process (released here, bound again by the processes).
     let peers = (0..n)
         .map(|_| -> anyhow::Result<SocketAddr> {
@@ -197,13 +400,13 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
         .map(SocketAddr::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let exe = std::env::current_exe()?;
-    let base = arguments_without_processes();
     let mut children: Vec<Option<Child>> = Vec::with_capacity(n);
+    // Process 0 draws the progress bar on a terminal: it keeps the launcher's stderr there.
+    let bar_on_terminal = !args.no_progress && std::io::stderr().is_terminal();
     for i in 0..n {
-        let mut cmd = Command::new(&exe);
+        let mut cmd = Command::new(exe);
         cmd.env(LAUNCHER_PID, std::process::id().to_string())
-            .args(&base)
+            .args(base)
             .args(["--process-index", &i.to_string(), "--peers", &peer_list]);
         if i > 0 {
             if !args.rest.no_rest {
@@ -213,8 +416,20 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 cmd.arg("--no-progress");
             }
         }
+        cmd.stdout(Stdio::piped());
+        if i > 0 || !bar_on_terminal {
+            cmd.stderr(Stdio::piped());
+        }
         match cmd.spawn() {
-            Ok(c) => children.push(Some(c)),
+            Ok(mut c) => {
+                if let Some(out) = c.stdout.take() {
+                    forwarders.push(child_output::forward(out, i, Stream::Stdout));
+                }
+                if let Some(err) = c.stderr.take() {
+                    forwarders.push(child_output::forward(err, i, Stream::Stderr));
+                }
+                children.push(Some(c));
+            }
             Err(e) => {
                 stop_all(&mut children);
                 return Err(e).context(format!("starting process {i}"));
@@ -232,28 +447,36 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 children[i] = None;
                 left -= 1;
                 if !status.success() {
+                    // The others notice a lost peer and fail within moments: name every
+                    // process that failed by itself, the first (often the killed one) first.
+                    let is_refused =
+                        |st: &std::process::ExitStatus| st.code() == Some(i32::from(REFUSED_EXIT));
+                    let mut refused = is_refused(&status);
+                    let mut failed = vec![format!("process {i} of {n} failed ({status})")];
+                    let grace = Instant::now() + Duration::from_millis(300);
+                    while Instant::now() < grace && children.iter().any(Option::is_some) {
+                        for (j, c) in children.iter_mut().enumerate() {
+                            if let Some(st) = c.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                                *c = None;
+                                if !st.success() {
+                                    refused |= is_refused(&st);
+                                    failed.push(format!("process {j} failed ({st})"));
+                                }
+                            }
+                        }
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
                     stop_all(&mut children);
-                    anyhow::bail!("process {i} of {n} failed ({status}); the others were stopped");
+                    return Ok(Some(Failure {
+                        message: failed.join(", then "),
+                        refused,
+                    }));
                 }
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    if let Some(path) = output {
-        let mut all = BTreeMap::new();
-        for i in 0..n {
-            let part = part_path(&path, i);
-            read_part(&part, &mut all)?;
-            std::fs::remove_file(&part).with_context(|| format!("removing {}", part.display()))?;
-        }
-        write_csv(&path, &all).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!(
-            "final sums of the {n} processes ({} keys) written to {}",
-            all.len(),
-            path.display()
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(None)
 }
 
 /// Stops every process still running (by PID) and reaps it.

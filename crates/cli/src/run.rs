@@ -316,9 +316,19 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    let (env, job, total) = build_job(&args.job)?;
+    // In a process of a split job, a refusal before the start has its own exit status (the
+    // launcher does not restart it); elsewhere it is an ordinary error.
+    let child = placement.is_some();
+    let refused = move |e: anyhow::Error| {
+        if child {
+            crate::processes::refused(e)
+        } else {
+            e
+        }
+    };
+    let (env, job, total) = build_job(&args.job).map_err(refused)?;
     if let BuiltJob::Skew(_, Some(path), _) = &job {
-        crate::preflight::output_file(path, "--output")?;
+        crate::preflight::output_file(path, "--output").map_err(refused)?;
     }
     // A restored source continues from its position in the savepoint: what it reads is the rest
     // of the savepoint's job's input, whatever --records says now. Said up front, and the
@@ -342,7 +352,10 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     // resource-requirements`, `--autopilot`): built again on a fresh environment for every
     // change. Every build's handles are kept; the summary merges them (a build that never ran
     // holds nothing).
-    let cfg = env.config();
+    let mut cfg = env.config();
+    if let Some(id) = args.job_id {
+        cfg.job_id = Some(id);
+    }
     drop(env);
     // The build above only checked the command line (and its output file); it never runs.
     drop(job);
@@ -369,7 +382,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(())
         })
     };
-    let running = sluice::Running::start_live(build, cfg, &args.rest, say)?;
+    let running =
+        sluice::Running::start_live(build, cfg, &args.rest, say).map_err(|e| refused(e.into()))?;
     let monitor = running.monitor().clone();
     let autopilot = match (args.autopilot, running.rest_addr()) {
         (false, _) => None,
@@ -410,7 +424,13 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let restarts = finished.restarts;
     let recovery = finished.recovery.clone();
     let exec = match outcome {
-        Ok(exec) => exec,
+        Ok(exec) => {
+            // This process's part ended well: its peers must not take its exit for a loss.
+            if let Some(p) = &placement {
+                p.endpoint.shutdown();
+            }
+            exec
+        }
         Err(e) => {
             for line in &recovery {
                 eprintln!("{line}");
@@ -541,7 +561,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
             wall.as_secs_f64(),
             human(rate),
             cpu_ns
-                .map(|c| format!(", {:.1} CPU-ns/record", c as f64 / records.max(1) as f64))
+                .filter(|_| records > 0)
+                .map(|c| format!(", {:.1} CPU-ns/record", c as f64 / records as f64))
                 .unwrap_or_default()
         );
         match (&job.output, &placement) {

@@ -109,6 +109,8 @@ pub struct SubtaskView {
     pub cpu: Option<f64>,
     pub records_in: Option<f64>,
     pub records_out: Option<f64>,
+    /// The TaskManager the subtask runs on (Flink's `endpoint`, `host:dataPort`), when known.
+    pub endpoint: Option<String>,
 }
 
 /// Flink's backpressure levels (spec §5.2).
@@ -264,6 +266,7 @@ pub fn subtask_view(index: usize, values: &HashMap<String, f64>) -> SubtaskView 
         cpu: get(CPU),
         records_in: get(RECORDS_IN),
         records_out: get(RECORDS_OUT),
+        endpoint: None,
     }
 }
 
@@ -291,11 +294,18 @@ pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
                 v.pending_records = read_aggregates(&a).get(&id).and_then(|x| x.sum);
             }
         }
+        // Where each subtask runs (a job over several TaskManagers: processes of a split
+        // Sluice job, or a Flink cluster's); a failed answer leaves it unknown.
+        let endpoints = get(&vpath)
+            .map(|d| subtask_endpoints(&d))
+            .unwrap_or_default();
         for n in 0..v.parallelism {
             let values = get(&format!(
                 "{vpath}/subtasks/{n}/metrics?get={SUBTASK_METRICS}"
             ))?;
-            v.subtasks.push(subtask_view(n, &read_values(&values)));
+            let mut view = subtask_view(n, &read_values(&values));
+            view.endpoint = endpoints.get(n).cloned().flatten();
+            v.subtasks.push(view);
         }
     }
     Ok(Model {
@@ -304,6 +314,16 @@ pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
         vertices,
         footer: None,
     })
+}
+
+/// Each subtask's `endpoint` in a vertex's answer (`/jobs/:jid/vertices/:vid`), by index.
+pub fn subtask_endpoints(vertex: &Value) -> Vec<Option<String>> {
+    vertex["subtasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| s["endpoint"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// The metric id of a source vertex's lag (`Source__clicks.pendingRecords`): its first chained
@@ -453,8 +473,25 @@ pub fn render(m: &Model, width: usize) -> String {
     // Fixed part of a subtask line, without the label and the bars (which share the rest):
     // "busy " + " 100%" | "  bp " + " 100%" | "  idle " + " 100%" | ["  cpu " + " 100%"]
     // | "  in " + 8 | "  out " + 8
+    // The TaskManager of each subtask, only when a vertex's subtasks run on more than one.
+    let tm_width = m
+        .vertices
+        .iter()
+        .filter(|v| {
+            let mut eps: Vec<&String> = v
+                .subtasks
+                .iter()
+                .filter_map(|s| s.endpoint.as_ref())
+                .collect();
+            eps.sort();
+            eps.dedup();
+            eps.len() > 1
+        })
+        .flat_map(|v| v.subtasks.iter().filter_map(|s| s.endpoint.as_ref()))
+        .map(|e| width_of(e) + 5)
+        .max();
     let bars = if show_cpu { 4 } else { 3 };
-    let fixed = 10 + 10 + 12 + if show_cpu { 11 } else { 0 } + 13 + 14;
+    let fixed = 10 + 10 + 12 + if show_cpu { 11 } else { 0 } + 13 + 14 + tm_width.unwrap_or(0);
     for v in &m.vertices {
         lines.push(String::new());
         lines.push(fit(&v.name, width));
@@ -507,6 +544,9 @@ pub fn render(m: &Model, width: usize) -> String {
                 rate(s.records_in),
                 rate(s.records_out)
             ));
+            if let (Some(_), Some(e)) = (tm_width, &s.endpoint) {
+                line.push_str(&format!("  on {e}"));
+            }
             lines.push(fit(line.trim_end(), width));
         }
         if v.subtasks.is_empty() {
@@ -779,6 +819,27 @@ sum-per-key -> counting-sink: Writer
         assert_eq!(frame, expected);
     }
 
+    #[test]
+    fn subtasks_on_several_taskmanagers_show_theirs() {
+        let mut m = flink_model();
+        assert!(
+            !render(&m, 100).contains(" on "),
+            "one TaskManager: no column"
+        );
+        for (i, s) in m.vertices[1].subtasks.iter_mut().enumerate() {
+            s.endpoint = Some(format!("127.0.0.1:{}", 6121 + i));
+        }
+        let frame = render(&m, 100);
+        let lines: Vec<&str> = frame.lines().filter(|l| l.contains("(2/2)")).collect();
+        assert!(lines[1].ends_with("on 127.0.0.1:6122"), "{frame}");
+        assert!(frame.lines().all(|l| width_of(l) <= 100), "{frame}");
+        let vertex = serde_json::json!({"subtasks": [{"endpoint": "a:1"}, {"endpoint": "b:2"}]});
+        assert_eq!(
+            subtask_endpoints(&vertex),
+            vec![Some("a:1".to_string()), Some("b:2".to_string())]
+        );
+    }
+
     fn sluice_like_model() -> Model {
         let sub = |index, busy, bp, idle, cpu, rin, rout| SubtaskView {
             index,
@@ -788,6 +849,7 @@ sum-per-key -> counting-sink: Writer
             cpu,
             records_in: rin,
             records_out: rout,
+            endpoint: None,
         };
         Model {
             url: "http://127.0.0.1:8081".into(),

@@ -74,6 +74,32 @@ fn the_autopilot_switches_a_live_hot_key_to_two_phase_and_loses_nothing() {
     let url = format!("http://{}", live.rest.server.local_addr());
     let (_, job) = request("GET", &live.base, None);
     let started_ms = job["start-time"].as_f64().expect("a start time");
+    // The hot key's subtask must show in the rates before the autopilot looks: right after the
+    // start (state maps growing, threads starting) both subtasks can look alike. Poll, up to a
+    // minute, until one subtask receives at least three times the other's records.
+    let sum = job["vertices"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["name"].as_str().unwrap_or("").starts_with("sum-per-key"))
+        .and_then(|v| v["id"].as_str())
+        .expect("the sum vertex")
+        .to_string();
+    let rates = format!(
+        "{}/vertices/{sum}/subtasks/metrics?get=numRecordsInPerSecond&agg=min,max",
+        live.base
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        let (_, m) = request("GET", &rates, None);
+        let (min, max) = (m[0]["min"].as_f64(), m[0]["max"].as_f64());
+        if let (Some(min), Some(max)) = (min, max) {
+            if max > 0.0 && max >= 3.0 * min {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     let out = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .args(["doctor", "--url", &url, "--apply", "--no-flame-graphs"])

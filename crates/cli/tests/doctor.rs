@@ -2,53 +2,12 @@
 //! expensive map without skew.
 
 mod common;
-use common::{start_live, Job};
-
-use std::process::Command;
-use std::time::{Duration, Instant};
+use common::{doctor, start_live, Job};
 
 fn start_job(extra: &[&str]) -> (Job, String) {
     let mut args = vec!["skew", "--records", "100000000000"];
     args.extend_from_slice(extra);
     start_live(&args)
-}
-
-/// `sluice doctor --window 2 --json`, again until it names `cause` or two minutes passed (the
-/// window of a fresh job is still filling, and a loaded machine starves threads for a while:
-/// wait for clear evidence, then assert all of it); returns the last diagnosis.
-fn doctor(url: &str, cause: &str) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args([
-                "doctor",
-                "--url",
-                url,
-                "--window",
-                "2",
-                "--json",
-                "--no-flame-graphs",
-            ])
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout).to_string();
-        // Until the job is registered the server has no jobs: try again, up to the deadline.
-        if !o.status.success() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
-        }
-        assert!(
-            o.status.success(),
-            "{out}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let d: serde_json::Value =
-            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-        if d["cause"] == cause || Instant::now() > deadline {
-            return d;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 #[test]

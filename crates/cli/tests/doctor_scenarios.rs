@@ -5,9 +5,7 @@
 mod common;
 use common::{start_live, Job};
 
-use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -30,30 +28,7 @@ fn diagnose(name: &str, window: &str, cause: &str) -> Value {
 fn diagnose_with(name: &str, window: &str, cause: &str, extra: &[&str]) -> Value {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let (job, url) = start(name);
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let d = loop {
-        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
-            .args(["doctor", "--url", &url, "--window", window, "--json"])
-            .args(extra)
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout).to_string();
-        // Until the job is registered the server has no jobs: try again, up to the deadline.
-        if !o.status.success() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(200));
-            continue;
-        }
-        assert!(
-            o.status.success(),
-            "{out}\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let d: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
-        if d["cause"] == cause || Instant::now() > deadline {
-            break d;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
+    let d = common::doctor_with(&url, window, cause, extra);
     drop(job);
     d
 }

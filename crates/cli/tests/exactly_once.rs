@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sluice_jobs::skew::{record, SkewConfig};
 use sluice_testkit::{KafkaBroker, PostgresCluster};
 
+mod pg_oracle;
 mod restarts;
+use pg_oracle::compare;
 use restarts::{job_dirs, kill_after_first_checkpoint, tempdir};
 
 /// Enough that the 5 killed incarnations end before the input does (150 000 ran out after 2
@@ -21,52 +22,6 @@ const RECORDS: u64 = 450_000;
 
 fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
-}
-
-/// Produces the workload to `topic` and loads the same records into `raw` for the oracle.
-fn input(kafka: &KafkaBroker, pg: &PostgresCluster, topic: &str) {
-    let o = sluice()
-        .args([
-            "produce",
-            "skew",
-            "--records",
-            &RECORDS.to_string(),
-            "--to",
-            &format!("kafka://{}/{topic}?partitions=3", kafka.bootstrap()),
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let cfg = SkewConfig::default();
-    let mut csv = String::new();
-    for i in 0..RECORDS {
-        let (k, v) = record(i, cfg.hot_limit(), cfg.keys);
-        csv.push_str(&format!("{k},{v}\n"));
-    }
-    let path = std::env::temp_dir().join(format!("eo-raw-{}-{topic}.csv", std::process::id()));
-    std::fs::write(&path, csv).unwrap();
-    pg.psql("CREATE TABLE raw (key BIGINT, value BIGINT)")
-        .unwrap();
-    pg.psql(&format!("\\copy raw FROM '{}' CSV", path.display()))
-        .unwrap();
-    let _ = std::fs::remove_file(&path);
-}
-
-/// Keys whose final sum is too small (updates lost), too large (duplicated), or missing, as
-/// PostgreSQL compares the sink's table with its own `GROUP BY` over the raw input.
-fn compare(pg: &PostgresCluster, table: &str) -> (u64, u64, u64) {
-    let n = |sql: String| -> u64 { pg.psql(&sql).unwrap().trim().parse().unwrap() };
-    let expected = "SELECT key, sum(value) AS s FROM raw GROUP BY key";
-    let lost = n(format!(
-        "SELECT count(*) FROM ({expected}) e JOIN {table} t USING (key) WHERE t.sum < e.s"
-    ));
-    let duplicated = n(format!(
-        "SELECT count(*) FROM ({expected}) e JOIN {table} t USING (key) WHERE t.sum > e.s"
-    ));
-    let missing = n(format!(
-        "SELECT count(*) FROM ({expected}) e LEFT JOIN {table} t USING (key) WHERE t.key IS NULL"
-    ));
-    (lost, duplicated, missing)
 }
 
 fn job_args<'a>(kafka: &'a str, to: &'a str, chk: &'a str) -> Vec<String> {
@@ -96,7 +51,7 @@ fn job_args<'a>(kafka: &'a str, to: &'a str, chk: &'a str) -> Vec<String> {
 fn kafka_to_postgres_under_20_injected_failures_equals_postgres_own_sums() {
     let kafka = KafkaBroker::start().unwrap();
     let pg = PostgresCluster::start().unwrap();
-    input(&kafka, &pg, "eo-in");
+    pg_oracle::input(&kafka, &pg, "eo-in", RECORDS, 3);
     let chk = tempdir("eo-inject");
     let mut args = job_args(
         &format!("kafka://{}/eo-in", kafka.bootstrap()),
@@ -127,7 +82,7 @@ fn kafka_to_postgres_under_20_injected_failures_equals_postgres_own_sums() {
 fn kafka_to_postgres_with_the_process_sigkilled_5_times_equals_postgres_own_sums() {
     let kafka = KafkaBroker::start().unwrap();
     let pg = PostgresCluster::start().unwrap();
-    input(&kafka, &pg, "eo-kill");
+    pg_oracle::input(&kafka, &pg, "eo-kill", RECORDS, 3);
     let chk = tempdir("eo-kill");
     let args = job_args(
         &format!("kafka://{}/eo-kill", kafka.bootstrap()),

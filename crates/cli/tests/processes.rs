@@ -56,17 +56,97 @@ fn the_skew_job_over_two_processes_sums_as_flink() {
 }
 
 #[test]
-fn a_process_that_fails_fails_the_run_naming_it_and_the_others_are_stopped() {
-    // Checkpoints of a split job are not supported: every process refuses before it starts.
+fn a_process_refused_before_its_start_fails_the_run_naming_it_and_is_not_restarted() {
+    // A fault injection naming no vertex is refused by every process before it starts: the
+    // same on any restart, so the launcher does not restart them.
     let o = sluice()
         .args(["run", "skew", "--records", "100000", "--processes", "2"])
         .args(["--no-rest", "--no-progress", "--checkpoint-interval", "100"])
+        .args(["--inject-failure", "no-such-vertex:0:10"])
         .output()
         .expect("runs");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success(), "{stderr}");
-    assert!(stderr.contains("not supported yet"), "{stderr}");
+    assert!(stderr.contains("no vertex name contains"), "{stderr}");
     assert!(stderr.contains("of 2 failed"), "{stderr}");
+    assert!(stderr.contains("is not restarted"), "{stderr}");
+    assert!(!stderr.contains("restarting all"), "{stderr}");
+}
+
+#[test]
+fn a_split_job_with_checkpoints_restarts_every_process_after_a_failure() {
+    // An injected failure of the sum subtask in process 1 (after 30 000 records): its process
+    // fails, the launcher restarts both from the latest checkpoint (or the start), and the
+    // merged sums are still Flink's.
+    let dir = std::env::temp_dir().join(format!("sluice-processes-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let out = dir.join("sums.csv");
+    let o = sluice()
+        .args([
+            "run",
+            "skew",
+            "--records",
+            "100000",
+            "-p",
+            "2",
+            "--processes",
+            "2",
+        ])
+        .args(["--no-rest", "--no-progress", "--checkpoint-interval", "10"])
+        .args(["--inject-failure", "sum-per-key:1:30000", "--output"])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    // Process 1 failed by itself (its own error line, forwarded), and process 0 with it (its
+    // peer lost); when both exit before the launcher looks, it names them in process order.
+    assert!(
+        stderr.contains("process 1 of 2 failed") || stderr.contains("then process 1 failed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[process 1] error: sum-per-key") && stderr.contains("injected failure"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the job restarted 1 times"), "{stderr}");
+    let got = std::fs::read_to_string(&out).expect("merged output");
+    let want = std::fs::read_to_string(FIXTURE).expect("fixture");
+    assert_eq!(got.trim_end(), want.trim_end());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_split_job_restores_an_unaligned_checkpoint_with_its_in_flight_records() {
+    // Unaligned checkpoints every 10 ms: each holds the records in flight between the
+    // processes (written into the checkpoint, not kept in a process's memory). Process 1
+    // fails after 30 000 records; both restart from the latest checkpoint, in new processes,
+    // and the sums are still Flink's: nothing in flight was lost or counted twice. (Before
+    // the barrier carried the buffers it overtook at the sender, this lost records.)
+    let dir = tempfile_dir("unaligned");
+    let out = dir.join("sums.csv");
+    let o = sluice()
+        .args(["run", "skew", "--records", "100000", "-p", "2"])
+        .args(["--processes", "2", "--no-rest", "--no-progress"])
+        .args(["--checkpoint-interval", "10", "--unaligned-checkpoints"])
+        .args(["--checkpoint-dir"])
+        .arg(dir.join("chk"))
+        .args(["--inject-failure", "sum-per-key:1:30000", "--output"])
+        .arg(&out)
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("the job restarted 1 times"), "{stderr}");
+    assert!(
+        stderr.contains("restarting all 2 processes from") && stderr.contains("/chk-"),
+        "restored from a checkpoint, not from the start: {stderr}"
+    );
+    let got = std::fs::read_to_string(&out).expect("merged output");
+    let want = std::fs::read_to_string(FIXTURE).expect("fixture");
+    assert_eq!(got.trim_end(), want.trim_end());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -127,11 +207,16 @@ fn a_split_job_refuses_plan_changes_and_its_processes_die_with_the_launcher() {
         "--processes",
         "2",
     ]);
-    let jobs = common::get(&format!("{url}/jobs"));
-    let jid = jobs["jobs"][0]["id"]
-        .as_str()
-        .expect("a job id")
-        .to_string();
+    // The REST API is up before the job is registered with it.
+    let mut jid = String::new();
+    wait_until("the job is listed", 30, || {
+        let jobs = common::get(&format!("{url}/jobs"));
+        jid = jobs["jobs"][0]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        !jid.is_empty()
+    });
     let mut req = common::get(&format!("{url}/jobs/{jid}/resource-requirements"));
     for (_, v) in req.as_object_mut().expect("by vertex").iter_mut() {
         v["parallelism"]["upperBound"] = 3.into();
@@ -166,4 +251,132 @@ fn a_split_job_refuses_plan_changes_and_its_processes_die_with_the_launcher() {
     wait_until("the processes exit with their launcher", 30, || {
         processes.iter().all(|&p| !alive(p))
     });
+}
+
+#[test]
+fn process_0_shows_every_process_and_the_doctor_finds_the_hot_key_in_process_1() {
+    let (launcher, url) = common::start_live(&[
+        "skew",
+        "--records",
+        "100000000000",
+        "-p",
+        "2",
+        "--processes",
+        "2",
+    ]);
+    // `/taskmanagers`: the two processes, each once it reported (process 1's heartbeat is
+    // its latest report), in Flink's shape.
+    let mut tms = serde_json::Value::Null;
+    wait_until("both processes are listed and heard from", 60, || {
+        tms = common::get(&format!("{url}/taskmanagers"));
+        tms["taskmanagers"].as_array().is_some_and(|a| {
+            a.len() == 2
+                && a.iter()
+                    .all(|t| t["timeSinceLastHeartbeat"].as_i64().unwrap_or(0) > 0)
+        })
+    });
+    let tms = tms["taskmanagers"].as_array().unwrap().clone();
+    assert_eq!(children_of(launcher.pid()).len(), 2);
+    for (i, t) in tms.iter().enumerate() {
+        let path = t["path"].as_str().unwrap();
+        assert!(path.ends_with(&format!("/taskmanager_{i}")), "{t}");
+        assert!(path.contains(&format!(":{}/", t["dataPort"])), "{t}");
+        assert_eq!(t["slotsNumber"], 1, "{t}");
+        assert!(t["hardware"]["cpuCores"].as_i64().unwrap() > 0, "{t}");
+        assert!(t["hardware"]["physicalMemory"].as_i64().unwrap() > 0, "{t}");
+    }
+    let tm_id = |i: usize| tms[i]["id"].as_str().unwrap().to_string();
+    let endpoint = |i: usize| format!("127.0.0.1:{}", tms[i]["dataPort"]);
+    assert_ne!(tm_id(0), tm_id(1));
+    assert_eq!(common::get(&format!("{url}/overview"))["taskmanagers"], 2);
+
+    // The sum vertex: subtask 1 runs in process 1, and process 0 shows it counting records.
+    let jid = common::get(&format!("{url}/jobs"))["jobs"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = common::get(&format!("{url}/jobs/{jid}"));
+    let sum = job["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"].as_str().unwrap().starts_with("sum-per-key"))
+        .expect("the sum vertex")["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut v = serde_json::Value::Null;
+    wait_until("both sum subtasks run and count records", 60, || {
+        v = common::get(&format!("{url}/jobs/{jid}/vertices/{sum}"));
+        (0..2).all(|i| {
+            v["subtasks"][i]["status"] == "RUNNING"
+                && v["subtasks"][i]["metrics"]["read-records"]
+                    .as_i64()
+                    .unwrap_or(0)
+                    > 0
+        })
+    });
+    for i in 0..2 {
+        assert_eq!(v["subtasks"][i]["taskmanager-id"], tm_id(i).as_str(), "{v}");
+        assert_eq!(v["subtasks"][i]["endpoint"], endpoint(i).as_str(), "{v}");
+    }
+    let by_tm = common::get(&format!("{url}/jobs/{jid}/vertices/{sum}/taskmanagers"));
+    let by_tm = by_tm["taskmanagers"].as_array().unwrap();
+    assert_eq!(by_tm.len(), 2, "{by_tm:?}");
+    assert_eq!(by_tm[1]["taskmanager-id"], tm_id(1).as_str());
+    assert!(by_tm[1]["metrics"]["read-records"].as_i64().unwrap() > 0);
+
+    // Flink's local/remote input counters: each sum subtask reads one source subtask in its
+    // own process and one across the wire.
+    for i in 0..2 {
+        let q = format!(
+            "{url}/jobs/{jid}/vertices/{sum}/subtasks/{i}/metrics?get=\
+             numBytesInLocal,numBytesInRemote,Shuffle.Netty.Input.numBuffersInRemote"
+        );
+        let mut got = serde_json::Value::Null;
+        wait_until("local and remote input counted", 60, || {
+            got = common::get(&q);
+            got.as_array().is_some_and(|a| {
+                a.len() == 3
+                    && a.iter().all(|m| {
+                        m["value"]
+                            .as_str()
+                            .and_then(|v| v.parse::<f64>().ok())
+                            .is_some_and(|v| v > 0.0)
+                    })
+            })
+        });
+    }
+
+    // The doctor, through process 0 alone, finds the hot key in process 1's subtask.
+    let d = common::doctor(&url, "key-skew");
+    assert_eq!(d["cause"], "key-skew", "{d:#}");
+    let subtasks = d["bottleneck"]["subtasks"].as_array().unwrap();
+    assert_eq!(subtasks.len(), 1, "{d:#}");
+    // Key 0's key group belongs to subtask 1: process 1's. Its slowness backpressures the
+    // sources across the wire, in process 0 too.
+    assert_eq!(subtasks[0], 1, "{d:#}");
+    assert!(
+        d["evidence"].as_array().unwrap().iter().any(|e| {
+            let e = e.as_str().unwrap_or("");
+            e.contains("Source: generator") && e.contains("is backpressured")
+        }),
+        "{d:#}"
+    );
+    assert_eq!(d["hot-keys"][0]["key"], "0", "{d:#}");
+
+    // Process 1's threads are not process 0's to dump: a 404 saying so.
+    let dump = Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}"])
+        .arg(format!("{url}/taskmanagers/{}/thread-dump", tm_id(1)))
+        .output()
+        .expect("curl");
+    let dump = String::from_utf8_lossy(&dump.stdout).to_string();
+    assert!(dump.trim_end().ends_with("404"), "{dump}");
+    assert!(dump.contains("process 1"), "{dump}");
+    let own = common::get(&format!("{url}/taskmanagers/{}/thread-dump", tm_id(0)));
+    assert!(
+        own["threadInfos"].as_array().is_some_and(|t| !t.is_empty()),
+        "{own}"
+    );
 }

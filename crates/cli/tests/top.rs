@@ -279,6 +279,8 @@ fn once_renders_flinks_skew_scenario() {
                 "/jobs/{JID}/vertices/{vid}/subtasks/metrics?get=Source__generator.pendingRecords&agg=sum"
             ));
         }
+        // The vertex itself: each subtask's TaskManager (`endpoint`).
+        expected.push(format!("/jobs/{JID}/vertices/{vid}"));
         for n in 0..2 {
             expected.push(format!(
                 "/jobs/{JID}/vertices/{vid}/subtasks/{n}/metrics?get={time_and_rates},cpuTimeMsPerSecond"

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use sluice_runtime::job_master::{Attempt, AttemptBuilder};
 use sluice_runtime::sources::SourceContext;
+use sluice_runtime::telemetry::cluster::{ClusterLayout, TaskManagerSpec};
 use sluice_runtime::{JobHandle, JobMaster, TaskContext, TaskSpec};
 use sluice_types::{NodeId, OperatorContext, OperatorError, ShipStrategy};
 
@@ -61,9 +62,15 @@ pub(crate) fn launch(
     placement: Option<Placement>,
     wire: &HashMap<TypeId, Arc<dyn WireOps>>,
 ) -> Result<JobHandle, GraphError> {
+    let mut cfg = cfg.clone();
     if let Some(p) = &placement {
-        check_placement(&graph, impls, cfg, p, wire)?;
+        check_placement(&graph, impls, p, wire)?;
+        // A split job is restarted by whoever started its processes, all of them together
+        // (Flink's full restart): the launcher of `--processes`, or Kubernetes. Within a
+        // process a failure ends the process.
+        cfg.restart = Some(sluice_runtime::checkpoint::RestartStrategy::NoRestart);
     }
+    let cfg = &cfg;
     for n in nodes {
         if let NodeBody::Sink(f) = &impls[&n.id].body {
             let p = graph.nodes[&n.id].parallelism;
@@ -87,13 +94,51 @@ pub(crate) fn launch(
         wire: wire.clone(),
     };
     // A restore that would lose state is refused before anything starts.
-    let master = JobMaster::new(graph, cfg.clone(), operators, Box::new(wiring))
+    let link = wiring
+        .placement
+        .as_ref()
+        .map(|p| crate::process_link::NetLink::new(p.endpoint.clone(), p.process, p.processes));
+    let layout = wiring.placement.as_ref().map(|p| cluster_layout(&graph, p));
+    let mut master = JobMaster::new(graph, cfg.clone(), operators, Box::new(wiring))
         .map_err(|e| GraphError::InvalidJob(e.message))?;
+    if let (Some(l), Some(layout)) = (link, layout) {
+        master.set_process_link(l.role(), l, layout);
+    }
     // A job that checkpoints is refused before it starts if its directory cannot be written.
     master
         .prepare_checkpoint_dir()
         .map_err(GraphError::InvalidConfig)?;
     Ok(master.launch()?)
+}
+
+/// The job's widest parallelism: the slots its subtasks need (Flink's slot sharing).
+fn widest(graph: &JobGraph) -> usize {
+    graph
+        .vertices
+        .iter()
+        .map(|v| v.parallelism)
+        .max()
+        .unwrap_or(1)
+}
+
+/// Where every subtask of a split job runs (the placement's rule) and each process's
+/// TaskManager, named from its address.
+fn cluster_layout(graph: &JobGraph, p: &Placement) -> ClusterLayout {
+    let slots = p.slots_per_process(widest(graph));
+    ClusterLayout {
+        process: p.process,
+        taskmanagers: p
+            .endpoint
+            .addresses()
+            .iter()
+            .map(|a| TaskManagerSpec::at(*a))
+            .collect(),
+        process_of: graph
+            .vertices
+            .iter()
+            .map(|v| (0..v.parallelism).map(|k| p.process_of(k, slots)).collect())
+            .collect(),
+    }
 }
 
 /// The typed side of a job, by node id: what the job master cannot know (record types, user
@@ -121,12 +166,12 @@ impl AttemptBuilder for Wiring {
     }
 }
 
-/// What a job split over processes cannot do yet, refused before it starts; and every record
-/// type that crosses processes must have its wire operations ([`crate::StreamEnv::exchange_type`]).
+/// A job split over processes: its process index must exist, and every record type that
+/// crosses processes must have its wire operations ([`crate::StreamEnv::exchange_type`]; they
+/// also write unaligned checkpoints' in-flight records).
 fn check_placement(
     graph: &JobGraph,
     impls: &BTreeMap<NodeId, NodeImpl>,
-    cfg: &EnvConfig,
     p: &Placement,
     wire: &HashMap<TypeId, Arc<dyn WireOps>>,
 ) -> Result<(), GraphError> {
@@ -135,13 +180,6 @@ fn check_placement(
             "process index {} is not below the number of processes {}",
             p.process, p.processes
         )));
-    }
-    if cfg.checkpoints.interval.is_some() || cfg.restore_from.is_some() {
-        return Err(GraphError::InvalidConfig(
-            "checkpoints and restores of a job split over processes are not supported yet: \
-             run it in one process"
-                .into(),
-        ));
     }
     for e in &graph.edges {
         let down = &graph.vertices[e.to_vertex];
@@ -170,6 +208,12 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
     let by_id: HashMap<NodeId, &StreamNode> = w.nodes.iter().map(|(k, v)| (*k, v)).collect();
     let (impls, op_ids) = (&w.impls, &w.op_ids);
     let exch = cfg.exchange();
+    let every_input_encodable = graph.vertices.iter().all(|v| {
+        impls[&v.head]
+            .in_type
+            .as_ref()
+            .is_none_or(|t| w.wire.contains_key(&t.record_type().0))
+    });
     let mut out_pool: Vec<Vec<f64>> = graph
         .vertices
         .iter()
@@ -180,16 +224,10 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
     let mut senders: HashMap<(usize, usize), Vec<(usize, AnyBox)>> = HashMap::new();
     // Split over processes: which subtasks run here, and the channels that cross, by (other
     // process, edge): into a local gate (`remote_in`) or out of a local subtask (`remote_out`).
-    let widest = graph
-        .vertices
-        .iter()
-        .map(|v| v.parallelism)
-        .max()
-        .unwrap_or(1);
     let place = w
         .placement
         .as_ref()
-        .map(|p| (p, p.slots_per_process(widest)));
+        .map(|p| (p, p.slots_per_process(widest(graph))));
     let process_of = |k: usize| place.map_or(0, |(p, slots)| p.process_of(k, slots));
     let here = place.map_or(0, |(p, _)| p.process);
     let mut remote_in: RemoteIn = BTreeMap::new();
@@ -271,7 +309,11 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
         }
     }
     if let Some((p, _)) = place {
-        open_remote(w, p, &edge_type, remote_in, remote_out, &exch, &mut senders)?;
+        let cancellers = open_remote(w, p, &edge_type, remote_in, remote_out, &exch, &mut senders)?;
+        // A failing or cancelled job wakes its writers waiting on an outbox's own buffers.
+        for c in cancellers {
+            control.register_gate(c);
+        }
     }
 
     for (v, pools) in out_pool.iter().enumerate() {
@@ -337,6 +379,23 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
             }
             let gate = gates.remove(&(v.index, i));
             let head_in = impls[&v.head].in_type.clone();
+            // Unaligned checkpoints write this subtask's in-flight input records with its
+            // input type's wire codec, when every input type of the job has one (all or none:
+            // a checkpoint restores in another process only with every vertex's records).
+            let channel_codec = head_in
+                .as_ref()
+                .filter(|_| every_input_encodable)
+                .and_then(|t| {
+                    w.wire.get(&t.record_type().0).map(|ops| {
+                        (
+                            sluice_runtime::checkpoint::task::channel_state_id(
+                                &op_ids[&v.head].to_string(),
+                            ),
+                            ops.channel_codec(),
+                            v.parallelism,
+                        )
+                    })
+                });
             let emitted = emitted
                 .get(&(v.index, i))
                 .cloned()
@@ -354,6 +413,7 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
                         emitted,
                         exch: exch_cfg,
                         operator_timing,
+                        channel_codec: channel_codec.clone(),
                     },
                     ctx,
                 )
@@ -383,7 +443,7 @@ fn open_remote(
     remote_out: RemoteOut,
     exch: &sluice_channel::ExchangeConfig,
     senders: &mut HashMap<(usize, usize), Vec<(usize, AnyBox)>>,
-) -> Result<(), String> {
+) -> Result<Vec<sluice_channel::GateCanceller>, String> {
     let wire_of = |ei: usize| -> Result<&Arc<dyn WireOps>, String> {
         let (id, name) = edge_type[&ei].record_type();
         w.wire
@@ -391,6 +451,9 @@ fn open_remote(
             .ok_or_else(|| format!("no wire codec for {name} (StreamEnv::exchange_type)"))
     };
     for ((process, ei), channels) in remote_in {
+        for (_, s) in &channels {
+            edge_type[&ei].mark_remote(s);
+        }
         wire_of(ei)?
             .open_inputs(
                 &p.endpoint,
@@ -403,16 +466,19 @@ fn open_remote(
                 format!("opening the channels of edge {ei} from process {process}: {e}")
             })?;
     }
+    let mut cancellers = Vec::new();
     for ((process, ei), channels) in remote_out {
         let ids = channels.iter().map(|(id, _, _)| *id).collect();
-        let opened = wire_of(ei)?
+        let (opened, canceller) = wire_of(ei)?
             .open_outputs(&p.endpoint, process, ids, Arc::new(SerdeMetrics::default()))
             .map_err(|e| format!("opening the channels of edge {ei} to process {process}: {e}"))?;
+        cancellers.push(canceller);
         for ((_, i, j), s) in channels.into_iter().zip(opened) {
+            edge_type[&ei].mark_remote(&s);
             senders.entry((ei, i)).or_default().push((j, s));
         }
     }
-    Ok(())
+    Ok(cancellers)
 }
 
 /// Everything one subtask needs to build its chain on its own thread.
@@ -424,7 +490,15 @@ struct SubtaskPlan {
     emitted: Arc<AtomicU64>,
     exch: sluice_channel::ExchangeConfig,
     operator_timing: bool,
+    /// The channel-state id, codec and vertex parallelism for unaligned checkpoints.
+    channel_codec: Option<ChannelCodec>,
 }
+
+type ChannelCodec = (
+    String,
+    Arc<dyn sluice_runtime::checkpoint::task::ChannelStateCodec>,
+    usize,
+);
 
 fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError> {
     let SubtaskPlan {
@@ -435,7 +509,11 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
         emitted,
         exch,
         operator_timing,
+        channel_codec,
     } = plan;
+    if let (Some((id, codec, parallelism)), Some(c)) = (channel_codec, ctx.services.checkpoints()) {
+        c.set_channel_codec(id, codec, parallelism);
+    }
     // Every operator of the chain reaches this task's services (checkpoints, metrics) through
     // its context.
     for m in &mut members {

@@ -46,6 +46,7 @@ pub mod launch_checks;
 mod node_body;
 pub mod operator_id;
 pub mod placement;
+mod process_link;
 pub mod selectors;
 mod typeops;
 

@@ -9,14 +9,15 @@
 //! goes over the processes' [`NetEndpoint`] (credit-based, see `sluice-net`); the others stay
 //! in-process gates, as in a single process.
 
-use std::any::TypeId;
+use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use sluice_channel::ChannelSender;
+use sluice_channel::{ChannelSender, GateCanceller};
 use sluice_net::{ChannelId, NetEndpoint, NetError, SerdeMetrics};
+use sluice_runtime::checkpoint::task::ChannelStateCodec;
 use sluice_types::Data;
 
 use crate::typeops::AnyBox;
@@ -57,14 +58,39 @@ pub(crate) trait WireOps: Send + Sync {
     ) -> Result<(), NetError>;
 
     /// Senders (boxed `ChannelSender<T>`, in the order of `channels`) whose buffers go to
-    /// `process`.
+    /// `process`, and their outbox's canceller (for the job's cancellation).
     fn open_outputs(
         &self,
         endpoint: &NetEndpoint,
         process: usize,
         channels: Vec<ChannelId>,
         metrics: Arc<SerdeMetrics>,
-    ) -> Result<Vec<AnyBox>, NetError>;
+    ) -> Result<(Vec<AnyBox>, GateCanceller), NetError>;
+
+    /// The codec of an unaligned checkpoint's in-flight records of this type (postcard
+    /// `Vec<T>`, as on the wire).
+    fn channel_codec(&self) -> Arc<dyn ChannelStateCodec>;
+}
+
+/// In-flight records of type `T` in an unaligned checkpoint: a postcard `Vec<T>`.
+struct PostcardRecords<T>(PhantomData<fn() -> T>);
+
+impl<T: Data + Serialize + DeserializeOwned> ChannelStateCodec for PostcardRecords<T> {
+    fn encode(&self, records: &(dyn Any + Send)) -> Result<Vec<u8>, String> {
+        let records = records.downcast_ref::<Vec<T>>().ok_or_else(|| {
+            format!(
+                "in-flight records are not of type {}",
+                std::any::type_name::<T>()
+            )
+        })?;
+        postcard::to_allocvec(records).map_err(|e| e.to_string())
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send>, String> {
+        let records: Vec<T> = postcard::from_bytes(bytes)
+            .map_err(|e| format!("not a postcard list of {}: {e}", std::any::type_name::<T>()))?;
+        Ok(Box::new(records))
+    }
 }
 
 struct WireOpsImpl<T>(PhantomData<fn() -> T>);
@@ -102,10 +128,18 @@ impl<T: Data + Serialize + DeserializeOwned> WireOps for WireOpsImpl<T> {
         process: usize,
         channels: Vec<ChannelId>,
         metrics: Arc<SerdeMetrics>,
-    ) -> Result<Vec<AnyBox>, NetError> {
+    ) -> Result<(Vec<AnyBox>, GateCanceller), NetError> {
         // The pump thread ends by itself at the end of every channel (or when cancelled).
-        let (senders, _pump) = sluice_net::open_outputs::<T>(endpoint, process, channels, metrics)?;
-        Ok(senders.into_iter().map(|s| Box::new(s) as AnyBox).collect())
+        let (senders, _pump, canceller) =
+            sluice_net::open_outputs_cancellable::<T>(endpoint, process, channels, metrics)?;
+        Ok((
+            senders.into_iter().map(|s| Box::new(s) as AnyBox).collect(),
+            canceller,
+        ))
+    }
+
+    fn channel_codec(&self) -> Arc<dyn ChannelStateCodec> {
+        Arc::new(PostcardRecords::<T>(PhantomData))
     }
 }
 

@@ -36,6 +36,9 @@ pub(crate) trait TypeOps: Send + Sync {
     /// errors.
     fn record_type(&self) -> (std::any::TypeId, &'static str);
     fn fanout(&self, outs: Vec<AnyBox>) -> AnyBox;
+    /// Marks the channel of `sender` (a boxed `ChannelSender` of this type) as crossing to
+    /// another process (`ChannelCounters::remote`).
+    fn mark_remote(&self, sender: &AnyBox);
     fn make_gate(
         &self,
         channels: usize,
@@ -63,6 +66,14 @@ impl<T: Data> TypeOps for TypeOpsImpl<T> {
         }
         let outs = outs.into_iter().map(unbox_collector::<T>).collect();
         boxed_collector::<T>(Box::new(Fanout::new(outs)))
+    }
+
+    fn mark_remote(&self, sender: &AnyBox) {
+        if let Some(s) = sender.downcast_ref::<sluice_channel::ChannelSender<T>>() {
+            s.counters()
+                .remote
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     fn make_gate(

@@ -158,8 +158,6 @@ pub fn generated_source(
     cfg.validate().map_err(GraphError::InvalidConfig)?;
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("skew");
-    // Its one record type crosses processes when the job is split over several.
-    env.exchange_type::<(i64, i64)>();
     let (hot_limit, keys) = (cfg.hot_limit(), cfg.keys);
     let mut source = env
         .generate(cfg.records, move |i| record(i, hot_limit, keys))
@@ -178,6 +176,9 @@ pub fn sums(
     source: DataStream<(i64, i64)>,
 ) -> Result<DataStream<(i64, i64)>, GraphError> {
     cfg.validate().map_err(GraphError::InvalidConfig)?;
+    // Its one record type crosses processes when the job is split over several (whatever
+    // the source: the generator, Kafka, a socket).
+    source.env().exchange_type::<(i64, i64)>();
     let rounds = cfg.map_work;
     let input = if cfg.rebalance_before_map {
         source.rebalance()

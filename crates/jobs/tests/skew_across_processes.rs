@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use sluice_graph::{NetEndpoint, Placement, StreamEnv};
 use sluice_jobs::skew::{build, SkewConfig};
+use sluice_runtime::checkpoint::StatsView;
 
 fn flink_fixture() -> BTreeMap<i64, i64> {
     let path = concat!(
@@ -31,6 +32,19 @@ fn flink_fixture() -> BTreeMap<i64, i64> {
 /// Runs `cfg` split over `processes` and merges their sinks' final sums (each key's sum is
 /// in exactly one process: the one its sum subtask runs on).
 fn split_run(cfg: &SkewConfig, processes: usize) -> Vec<BTreeMap<i64, i64>> {
+    split_run_with(cfg, processes, |_| {})
+        .into_iter()
+        .map(|(sums, _)| sums)
+        .collect()
+}
+
+/// [`split_run`] with `setup` applied to every process's environment; also returns each
+/// process's checkpoint statistics.
+fn split_run_with(
+    cfg: &SkewConfig,
+    processes: usize,
+    setup: fn(&StreamEnv),
+) -> Vec<(BTreeMap<i64, i64>, StatsView)> {
     let listeners: Vec<TcpListener> = (0..processes)
         .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind"))
         .collect();
@@ -52,9 +66,13 @@ fn split_run(cfg: &SkewConfig, processes: usize) -> Vec<BTreeMap<i64, i64>> {
                     processes,
                     endpoint,
                 });
+                setup(&env);
                 let job = build(&env, &cfg).expect("job builds");
-                env.execute().expect("its part runs");
-                job.final_sums()
+                let handle = env.launch().expect("launches");
+                let monitor = handle.monitor();
+                handle.wait().expect("its part runs");
+                let stats = monitor.control.checkpoints().expect("a hub").stats();
+                (job.final_sums(), stats)
             })
         })
         .collect();
@@ -82,6 +100,19 @@ fn cfg(parallelism: usize) -> SkewConfig {
         parallelism,
         ..SkewConfig::default()
     }
+}
+
+/// The leader completed a checkpoint acknowledged by all 4 subtasks of the p=2 job (2 of them
+/// in the other process).
+fn assert_every_subtask_acked(leader: &StatsView) {
+    assert!(leader.completed >= 1, "{leader:?}");
+    let last = leader
+        .latest_completed
+        .as_ref()
+        .expect("a completed checkpoint");
+    let mut acked: Vec<(usize, usize)> = last.acks.iter().map(|a| (a.vertex, a.subtask)).collect();
+    acked.sort_unstable();
+    assert_eq!(acked, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
 }
 
 #[test]
@@ -113,18 +144,47 @@ fn two_processes_with_two_slots_each_and_a_rebalance_sum_as_flink() {
 }
 
 #[test]
-fn a_job_split_over_processes_refuses_checkpoints_before_it_starts() {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = l.local_addr().expect("addr");
-    let endpoint = NetEndpoint::start(0, &[addr], l, Duration::from_secs(5)).expect("starts");
-    let env = StreamEnv::new();
-    env.set_placement(Placement {
-        process: 0,
-        processes: 1,
-        endpoint,
+fn checkpoints_of_a_split_job_hold_every_process_s_subtasks_and_change_nothing() {
+    let c = SkewConfig {
+        records: 3_000_000,
+        ..cfg(2)
+    };
+    let parts = split_run_with(&c, 2, |env| {
+        env.enable_checkpointing(Duration::from_millis(10));
     });
-    env.enable_checkpointing(Duration::from_millis(100));
-    build(&env, &cfg(2)).expect("builds");
-    let err = env.execute().expect_err("refused").to_string();
-    assert!(err.contains("not supported yet"), "{err}");
+    // Process 0 (the leader) completed checkpoints acknowledged by all 4 subtasks, 2 of them
+    // in process 1; process 1 (a follower) learnt of completions from it.
+    let leader = &parts[0].1;
+    assert_every_subtask_acked(leader);
+    assert!(
+        parts[1].1.completed >= 1,
+        "the follower heard of completions"
+    );
+    assert_eq!(leader.failed, 0);
+    let sums = merged(parts.into_iter().map(|(s, _)| s).collect());
+    let env = StreamEnv::new();
+    let job = build(&env, &c).expect("builds");
+    env.execute().expect("runs");
+    assert_eq!(sums, job.final_sums());
+}
+
+#[test]
+fn unaligned_checkpoints_of_a_split_job_complete_with_their_in_flight_records_and_change_nothing() {
+    let c = SkewConfig {
+        records: 3_000_000,
+        ..cfg(2)
+    };
+    let parts = split_run_with(&c, 2, |env| {
+        env.enable_checkpointing(Duration::from_millis(10));
+        env.configure_checkpoints(|c| c.unaligned = true);
+    });
+    // Every subtask of both processes acknowledged (the keyed vertex's with its in-flight
+    // records written into the checkpoint: restored in new processes by the CLI's tests).
+    let leader = &parts[0].1;
+    assert_every_subtask_acked(leader);
+    let sums = merged(parts.into_iter().map(|(s, _)| s).collect());
+    let env = StreamEnv::new();
+    let job = build(&env, &c).expect("builds");
+    env.execute().expect("runs");
+    assert_eq!(sums, job.final_sums());
 }

@@ -4,6 +4,11 @@
 //!
 //! The two endpoints live in one OS process (separate threads, a real TCP connection between
 //! them): what is measured is the protocol, the codec and the socket, not process start-up.
+//!
+//! Each case also reports the CPU time the whole process spent during it (user + system, all
+//! threads, from `/proc/self/stat` in clock ticks of 10 ms; `None` where that file does not
+//! exist), so the cost per record can be named apart from the wall-clock rate, which drifts
+//! with the machine's load.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -23,6 +28,8 @@ pub struct BenchCase {
     /// Bytes that crossed: on the wire for TCP cases, `records × 8` in process.
     pub bytes: u64,
     pub seconds: f64,
+    /// CPU time of the process (all threads, user + system) during the case.
+    pub cpu_seconds: Option<f64>,
 }
 
 impl BenchCase {
@@ -32,6 +39,34 @@ impl BenchCase {
     pub fn bytes_per_s(&self) -> f64 {
         self.bytes as f64 / self.seconds
     }
+    /// CPU nanoseconds per record (all threads), when the CPU time is known.
+    pub fn cpu_ns_per_record(&self) -> Option<f64> {
+        self.cpu_seconds
+            .filter(|_| self.records > 0)
+            .map(|c| c * 1e9 / self.records as f64)
+    }
+}
+
+/// The process's CPU time so far (user + system, all threads, dead ones included), from
+/// `/proc/self/stat` (fields 14 and 15, in ticks of `USER_HZ` = 100 on Linux).
+pub fn process_cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
+/// Measures the CPU time of `f` (the process's, so nothing else may run meanwhile).
+fn with_cpu<R>(f: impl FnOnce() -> R) -> (R, Option<f64>) {
+    let before = process_cpu_seconds();
+    let r = f();
+    let cpu = process_cpu_seconds()
+        .zip(before)
+        .map(|(a, b)| (a - b).max(0.0));
+    (r, cpu)
 }
 
 fn consume(mut gate: InputGate<u64>) -> u64 {
@@ -73,6 +108,7 @@ fn in_process(records: u64, cfg: &ExchangeConfig) -> BenchCase {
         records,
         bytes: records * 8,
         seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: None,
     }
 }
 
@@ -120,6 +156,7 @@ fn remote(records: u64, cfg: &ExchangeConfig) -> Result<BenchCase, NetError> {
         records,
         bytes: metrics.encoded_bytes.load(Relaxed),
         seconds,
+        cpu_seconds: None,
     })
 }
 
@@ -156,6 +193,7 @@ fn bare_tcp(bytes: u64) -> Result<BenchCase, NetError> {
         records: 0,
         bytes: got,
         seconds: started.elapsed().as_secs_f64(),
+        cpu_seconds: None,
     })
 }
 
@@ -163,8 +201,13 @@ fn bare_tcp(bytes: u64) -> Result<BenchCase, NetError> {
 /// case put on the wire), Flink's default exchange sizes.
 pub fn run(records: u64) -> Result<Vec<BenchCase>, NetError> {
     let cfg = ExchangeConfig::default();
-    let local = in_process(records, &cfg);
-    let remote = remote(records, &cfg)?;
-    let bare = bare_tcp(remote.bytes.max(1))?;
+    let (mut local, cpu) = with_cpu(|| in_process(records, &cfg));
+    local.cpu_seconds = cpu;
+    let (remote, cpu) = with_cpu(|| remote(records, &cfg));
+    let mut remote = remote?;
+    remote.cpu_seconds = cpu;
+    let (bare, cpu) = with_cpu(|| bare_tcp(remote.bytes.max(1)));
+    let mut bare = bare?;
+    bare.cpu_seconds = cpu;
     Ok(vec![local, remote, bare])
 }

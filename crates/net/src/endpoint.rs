@@ -1,20 +1,42 @@
 //! One process's network endpoint: a TCP connection to every other process (the higher index
 //! connects to the lower, then says `Hello`), one reader thread per connection dispatching frames
-//! to the channels registered on this process, and frames for a channel not registered yet kept
-//! until it is (the two processes deploy their tasks independently).
+//! (decoded in place from its 256 KiB read buffer) to the channels registered on this process,
+//! and frames for a channel not registered yet kept
+//! until it is (the two processes deploy their tasks independently). Control-plane messages
+//! (`Frame::Control`) and the loss of a peer go to one handler ([`NetEndpoint::on_control`]).
 
 use std::collections::HashMap;
-use std::io::{BufReader, BufWriter, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::wire::{read_frame, ChannelId, Frame};
+use crate::wire::{ChannelId, Frame, FrameReader, FrameRef};
 use crate::NetError;
 
-/// Receives the frames addressed to one registered channel end.
+/// Receives the frames addressed to one registered channel end (decoded in place: the bytes
+/// borrow the connection's read buffer).
 pub(crate) trait Handler: Send + Sync {
-    fn on_frame(&self, frame: Frame) -> Result<(), NetError>;
+    fn on_frame(&self, frame: FrameRef<'_>) -> Result<(), NetError>;
+}
+
+/// What the control-plane handler receives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ControlEvent {
+    /// A message from process `from` (its bytes are the job master's encoding).
+    Message { from: usize, bytes: Vec<u8> },
+    /// The connection to `process` ended or failed while this endpoint was running: that
+    /// process died or cut the link, so the job cannot go on.
+    PeerLost { process: usize, reason: String },
+}
+
+/// The control-plane handler.
+pub type ControlHandler = Arc<dyn Fn(ControlEvent) + Send + Sync>;
+
+enum ControlSlot {
+    /// Events that arrived before a handler was set.
+    Pending(Vec<ControlEvent>),
+    Ready(ControlHandler),
 }
 
 enum Slot {
@@ -23,9 +45,11 @@ enum Slot {
     Ready(Arc<dyn Handler>),
 }
 
-/// The sending half of one connection (frames are written whole under its lock).
+/// The sending half of one connection. Each caller hands whole frames (one or a batch of
+/// many, encoded by the caller in a buffer of its own), written with one `write_all` under the
+/// lock: frames never interleave, and a batch costs one system call, not one per frame.
 pub(crate) struct Peer {
-    writer: Mutex<BufWriter<TcpStream>>,
+    writer: Mutex<TcpStream>,
     stream: TcpStream,
 }
 
@@ -33,13 +57,14 @@ impl Peer {
     pub(crate) fn send(&self, bytes: &[u8]) -> Result<(), NetError> {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         w.write_all(bytes)?;
-        w.flush()?;
         Ok(())
     }
 }
 
 pub(crate) struct Inner {
     index: usize,
+    /// Every process's address, by index (this one's is where it listens).
+    addresses: Vec<SocketAddr>,
     peers: Mutex<HashMap<usize, Arc<Peer>>>,
     peers_cv: Condvar,
     /// Data-bearing frames by channel, at the receiving process (key: channel, the receiving end).
@@ -47,6 +72,14 @@ pub(crate) struct Inner {
     /// Credit frames by channel, at the sending process.
     outbound: Mutex<HashMap<ChannelId, Slot>>,
     failure: Mutex<Option<String>>,
+    control: Mutex<ControlSlot>,
+    /// Set by [`NetEndpoint::shutdown`]: connections ending after it are no lost peers.
+    closing: std::sync::atomic::AtomicBool,
+    /// Peers that said goodbye: their part of the job ended; nothing more is sent to them.
+    departed: Mutex<std::collections::HashSet<usize>>,
+    /// Reader threads still running (shutdown waits a moment for them: see there).
+    readers: Mutex<usize>,
+    readers_cv: Condvar,
 }
 
 /// This process's end of the exchange: `process` of `peers.len()` processes.
@@ -78,11 +111,17 @@ impl NetEndpoint {
         }
         let inner = Arc::new(Inner {
             index,
+            addresses: peers.to_vec(),
             peers: Mutex::new(HashMap::new()),
             peers_cv: Condvar::new(),
             inbound: Mutex::new(HashMap::new()),
             outbound: Mutex::new(HashMap::new()),
             failure: Mutex::new(None),
+            control: Mutex::new(ControlSlot::Pending(Vec::new())),
+            closing: std::sync::atomic::AtomicBool::new(false),
+            departed: Mutex::new(Default::default()),
+            readers: Mutex::new(0),
+            readers_cv: Condvar::new(),
         });
         let expected_in = peers.len() - 1 - index;
         let acc = inner.clone();
@@ -187,13 +226,108 @@ impl NetEndpoint {
         };
         // Replayed under the map's lock, so a frame arriving now cannot overtake them.
         for f in early {
-            handler.on_frame(f)?;
+            handler.on_frame(f.borrowed())?;
         }
         Ok(())
     }
 
-    /// Shuts every connection down (readers end, writers fail).
+    /// Sets the control-plane handler; events that arrived before it are handed over first,
+    /// in order. A second call replaces the handler (a new job attempt).
+    pub fn on_control(&self, handler: ControlHandler) {
+        let mut c = self.inner.control.lock().unwrap_or_else(|p| p.into_inner());
+        if let ControlSlot::Pending(early) =
+            std::mem::replace(&mut *c, ControlSlot::Ready(handler.clone()))
+        {
+            // Under the lock, so a message arriving now cannot overtake them.
+            for e in early {
+                handler(e);
+            }
+        }
+    }
+
+    /// Sends a control-plane message to process `to` (none to a process that said goodbye:
+    /// its part of the job ended).
+    pub fn send_control(&self, to: usize, bytes: Vec<u8>) -> Result<(), NetError> {
+        if self
+            .inner
+            .departed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&to)
+        {
+            return Ok(());
+        }
+        self.peer(to)?.send(&Frame::Control { bytes }.encode())
+    }
+
+    /// Every process's address, by process index: where each listens for its peers (its
+    /// TaskManager's data port, in Flink's words).
+    pub fn addresses(&self) -> &[SocketAddr] {
+        &self.inner.addresses
+    }
+
+    /// The number of processes (this one included).
+    pub fn processes(&self) -> usize {
+        self.inner
+            .peers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+            + 1
+    }
+
+    /// Says goodbye to every peer (its end of the connection is then no lost process) and
+    /// shuts every connection down (readers end, writers fail). Call it when this process's
+    /// part of the job ended well; a process that dies or fails without it is a lost peer.
+    ///
+    /// The goodbye goes with a half-close, and the connections are closed only when the peers
+    /// closed theirs too (or after [`SHUTDOWN_GRACE`]): closing a socket with unread input
+    /// sends a reset, which could reach a peer before it read the goodbye.
     pub fn shutdown(&self) {
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let peers: Vec<Arc<Peer>> = self
+            .inner
+            .peers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for p in &peers {
+            let _ = p.send(&FrameRef::Goodbye.encode());
+            let _ = p.stream.shutdown(std::net::Shutdown::Write);
+        }
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        let mut n = self.inner.readers.lock().unwrap_or_else(|p| p.into_inner());
+        while *n > 0 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            n = self
+                .inner
+                .readers_cv
+                .wait_timeout(n, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+        drop(n);
+        for p in &peers {
+            let _ = p.stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
+
+impl NetEndpoint {
+    /// Closes every connection at once, without a goodbye: what the peers see of a process
+    /// that died (each reports this one lost). For a process whose part of the job failed and
+    /// that wants its peers to know before it exits.
+    pub fn abort(&self) {
+        self.inner
+            .closing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         for p in self
             .inner
             .peers
@@ -205,6 +339,9 @@ impl NetEndpoint {
         }
     }
 }
+
+/// How long [`NetEndpoint::shutdown`] waits for the peers to close their ends.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 impl Inner {
     fn fail(&self, msg: String) {
@@ -218,19 +355,18 @@ impl Inner {
     /// Says hello, learns the peer's index (given for outgoing connections), starts its reader.
     fn adopt(self: Arc<Self>, stream: TcpStream, known: Option<usize>) -> Result<(), NetError> {
         stream.set_nodelay(true)?;
-        let mut reader = BufReader::with_capacity(256 << 10, stream.try_clone()?);
+        let mut reader = FrameReader::new(stream.try_clone()?, READ_BUFFER_BYTES);
         let peer = Arc::new(Peer {
-            writer: Mutex::new(BufWriter::with_capacity(256 << 10, stream.try_clone()?)),
+            writer: Mutex::new(stream.try_clone()?),
             stream,
         });
         peer.send(
-            &Frame::Hello {
+            &FrameRef::Hello {
                 process: self.index as u32,
             }
             .encode(),
         )?;
-        let mut scratch = Vec::new();
-        let remote = match read_frame(&mut reader, &mut scratch)? {
+        let remote = match reader.next_frame()? {
             Some(Frame::Hello { process }) => process as usize,
             other => {
                 return Err(NetError::Malformed(format!(
@@ -249,22 +385,76 @@ impl Inner {
             .insert(remote, peer);
         self.peers_cv.notify_all();
         let me = self.clone();
+        *self.readers.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         std::thread::Builder::new()
             .name(format!("net-read-{}<-{remote}", self.index))
             .spawn(move || {
-                if let Err(e) = me.read_loop(&mut reader, &mut scratch) {
-                    me.fail(format!("connection from process {remote}: {e}"));
+                let _count = ReaderCount(&me);
+                let reason = match me.read_loop(remote, &mut reader) {
+                    Ok(true) => return,
+                    Ok(false) => "the connection was closed".to_string(),
+                    Err(e) => {
+                        me.fail_or_close(format!("connection from process {remote}: {e}"));
+                        e.to_string()
+                    }
+                };
+                if !me.closing.load(std::sync::atomic::Ordering::SeqCst) {
+                    me.control(ControlEvent::PeerLost {
+                        process: remote,
+                        reason,
+                    });
                 }
             })?;
         Ok(())
     }
 
+    /// A connection ended; while closing that is expected, not a warning.
+    fn fail_or_close(&self, msg: String) {
+        if self.closing.load(std::sync::atomic::Ordering::SeqCst) {
+            tracing::debug!(process = self.index, "network exchange closed: {msg}");
+        } else {
+            self.fail(msg);
+        }
+    }
+
+    fn control(&self, event: ControlEvent) {
+        let mut c = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        match &mut *c {
+            ControlSlot::Pending(v) => v.push(event),
+            ControlSlot::Ready(h) => {
+                let h = h.clone();
+                drop(c);
+                h(event);
+            }
+        }
+    }
+
     fn read_loop(
         &self,
-        reader: &mut BufReader<TcpStream>,
-        scratch: &mut Vec<u8>,
-    ) -> Result<(), NetError> {
-        while let Some(frame) = read_frame(reader, scratch)? {
+        remote: usize,
+        reader: &mut FrameReader<TcpStream>,
+    ) -> Result<bool, NetError> {
+        // Handlers of registered channel ends, as last seen in the maps: a registration is
+        // never undone, so the maps' locks are taken only for a channel not seen ready yet.
+        let mut ready: HashMap<(bool, ChannelId), Arc<dyn Handler>> = HashMap::new();
+        while let Some(frame) = reader.next_frame()? {
+            let frame = match frame {
+                Frame::Goodbye => {
+                    self.departed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(remote);
+                    return Ok(true);
+                }
+                Frame::Control { bytes } => {
+                    self.control(ControlEvent::Message {
+                        from: remote,
+                        bytes: bytes.to_vec(),
+                    });
+                    continue;
+                }
+                f => f,
+            };
             let Some(channel) = frame.channel() else {
                 return Err(NetError::Malformed("a second Hello".into()));
             };
@@ -272,6 +462,10 @@ impl Inner {
                 frame,
                 Frame::PartitionRequest { .. } | Frame::AddCredit { .. }
             );
+            if let Some(h) = ready.get(&(inbound, channel)) {
+                h.on_frame(frame)?;
+                continue;
+            }
             let map = if inbound {
                 &self.inbound
             } else {
@@ -282,20 +476,35 @@ impl Inner {
                 .entry(channel)
                 .or_insert_with(|| Slot::Pending(Vec::new()))
             {
-                Slot::Pending(v) => v.push(frame),
+                Slot::Pending(v) => v.push(frame.owned()),
                 Slot::Ready(h) => {
                     let h = h.clone();
                     drop(m);
+                    ready.insert((inbound, channel), h.clone());
                     h.on_frame(frame)?;
                 }
             }
         }
-        Ok(())
+        Ok(false)
     }
 }
+
+/// The read buffer of a connection: one `read` takes up to this many bytes of frames.
+const READ_BUFFER_BYTES: usize = 256 << 10;
 
 impl NetEndpoint {
     pub(crate) fn inner_fail(&self, msg: String) {
         self.inner.fail(msg);
+    }
+}
+
+/// Counts a running reader thread down when it ends, however it ends.
+struct ReaderCount<'a>(&'a Inner);
+
+impl Drop for ReaderCount<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.readers.lock().unwrap_or_else(|p| p.into_inner());
+        *n = n.saturating_sub(1);
+        self.0.readers_cv.notify_all();
     }
 }

@@ -5,8 +5,9 @@
 //! Credit is the gate's own: a credit thread per channel reserves an [`OwnedPermit`] on the gate
 //! (its exclusive credits first, then the gate's floating pool) and announces it to the sender
 //! (`PartitionRequest` with the first `exclusive` credits, then one `AddCredit` per credit).
-//! It holds at most `max(exclusive, backlog)` unused credits, the backlog being what the sender
-//! announced in its latest buffer, so an idle channel does not sit on floating buffers. Each
+//! It holds at most `exclusive + backlog` unused credits (Flink's rule: the initial credit plus
+//! the backlog the sender announced in its latest buffer), so an idle channel does not sit on
+//! floating buffers. The records are decoded straight from the connection's read buffer. Each
 //! arriving buffer spends one held permit; a buffer with no permit is a protocol error. Credit
 //! frees when the task releases the buffer, exactly as for a local channel, which is why bytes
 //! in flight on the wire plus the gate's queue never exceed the gate's credits (plus the
@@ -21,7 +22,7 @@ use serde::de::DeserializeOwned;
 use sluice_channel::{ChannelEvent, ChannelSender, OwnedPermit, WaitTimes};
 
 use crate::endpoint::{Handler, NetEndpoint, Peer};
-use crate::wire::{ChannelId, Frame};
+use crate::wire::{decode_records, ChannelId, Frame, FrameRef};
 use crate::{NetError, SerdeMetrics};
 
 struct InChannel<T: Send + 'static> {
@@ -36,10 +37,12 @@ struct InChannel<T: Send + 'static> {
 struct Held<T: Send + 'static> {
     permits: VecDeque<OwnedPermit<T>>,
     ended: bool,
+    /// The credit thread waits on `cv` for a permit to be spent: only then is it notified.
+    waiting: bool,
 }
 
 impl<T: Send + DeserializeOwned + 'static> Handler for InChannel<T> {
-    fn on_frame(&self, frame: Frame) -> Result<(), NetError> {
+    fn on_frame(&self, frame: FrameRef<'_>) -> Result<(), NetError> {
         let cancelled = |_| NetError::Cancelled;
         match frame {
             Frame::Buffer {
@@ -49,31 +52,32 @@ impl<T: Send + DeserializeOwned + 'static> Handler for InChannel<T> {
                 ..
             } => {
                 let started = Instant::now();
-                let decoded: Vec<T> =
-                    postcard::from_bytes(&records).map_err(|e| NetError::Codec(e.to_string()))?;
+                // Straight from the connection's read buffer.
+                let decoded: Vec<T> = decode_records(records)?;
                 self.metrics
                     .record_decode(started.elapsed(), records.len(), decoded.len());
                 self.backlog.store(backlog as usize, Relaxed);
                 if with_credit {
-                    let permit = self
-                        .permits
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .permits
-                        .pop_front()
-                        .ok_or_else(|| {
-                            NetError::Protocol(format!(
-                                "buffer on {:?} without an announced credit",
-                                self.id
-                            ))
-                        })?;
+                    let mut held = self.permits.lock().unwrap_or_else(|p| p.into_inner());
+                    let permit = held.permits.pop_front().ok_or_else(|| {
+                        NetError::Protocol(format!(
+                            "buffer on {:?} without an announced credit",
+                            self.id
+                        ))
+                    })?;
+                    let wake = std::mem::take(&mut held.waiting);
+                    drop(held);
                     permit.send(decoded);
+                    if wake {
+                        self.cv.notify_all();
+                    }
                 } else {
                     self.sender
                         .send_without_credit(decoded)
                         .map_err(cancelled)?;
+                    // The backlog it announced may ask for more credit.
+                    self.cv.notify_all();
                 }
-                self.cv.notify_all();
             }
             Frame::Event { event, .. } => {
                 self.sender.send_event(event).map_err(cancelled)?;
@@ -85,9 +89,13 @@ impl<T: Send + DeserializeOwned + 'static> Handler for InChannel<T> {
                     self.cv.notify_all();
                 }
             }
-            Frame::PriorityBarrier { barrier, .. } => {
+            Frame::PriorityBarrier {
+                barrier, behind, ..
+            } => {
+                // The buffers it overtook at the sender follow it: the receiving task counts
+                // them into the checkpoint's channel state.
                 self.sender
-                    .send_unaligned_barrier(barrier, Vec::new())
+                    .send_unaligned_barrier_behind(barrier, Vec::new(), behind as usize)
                     .map_err(cancelled)?;
             }
             other => return Err(NetError::Malformed(format!("{other:?} at a receiver"))),
@@ -114,6 +122,7 @@ pub fn open_inputs<T: DeserializeOwned + Send + 'static>(
             permits: Mutex::new(Held {
                 permits: VecDeque::new(),
                 ended: false,
+                waiting: false,
             }),
             cv: Condvar::new(),
             backlog: AtomicUsize::new(0),
@@ -153,7 +162,7 @@ fn announce_credits<T: Send + 'static>(
         held.permits.extend(first);
     }
     peer.send(
-        &Frame::PartitionRequest {
+        &FrameRef::PartitionRequest {
             channel: ch.id,
             initial_credit: exclusive as u32,
         }
@@ -166,10 +175,11 @@ fn announce_credits<T: Send + 'static>(
                 if held.ended {
                     return Ok(());
                 }
-                let want = exclusive.max(ch.backlog.load(Relaxed));
+                let want = exclusive + ch.backlog.load(Relaxed);
                 if held.permits.len() < want {
                     break;
                 }
+                held.waiting = true;
                 held = ch.cv.wait(held).unwrap_or_else(|p| p.into_inner());
             }
         }
@@ -184,7 +194,7 @@ fn announce_credits<T: Send + 'static>(
         held.permits.push_back(permit);
         drop(held);
         peer.send(
-            &Frame::AddCredit {
+            &FrameRef::AddCredit {
                 channel: ch.id,
                 credit: 1,
             }

@@ -10,6 +10,7 @@
 //!   [`OwnedPermit`](sluice_channel::OwnedPermit)s and freed when the task releases the buffer;
 //! - the sender ships a buffer only on a credit and announces its backlog (buffers still queued
 //!   on that channel) in each buffer, so the receiver lends it floating credits ([`outbound`]);
+//!   its own buffers (2 per channel, as Flink's output buffers) let its writer fill ahead;
 //! - events (end of partition, watermarks, idleness, aligned barriers) need no credit and keep
 //!   their place; an unaligned barrier leaves as a priority frame ahead of the queued buffers,
 //!   and the partial buffer it takes along crosses without credit (the one documented excess).
@@ -18,8 +19,9 @@
 //! sides: [`open_outputs`] hands the upstream subtask senders of an outbox gate, [`open_inputs`]
 //! feeds the downstream subtask's own `InputGate` — operators cannot tell.
 //!
-//! Records cross as postcard-encoded `Vec<T>` (serde); [`SerdeMetrics`] counts the encoding and
-//! decoding time and bytes per vertex, so serialisation cost can be named.
+//! Records of a fixed-width primitive type cross as raw little-endian values, any other type
+//! as a postcard-encoded `Vec<T>` (serde; see [`wire`]); [`SerdeMetrics`] counts the encoding
+//! and decoding time and bytes per vertex, so serialisation cost can be named.
 
 pub mod bench;
 pub mod endpoint;
@@ -30,9 +32,9 @@ pub mod wire;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-pub use endpoint::NetEndpoint;
+pub use endpoint::{ControlEvent, ControlHandler, NetEndpoint};
 pub use inbound::open_inputs;
-pub use outbound::open_outputs;
+pub use outbound::{open_outputs, open_outputs_cancellable};
 pub use wire::{ChannelId, Frame};
 
 #[derive(Debug, thiserror::Error)]

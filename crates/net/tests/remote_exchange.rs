@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::prelude::*;
-use sluice_channel::{ChannelEvent, ExchangeConfig, GateItem, InputGate, WaitTimes};
+use sluice_channel::{
+    ChannelEvent, ExchangeConfig, GateItem, InputGate, OutputDebt, OverdraftBudget, WaitTimes,
+};
 use sluice_net::{open_inputs, open_outputs, ChannelId, NetEndpoint, SerdeMetrics};
 use sluice_types::Watermark;
 
@@ -171,6 +173,76 @@ fn slow_consumer_backpressures_the_remote_source_within_credits() {
     assert!(o.max_gate_buffers <= o.gate_buffer_bound);
     // The source waited for credit: the receiver's pace reached it over the wire.
     assert!(o.source_backpressured_ns > 0, "source never backpressured");
+}
+
+/// A writer in the middle of one input record's outputs ships buffers in overdraft, ahead of
+/// the receiver's credits: the pump holds them until the receiver grants their credits (a
+/// buffer on the wire without an announced credit is a protocol violation at the receiver).
+#[test]
+fn overdraft_buffers_wait_in_the_pump_for_the_receivers_credit() {
+    let (e0, e1) = pair();
+    let id = ChannelId {
+        edge: 0,
+        from: 0,
+        to: 0,
+    };
+    let cfg = ExchangeConfig {
+        buffer_bytes: 64,
+        exclusive_credits: 1,
+        floating_credits: 0,
+        ..Default::default()
+    };
+    let (mut gate, senders) = InputGate::<u64>::new(1, &cfg, Default::default());
+    let metrics = Arc::new(SerdeMetrics::default());
+    open_inputs(
+        &e1,
+        0,
+        vec![(id, senders.into_iter().next().unwrap())],
+        1,
+        metrics.clone(),
+    )
+    .unwrap();
+    let (mut tx, pump) = open_outputs::<u64>(&e0, 1, vec![id], metrics.clone()).unwrap();
+    let waits = Arc::new(WaitTimes::default());
+    let debt = OutputDebt::new();
+    let budget = OverdraftBudget::new(5, debt.clone());
+    let mut w = tx
+        .remove(0)
+        .into_writer(&cfg, waits.clone())
+        .with_overdraft(budget);
+    let producer = std::thread::spawn(move || {
+        let mut seq = 0u64;
+        for _ in 0..50 {
+            // One input record fans out to several buffers' worth of outputs.
+            debt.begin_record(&waits).unwrap();
+            for _ in 0..40 {
+                w.push(seq).unwrap();
+                seq += 1;
+            }
+        }
+        w.finish().unwrap();
+        seq
+    });
+    // A protocol violation ends the connection, not the gate: look up now and then.
+    gate.set_wake_interval(Some(Duration::from_millis(100)));
+    let mut got = Vec::new();
+    while let Some(item) = gate.next().unwrap() {
+        match item {
+            GateItem::Buffer(b) => {
+                got.extend_from_slice(&b.records);
+                gate.release(b);
+            }
+            GateItem::Idle => assert_eq!(e1.failure(), None),
+            _ => {}
+        }
+    }
+    let sent = producer.join().unwrap();
+    pump.join().unwrap().unwrap();
+    assert_eq!(e0.failure(), None);
+    assert_eq!(e1.failure(), None);
+    assert_eq!(got, (0..sent).collect::<Vec<_>>());
+    e0.shutdown();
+    e1.shutdown();
 }
 
 proptest! {

@@ -463,7 +463,7 @@ impl<K: Hash + Eq + Clone> SampledSketch<K> {
 }
 
 /// One key of a subtask's snapshot.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HotKeyShare {
     /// The key as rendered by the operator's key-to-string function.
     pub key: String,
@@ -476,7 +476,7 @@ pub struct HotKeyShare {
 }
 
 /// A subtask's hot keys at one moment.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct HotKeysSnapshot {
     /// Records the keyed operator processed (exact).
     pub subtask_records: u64,

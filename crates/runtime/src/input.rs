@@ -50,10 +50,13 @@ pub fn run_one_input<T: Data>(
     // Restoring from an unaligned checkpoint: its in-flight records come first.
     let services = &*ctx.services;
     services.set_input_waker(gate.waker());
-    if let Some(records) = services
-        .checkpoints()
-        .and_then(|c| c.restored_channel_state::<T>())
-    {
+    let restored = match services.checkpoints() {
+        Some(c) => c
+            .restored_channel_state::<T>()
+            .map_err(|e| OperatorError::Failed(format!("restoring its input: {e}")))?,
+        None => None,
+    };
+    if let Some(records) = restored {
         for r in records {
             head.collect(r)?;
         }
@@ -66,10 +69,11 @@ pub fn run_one_input<T: Data>(
             Some(GateItem::Buffer(mut buf)) => {
                 if let Some(u) = &mut unaligned {
                     // Before this channel's barrier: in flight for the unaligned checkpoint.
-                    if !u.received[buf.channel] {
+                    if u.takes(buf.channel) {
                         u.in_flight.extend(buf.records.iter().cloned());
                     }
                 }
+                finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last, services);
                 let n = buf.records.len() as u64;
                 ctx.metrics.add_records_in(n);
                 ctx.metrics
@@ -144,6 +148,8 @@ pub fn run_one_input<T: Data>(
                 channel,
                 barrier,
                 overtaken,
+                overtaken_buffers,
+                behind,
             }) => {
                 let id = barrier.checkpoint_id;
                 if id > aligner.last {
@@ -158,14 +164,24 @@ pub fn run_one_input<T: Data>(
                         unaligned = Some(Unaligned {
                             barrier,
                             received: vec![false; gate.num_channels()],
+                            owed: vec![None; gate.num_channels()],
                             in_flight: Vec::new(),
                             started: std::time::Instant::now(),
                         });
                     }
                     if let Some(u) = &mut unaligned {
                         if u.barrier.checkpoint_id == id {
-                            u.received[channel] = true;
                             u.in_flight.extend(gate.in_flight(channel, overtaken));
+                            if behind == 0 {
+                                u.received[channel] = true;
+                            } else {
+                                // Overtaken at a remote sender: the next `behind` buffers after
+                                // the locally overtaken ones (already copied) are in flight too.
+                                u.owed[channel] = Some(Owed {
+                                    skip: overtaken_buffers,
+                                    take: behind,
+                                });
+                            }
                         }
                     }
                     finish_unaligned(&mut unaligned, &aligner.ended, &mut aligner.last, services);
@@ -287,8 +303,42 @@ impl Aligner {
 struct Unaligned<T> {
     barrier: Barrier,
     received: Vec<bool>,
+    /// Channels whose barrier came, overtaking buffers at a remote sender that are still to
+    /// arrive (see [`Owed`]).
+    owed: Vec<Option<Owed>>,
     in_flight: Vec<T>,
     started: std::time::Instant,
+}
+
+/// A channel's barrier came ahead of buffers that precede it at its (remote) sender: the next
+/// `skip` buffers were copied into the channel state when the barrier came (it overtook them in
+/// the local queue), the `take` after them are copied as they arrive; then the channel is done.
+#[derive(Clone, Copy, Debug)]
+struct Owed {
+    skip: usize,
+    take: usize,
+}
+
+impl<T> Unaligned<T> {
+    /// Whether the next buffer of `channel` belongs to the channel state (counting it).
+    fn takes(&mut self, channel: usize) -> bool {
+        if self.received[channel] {
+            return false;
+        }
+        let Some(o) = &mut self.owed[channel] else {
+            return true;
+        };
+        if o.skip > 0 {
+            o.skip -= 1;
+            return false;
+        }
+        o.take -= 1;
+        if o.take == 0 {
+            self.owed[channel] = None;
+            self.received[channel] = true;
+        }
+        true
+    }
 }
 
 /// Acknowledges the unaligned checkpoint once its barrier came on every channel (or the

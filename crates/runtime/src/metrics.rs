@@ -8,9 +8,10 @@ use std::sync::{Arc, Mutex};
 use sluice_channel::{ChannelCounters, DebloatGauges, WaitTimes};
 
 /// Execution state of a subtask (Flink's `ExecutionState`, the subset a local run goes through).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[repr(u8)]
 pub enum TaskState {
+    #[default]
     Created = 0,
     Running = 1,
     Finished = 2,

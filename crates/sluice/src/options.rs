@@ -87,6 +87,10 @@ pub struct EnvArgs {
     /// Checkpoint timeout in ms [execution.checkpointing.timeout] (10 min).
     #[arg(long, value_name = "MS", default_value_t = 600_000, value_parser = between(1, MAX_MS, " ms"))]
     pub checkpoint_timeout: u64,
+    /// Unaligned checkpoints: barriers overtake the buffers queued before them, which are
+    /// stored with the checkpoint [execution.checkpointing.unaligned.enabled].
+    #[arg(long)]
+    pub unaligned_checkpoints: bool,
     /// Failed checkpoints in a row tolerated before the job fails; 0 = the first failure fails it [execution.checkpointing.tolerable-failed-checkpoints].
     #[arg(
         long,
@@ -188,6 +192,7 @@ impl EnvArgs {
                 interval: a.checkpoint_interval.map(Duration::from_millis),
                 timeout: Duration::from_millis(a.checkpoint_timeout),
                 tolerable_failures: a.tolerable_failed_checkpoints,
+                unaligned: a.unaligned_checkpoints,
                 ..Default::default()
             },
             checkpoint_dir: a.checkpoint_dir.clone(),

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// A running `sluice run`; killed (and reaped) on drop.
 pub struct Job(Child);
@@ -73,4 +73,41 @@ pub fn get(url: &str) -> serde_json::Value {
         .output()
         .expect("curl runs");
     serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// `sluice doctor --window 2 --json --no-flame-graphs`, again until it names `cause` or two
+/// minutes passed (see [`doctor_with`]).
+pub fn doctor(url: &str, cause: &str) -> serde_json::Value {
+    doctor_with(url, "2", cause, &["--no-flame-graphs"])
+}
+
+/// `sluice doctor --window W --json EXTRA…`, again until it names `cause` or two minutes passed
+/// (the window of a fresh job is still filling, and a loaded machine starves threads for a
+/// while: wait for clear evidence, then assert all of it); returns the last diagnosis.
+pub fn doctor_with(url: &str, window: &str, cause: &str, extra: &[&str]) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["doctor", "--url", url, "--window", window, "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).to_string();
+        // Until the job is registered the server has no jobs: try again, up to the deadline.
+        if !o.status.success() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        }
+        assert!(
+            o.status.success(),
+            "{out}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let d: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        if d["cause"] == cause || Instant::now() > deadline {
+            return d;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }

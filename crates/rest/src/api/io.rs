@@ -61,8 +61,13 @@ impl Io {
 }
 
 pub(super) fn vertex_io(d: &JobData, vertex: usize) -> Io {
+    subtasks_io(d, vertex, &(0..d.parallelism(vertex)).collect::<Vec<_>>())
+}
+
+/// The I/O of some subtasks of a vertex (those of one TaskManager).
+pub(super) fn subtasks_io(d: &JobData, vertex: usize, subtasks: &[usize]) -> Io {
     let mut io = Io::default();
-    for i in 0..d.parallelism(vertex) {
+    for &i in subtasks {
         if let Some(s) = d.subtask(vertex, i) {
             io.add(&Io::of(&s));
         }

@@ -7,7 +7,6 @@
 use sluice_plan::Json;
 use sluice_runtime::profiler::{self, FlameGraphAnswer, FlameGraphType, FlameNode};
 
-use super::cluster::taskmanager_id;
 use super::{ok, subtask_index, vertex_index, ApiError, ApiResult, Ctx};
 use crate::http::shorten;
 
@@ -58,7 +57,14 @@ pub fn flame_graph(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
 
 /// `GET /taskmanagers/:taskmanagerid/thread-dump`: every thread of the process.
 pub fn thread_dump(ctx: &Ctx, tmid: &str) -> ApiResult {
-    if tmid != taskmanager_id() {
+    if let Some(p) = super::cluster::remote_taskmanager(ctx, tmid) {
+        return Err(ApiError::not_found(format!(
+            "TaskManager {} is process {p} of the job: its thread dump is taken by that \
+             process, not through process 0 (not built yet).",
+            shorten(tmid)
+        )));
+    }
+    if !super::cluster::is_local_taskmanager(ctx, tmid) {
         return Err(ApiError::not_found(format!(
             "Could not find TaskManager {}.",
             shorten(tmid)

@@ -117,8 +117,17 @@ impl StateCounts {
 }
 
 pub(super) fn vertex_counts(m: &JobMonitor, vertex: usize) -> StateCounts {
+    subtask_counts(
+        m,
+        vertex,
+        &(0..m.subtasks[vertex].len()).collect::<Vec<_>>(),
+    )
+}
+
+/// The states of some subtasks of a vertex (those of one TaskManager).
+pub(super) fn subtask_counts(m: &JobMonitor, vertex: usize, subtasks: &[usize]) -> StateCounts {
     let mut c = StateCounts::default();
-    for t in &m.subtasks[vertex] {
+    for t in subtasks.iter().filter_map(|&i| m.subtasks[vertex].get(i)) {
         c.add(t.state().as_str());
     }
     c
@@ -198,8 +207,24 @@ pub(super) fn last_modification(m: &JobMonitor) -> i64 {
 }
 
 pub(super) fn vertex_times(m: &JobMonitor, vertex: usize, now: i64) -> (i64, i64, i64) {
-    let times: Vec<(i64, i64)> = m.subtasks[vertex]
+    subtask_span(
+        m,
+        vertex,
+        &(0..m.subtasks[vertex].len()).collect::<Vec<_>>(),
+        now,
+    )
+}
+
+/// Start, end and duration of some subtasks of a vertex together (those of one TaskManager).
+pub(super) fn subtask_span(
+    m: &JobMonitor,
+    vertex: usize,
+    subtasks: &[usize],
+    now: i64,
+) -> (i64, i64, i64) {
+    let times: Vec<(i64, i64)> = subtasks
         .iter()
+        .filter_map(|&i| m.subtasks[vertex].get(i))
         .map(|t| subtask_times(t))
         .collect();
     let start = times

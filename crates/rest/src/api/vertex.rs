@@ -5,9 +5,9 @@ use sluice_plan::Json;
 use sluice_runtime::JobMonitor;
 use sluice_runtime::{TaskMetrics, TaskState};
 
-use super::cluster::{taskmanager_id, ENDPOINT};
-use super::io::{vertex_io, Io};
-use super::states::{duration, subtask_times, vertex_counts, vertex_times, TASKS_KEY_ORDER};
+use super::cluster::{subtask_taskmanager, taskmanagers_of_vertex};
+use super::io::{subtasks_io, Io};
+use super::states::{duration, subtask_counts, subtask_span, subtask_times, TASKS_KEY_ORDER};
 use super::{ok, subtask_index, vertex_index, ApiResult, Ctx};
 use crate::format::LongStats;
 use crate::metrics::JobData;
@@ -41,6 +41,7 @@ fn status_durations(m: &JobMonitor, t: &TaskMetrics, now: i64) -> [(&'static str
 
 fn subtask_json(d: &JobData, vertex: usize, i: usize, now: i64) -> Json {
     let live = &d.monitor.subtasks[vertex][i];
+    let tm = subtask_taskmanager(d.monitor, vertex, i);
     let (start, end) = subtask_times(live);
     let io = d.subtask(vertex, i).map(|s| Io::of(&s)).unwrap_or_default();
     let mut sd = Json::obj();
@@ -51,12 +52,12 @@ fn subtask_json(d: &JobData, vertex: usize, i: usize, now: i64) -> Json {
         .with("subtask", i)
         .with("status", live.state().as_str())
         .with("attempt", 0i64)
-        .with("endpoint", ENDPOINT)
+        .with("endpoint", tm.endpoint)
         .with("start-time", start)
         .with("end-time", end)
         .with("duration", duration(start, end, now))
         .with("metrics", io.json())
-        .with("taskmanager-id", taskmanager_id())
+        .with("taskmanager-id", tm.id)
         .with("status-duration", sd)
         .with("start_time", start)
 }
@@ -75,10 +76,10 @@ fn stats_json(values: &[i64]) -> Json {
 }
 
 /// Flink's `aggregated` block: IO metrics and state durations summarised over subtasks.
-fn aggregated_json(d: &JobData, vertex: usize, now: i64) -> Json {
-    let n = d.parallelism(vertex);
-    let ios: Vec<Io> = (0..n)
-        .map(|i| d.subtask(vertex, i).map(|s| Io::of(&s)).unwrap_or_default())
+fn aggregated_json(d: &JobData, vertex: usize, subtasks: &[usize], now: i64) -> Json {
+    let ios: Vec<Io> = subtasks
+        .iter()
+        .map(|&i| d.subtask(vertex, i).map(|s| Io::of(&s)).unwrap_or_default())
         .collect();
     let col = |f: fn(&Io) -> i64| ios.iter().map(f).collect::<Vec<_>>();
     let metrics = Json::obj()
@@ -95,8 +96,9 @@ fn aggregated_json(d: &JobData, vertex: usize, now: i64) -> Json {
             "accumulated-busy-time",
             stats_json(&col(|io| io.busy as i64)),
         );
-    let durations: Vec<[(&str, i64); 5]> = d.monitor.subtasks[vertex]
+    let durations: Vec<[(&str, i64); 5]> = subtasks
         .iter()
+        .filter_map(|&i| d.monitor.subtasks[vertex].get(i))
         .map(|t| status_durations(d.monitor, t, now))
         .collect();
     let mut sd = Json::obj();
@@ -133,7 +135,10 @@ pub fn vertex(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         .with("maxParallelism", v.max_parallelism)
         .with("now", ctx.now)
         .with("subtasks", subtasks)
-        .with("aggregated", aggregated_json(&d, vi, ctx.now)))
+        .with(
+            "aggregated",
+            aggregated_json(&d, vi, &(0..d.parallelism(vi)).collect::<Vec<_>>(), ctx.now),
+        ))
 }
 
 pub fn subtask(ctx: &Ctx, jid: &str, vid: &str, idx: &str) -> ApiResult {
@@ -166,7 +171,7 @@ pub fn subtask_times_ep(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
             }
             Json::obj()
                 .with("subtask", i)
-                .with("endpoint", ENDPOINT)
+                .with("endpoint", subtask_taskmanager(&m, vi, i).endpoint)
                 .with("duration", duration(start, end, ctx.now))
                 .with("timestamps", ts)
         })
@@ -178,30 +183,36 @@ pub fn subtask_times_ep(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         .with("subtasks", subtasks))
 }
 
-/// `/jobs/:id/vertices/:vid/taskmanagers`: every subtask runs in this process's one
-/// "task manager", so there is a single entry summarising all subtasks.
+/// `/jobs/:id/vertices/:vid/taskmanagers`: one entry per TaskManager running subtasks of the
+/// vertex (one process: its single in-process TaskManager; a job split over processes: each
+/// process that runs some), summarising those subtasks.
 pub fn vertex_taskmanagers(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let vi = vertex_index(&m, vid)?;
     let d = JobData::new(&m);
     let v = &m.graph.vertices[vi];
-    let counts = vertex_counts(&m, vi);
-    let (start, end, dur) = vertex_times(&m, vi, ctx.now);
-    let tm = Json::obj()
-        .with("endpoint", ENDPOINT)
-        .with("status", counts.aggregate_state(v.parallelism))
-        .with("start-time", start)
-        .with("end-time", end)
-        .with("duration", dur)
-        .with("metrics", vertex_io(&d, vi).json())
-        .with("status-counts", counts.json())
-        .with("taskmanager-id", taskmanager_id())
-        .with("aggregated", aggregated_json(&d, vi, ctx.now));
+    let tms: Vec<Json> = taskmanagers_of_vertex(&m, vi)
+        .into_iter()
+        .map(|(tm, subtasks)| {
+            let counts = subtask_counts(&m, vi, &subtasks);
+            let (start, end, dur) = subtask_span(&m, vi, &subtasks, ctx.now);
+            Json::obj()
+                .with("endpoint", tm.endpoint)
+                .with("status", counts.aggregate_state(subtasks.len()))
+                .with("start-time", start)
+                .with("end-time", end)
+                .with("duration", dur)
+                .with("metrics", subtasks_io(&d, vi, &subtasks).json())
+                .with("status-counts", counts.json())
+                .with("taskmanager-id", tm.id)
+                .with("aggregated", aggregated_json(&d, vi, &subtasks, ctx.now))
+        })
+        .collect();
     ok(Json::obj()
         .with("id", v.id.to_string())
         .with("name", v.name.as_str())
         .with("now", ctx.now)
-        .with("taskmanagers", vec![tm]))
+        .with("taskmanagers", tms))
 }
 
 /// Spec §5.2 level of a backpressure ratio.

@@ -257,9 +257,10 @@
         get(base + "/backpressure").catch(function () { return null; }),
         get(base + "/metrics?get=" + encodeURIComponent(names.join(","))).catch(function () { return []; }),
         get(base + "/hot-keys").catch(function () { return null; }),
+        get(base).catch(function () { return null; }),
       ]).then(function (r) {
         recordLag(vid, info, r[1]);
-        if (jid === state.job && vid === state.vertex) renderVertex(v, info, r[0], r[1], r[2]);
+        if (jid === state.job && vid === state.vertex) renderVertex(v, info, r[0], r[1], r[2], r[3]);
       });
     });
   }
@@ -301,7 +302,18 @@
     out.push("</div>");
     return out.join("");
   }
-  function renderVertex(v, info, bp, metrics, hot) {
+  // Where each subtask runs (`endpoint`, TaskManager id), by subtask index, from the vertex's
+  // answer; `multi` when they run on more than one TaskManager (a job split over processes).
+  function subtaskHosts(detail) {
+    var by = {}, seen = {};
+    ((detail && detail.subtasks) || []).forEach(function (s) {
+      by[s.subtask] = { endpoint: s.endpoint || "", tm: s["taskmanager-id"] || "" };
+      seen[s.endpoint] = true;
+    });
+    return { by: by, multi: Object.keys(seen).length > 1 };
+  }
+  function renderVertex(v, info, bp, metrics, hot, detail) {
+    var hosts = subtaskHosts(detail);
     $("vertex").hidden = false;
     $("vertex-title").textContent = v.name;
     var m = {};
@@ -321,17 +333,20 @@
     var maxBusy = 0, minBusy = 1;
     subs.forEach(function (s) { maxBusy = Math.max(maxBusy, s.busyRatio || 0); minBusy = Math.min(minBusy, s.busyRatio || 0); });
     h.push("<h3>Subtasks</h3>",
-      '<table class="sub" data-testid="subtasks"><thead><tr><th>#</th><th>Busy / backpressured / idle</th><th class="num">In/s</th><th class="num">Out/s</th><th class="num">CPU ms/s</th><th>Level</th></tr></thead><tbody>');
+      '<table class="sub" data-testid="subtasks"><thead><tr><th>#</th><th>Busy / backpressured / idle</th><th class="num">In/s</th><th class="num">Out/s</th><th class="num">CPU ms/s</th><th>Level</th>' +
+      (hosts.multi ? "<th>TaskManager</th>" : "") + "</tr></thead><tbody>");
     subs.forEach(function (s) {
       var n = s.subtask, busy = Math.round((s.busyRatio || 0) * 100), bpp = Math.round((s.ratio || 0) * 100), idle = Math.round((s.idleRatio || 0) * 100);
       var hotRow = busy >= 80 && v.parallelism > 1 && (s.busyRatio || 0) >= maxBusy && maxBusy - minBusy >= 0.3; // uneven load
       var lab = n + 1 + "/" + v.parallelism;
-      h.push('<tr data-testid="subtask-row" data-subtask="' + n + '" data-subtask-label="' + lab + '" data-busy="' + busy + '" data-backpressured="' + bpp +
+      var host = hosts.by[n] || { endpoint: "", tm: "" };
+      h.push('<tr data-testid="subtask-row" data-subtask="' + n + '" data-subtask-label="' + lab + '" data-tm="' + esc(host.endpoint) + '" data-busy="' + busy + '" data-backpressured="' + bpp +
         '" data-idle="' + idle + '" data-hot="' + hotRow + '"' + (hotRow ? ' class="hot"' : "") + "><td><b>" + lab + "</b>" + (hotRow ? ' <span class="badge high">hot</span>' : "") + "</td>" +
         '<td><div class="bar" title="busy ' + busy + "%, backpressured " + bpp + "%, idle " + idle + '%"><span class="b" style="width:' + busy + '%"></span><span class="p" style="width:' + bpp +
         '%"></span><span class="i" style="width:' + idle + '%"></span></div><span class="barlabel">busy ' + busy + "% · backpressured " + bpp + "% · idle " + idle + "%</span></td>" +
         '<td class="num">' + fmtNum(m[n + ".numRecordsInPerSecond"]) + '</td><td class="num">' + fmtNum(m[n + ".numRecordsOutPerSecond"]) +
-        '</td><td class="num">' + fmtNum(m[n + ".cpuTimeMsPerSecond"]) + "</td><td>" + badge(s["backpressure-level"] || s.backpressureLevel || level(s.ratio)) + "</td></tr>");
+        '</td><td class="num">' + fmtNum(m[n + ".cpuTimeMsPerSecond"]) + "</td><td>" + badge(s["backpressure-level"] || s.backpressureLevel || level(s.ratio)) + "</td>" +
+        (hosts.multi ? '<td data-testid="subtask-tm" title="TaskManager ' + esc(host.tm) + '">' + esc(host.endpoint) + "</td>" : "") + "</tr>");
     });
     h.push("</tbody></table>");
     h.push(lagChart(v.id));

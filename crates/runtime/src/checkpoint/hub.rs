@@ -5,16 +5,18 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use sluice_types::{Barrier, CheckpointKind};
+
+use super::link::{HubMessage, HubRole, ProcessLink};
 
 use super::savepoints::Savepoints;
 pub use super::savepoints::{SavepointRefused, SavepointRequest, SavepointStatus};
 use super::{CheckpointConfig, CompletedCheckpoint};
 
 /// One task's acknowledgement of a checkpoint: the snapshots of its operators.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct TaskAck {
     pub checkpoint_id: u64,
     pub vertex: usize,
@@ -110,7 +112,16 @@ pub struct CheckpointHub {
     /// Every failed checkpoint and storage problem, in order, as one line each: what a
     /// front end prints (`sluice run` to stderr). Never trimmed: failures are few.
     log: Mutex<Vec<String>>,
+    /// The other processes' hubs, when the job is split over processes (see [`super::link`]).
+    link: OnceLock<(HubRole, Arc<dyn ProcessLink>)>,
+    /// Where the leader puts the other processes' metrics reports (see
+    /// [`crate::telemetry::cluster`]).
+    reports: OnceLock<ReportSink>,
 }
+
+/// What the leader does with a metrics report of another process (an error refuses it, logged).
+pub type ReportSink =
+    Box<dyn Fn(crate::telemetry::cluster::ProcessReport) -> Result<(), String> + Send + Sync>;
 
 /// One task's in-flight input records of an unaligned checkpoint (a `Vec<T>`).
 pub type ChannelState = Arc<Mutex<Box<dyn std::any::Any + Send>>>;
@@ -177,7 +188,79 @@ impl CheckpointHub {
             savepoints: Savepoints::new(created_ms),
             channel_states: Mutex::new(BTreeMap::new()),
             log: Mutex::new(Vec::new()),
+            link: OnceLock::new(),
+            reports: OnceLock::new(),
         })
+    }
+
+    /// Makes this the hub of one process of a split job (once, before any task runs).
+    pub fn set_link(&self, role: HubRole, link: Arc<dyn ProcessLink>) {
+        let _ = self.link.set((role, link));
+    }
+
+    /// This hub's role in a split job (`None`: the job runs in one process).
+    pub fn role(&self) -> Option<HubRole> {
+        self.link.get().map(|(r, _)| *r)
+    }
+
+    /// A follower runs no coordinator: the leader's triggers and completions arrive by
+    /// [`receive`](Self::receive).
+    pub fn is_follower(&self) -> bool {
+        self.role() == Some(HubRole::Follower)
+    }
+
+    /// Where the leader puts the metrics reports of the other processes.
+    pub fn on_reports(&self, sink: ReportSink) {
+        let _ = self.reports.set(sink);
+    }
+
+    /// A follower's metrics report to the leader, best effort: one that cannot be sent is
+    /// skipped (the next carries the same counters); `false` when this hub is no follower or
+    /// the send failed.
+    pub fn send_report(&self, report: crate::telemetry::cluster::ProcessReport) -> bool {
+        match self.link.get() {
+            Some((HubRole::Follower, link)) => link
+                .send_best_effort(HubMessage::Metrics(report).encode())
+                .is_ok(),
+            _ => false,
+        }
+    }
+
+    /// Sends `m` to the other processes if this hub has role `role`.
+    fn relay_as(&self, role: HubRole, m: impl FnOnce() -> HubMessage) -> bool {
+        match self.link.get() {
+            Some((r, link)) if *r == role => {
+                link.send(m().encode());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A message from another process's hub (see [`super::link`]).
+    pub fn receive(&self, bytes: &[u8]) -> Result<(), String> {
+        match HubMessage::decode(bytes)? {
+            HubMessage::Trigger(b) => self.trigger(b.barrier()?),
+            HubMessage::Completed(id) => self.complete(id, Vec::new(), 0, None),
+            HubMessage::FinalAfter(id) => self.final_after.store(id, Ordering::Release),
+            HubMessage::StopSavepoint(id) => self.stop_savepoint.store(id, Ordering::SeqCst),
+            HubMessage::TaskFinishedElsewhere => {
+                self.finished_tasks.fetch_add(1, Ordering::Relaxed);
+                self.ack_cv.notify_all();
+            }
+            HubMessage::Ack(a) => self.ack(a),
+            HubMessage::Decline(id, reason) => self.decline(id, reason),
+            HubMessage::TaskFinished => self.task_finished(),
+            HubMessage::SourceAtEnd => self.source_at_end(),
+            HubMessage::Metrics(report) => {
+                // A report process 0 cannot place (processes that disagree on the layout) is
+                // logged and dropped: metrics never fail a job.
+                if let Some(Err(e)) = self.reports.get().map(|sink| sink(report)) {
+                    tracing::warn!("metrics report refused: {e}");
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Queues a savepoint into `dir` (stopping the job after it when `stop`); returns the
@@ -186,6 +269,7 @@ impl CheckpointHub {
     /// Marks checkpoint `id` as a stop-with-savepoint in progress (0: none any more).
     pub fn set_stop_savepoint(&self, id: u64) {
         self.stop_savepoint.store(id, Ordering::SeqCst);
+        self.relay_as(HubRole::Leader, || HubMessage::StopSavepoint(id));
     }
 
     /// Whether checkpoint `id` is a stop-with-savepoint still in progress.
@@ -355,11 +439,15 @@ impl CheckpointHub {
         *self.barrier.lock().unwrap_or_else(|p| p.into_inner()) = Some(barrier);
         self.barrier_id
             .store(barrier.checkpoint_id, Ordering::Release);
+        self.relay_as(HubRole::Leader, || HubMessage::Trigger(barrier.into()));
     }
 
     // --- tasks ----------------------------------------------------------------------------
 
     pub fn ack(&self, ack: TaskAck) {
+        let Some(ack) = self.forward_to_leader(ack, HubMessage::Ack) else {
+            return;
+        };
         self.acks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -370,6 +458,11 @@ impl CheckpointHub {
 
     /// A task could not take its snapshot.
     pub fn decline(&self, checkpoint_id: u64, reason: String) {
+        let Some((checkpoint_id, reason)) =
+            self.forward_to_leader((checkpoint_id, reason), |(i, r)| HubMessage::Decline(i, r))
+        else {
+            return;
+        };
         self.acks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -382,6 +475,19 @@ impl CheckpointHub {
     pub fn task_finished(&self) {
         self.finished_tasks.fetch_add(1, Ordering::Relaxed);
         self.ack_cv.notify_all();
+        self.relay_as(HubRole::Follower, || HubMessage::TaskFinished);
+        self.relay_as(HubRole::Leader, || HubMessage::TaskFinishedElsewhere);
+    }
+
+    /// On a follower, sends `what` to the leader (`None` back); elsewhere gives it back.
+    fn forward_to_leader<W>(&self, what: W, msg: impl FnOnce(W) -> HubMessage) -> Option<W> {
+        match self.link.get() {
+            Some((HubRole::Follower, link)) => {
+                link.send(msg(what).encode());
+                None
+            }
+            _ => Some(what),
+        }
     }
 
     pub fn finished_tasks(&self) -> u64 {
@@ -404,6 +510,9 @@ impl CheckpointHub {
     /// beyond every checkpoint: a crash in the middle of those commits left some committed and
     /// the restore replayed their records (duplicates).
     pub fn source_at_end(&self) {
+        if self.relay_as(HubRole::Follower, || HubMessage::SourceAtEnd) {
+            return;
+        }
         let at_end = self.sources_at_end.fetch_add(1, Ordering::AcqRel) + 1;
         if at_end >= self.sources.load(Ordering::Relaxed) {
             let last = self
@@ -411,6 +520,7 @@ impl CheckpointHub {
                 .load(Ordering::Acquire)
                 .max(self.last_triggered());
             self.final_after.store(last, Ordering::Release);
+            self.relay_as(HubRole::Leader, || HubMessage::FinalAfter(last));
         }
     }
 
@@ -491,6 +601,7 @@ impl CheckpointHub {
         }
         self.completed.fetch_max(id, Ordering::AcqRel);
         self.prune_channel_states(id);
+        self.relay_as(HubRole::Leader, || HubMessage::Completed(id));
     }
 
     /// Appends a line to the checkpoint log (see [`log_since`](Self::log_since)).

@@ -83,7 +83,9 @@ pub fn assign(
     let mut out = StateAssignment::default();
     let mut unmapped = Vec::new();
     for (id, state) in &cp.operators {
-        if job.contains_key(id) {
+        // An unaligned checkpoint's in-flight records of a vertex go with its head operator.
+        let owner = super::task::is_channel_state_id(id).unwrap_or(id);
+        if job.contains_key(owner) {
             continue;
         }
         unmapped.push(UnmappedState {
@@ -172,5 +174,25 @@ mod tests {
         assert_eq!(kept.operators.keys().collect::<Vec<_>>(), vec!["src"]);
         let e = assign(&cp(&[]), &job(&["src"]), true).unwrap_err();
         assert_eq!(e, StateMappingError::Empty);
+    }
+
+    #[test]
+    fn in_flight_records_go_with_their_vertex_head_operator() {
+        let mut c = cp(&["a"]);
+        c.operators.insert(
+            crate::checkpoint::task::channel_state_id("a"),
+            OperatorState {
+                parallelism: 2,
+                subtasks: [(0, vec![1])].into(),
+            },
+        );
+        let job: BTreeMap<String, String> = [("a".to_string(), "A".to_string())].into();
+        let a = assign(&c, &job, false).unwrap();
+        assert!(a.dropped.is_empty());
+        assert_eq!(a.restored, vec![("a".to_string(), "A".to_string())]);
+        // Without its operator it is unmapped like any state.
+        let other: BTreeMap<String, String> = [("b".to_string(), "B".to_string())].into();
+        let e = assign(&c, &other, false).unwrap_err().to_string();
+        assert!(e.contains("a#channel-state"), "{e}");
     }
 }

@@ -23,6 +23,7 @@
 pub mod coordinator;
 pub mod driver;
 pub mod hub;
+pub mod link;
 pub mod mapping;
 pub mod restart;
 pub mod savepoints;
@@ -34,5 +35,6 @@ pub use hub::{
     CheckpointHub, CheckpointRecord, CheckpointStatus, SavepointRefused, SavepointRequest,
     SavepointStatus, StatsView, TaskAck,
 };
+pub use link::{HubMessage, HubRole, ProcessLink};
 pub use restart::RestartStrategy;
 pub use storage::{CompletedCheckpoint, OperatorState};

@@ -7,7 +7,8 @@
 //! [`TaskCheckpoints::record`] with the bytes its operator's `snapshot_state` returned, and the
 //! task calls [`TaskCheckpoints::ack`] once the barrier has passed the whole chain.
 
-use std::sync::{Arc, Mutex};
+use std::any::Any;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use super::{CheckpointHub, CompletedCheckpoint, TaskAck};
@@ -21,6 +22,33 @@ pub struct TaskCheckpoints {
     /// What the operators reported for the barrier passing now. Only the task's own chain
     /// touches it, one barrier at a time, so the lock is never contended.
     pending: Mutex<Pending>,
+    /// How the task's in-flight input records are written into an unaligned checkpoint, and
+    /// under which state id ([`channel_state_id`]); without one they stay in the hub's memory
+    /// (restorable only by the process that took them).
+    codec: OnceLock<(String, Arc<dyn ChannelStateCodec>)>,
+    /// The vertex's parallelism, set with the codec (channel state restores only at it).
+    parallelism: OnceLock<usize>,
+}
+
+/// Encodes and decodes a task's in-flight input records (a `Vec<T>` of its input type) for
+/// an unaligned checkpoint's channel state, so the checkpoint restores in any process.
+pub trait ChannelStateCodec: Send + Sync {
+    fn encode(&self, records: &(dyn Any + Send)) -> Result<Vec<u8>, String>;
+    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send>, String>;
+}
+
+/// The state id an unaligned checkpoint files the channel state of the vertex headed by
+/// operator `head` under: the head operator's id with a suffix no operator id has, so the
+/// mapping onto a job knows it for what it is ([`is_channel_state_id`]).
+pub fn channel_state_id(head: &str) -> String {
+    format!("{head}{CHANNEL_STATE_SUFFIX}")
+}
+
+const CHANNEL_STATE_SUFFIX: &str = "#channel-state";
+
+/// The head operator's id when `id` is a vertex's channel state.
+pub fn is_channel_state_id(id: &str) -> Option<&str> {
+    id.strip_suffix(CHANNEL_STATE_SUFFIX)
 }
 
 #[derive(Default)]
@@ -42,7 +70,22 @@ impl TaskCheckpoints {
             subtask,
             restore,
             pending: Mutex::new(Pending::default()),
+            codec: OnceLock::new(),
+            parallelism: OnceLock::new(),
         }
+    }
+
+    /// Writes this task's in-flight input records into unaligned checkpoints with `codec`,
+    /// under `id` ([`channel_state_id`] of the vertex's head operator); `parallelism` is the
+    /// vertex's. Set once, before the task runs.
+    pub fn set_channel_codec(
+        &self,
+        id: String,
+        codec: Arc<dyn ChannelStateCodec>,
+        parallelism: usize,
+    ) {
+        let _ = self.codec.set((id, codec));
+        let _ = self.parallelism.set(parallelism);
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -106,19 +149,62 @@ impl TaskCheckpoints {
     }
 
     /// Keeps the task's in-flight records for unaligned checkpoint `checkpoint_id` (before
-    /// [`ack`](Self::ack)).
-    pub fn store_channel_state(&self, checkpoint_id: u64, state: Box<dyn std::any::Any + Send>) {
-        self.hub
-            .store_channel_state(checkpoint_id, self.vertex, self.subtask, state);
+    /// [`ack`](Self::ack)): encoded into the checkpoint beside the operators' snapshots when
+    /// the task has a codec, else in the hub's memory. A record set that cannot be encoded
+    /// declines the checkpoint.
+    pub fn store_channel_state(&self, checkpoint_id: u64, state: Box<dyn Any + Send>) {
+        match self.codec.get() {
+            Some((id, codec)) => match codec.encode(state.as_ref()) {
+                Ok(bytes) => self.record(id, bytes),
+                Err(e) => self.decline(id, format!("cannot encode its in-flight records: {e}")),
+            },
+            None => self
+                .hub
+                .store_channel_state(checkpoint_id, self.vertex, self.subtask, state),
+        }
     }
 
     /// The in-flight input records this task must process first when it restores from an
-    /// unaligned checkpoint (records of type `T`).
-    pub fn restored_channel_state<T: Clone + 'static>(&self) -> Option<Vec<T>> {
-        let cp = self.restore.as_ref()?;
-        let state = self.hub.channel_state(cp.id, self.vertex, self.subtask)?;
-        let guard = state.lock().unwrap_or_else(|p| p.into_inner());
-        guard.downcast_ref::<Vec<T>>().cloned()
+    /// unaligned checkpoint (records of type `T`): from the hub's memory, else decoded from the
+    /// checkpoint. An error when the checkpoint's channel state cannot be restored here (taken
+    /// at another parallelism, or undecodable): never silently skipped.
+    pub fn restored_channel_state<T: Clone + 'static>(&self) -> Result<Option<Vec<T>>, String> {
+        let Some(cp) = self.restore.as_ref() else {
+            return Ok(None);
+        };
+        if let Some(state) = self.hub.channel_state(cp.id, self.vertex, self.subtask) {
+            let guard = state.lock().unwrap_or_else(|p| p.into_inner());
+            return Ok(guard.downcast_ref::<Vec<T>>().cloned());
+        }
+        let Some((id, codec)) = self.codec.get() else {
+            return Ok(None);
+        };
+        let Some(state) = cp.operators.get(id) else {
+            return Ok(None);
+        };
+        let parallelism = self.hub_parallelism();
+        if parallelism.is_some_and(|p| p != state.parallelism) {
+            return Err(format!(
+                "checkpoint {} holds in-flight records of {} subtasks; they restore only at \
+                 the same parallelism (restore an aligned checkpoint or a savepoint to rescale)",
+                cp.id, state.parallelism
+            ));
+        }
+        let Some(bytes) = state.subtasks.get(&self.subtask) else {
+            return Ok(None);
+        };
+        let records = codec
+            .decode(bytes)
+            .map_err(|e| format!("checkpoint {}: its in-flight records: {e}", cp.id))?;
+        records
+            .downcast::<Vec<T>>()
+            .map(|v| Some(*v))
+            .map_err(|_| format!("checkpoint {}: in-flight records of another type", cp.id))
+    }
+
+    /// This task's vertex parallelism, as the codec's owner set it (`None`: unknown).
+    fn hub_parallelism(&self) -> Option<usize> {
+        self.parallelism.get().copied()
     }
 
     /// The snapshots of operator `op` to restore, one per subtask of the run that took them (in

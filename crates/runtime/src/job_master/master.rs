@@ -11,6 +11,7 @@ use sluice_types::{Id128, JobId};
 use super::restore::assign_state;
 use super::{Attempt, AttemptBuilder, EnvConfig, JobHandle, JobMonitor, JobOutcome};
 use crate::checkpoint::{CheckpointHub, CompletedCheckpoint};
+use crate::telemetry::cluster::{ClusterLayout, ClusterView};
 use crate::telemetry::Sampler;
 use crate::{JobControl, JobError, JobResult, TaskMetrics, VertexInfo};
 
@@ -24,6 +25,13 @@ pub struct JobMaster {
     /// The checkpoint the first attempt restores from, its state already mapped onto the job.
     initial_restore: Option<Arc<CompletedCheckpoint>>,
     builder: Box<dyn AttemptBuilder>,
+    /// The other processes of a split job: this process's hub role and the link to theirs.
+    link: Option<(
+        crate::checkpoint::HubRole,
+        Arc<dyn crate::checkpoint::ProcessLink>,
+    )>,
+    /// Where a split job's subtasks run, and (in process 0) what the others report.
+    cluster: Option<Arc<ClusterView>>,
 }
 
 /// What the job thread runs with, once launched.
@@ -75,7 +83,25 @@ impl JobMaster {
             operators,
             initial_restore,
             builder,
+            link: None,
+            cluster: None,
         })
+    }
+
+    /// Runs this job as one process of a job split over processes (see
+    /// [`crate::checkpoint::link`]): the leader (process 0) coordinates the checkpoints of every
+    /// process; a follower's tasks are triggered and completed through `link`. `layout` says
+    /// where every subtask runs: each follower reports its subtasks' metrics to the leader
+    /// after every update, and the leader's monitor shows them (see
+    /// [`crate::telemetry::cluster`]).
+    pub fn set_process_link(
+        &mut self,
+        role: crate::checkpoint::HubRole,
+        link: Arc<dyn crate::checkpoint::ProcessLink>,
+        layout: ClusterLayout,
+    ) {
+        self.link = Some((role, link));
+        self.cluster = Some(ClusterView::new(layout));
     }
 
     /// Where the job's checkpoints go: `<checkpoint dir>/<job id>/chk-<n>`, as in Flink.
@@ -127,10 +153,16 @@ impl JobMaster {
             }
         }
         // Every job has a hub: savepoints work without periodic checkpoints, as in Flink.
-        control.set_checkpoints(CheckpointHub::new(
-            cfg.checkpoints.clone(),
-            self.checkpoint_dir(),
-        ));
+        let hub = CheckpointHub::new(cfg.checkpoints.clone(), self.checkpoint_dir());
+        control.set_checkpoints(hub.clone());
+        if let Some((role, link)) = &self.link {
+            hub.set_link(*role, link.clone());
+            if let (crate::checkpoint::HubRole::Leader, Some(view)) = (role, &self.cluster) {
+                let (view, metrics) = (view.clone(), metrics.clone());
+                hub.on_reports(Box::new(move |r| view.receive(r, &metrics)));
+            }
+            link.attach(hub, control.clone());
+        }
         let monitor = Arc::new(JobMonitor {
             job_id,
             graph: graph.clone(),
@@ -144,6 +176,7 @@ impl JobMaster {
             profiler: Arc::default(),
             last_sample_ms: AtomicU64::new(0),
             outcome: Mutex::new(JobOutcome::Running),
+            cluster: self.cluster.clone(),
         });
         let name = graph.name.clone();
         tracing::info!(
@@ -164,6 +197,7 @@ impl JobMaster {
                         std::thread::park_timeout(every);
                         if !done.load(Ordering::Relaxed) {
                             m.sample_now();
+                            m.report_to_leader();
                         }
                     }
                 })
@@ -185,6 +219,7 @@ impl JobMaster {
                 let _ = sampler_thread.join();
                 // The final sample: every subtask's values as of its end.
                 m.sample_now();
+                m.report_to_leader();
                 let end_time_ms = crate::executor::epoch_ms();
                 m.set_outcome(match &r {
                     Ok(_) => JobOutcome::Finished { end_time_ms },
@@ -228,6 +263,8 @@ impl Running {
                     operators,
                     initial_restore,
                     builder,
+                    link: _,
+                    cluster: _,
                 },
             control,
             metrics,
@@ -262,9 +299,16 @@ impl Running {
                 };
                 if let Some(cp) = &restore {
                     let has_inputs = !graph.edges.is_empty();
+                    // In-flight records written into the checkpoint restore anywhere; those
+                    // kept in memory only in the process that took them.
+                    let written = cp
+                        .operators
+                        .keys()
+                        .any(|id| crate::checkpoint::task::is_channel_state_id(id).is_some());
                     if cp.kind == sluice_types::CheckpointKind::Unaligned
                         && has_inputs
                         && !h.has_channel_state(cp.id)
+                        && !written
                     {
                         return Err(JobError::job(format!(
                             "checkpoint {} is unaligned: its in-flight records are kept in the memory \
@@ -309,6 +353,8 @@ impl Running {
                 h.set_sources(sources as u64);
             }
             let coordinator = match &hub {
+                // A follower's checkpoints are coordinated by the leader's thread.
+                Some(h) if h.is_follower() => None,
                 Some(h) => Some(
                     CoordinatorThread::spawn(h.clone(), control.clone(), parallelism.clone())
                         .map_err(|e| {

@@ -8,6 +8,7 @@ use sluice_plan::JobGraph;
 use sluice_types::JobId;
 
 use super::EnvConfig;
+use crate::telemetry::cluster::ClusterView;
 use crate::telemetry::{MetricsConfig, Sampler, VertexSnapshot};
 use crate::{JobControl, JobError, TaskMetrics};
 
@@ -30,6 +31,9 @@ pub struct JobMonitor {
     /// Wall-clock time of the latest metrics sample, ms since the Unix epoch; 0 = none yet.
     pub(super) last_sample_ms: AtomicU64,
     pub(super) outcome: Mutex<JobOutcome>,
+    /// A job split over processes: where each subtask runs and, in process 0, the other
+    /// processes' latest reports (`None`: the job runs in this process alone).
+    pub(super) cluster: Option<Arc<ClusterView>>,
 }
 
 /// Where a job is in its life (Flink's `JobStatus` subset).
@@ -89,11 +93,34 @@ impl JobMonitor {
 
     /// The latest per-second metrics of every subtask, per vertex (updated every
     /// `config.metrics.update_interval`, and once more when the job ends).
+    /// In process 0 of a split job, the other processes' subtasks are as they last reported.
     pub fn vertex_metrics(&self) -> Vec<VertexSnapshot> {
-        self.sampler
+        let mut v = self
+            .sampler
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .vertices()
+            .vertices();
+        if let Some(c) = &self.cluster {
+            c.overlay(&mut v);
+        }
+        v
+    }
+
+    /// Where the job's subtasks run when it is split over processes (`None`: in this
+    /// process alone).
+    pub fn cluster(&self) -> Option<&Arc<ClusterView>> {
+        self.cluster.as_ref()
+    }
+
+    /// In a process of a split job other than 0: sends process 0 its subtasks' latest metrics
+    /// (best effort; see [`crate::telemetry::cluster`]). Does nothing elsewhere.
+    pub fn report_to_leader(&self) {
+        let (Some(c), Some(hub)) = (&self.cluster, self.control.checkpoints()) else {
+            return;
+        };
+        if hub.is_follower() {
+            hub.send_report(c.report(&self.subtasks, &self.vertex_metrics()));
+        }
     }
 
     /// Takes a metrics sample now (the sampler thread does this every update interval).

@@ -10,6 +10,7 @@
 //! [`Sampler`] owns that state for a job; [`JobSnapshot`] is the plain-data result the REST layer,
 //! `sluice top` and the doctor read. The thread that calls [`Sampler::tick`] lives with the job.
 
+pub mod cluster;
 mod cpu;
 mod sampler;
 mod snapshot;

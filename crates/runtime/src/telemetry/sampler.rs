@@ -75,6 +75,8 @@ struct SubtaskState {
     bytes_in: MeterWindow,
     bytes_out: MeterWindow,
     buffers_out: MeterWindow,
+    /// `[bytes local, bytes remote, buffers local, buffers remote]` received.
+    input_split: [MeterWindow; 4],
     ops: Vec<OpState>,
     last: SubtaskSnapshot,
 }
@@ -110,10 +112,11 @@ impl Sampler {
                         bytes_in: MeterWindow::new(slots),
                         bytes_out: MeterWindow::new(slots),
                         buffers_out: MeterWindow::new(slots),
+                        input_split: std::array::from_fn(|_| MeterWindow::new(slots)),
                         ops: Vec::new(),
                         last: SubtaskSnapshot {
                             subtask: i,
-                            state: "CREATED",
+                            state: TaskState::Created,
                             start_time_ms: -1,
                             end_time_ms: -1,
                             cpu_ms_per_second: f64::NAN,
@@ -162,7 +165,7 @@ fn ms(ns: u64) -> f64 {
 fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     let m = s.metrics.clone();
     let state = m.state();
-    s.last.state = state.as_str();
+    s.last.state = state;
     let started = m.started_mono_ns.load(Relaxed);
     if started == 0 || s.done {
         return;
@@ -226,6 +229,10 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     s.bytes_in.push(bytes_in);
     s.bytes_out.push(bytes_out);
     s.buffers_out.push(buffers_out);
+    let split = input_split(&m.input_channels);
+    for (w, v) in s.input_split.iter_mut().zip(split) {
+        w.push(v);
+    }
 
     let idle_ps = s.idle.per_second();
     let bp_ps = s.bp.per_second();
@@ -314,7 +321,7 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     let wall_ms = |v: u64| if v == 0 { -1 } else { v as i64 };
     s.last = SubtaskSnapshot {
         subtask: s.last.subtask,
-        state: state.as_str(),
+        state,
         start_time_ms: wall_ms(m.started_ms.load(Relaxed)),
         end_time_ms: wall_ms(m.ended_ms.load(Relaxed)),
         busy_ms_per_second: busy_ps,
@@ -337,6 +344,14 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
         bytes_in_per_second: s.bytes_in.per_second(window_s),
         bytes_out_per_second: s.bytes_out.per_second(window_s),
         buffers_out_per_second: s.buffers_out.per_second(window_s),
+        bytes_in_local: split[0],
+        bytes_in_remote: split[1],
+        buffers_in_local: split[2],
+        buffers_in_remote: split[3],
+        bytes_in_local_per_second: s.input_split[0].per_second(window_s),
+        bytes_in_remote_per_second: s.input_split[1].per_second(window_s),
+        buffers_in_local_per_second: s.input_split[2].per_second(window_s),
+        buffers_in_remote_per_second: s.input_split[3].per_second(window_s),
         in_pool_usage: ratio(in_used, m.input_pool_size.load(Relaxed)),
         out_pool_usage: ratio(out_used, m.output_pool_size.load(Relaxed)),
         input_queue_length: in_queued,
@@ -367,6 +382,17 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
         // Final values stay as they were when the subtask ended (Flink stops updating them too).
         s.done = ended > 0;
     }
+}
+
+/// `[bytes local, bytes remote, buffers local, buffers remote]` received on the input channels.
+fn input_split(chs: &std::sync::Mutex<Vec<Arc<sluice_channel::ChannelCounters>>>) -> [u64; 4] {
+    let chs = chs.lock().unwrap_or_else(|p| p.into_inner());
+    chs.iter().fold([0; 4], |mut a, c| {
+        let at = usize::from(c.remote.load(Relaxed));
+        a[at] += c.bytes_in.load(Relaxed);
+        a[2 + at] += c.buffers_in.load(Relaxed);
+        a
+    })
 }
 
 fn channel_sums(chs: &std::sync::Mutex<Vec<Arc<sluice_channel::ChannelCounters>>>) -> (u64, u64) {

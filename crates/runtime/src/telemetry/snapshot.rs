@@ -1,7 +1,10 @@
-//! Plain-data views of a job's metrics at one update.
+//! Plain-data views of a job's metrics at one update (serde: a process of a split job sends
+//! its subtasks' to process 0, see [`super::cluster`]).
+
+use serde::{Deserialize, Serialize};
 
 /// One operator inside a chained subtask.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct OperatorSnapshot {
     pub name: String,
     pub records_in: u64,
@@ -12,11 +15,11 @@ pub struct OperatorSnapshot {
 }
 
 /// One subtask, with Flink's metric semantics.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SubtaskSnapshot {
     pub subtask: usize,
-    /// Flink execution state name (`RUNNING`, `FINISHED`, ...).
-    pub state: &'static str,
+    /// Flink execution state (`as_str`: `RUNNING`, `FINISHED`, ...).
+    pub state: crate::TaskState,
     pub start_time_ms: i64,
     /// -1 while running.
     pub end_time_ms: i64,
@@ -40,6 +43,17 @@ pub struct SubtaskSnapshot {
     pub bytes_in_per_second: f64,
     pub bytes_out_per_second: f64,
     pub buffers_out_per_second: f64,
+    /// Bytes and buffers received on channels from this process (`local`) and from another
+    /// process of a split job (`remote`): Flink's `numBytesInLocal` / `numBytesInRemote` /
+    /// `numBuffersInLocal` / `numBuffersInRemote`, and their per-second meters.
+    pub bytes_in_local: u64,
+    pub bytes_in_remote: u64,
+    pub buffers_in_local: u64,
+    pub buffers_in_remote: u64,
+    pub bytes_in_local_per_second: f64,
+    pub bytes_in_remote_per_second: f64,
+    pub buffers_in_local_per_second: f64,
+    pub buffers_in_remote_per_second: f64,
     /// Used input credits / input pool size (0 for sources).
     pub in_pool_usage: f64,
     /// Buffers in flight on output channels / credits granted to them (0 for sinks).
