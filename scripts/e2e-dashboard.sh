@@ -26,6 +26,12 @@ stop_job() {
     wait "$JOB_PID" 2>/dev/null || true
     JOB_PID=
   fi
+  # The next case uses the same port: it must not reach this job's REST API.
+  local deadline=$((SECONDS + 30))
+  while curl -fs "http://127.0.0.1:$PORT/overview" >/dev/null 2>&1; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "port $PORT still answers 30 s after the job was stopped"; exit 1; }
+    sleep 0.2
+  done
 }
 trap stop_job EXIT
 

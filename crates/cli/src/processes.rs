@@ -17,6 +17,8 @@ use std::io::{IsTerminal, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -271,14 +273,28 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
         failures_ms: Vec::new(),
     });
     drop(env);
+    // SIGTERM, SIGINT or SIGHUP to the launcher stops every process (by PID) and waits for
+    // them before it exits: nothing of the run, its REST port included, outlives it.
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .with_context(|| format!("handling signal {sig}"))?;
+    }
     let exe = std::env::current_exe()?;
     let mut base = arguments_without(&["--processes", "--job-id"]);
     base.extend(["--job-id".into(), job_id.to_string().into()]);
     let mut restarted = 0u32;
     loop {
-        match run_processes(n, &exe, &base, args)? {
-            None => break,
-            Some(failure) => {
+        match run_processes(n, &exe, &base, args, &stop)? {
+            Outcome::Finished => break,
+            Outcome::Stopped => {
+                anyhow::bail!("stopped by a signal: all {n} processes were stopped and have exited")
+            }
+            Outcome::Failed(failure) => {
                 if failure.refused {
                     anyhow::bail!(
                         "{failure}: the job was refused before it started, so it is not \
@@ -295,7 +311,13 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
                          more restarts ({restarted} so far)"
                     );
                 };
-                std::thread::sleep(delay);
+                let until = Instant::now() + delay;
+                while Instant::now() < until {
+                    if stop.load(Ordering::SeqCst) {
+                        anyhow::bail!("{failure}; stopped by a signal before the restart");
+                    }
+                    std::thread::sleep(Duration::from_millis(20).min(delay));
+                }
                 restarted += 1;
                 // From the latest completed checkpoint, or from the start if none completed;
                 // `--inject-failure`s are one per attempt: the restarted processes get those
@@ -363,17 +385,28 @@ impl std::fmt::Display for Failure {
     }
 }
 
-/// One incarnation of the job: starts the N processes and waits for all. `Some(why)` when
-/// one failed (the others are then stopped). Returns once every line the processes wrote has
-/// been forwarded (see [`child_output`]).
+/// How an incarnation of the job ended.
+enum Outcome {
+    /// Every process exited successfully.
+    Finished,
+    /// One failed; the others were stopped.
+    Failed(Failure),
+    /// The launcher was told to stop (a signal); every process was stopped.
+    Stopped,
+}
+
+/// One incarnation of the job: starts the N processes and waits for all, or stops them all
+/// when one fails or `stop` is set. Returns once every line the processes wrote has been
+/// forwarded (see [`child_output`]).
 fn run_processes(
     n: usize,
     exe: &Path,
     base: &[OsString],
     args: &RunArgs,
-) -> anyhow::Result<Option<Failure>> {
+    stop: &AtomicBool,
+) -> anyhow::Result<Outcome> {
     let mut forwarders = Vec::with_capacity(2 * n);
-    let ended = start_and_wait(n, exe, base, args, &mut forwarders);
+    let ended = start_and_wait(n, exe, base, args, stop, &mut forwarders);
     // Every process has exited or was killed and reaped: their pipes are at their end.
     for f in forwarders {
         let _ = f.join();
@@ -386,8 +419,9 @@ fn start_and_wait(
     exe: &Path,
     base: &[OsString],
     args: &RunArgs,
+    stop: &AtomicBool,
     forwarders: &mut Vec<std::thread::JoinHandle<()>>,
-) -> anyhow::Result<Option<Failure>> {
+) -> anyhow::Result<Outcome> {
     // Free loopback ports, one per process (released here, bound again by the processes).
     let peers = (0..n)
         .map(|_| -> anyhow::Result<SocketAddr> {
@@ -439,6 +473,10 @@ fn start_and_wait(
     eprintln!("{n} processes started: {peer_list}");
     let mut left = n;
     while left > 0 {
+        if stop.load(Ordering::SeqCst) {
+            stop_all(&mut children);
+            return Ok(Outcome::Stopped);
+        }
         for i in 0..n {
             let Some(child) = children[i].as_mut() else {
                 continue;
@@ -467,7 +505,7 @@ fn start_and_wait(
                         std::thread::sleep(Duration::from_millis(10));
                     }
                     stop_all(&mut children);
-                    return Ok(Some(Failure {
+                    return Ok(Outcome::Failed(Failure {
                         message: failed.join(", then "),
                         refused,
                     }));
@@ -476,7 +514,7 @@ fn start_and_wait(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(None)
+    Ok(Outcome::Finished)
 }
 
 /// Stops every process still running (by PID) and reaps it.

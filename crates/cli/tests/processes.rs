@@ -254,6 +254,38 @@ fn a_split_job_refuses_plan_changes_and_its_processes_die_with_the_launcher() {
 }
 
 #[test]
+fn sigterm_to_the_launcher_stops_every_process_before_it_exits() {
+    let (launcher, url) = common::start_live(&[
+        "skew",
+        "--records",
+        "100000000000",
+        "-p",
+        "2",
+        "--processes",
+        "2",
+    ]);
+    wait_until("the job is listed", 30, || {
+        common::get(&format!("{url}/jobs"))["jobs"][0]["id"].is_string()
+    });
+    let processes = children_of(launcher.pid());
+    assert_eq!(processes.len(), 2, "two processes: {processes:?}");
+    let status = launcher.terminate();
+    assert!(!status.success(), "a stopped run is no success: {status}");
+    // Nothing is left once the launcher has exited: no process, no REST port (a script that
+    // starts the next job on the same port right after must not reach the old one).
+    let left: Vec<u32> = processes.iter().copied().filter(|&p| alive(p)).collect();
+    assert!(
+        left.is_empty(),
+        "processes outlived their launcher: {left:?}"
+    );
+    let port = url.rsplit(':').next().expect("port");
+    assert!(
+        std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err(),
+        "the REST port {port} still answers"
+    );
+}
+
+#[test]
 fn process_0_shows_every_process_and_the_doctor_finds_the_hot_key_in_process_1() {
     let (launcher, url) = common::start_live(&[
         "skew",

@@ -15,6 +15,16 @@ impl Job {
     pub fn pid(&self) -> u32 {
         self.0.id()
     }
+
+    /// Sends SIGTERM (by the `kill` command) and waits for the process to exit.
+    pub fn terminate(mut self) -> std::process::ExitStatus {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .expect("kill");
+        assert!(sent.success(), "kill -TERM {}", self.pid());
+        self.0.wait().expect("waiting for the process")
+    }
 }
 
 impl Drop for Job {
