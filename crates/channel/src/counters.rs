@@ -25,6 +25,12 @@ pub struct ChannelCounters {
     /// The channel's other end is in another process (its buffers cross the network): Flink's
     /// remote channel, counted apart in `numBytesInRemote` and the like. Set once at deployment.
     pub remote: AtomicBool,
+    /// Time the network exchange spent encoding this channel's buffers for the wire (the
+    /// sending process's pump thread; 0 for a local channel), ns.
+    pub serialize_ns: AtomicU64,
+    /// Time the network exchange spent decoding this channel's buffers off the wire (the
+    /// receiving process's connection thread; 0 for a local channel), ns.
+    pub deserialize_ns: AtomicU64,
 }
 
 impl ChannelCounters {

@@ -412,3 +412,55 @@ fn process_0_shows_every_process_and_the_doctor_finds_the_hot_key_in_process_1()
         "{own}"
     );
 }
+
+#[test]
+fn the_doctor_names_the_exchanges_serialization_cost_between_processes() {
+    // Wide records behind a REBALANCE across 2 processes: encoding and decoding them on the
+    // exchange's threads costs far more than making or folding them, so the source is
+    // backpressured while its consumer idles.
+    let (_launcher, url) =
+        common::start_live(&["scenario", "serialization", "-p", "2", "--processes", "2"]);
+    let d = common::doctor(&url, "serialization");
+    assert_eq!(d["cause"], "serialization", "{d:#}");
+    let vertex = d["bottleneck"]["vertex-name"].as_str().unwrap_or_default();
+    assert!(
+        vertex.contains("generator") || vertex.contains("fold"),
+        "the bottleneck is one side of the crossing edge: {d:#}"
+    );
+    assert!(
+        d["evidence"].as_array().unwrap().iter().any(|e| {
+            let e = e.as_str().unwrap_or("");
+            e.contains("serializationTimeMsPerSecond") && e.contains("`Source: generator`")
+        }),
+        "{d:#}"
+    );
+    // Process 0 serves both figures for every subtask, the remote ones included.
+    let jid = common::get(&format!("{url}/jobs"))["jobs"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = common::get(&format!("{url}/jobs/{jid}"));
+    let id_of = |prefix: &str| {
+        job["vertices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"].as_str().unwrap().starts_with(prefix))
+            .expect("vertex")["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for (vertex, metric) in [
+        (id_of("Source: generator"), "serializationTimeMsPerSecond"),
+        (id_of("fold"), "deserializationTimeMsPerSecond"),
+    ] {
+        for i in 0..2 {
+            let got = common::get(&format!(
+                "{url}/jobs/{jid}/vertices/{vertex}/subtasks/{i}/metrics?get={metric}"
+            ));
+            let v: f64 = got[0]["value"].as_str().unwrap().parse().unwrap();
+            assert!(v > 0.0, "{metric} of subtask {i}: {got}");
+        }
+    }
+}

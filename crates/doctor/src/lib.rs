@@ -23,6 +23,9 @@
 //! - all busy, the flame graph's CPU mostly in serialization frames → [`Cause::Serialization`];
 //! - all busy in a source operator → [`Cause::SourceCeiling`]; in a sink → [`Cause::SinkLimit`];
 //! - all busy otherwise → [`Cause::UnderProvisioned`] (fix: parallelism N behind REBALANCE/HASH);
+//! - nothing busy, but a vertex backpressured by a consumer that is not busy, with the network
+//!   exchange between them spending ≥ [`exchange::CODEC_MS`] encoding or decoding the records
+//!   that cross processes → [`Cause::Serialization`] at that edge ([`exchange`]);
 //! - nothing busy → [`Cause::NoBottleneck`]: the input is the limit.
 //!
 //! Inside a chain, the per-operator (exclusive) busy time names the operator.
@@ -41,6 +44,7 @@ use std::fmt;
 
 mod checkpoints;
 mod error;
+pub mod exchange;
 pub mod flink_rest;
 mod json;
 pub mod lag;
@@ -80,6 +84,13 @@ pub struct SubtaskSample {
     pub operator_busy: Vec<(String, f64)>,
     /// Time in keyed-state calls, ms/s.
     pub state_access: Option<f64>,
+    /// Time the network exchange spent encoding the subtask's outgoing buffers for other
+    /// processes, ms/s (Sluice's `serializationTimeMsPerSecond`): on the exchange's own thread,
+    /// so not inside busy time.
+    pub serialization: Option<f64>,
+    /// Time the network exchange spent decoding the buffers the subtask receives from other
+    /// processes, ms/s (Sluice's `deserializationTimeMsPerSecond`).
+    pub deserialization: Option<f64>,
     /// A source subtask's lag: records in its splits not yet read (FLIP-33 `pendingRecords`).
     pub pending_records: Option<f64>,
     /// Splits (Kafka partitions) assigned to a source subtask (Sluice's `assignedSplits`).
@@ -426,6 +437,8 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                             .map(|(n, sum, c)| (n, sum / c as f64))
                             .collect(),
                         state_access: avg(|s| s.state_access),
+                        serialization: avg(|s| s.serialization),
+                        deserialization: avg(|s| s.deserialization),
                         pending_records: avg(|s| s.pending_records),
                         assigned_splits: avg(|s| s.assigned_splits),
                         send_time: avg(|s| s.send_time),
@@ -539,6 +552,15 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
         }
     }
     let trend = lag::trend(job, samples);
+    if found.is_none() && any_backpressured {
+        if let Some(mut d) = exchange::codec_limit(job) {
+            evidence.extend(d.evidence);
+            d.evidence = evidence;
+            d.undetermined = undetermined;
+            d.lag = trend;
+            return d;
+        }
+    }
     let Some((vi, hot)) = found else {
         evidence.push(format!(
             "no subtask is busy ≥ {} without being backpressured",

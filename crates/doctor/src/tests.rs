@@ -593,3 +593,71 @@ fn a_blocking_lookup_join_gets_an_async_lookup() {
         d.evidence
     );
 }
+
+fn with_codec(mut s: SubtaskSample, ser: f64, de: f64) -> SubtaskSample {
+    s.serialization = Some(ser);
+    s.deserialization = Some(de);
+    s
+}
+
+#[test]
+fn an_exchange_busy_encoding_records_for_another_process_is_named_at_the_producer() {
+    // The source is backpressured, the keyed vertex idle: its records wait on the exchange's
+    // thread, which spends 700 ms/s encoding them (subtask 1 crosses, subtask 0 stays local).
+    let src = vec![
+        with_codec(sub(200.0, 800.0, 0.0, 0.0), 0.0, 0.0),
+        with_codec(sub(200.0, 800.0, 0.0, 0.0), 700.0, 0.0),
+    ];
+    let keyed = vec![
+        with_codec(sub(100.0, 0.0, 900.0, 500.0), 0.0, 200.0),
+        with_codec(sub(100.0, 0.0, 900.0, 500.0), 0.0, 150.0),
+    ];
+    let d = diagnose(&job(src, keyed, idle2()));
+    assert_eq!(d.cause, Cause::Serialization, "{d:#?}");
+    let b = d.bottleneck.as_ref().expect("a bottleneck");
+    assert_eq!(b.vertex, 0);
+    assert_eq!(
+        b.operator.as_deref(),
+        Some("map"),
+        "the chain's last operator emits"
+    );
+    assert_eq!(b.subtasks, vec![1]);
+    assert!(
+        d.evidence.iter().any(|e| e.contains("700 ms/s encoding")),
+        "{:?}",
+        d.evidence
+    );
+    assert!(d
+        .fix
+        .as_ref()
+        .is_some_and(|f| f.description.contains("encode")));
+}
+
+#[test]
+fn an_exchange_busy_decoding_is_named_at_the_consumer() {
+    let src = vec![with_codec(sub(200.0, 800.0, 0.0, 0.0), 100.0, 0.0)];
+    let keyed = vec![with_codec(sub(100.0, 0.0, 900.0, 500.0), 0.0, 650.0)];
+    let d = diagnose(&job(src, keyed, vec![sub(50.0, 0.0, 950.0, 500.0)]));
+    assert_eq!(d.cause, Cause::Serialization, "{d:#?}");
+    let b = d.bottleneck.as_ref().expect("a bottleneck");
+    assert_eq!((b.vertex, b.operator.as_deref()), (1, Some("agg")));
+    assert!(d
+        .fix
+        .as_ref()
+        .is_some_and(|f| f.description.contains("decode")));
+}
+
+#[test]
+fn a_cheap_exchange_or_a_busy_consumer_is_not_a_serialization_cost() {
+    // Codec time under the threshold: backpressure without a busy vertex, as before.
+    let src = vec![with_codec(sub(200.0, 800.0, 0.0, 0.0), 200.0, 0.0)];
+    let keyed = vec![with_codec(sub(100.0, 0.0, 900.0, 500.0), 0.0, 100.0)];
+    let d = diagnose(&job(src, keyed, vec![sub(50.0, 0.0, 950.0, 500.0)]));
+    assert_eq!(d.cause, Cause::NoBottleneck, "{d:#?}");
+    // A busy consumer is the bottleneck, whatever the exchange costs.
+    let src = vec![with_codec(sub(200.0, 800.0, 0.0, 0.0), 500.0, 0.0)];
+    let keyed = vec![with_codec(sub(950.0, 0.0, 50.0, 500.0), 0.0, 400.0)];
+    let d = diagnose(&job(src, keyed, vec![sub(50.0, 0.0, 950.0, 500.0)]));
+    assert_ne!(d.cause, Cause::Serialization, "{d:#?}");
+    assert_eq!(d.bottleneck.map(|b| b.vertex), Some(1));
+}

@@ -15,6 +15,7 @@
 //! | `source-ceiling` | a generator whose function is expensive → REBALANCE → discard | source ceiling |
 //! | `source-ceiling` with `splits` | the same input in that many parts that cannot be cut further (files, partitions of a system that does not report them): subtasks beyond the parts idle | source ceiling; a raised parallelism does not help (the autopilot's rollback) |
 //! | `input-limited` | a source that waits for its input (counted as idle) → cheap map → discard | no bottleneck |
+//! | `serialization` | a generator of wide records ([`WIDE`] large integers, cheap to make) → REBALANCE → a cheap sum → discard; run with `--processes 2` | serialization cost at the exchange (its encoding at `generator`); in one process nothing crosses, so the source is the limit |
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
@@ -59,7 +60,14 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "input-limited",
         "a source waiting for slow input, everything else cheap: no bottleneck",
     ),
+    (
+        "serialization",
+        "wide records behind REBALANCE to a cheap consumer; over --processes 2 the exchange's encoding is the limit: serialization cost",
+    ),
 ];
+
+/// `serialization`: integers per record (each a full 64-bit value: 10 bytes as a varint).
+pub const WIDE: usize = 64;
 
 /// Default record count: effectively unbounded (hours at any of the scenarios' rates).
 pub const UNBOUNDED: u64 = 1_000_000_000_000;
@@ -289,6 +297,23 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
             })
             .map(|v: i64| v & 0xFFFF)
             .name("map")
+            .sink_fn("count", count);
+        }
+        "serialization" => {
+            env.set_parallelism(cfg.parallelism);
+            env.exchange_type::<Vec<u64>>();
+            // Making a record is a copy of a template with one field set: far cheaper than
+            // encoding its 64 varints for the wire, and decoding them.
+            let template: Vec<u64> = (0..WIDE as u64).map(|j| mix(j) | (1 << 63)).collect();
+            env.generate(n, move |i| {
+                let mut r = template.clone();
+                r[0] = i;
+                r
+            })
+            .name("generator")
+            .rebalance()
+            .map(|r: Vec<u64>| r.iter().fold(0u64, |a, v| a ^ v) as i64)
+            .name("fold")
             .sink_fn("count", count);
         }
         other => unreachable!("validated scenario {other}"),

@@ -19,7 +19,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 use serde::de::DeserializeOwned;
-use sluice_channel::{ChannelEvent, ChannelSender, OwnedPermit, WaitTimes};
+use sluice_channel::{ChannelCounters, ChannelEvent, ChannelSender, OwnedPermit, WaitTimes};
 
 use crate::endpoint::{Handler, NetEndpoint, Peer};
 use crate::wire::{decode_records, ChannelId, Frame, FrameRef};
@@ -32,6 +32,8 @@ struct InChannel<T: Send + 'static> {
     cv: Condvar,
     backlog: AtomicUsize,
     metrics: Arc<SerdeMetrics>,
+    /// The receiving channel's counters (the downstream subtask's own): decoding time.
+    counters: Arc<ChannelCounters>,
 }
 
 struct Held<T: Send + 'static> {
@@ -54,8 +56,12 @@ impl<T: Send + DeserializeOwned + 'static> Handler for InChannel<T> {
                 let started = Instant::now();
                 // Straight from the connection's read buffer.
                 let decoded: Vec<T> = decode_records(records)?;
+                let took = started.elapsed();
                 self.metrics
-                    .record_decode(started.elapsed(), records.len(), decoded.len());
+                    .record_decode(took, records.len(), decoded.len());
+                self.counters
+                    .deserialize_ns
+                    .fetch_add(took.as_nanos() as u64, Relaxed);
                 self.backlog.store(backlog as usize, Relaxed);
                 if with_credit {
                     let mut held = self.permits.lock().unwrap_or_else(|p| p.into_inner());
@@ -118,6 +124,7 @@ pub fn open_inputs<T: DeserializeOwned + Send + 'static>(
     for (id, sender) in channels {
         let ch = Arc::new(InChannel {
             id,
+            counters: sender.counters(),
             sender,
             permits: Mutex::new(Held {
                 permits: VecDeque::new(),

@@ -18,14 +18,15 @@
 //! write, and nothing waits in the batch while the pump waits for the outbox.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sluice_channel::{
-    ChannelSender, ExchangeConfig, GateCanceller, GateItem, GateWaker, InputGate, WaitTimes,
+    ChannelCounters, ChannelSender, ExchangeConfig, GateCanceller, GateItem, GateWaker, InputGate,
+    WaitTimes,
 };
 
 use crate::endpoint::{Handler, NetEndpoint, Peer};
@@ -152,6 +153,9 @@ struct Pumping<'a> {
     channels: &'a [ChannelId],
     peer: &'a Peer,
     metrics: &'a SerdeMetrics,
+    /// The outbox channels' counters (the upstream subtasks' own): encoding time per channel,
+    /// so serialisation cost shows per subtask.
+    counters: Vec<Arc<ChannelCounters>>,
     /// Frames encoded and not written yet: written with one system call once the outbox has
     /// nothing more to take right now (or the batch is large), never held while the pump waits.
     batch: Vec<u8>,
@@ -166,6 +170,7 @@ impl<'a> Pumping<'a> {
             channels,
             peer,
             metrics,
+            counters: Vec::new(),
             batch: Vec::with_capacity(BATCH_BYTES + (64 << 10)),
             wire: vec![0; channels.len()],
         }
@@ -182,6 +187,7 @@ impl<'a> Pumping<'a> {
             self.channels.iter().map(|_| VecDeque::new()).collect();
         let mut holding = 0usize;
         let poll = gate.waker();
+        self.counters = gate.counters();
         loop {
             for (i, p) in credits.pending.iter().enumerate() {
                 let n = p.swap(0, SeqCst);
@@ -271,8 +277,11 @@ impl<'a> Pumping<'a> {
                     with_credit,
                     &buf.records,
                 )?;
-                self.metrics
-                    .record_encode(started.elapsed(), bytes, buf.records.len());
+                let took = started.elapsed();
+                self.metrics.record_encode(took, bytes, buf.records.len());
+                if let Some(c) = self.counters.get(ch) {
+                    c.serialize_ns.fetch_add(took.as_nanos() as u64, Relaxed);
+                }
                 // The sender's buffer is free again (or pays an overdraft debt back).
                 gate.release(buf);
             }

@@ -168,6 +168,8 @@ const TASK_EXTRAS: &[&str] = &[
     "accumulateCpuTimeMs",
     "cpuWaitTimeMsPerSecond",
     "stateAccessTimeMsPerSecond",
+    "serializationTimeMsPerSecond",
+    "deserializationTimeMsPerSecond",
     "currentOutputWatermark",
     "numLateRecordsDropped",
     // Flink registers these two only when buffer debloating is enabled (the captures ran

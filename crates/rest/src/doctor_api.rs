@@ -169,6 +169,8 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
             .map(|o| (o.name.clone(), o.busy_ms_per_second))
             .collect(),
         state_access: finite(s.state_access_ms_per_second),
+        serialization: finite(s.serialization_ms_per_second),
+        deserialization: finite(s.deserialization_ms_per_second),
         // Connector metrics are operator gauges: see `with_connector_gauges`.
         pending_records: None,
         assigned_splits: None,

@@ -38,7 +38,8 @@
 //! `subtasks/metrics` aggregates are numbers, and `skew` is
 //! [`sluice_runtime::telemetry::data_skew_percent`]. Operator metrics use Flink's scope filter
 //! (`Source: generator` → `Source__generator`). Sluice-only metrics are additions, never
-//! replacements: `cpuTimeMsPerSecond`, `accumulateCpuTimeMs`, `stateAccessTimeMsPerSecond` and per operator
+//! replacements: `cpuTimeMsPerSecond`, `accumulateCpuTimeMs`, `stateAccessTimeMsPerSecond`,
+//! `serializationTimeMsPerSecond`, `deserializationTimeMsPerSecond` and per operator
 //! `busyTimeMsPerSecond` / `accumulateBusyTimeMs`.
 //!
 //! Errors are Flink's `{"errors":["..."]}`: unknown path/job/vertex/subtask/metric → 404,

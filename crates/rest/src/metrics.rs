@@ -307,6 +307,12 @@ pub static TASK_METRICS: &[TaskMetric] = &[
     TaskMetric { name: "stateAccessTimeMsPerSecond", kind: Gauge, extra: true,
         help: "Time in keyed-state calls, ms per second (sampled on the memory backend)",
         get: |s| Value::Double(s.snap.state_access_ms_per_second) },
+    TaskMetric { name: "serializationTimeMsPerSecond", kind: Gauge, extra: true,
+        help: "Time the network exchange spent encoding the subtask's buffers for other processes, ms per second",
+        get: |s| Value::Double(s.snap.serialization_ms_per_second) },
+    TaskMetric { name: "deserializationTimeMsPerSecond", kind: Gauge, extra: true,
+        help: "Time the network exchange spent decoding the buffers the subtask receives from other processes, ms per second",
+        get: |s| Value::Double(s.snap.deserialization_ms_per_second) },
 ];
 
 #[rustfmt::skip]

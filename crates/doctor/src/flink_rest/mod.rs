@@ -2,7 +2,8 @@
 //! over already-parsed JSON (`serde_json::Value`s), so a live sampler over HTTP, a directory of
 //! saved answers and tests over captured fixtures build the same view. Uses Flink's paths and
 //! metric names, plus Sluice's extras when the server has them (`cpuTimeMsPerSecond`,
-//! `cpuWaitTimeMsPerSecond`, `stateAccessTimeMsPerSecond`, `<operator>.busyTimeMsPerSecond`,
+//! `cpuWaitTimeMsPerSecond`, `stateAccessTimeMsPerSecond`, `serializationTimeMsPerSecond`,
+//! `deserializationTimeMsPerSecond`, `<operator>.busyTimeMsPerSecond`,
 //! `/hot-keys`); what a server does not report stays `None`.
 //!
 //! The answers it reads: `/overview` ([`slot_cap`]), `/jobs/overview` ([`pick_job`]),
@@ -28,6 +29,11 @@ pub const CPU: &str = "cpuTimeMsPerSecond";
 pub const CPU_WAIT: &str = "cpuWaitTimeMsPerSecond";
 /// Sluice's time in keyed-state calls, ms/s (absent on Flink).
 pub const STATE_ACCESS: &str = "stateAccessTimeMsPerSecond";
+/// Sluice's time the network exchange spent encoding a subtask's buffers for other processes,
+/// ms/s (absent on Flink, which serialises on the task thread: inside busy time).
+pub const SERIALIZATION: &str = "serializationTimeMsPerSecond";
+/// Sluice's time the network exchange spent decoding the buffers a subtask receives, ms/s.
+pub const DESERIALIZATION: &str = "deserializationTimeMsPerSecond";
 /// FLIP-33 source lag of a subtask: records in its splits not read yet.
 pub const PENDING_RECORDS: &str = "pendingRecords";
 /// Sluice's number of splits (Kafka partitions) assigned to a source subtask.
@@ -221,7 +227,8 @@ fn read_parallelism(v: &Value, vertex: &str) -> Result<usize, DoctorError> {
 /// and CPU-wait time, each chained operator's busy time, and a source's lag and splits or a
 /// sink's send time (connector metrics, as `<operator scope>.<metric>`, and unscoped).
 pub fn subtask_metric_names(vertex: &VertexView) -> String {
-    let mut names = format!("{SUBTASK_METRICS},{STATE_ACCESS},{CPU_WAIT}");
+    let mut names =
+        format!("{SUBTASK_METRICS},{STATE_ACCESS},{CPU_WAIT},{SERIALIZATION},{DESERIALIZATION}");
     let connector: &[&str] = match (vertex.is_source, vertex.is_sink) {
         (true, _) => &[PENDING_RECORDS, ASSIGNED_SPLITS],
         (false, true) => &[SEND_TIME],
@@ -295,6 +302,8 @@ pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> 
             })
             .collect(),
         state_access: get(STATE_ACCESS),
+        serialization: get(SERIALIZATION),
+        deserialization: get(DESERIALIZATION),
         pending_records: connector_metric(values, operators, PENDING_RECORDS),
         assigned_splits: connector_metric(values, operators, ASSIGNED_SPLITS),
         send_time: connector_metric(values, operators, SEND_TIME),

@@ -51,6 +51,8 @@ struct Totals {
     cpu_ns: Option<u64>,
     wait_ns: Option<u64>,
     state_ns: u64,
+    ser_ns: u64,
+    de_ns: u64,
 }
 
 struct OpState {
@@ -70,6 +72,9 @@ struct SubtaskState {
     cpu: TimerWindow,
     cpu_wait: TimerWindow,
     state: TimerWindow,
+    /// Encoding / decoding time of the subtask's remote channels (the exchange's threads).
+    serialize: TimerWindow,
+    deserialize: TimerWindow,
     records_in: MeterWindow,
     records_out: MeterWindow,
     bytes_in: MeterWindow,
@@ -107,6 +112,8 @@ impl Sampler {
                         cpu: TimerWindow::new(slots),
                         cpu_wait: TimerWindow::new(slots),
                         state: TimerWindow::new(slots),
+                        serialize: TimerWindow::new(slots),
+                        deserialize: TimerWindow::new(slots),
                         records_in: MeterWindow::new(slots),
                         records_out: MeterWindow::new(slots),
                         bytes_in: MeterWindow::new(slots),
@@ -204,12 +211,20 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     let state_ns = m.state_access_ns.load(Relaxed);
     s.state
         .push(ms(state_ns.saturating_sub(s.prev.state_ns)), interval_s);
+    let ser_ns = channel_total(&m.output_channels, |c| &c.serialize_ns);
+    let de_ns = channel_total(&m.input_channels, |c| &c.deserialize_ns);
+    s.serialize
+        .push(ms(ser_ns.saturating_sub(s.prev.ser_ns)), interval_s);
+    s.deserialize
+        .push(ms(de_ns.saturating_sub(s.prev.de_ns)), interval_s);
     s.prev = Totals {
         idle_ns: idle,
         bp_ns: bp,
         cpu_ns: cpu.or(s.prev.cpu_ns),
         wait_ns: wait.or(s.prev.wait_ns),
         state_ns,
+        ser_ns,
+        de_ns,
     };
     s.prev_tick = at;
 
@@ -217,13 +232,7 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     let records_out = m.records_out.load(Relaxed);
     let bytes_in = m.bytes_in.load(Relaxed);
     let bytes_out = m.bytes_out.load(Relaxed);
-    let buffers_out: u64 = m
-        .output_channels
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .iter()
-        .map(|c| c.buffers_out.load(Relaxed))
-        .sum();
+    let buffers_out = channel_total(&m.output_channels, |c| &c.buffers_out);
     s.records_in.push(records_in);
     s.records_out.push(records_out);
     s.bytes_in.push(bytes_in);
@@ -371,6 +380,8 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
             f64::NAN
         },
         state_access_ms_per_second: s.state.per_second(),
+        serialization_ms_per_second: s.serialize.per_second(),
+        deserialization_ms_per_second: s.deserialize.per_second(),
         operators,
     };
     if ended > 0
@@ -393,6 +404,15 @@ fn input_split(chs: &std::sync::Mutex<Vec<Arc<sluice_channel::ChannelCounters>>>
         a[2 + at] += c.buffers_in.load(Relaxed);
         a
     })
+}
+
+/// One counter summed over the channels.
+fn channel_total(
+    chs: &std::sync::Mutex<Vec<Arc<sluice_channel::ChannelCounters>>>,
+    counter: impl Fn(&sluice_channel::ChannelCounters) -> &std::sync::atomic::AtomicU64,
+) -> u64 {
+    let chs = chs.lock().unwrap_or_else(|p| p.into_inner());
+    chs.iter().map(|c| counter(c).load(Relaxed)).sum()
 }
 
 fn channel_sums(chs: &std::sync::Mutex<Vec<Arc<sluice_channel::ChannelCounters>>>) -> (u64, u64) {

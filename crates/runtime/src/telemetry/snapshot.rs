@@ -77,6 +77,15 @@ pub struct SubtaskSnapshot {
     /// Time in keyed-state calls, ms per second (estimated from sampled calls on the memory
     /// backend; `TaskMetrics::state_access_ns`).
     pub state_access_ms_per_second: f64,
+    /// Time the network exchange spent encoding this subtask's outgoing buffers for other
+    /// processes, ms per second (on the exchange's thread, not the task's; 0 when nothing
+    /// crosses).
+    #[serde(default)]
+    pub serialization_ms_per_second: f64,
+    /// Time the network exchange spent decoding the buffers this subtask receives from other
+    /// processes, ms per second (on the connection's thread; 0 when nothing crosses).
+    #[serde(default)]
+    pub deserialization_ms_per_second: f64,
     pub operators: Vec<OperatorSnapshot>,
 }
 
