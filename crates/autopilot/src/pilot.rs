@@ -366,6 +366,22 @@ impl Autopilot {
                 "`{}` is no longer in the job: the effect cannot be measured",
                 before.bottleneck
             )),
+            Some(after)
+                if matches!(change, PlanChange::Parallelism { .. })
+                    && after.parallelism > before.parallelism
+                    && after.working_subtasks <= before.working_subtasks =>
+            {
+                // Whatever the rates did (on a shared machine they drift between windows),
+                // the work did not spread: the added subtasks idle.
+                Some(format!(
+                    "ineffective: the work did not spread over the added subtasks ({} of {} \
+                     subtasks working, {} of {} before)",
+                    after.working_subtasks,
+                    after.parallelism,
+                    before.working_subtasks,
+                    before.parallelism
+                ))
+            }
             Some(after) => {
                 let r = gain(before.bottleneck_rate, after.bottleneck_rate);
                 let t = gain(before.throughput, after.throughput);

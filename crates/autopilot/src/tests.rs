@@ -168,6 +168,33 @@ fn source_ceiling_job_tries_a_parallelism_finds_it_ineffective_and_rolls_back() 
     assert_eq!(ap.log()[1].outcome.name(), "skipped");
 }
 
+/// A raise whose added subtask gets no work (one split, one reader) is rolled back even when
+/// the rates drift up between the windows (a shared machine gets faster or slower).
+#[test]
+fn a_raise_whose_added_subtasks_idle_is_rolled_back_whatever_the_rates_did() {
+    let mut ap = Autopilot::new(Policy::default());
+    let before = underprovisioned();
+    apply_of(ap.propose(0, &diagnose(&before), &before, &always));
+    ap.applied(100, Ok(vec![]));
+    // +25 % on both figures, but the second map subtask processes nothing.
+    let after = job(
+        sub(300.0, 400.0, 1250.0),
+        vec![sub(980.0, 0.0, 1250.0), sub(0.0, 0.0, 0.0)],
+        1250.0,
+    );
+    let v = ap.judge(10_000, &after);
+    assert!(matches!(v, Verdict::RollBack { .. }), "{v:?}");
+    let d = &ap.log()[0];
+    assert!(
+        matches!(&d.outcome, Outcome::RolledBack { reason }
+            if reason.contains("did not spread") && reason.contains("1 of 2")),
+        "{:?}",
+        d.outcome
+    );
+    assert_eq!(d.after.as_ref().unwrap().working_subtasks, 1);
+    assert_eq!(ap.to_json()["decisions"][0]["after"]["working-subtasks"], 1);
+}
+
 /// The window after the change when the input ran dry: the source waits for input, nothing
 /// is busy, the rates are low.
 fn dry() -> JobView {

@@ -99,8 +99,8 @@ pub struct EnvArgs {
         alias = "tolerable-checkpoint-failures"
     )]
     pub tolerable_failed_checkpoints: u32,
-    /// Where checkpoints are written (DIR/<job id>/chk-<n>/ with a _metadata manifest; checked writable at start); a temporary directory by default.
-    #[arg(long, value_name = "DIR")]
+    /// Where checkpoints are written (DIR/<job id>/chk-<n>/ with a _metadata manifest; checked writable at start): a directory, or s3://BUCKET/PREFIX on an S3-compatible store (settings from AWS_* variables: AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, keys, region); a temporary directory by default [execution.checkpointing.dir].
+    #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
     pub checkpoint_dir: Option<std::path::PathBuf>,
     /// none | fixed-delay:<attempts>:<delay ms> | failure-rate:<max>:<interval ms>:<delay ms> [restart-strategy.type].
     #[arg(long, value_name = "STRATEGY", value_parser = sluice_runtime::checkpoint::RestartStrategy::parse)]

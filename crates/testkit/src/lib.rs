@@ -12,6 +12,10 @@
 //! - [`LookupService`]: `sluice-lookup-service`, an HTTP JSON service of rows by key with
 //!   configurable latency and failures (HTTP 500s, dropped connections, stalls), for lookup joins.
 //!
+//! - [`S3Server`]: moto's standalone server, an S3-compatible object store in memory (installed
+//!   into `target/venv-moto/` by `scripts/install-moto.sh`, pinned; `SLUICE_MOTO` overrides the
+//!   executable), for checkpoints on object storage.
+//!
 //! - [`kafka_read::read_committed`]: reads a whole topic as a `read_committed` consumer would,
 //!   applying the transaction markers itself (tansu 0.6 sends no aborted-transaction list, so
 //!   librdkafka's own `read_committed` shows aborted records), without trusting the high
@@ -24,11 +28,13 @@ pub mod kafka_read;
 mod lookup;
 mod postgres;
 mod process;
+mod s3;
 
 pub use kafka::KafkaBroker;
 pub use lookup::{Latency, LookupService, ServiceOptions};
 pub use postgres::PostgresCluster;
 pub use process::free_port;
+pub use s3::S3Server;
 
 use std::path::PathBuf;
 

@@ -25,6 +25,7 @@ pub mod driver;
 pub mod hub;
 pub mod link;
 pub mod mapping;
+pub mod object;
 pub mod restart;
 pub mod savepoints;
 pub mod storage;

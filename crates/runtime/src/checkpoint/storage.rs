@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 
 use sluice_types::{CheckpointKind, OperatorError};
 
+use super::object::ObjectDir;
+
 /// One operator's snapshot: the bytes of each subtask that had state, by subtask index.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OperatorState {
@@ -155,6 +157,17 @@ pub fn sync_dir(dir: &Path) -> Result<(), OperatorError> {
 /// Makes sure checkpoints can be written to `dir` before a job starts: creates it if missing
 /// and writes (and removes) a probe file. The error names the directory.
 pub fn prepare_dir(dir: &Path) -> Result<(), OperatorError> {
+    if let Some(o) = object_dir(dir)? {
+        let probe = format!(".sluice-write-probe-{}", std::process::id());
+        let unusable = |e: OperatorError| {
+            OperatorError::failed(format!(
+                "checkpoint directory {} is not usable: {e}",
+                o.url()
+            ))
+        };
+        o.put(&[&probe], b"probe".to_vec()).map_err(unusable)?;
+        return o.delete(&[&probe]).map_err(unusable);
+    }
     let unusable = |what: &str, e: std::io::Error| {
         OperatorError::failed(format!(
             "checkpoint directory {} is not usable: {what}: {e}",
@@ -170,6 +183,10 @@ pub fn prepare_dir(dir: &Path) -> Result<(), OperatorError> {
 /// Writes `cp` as `dir/chk-<id>` (or into `dir` itself when `exact`, for savepoints), durably
 /// (see the module docs), and returns the directory.
 pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBuf, OperatorError> {
+    let (files, meta) = layout(cp)?;
+    if let Some(o) = object_dir(dir)? {
+        return write_objects(&o, cp.id, exact, files, meta);
+    }
     let target = if exact {
         dir.to_path_buf()
     } else {
@@ -178,35 +195,9 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
     let tmp = target.with_extension("inprogress");
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(|e| io(format!("creating {}", tmp.display()), e))?;
-    let mut operators = Vec::new();
-    for (op, state) in &cp.operators {
-        let mut subtasks = Vec::new();
-        for (sub, bytes) in &state.subtasks {
-            let name = format!("{}.{sub}.state", file_stem(op));
-            write_synced(&tmp.join(&name), bytes)?;
-            subtasks.push(ManifestFile {
-                subtask: *sub,
-                file: name,
-                bytes: bytes.len() as u64,
-                crc32: crc32fast::hash(bytes),
-            });
-        }
-        operators.push(ManifestOperator {
-            id: op.clone(),
-            parallelism: state.parallelism,
-            subtasks,
-        });
+    for (name, bytes) in &files {
+        write_synced(&tmp.join(name), bytes)?;
     }
-    let manifest = Manifest {
-        version: FORMAT_VERSION,
-        id: cp.id,
-        kind: cp.kind.into(),
-        timestamp: cp.timestamp_ms,
-        operators,
-    };
-    let mut meta = serde_json::to_vec(&manifest)
-        .map_err(|e| OperatorError::failed(format!("encoding the checkpoint manifest: {e}")))?;
-    meta.push(b'\n');
     write_synced(&tmp.join(METADATA), &meta)?;
     sync_dir(&tmp)?;
     if target.exists() {
@@ -234,12 +225,94 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
     Ok(target)
 }
 
+/// A checkpoint's state files (name, bytes), as [`layout`] names them.
+type StateFiles<'a> = Vec<(String, &'a [u8])>;
+
+/// The state files of `cp` and its `_metadata` manifest, encoded.
+fn layout(cp: &CompletedCheckpoint) -> Result<(StateFiles<'_>, Vec<u8>), OperatorError> {
+    let mut files = Vec::new();
+    let mut operators = Vec::new();
+    for (op, state) in &cp.operators {
+        let mut subtasks = Vec::new();
+        for (sub, bytes) in &state.subtasks {
+            let name = format!("{}.{sub}.state", file_stem(op));
+            subtasks.push(ManifestFile {
+                subtask: *sub,
+                file: name.clone(),
+                bytes: bytes.len() as u64,
+                crc32: crc32fast::hash(bytes),
+            });
+            files.push((name, bytes.as_slice()));
+        }
+        operators.push(ManifestOperator {
+            id: op.clone(),
+            parallelism: state.parallelism,
+            subtasks,
+        });
+    }
+    let manifest = Manifest {
+        version: FORMAT_VERSION,
+        id: cp.id,
+        kind: cp.kind.into(),
+        timestamp: cp.timestamp_ms,
+        operators,
+    };
+    let mut meta = serde_json::to_vec(&manifest)
+        .map_err(|e| OperatorError::failed(format!("encoding the checkpoint manifest: {e}")))?;
+    meta.push(b'\n');
+    Ok((files, meta))
+}
+
+/// [`write`] on an object store: the state files, then `_metadata` (which makes the checkpoint
+/// count, see [`super::object`]).
+fn write_objects(
+    o: &ObjectDir,
+    id: u64,
+    exact: bool,
+    files: StateFiles<'_>,
+    meta: Vec<u8>,
+) -> Result<PathBuf, OperatorError> {
+    let chk = format!("chk-{id}");
+    let at: Vec<&str> = if exact { vec![] } else { vec![chk.as_str()] };
+    let target = if exact {
+        PathBuf::from(o.url())
+    } else {
+        o.child_path(&chk)
+    };
+    if exact {
+        if o.get(&[METADATA])?.is_some() {
+            return Err(OperatorError::failed(format!(
+                "{} already exists",
+                target.display()
+            )));
+        }
+    } else {
+        // A stale or partial `chk-<id>` of an earlier run.
+        o.delete_all(&at)?;
+    }
+    for (name, bytes) in files {
+        o.put(&[at.as_slice(), &[name.as_str()]].concat(), bytes.to_vec())?;
+    }
+    o.put(&[at.as_slice(), &[METADATA]].concat(), meta)?;
+    Ok(target)
+}
+
+/// The object-store location `dir` names (`s3://…`), or `None` for a local directory.
+fn object_dir(dir: &Path) -> Result<Option<ObjectDir>, OperatorError> {
+    super::object::parse(dir).transpose()
+}
+
 /// Reads and checks the manifest of checkpoint directory `dir` (format version, file names),
 /// without reading the state files.
 pub fn read_manifest(dir: &Path) -> Result<Manifest, OperatorError> {
     let meta_path = dir.join(METADATA);
-    let text =
-        std::fs::read(&meta_path).map_err(|e| io(format!("reading {}", meta_path.display()), e))?;
+    let text = match object_dir(dir)? {
+        Some(o) => o.get(&[METADATA])?.ok_or_else(|| {
+            OperatorError::failed(format!("reading {}: no such object", meta_path.display()))
+        })?,
+        None => std::fs::read(&meta_path)
+            .map_err(|e| io(format!("reading {}", meta_path.display()), e))?,
+    };
     let bad = |what: String| {
         OperatorError::failed(format!(
             "{}: not a Sluice checkpoint manifest ({what})",
@@ -276,13 +349,22 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, OperatorError> {
 /// verifying every state file's size and CRC32.
 pub fn read(dir: &Path) -> Result<CompletedCheckpoint, OperatorError> {
     let m = read_manifest(dir)?;
+    let object = object_dir(dir)?;
     let mut operators = BTreeMap::new();
     for op in m.operators {
         let mut subtasks = BTreeMap::new();
         for f in op.subtasks {
             let path = dir.join(&f.file);
-            let bytes =
-                std::fs::read(&path).map_err(|e| io(format!("reading {}", path.display()), e))?;
+            let bytes = match &object {
+                Some(o) => o.get(&[&f.file])?.ok_or_else(|| {
+                    OperatorError::failed(format!(
+                        "state file {} is missing (listed in the manifest)",
+                        path.display()
+                    ))
+                })?,
+                None => std::fs::read(&path)
+                    .map_err(|e| io(format!("reading {}", path.display()), e))?,
+            };
             let crc = crc32fast::hash(&bytes);
             if bytes.len() as u64 != f.bytes || crc != f.crc32 {
                 return Err(OperatorError::failed(format!(
@@ -316,6 +398,18 @@ pub fn read(dir: &Path) -> Result<CompletedCheckpoint, OperatorError> {
 /// `_metadata` (a `chk-<id>` directory or a savepoint), else the newest complete `chk-<id>` in
 /// it (a job's checkpoint directory). The error says what was looked for.
 pub fn resolve_restore_dir(dir: &Path) -> Result<PathBuf, OperatorError> {
+    if let Some(o) = object_dir(dir)? {
+        if o.get(&[METADATA])?.is_some() {
+            return Ok(PathBuf::from(o.url()));
+        }
+        return latest(dir).ok_or_else(|| {
+            OperatorError::failed(format!(
+                "cannot restore from {}: not a checkpoint (no _metadata), and no complete \
+                 chk-<n> in it",
+                o.url()
+            ))
+        });
+    }
     if dir.join(METADATA).is_file() {
         return Ok(dir.to_path_buf());
     }
@@ -369,21 +463,30 @@ pub fn restore_source(
 
 /// Deletes `chk-*` directories of `dir` older than the newest `retained`.
 pub fn prune(dir: &Path, retained: usize) -> Result<(), OperatorError> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Ok(());
+    let object = object_dir(dir)?;
+    let names: Vec<String> = match &object {
+        Some(o) => o.children()?,
+        None => {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return Ok(());
+            };
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        }
     };
-    let mut ids: Vec<u64> = entries
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_prefix("chk-"))
-                .and_then(|n| n.parse().ok())
-        })
+    let mut ids: Vec<u64> = names
+        .iter()
+        .filter_map(|n| n.strip_prefix("chk-").and_then(|n| n.parse().ok()))
         .collect();
     ids.sort_unstable();
     let drop = ids.len().saturating_sub(retained);
     for id in &ids[..drop] {
+        if let Some(o) = &object {
+            o.delete_all(&[&format!("chk-{id}")])?;
+            continue;
+        }
         let p = dir.join(format!("chk-{id}"));
         std::fs::remove_dir_all(&p).map_err(|e| io(format!("removing {}", p.display()), e))?;
     }
@@ -393,6 +496,19 @@ pub fn prune(dir: &Path, retained: usize) -> Result<(), OperatorError> {
 /// The newest complete checkpoint directory in `dir` (a `chk-<id>` whose `_metadata` reads as
 /// a manifest of this format), if any.
 pub fn latest(dir: &Path) -> Option<PathBuf> {
+    if let Some(o) = object_dir(dir).ok()? {
+        let mut ids: Vec<u64> = o
+            .children()
+            .ok()?
+            .iter()
+            .filter_map(|n| n.strip_prefix("chk-")?.parse().ok())
+            .collect();
+        ids.sort_unstable_by_key(|id| std::cmp::Reverse(*id));
+        return ids
+            .into_iter()
+            .map(|id| o.child_path(&format!("chk-{id}")))
+            .find(|p| read_manifest(p).is_ok());
+    }
     let entries = std::fs::read_dir(dir).ok()?;
     let mut found: Vec<(u64, PathBuf)> = entries
         .filter_map(|e| e.ok())
