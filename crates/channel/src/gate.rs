@@ -932,6 +932,21 @@ impl<T: Send + 'static> ChannelSender<T> {
         })
     }
 
+    /// [`try_reserve`](Self::try_reserve), but the permit owns its hold on the gate: a credit
+    /// if one is free right now (how the network's credit announcer takes, after one blocking
+    /// reservation, every credit freed meanwhile, and announces them in one frame).
+    pub fn try_reserve_owned(&self) -> Result<Option<OwnedPermit<T>>, Cancelled> {
+        let mut st = self.shared.lock();
+        if st.cancelled {
+            return Err(Cancelled);
+        }
+        Ok(self.take_credit(&mut st).map(|credit| OwnedPermit {
+            shared: self.shared.clone(),
+            channel: self.channel,
+            credit: Some(credit),
+        }))
+    }
+
     /// Queues a buffer without a credit: only for the partial buffer an unaligned barrier took
     /// along, arriving over the network after its barrier (the documented exception).
     pub fn send_without_credit(&self, records: Vec<T>) -> Result<(), Cancelled> {

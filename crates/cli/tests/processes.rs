@@ -397,15 +397,36 @@ fn process_0_shows_every_process_and_the_doctor_finds_the_hot_key_in_process_1()
     );
     assert_eq!(d["hot-keys"][0]["key"], "0", "{d:#}");
 
-    // Process 1's threads are not process 0's to dump: a 404 saying so.
-    let dump = Command::new("curl")
-        .args(["-s", "-w", "\n%{http_code}"])
-        .arg(format!("{url}/taskmanagers/{}/thread-dump", tm_id(1)))
-        .output()
-        .expect("curl");
-    let dump = String::from_utf8_lossy(&dump.stdout).to_string();
-    assert!(dump.trim_end().ends_with("404"), "{dump}");
-    assert!(dump.contains("process 1"), "{dump}");
+    // Process 1's threads, dumped by process 1 and served by process 0: its sum subtask (2/2)
+    // and its source subtask, none of process 0's.
+    let dump = common::get(&format!("{url}/taskmanagers/{}/thread-dump", tm_id(1)));
+    let names: Vec<&str> = dump["threadInfos"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{dump}"))
+        .iter()
+        .filter_map(|t| t["threadName"].as_str())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.starts_with("sum-per-key") && n.contains("(2/2)")),
+        "{names:?}"
+    );
+    assert!(!names.iter().any(|n| n.contains("(1/2)")), "{names:?}");
+    // The sum vertex's flame graph through process 0 has process 1's subtask in it (sampled
+    // there): Flink's protocol, "-3" until the first run is done.
+    let mut fg = serde_json::Value::Null;
+    wait_until(
+        "a flame graph of subtask 2/2, sampled in process 1",
+        120,
+        || {
+            fg = common::get(&format!(
+                "{url}/jobs/{jid}/vertices/{sum}/flamegraph?subtaskindex=1"
+            ));
+            fg["data"]["value"].as_i64().unwrap_or(0) > 0
+        },
+    );
+    assert!(fg["endTimestamp"].as_i64().unwrap_or(0) > 0, "{fg}");
     let own = common::get(&format!("{url}/taskmanagers/{}/thread-dump", tm_id(0)));
     assert!(
         own["threadInfos"].as_array().is_some_and(|t| !t.is_empty()),

@@ -35,6 +35,15 @@ impl NetLink {
         }
     }
 
+    /// Where this process's messages go: from process 0 to every other, else to process 0.
+    fn targets(&self) -> Vec<usize> {
+        if self.process == 0 {
+            (1..self.processes).collect()
+        } else {
+            vec![0]
+        }
+    }
+
     fn fail(&self, message: String) {
         if let Some(c) = self.control.get().and_then(Weak::upgrade) {
             c.fail(JobError::job(message));
@@ -72,18 +81,21 @@ impl ProcessLink for NetLink {
     }
 
     fn send_best_effort(&self, bytes: Vec<u8>) -> Result<(), String> {
-        self.endpoint
-            .send_control(0, bytes)
-            .map_err(|e| e.to_string())
+        let mut failed = Vec::new();
+        for to in self.targets() {
+            if let Err(e) = self.endpoint.send_control(to, bytes.clone()) {
+                failed.push(format!("process {to}: {e}"));
+            }
+        }
+        if failed.is_empty() {
+            Ok(())
+        } else {
+            Err(failed.join("; "))
+        }
     }
 
     fn send(&self, bytes: Vec<u8>) {
-        let targets: Vec<usize> = if self.process == 0 {
-            (1..self.processes).collect()
-        } else {
-            vec![0]
-        };
-        for to in targets {
+        for to in self.targets() {
             if let Err(e) = self.endpoint.send_control(to, bytes.clone()) {
                 self.fail(format!(
                     "process {}: cannot reach process {to} with a checkpoint message: {e}",

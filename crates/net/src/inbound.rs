@@ -4,7 +4,8 @@
 //!
 //! Credit is the gate's own: a credit thread per channel reserves an [`OwnedPermit`] on the gate
 //! (its exclusive credits first, then the gate's floating pool) and announces it to the sender
-//! (`PartitionRequest` with the first `exclusive` credits, then one `AddCredit` per credit).
+//! (`PartitionRequest` with the first `exclusive` credits, then an `AddCredit` for each
+//! credit it waited for together with every further one already free, in one frame).
 //! It holds at most `exclusive + backlog` unused credits (Flink's rule: the initial credit plus
 //! the backlog the sender announced in its latest buffer), so an idle channel does not sit on
 //! floating buffers. The records are decoded straight from the connection's read buffer. Each
@@ -190,7 +191,7 @@ fn announce_credits<T: Send + 'static>(
                 held = ch.cv.wait(held).unwrap_or_else(|p| p.into_inner());
             }
         }
-        let permit = ch
+        let first = ch
             .sender
             .reserve_owned(&waits)
             .map_err(|_| NetError::Cancelled)?;
@@ -198,12 +199,26 @@ fn announce_credits<T: Send + 'static>(
         if held.ended {
             return Ok(());
         }
-        held.permits.push_back(permit);
+        held.permits.push_back(first);
+        // Every further credit freed meanwhile (the task released several buffers while this
+        // thread was waking up), up to what the channel may hold: one frame for all of them.
+        let want = exclusive + ch.backlog.load(Relaxed);
+        let mut credit = 1u32;
+        while held.permits.len() < want {
+            match ch.sender.try_reserve_owned() {
+                Ok(Some(p)) => {
+                    held.permits.push_back(p);
+                    credit += 1;
+                }
+                Ok(None) => break,
+                Err(_) => return Err(NetError::Cancelled),
+            }
+        }
         drop(held);
         peer.send(
             &FrameRef::AddCredit {
                 channel: ch.id,
-                credit: 1,
+                credit,
             }
             .encode(),
         )?;

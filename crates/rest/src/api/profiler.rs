@@ -58,11 +58,33 @@ pub fn flame_graph(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
 /// `GET /taskmanagers/:taskmanagerid/thread-dump`: every thread of the process.
 pub fn thread_dump(ctx: &Ctx, tmid: &str) -> ApiResult {
     if let Some(p) = super::cluster::remote_taskmanager(ctx, tmid) {
-        return Err(ApiError::not_found(format!(
-            "TaskManager {} is process {p} of the job: its thread dump is taken by that \
-             process, not through process 0 (not built yet).",
-            shorten(tmid)
-        )));
+        // Another process of a split job: it dumps its own threads, asked over the link.
+        let dump = ctx
+            .registry
+            .jobs()
+            .iter()
+            .find_map(|m| m.remote_thread_dump(p));
+        return match dump {
+            Some(threads) => ok(Json::obj().with(
+                "threadInfos",
+                threads
+                    .into_iter()
+                    .map(|(name, text)| {
+                        Json::obj()
+                            .with("threadName", name)
+                            .with("stringifiedThreadInfo", text)
+                    })
+                    .collect::<Vec<Json>>(),
+            )),
+            None => Err(ApiError {
+                status: 503,
+                message: format!(
+                    "TaskManager {} (process {p} of the job) did not answer within {} s.",
+                    shorten(tmid),
+                    sluice_runtime::job_master::inspect::THREAD_DUMP_WAIT.as_secs()
+                ),
+            }),
+        };
     }
     if !super::cluster::is_local_taskmanager(ctx, tmid) {
         return Err(ApiError::not_found(format!(

@@ -117,7 +117,13 @@ pub struct CheckpointHub {
     /// Where the leader puts the other processes' metrics reports (see
     /// [`crate::telemetry::cluster`]).
     reports: OnceLock<ReportSink>,
+    /// Where inspection messages go (a follower's requests, the leader's replies; see
+    /// [`crate::job_master::inspect`]).
+    inspections: OnceLock<InspectionSink>,
 }
+
+/// What a hub does with an inspection message of another process.
+pub type InspectionSink = Box<dyn Fn(HubMessage) + Send + Sync>;
 
 /// What the leader does with a metrics report of another process (an error refuses it, logged).
 pub type ReportSink =
@@ -190,6 +196,7 @@ impl CheckpointHub {
             log: Mutex::new(Vec::new()),
             link: OnceLock::new(),
             reports: OnceLock::new(),
+            inspections: OnceLock::new(),
         })
     }
 
@@ -226,6 +233,21 @@ impl CheckpointHub {
         }
     }
 
+    /// Where this hub puts the inspection messages it receives.
+    pub fn on_inspections(&self, sink: InspectionSink) {
+        let _ = self.inspections.set(sink);
+    }
+
+    /// Sends an inspection message: from the leader to every other process, from a follower
+    /// to the leader; best effort either way (an inspection never fails a job). `false` when
+    /// the job is not split or the send failed.
+    pub fn send_inspection(&self, m: HubMessage) -> bool {
+        match self.link.get() {
+            Some((_, link)) => link.send_best_effort(m.encode()).is_ok(),
+            None => false,
+        }
+    }
+
     /// Sends `m` to the other processes if this hub has role `role`.
     fn relay_as(&self, role: HubRole, m: impl FnOnce() -> HubMessage) -> bool {
         match self.link.get() {
@@ -252,6 +274,11 @@ impl CheckpointHub {
             HubMessage::Decline(id, reason) => self.decline(id, reason),
             HubMessage::TaskFinished => self.task_finished(),
             HubMessage::SourceAtEnd => self.source_at_end(),
+            m @ (HubMessage::InspectRequest { .. } | HubMessage::InspectReply { .. }) => {
+                if let Some(sink) = self.inspections.get() {
+                    sink(m);
+                }
+            }
             HubMessage::Metrics(report) => {
                 // A report process 0 cannot place (processes that disagree on the layout) is
                 // logged and dropped: metrics never fail a job.

@@ -37,8 +37,9 @@ pub trait ProcessLink: Send + Sync {
     /// Sends `bytes`: from the leader to every other process, from a follower to the leader.
     /// A message that cannot be sent fails the job (the link reports it through `control`).
     fn send(&self, bytes: Vec<u8>);
-    /// Sends `bytes` from a follower to the leader, best effort: an error is only returned,
-    /// the job goes on (metrics reports, see [`crate::telemetry::cluster`]).
+    /// [`send`](Self::send), best effort: an error is only returned, the job goes on (metrics
+    /// reports, see [`crate::telemetry::cluster`]; inspections, see
+    /// [`crate::job_master::inspect`]).
     fn send_best_effort(&self, bytes: Vec<u8>) -> Result<(), String>;
 }
 
@@ -104,6 +105,31 @@ pub enum HubMessage {
     /// Follower → leader: its subtasks' metrics after an update (not a checkpoint message;
     /// it shares the link).
     Metrics(crate::telemetry::cluster::ProcessReport),
+    /// Leader → followers: look at your subtasks for process 0's REST API (a flame graph of a
+    /// vertex, a thread dump); answered by [`HubMessage::InspectReply`] with the same `run`.
+    InspectRequest { run: u64, what: Inspect },
+    /// Follower → leader: what a [`HubMessage::InspectRequest`] asked for (best effort).
+    InspectReply {
+        run: u64,
+        process: u32,
+        reply: InspectReply,
+    },
+}
+
+/// What process 0 asks another process to look at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Inspect {
+    /// Sample the subtasks of this vertex that run there (the profiler's sampling run).
+    FlameGraph { vertex: u32 },
+    /// Dump the task threads (name, Java-style stack text).
+    ThreadDump,
+}
+
+/// The answer to an [`Inspect`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum InspectReply {
+    FlameGraph(Vec<crate::profiler::SubtaskProfile>),
+    ThreadDump(Vec<(String, String)>),
 }
 
 impl HubMessage {

@@ -177,7 +177,25 @@ impl JobMaster {
             last_sample_ms: AtomicU64::new(0),
             outcome: Mutex::new(JobOutcome::Running),
             cluster: self.cluster.clone(),
+            inspector: std::sync::OnceLock::new(),
         });
+        // A split job: process 0 asks the others for their flame graphs and thread dumps,
+        // which they answer from their own threads.
+        if let (Some((role, _)), Some(view), Some(hub)) =
+            (&self.link, &self.cluster, control.checkpoints())
+        {
+            match role {
+                crate::checkpoint::HubRole::Leader => {
+                    let inspector =
+                        super::inspect::RemoteInspector::install(hub.clone(), view.clone());
+                    monitor.profiler.set_remote(inspector.clone());
+                    let _ = monitor.inspector.set(inspector);
+                }
+                crate::checkpoint::HubRole::Follower => {
+                    super::inspect::answer_requests(hub, Arc::downgrade(&monitor))
+                }
+            }
+        }
         let name = graph.name.clone();
         tracing::info!(
             job = %name,

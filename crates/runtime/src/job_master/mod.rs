@@ -22,6 +22,7 @@
 
 mod config;
 mod handle;
+pub mod inspect;
 mod master;
 mod monitor;
 mod restore;

@@ -34,6 +34,8 @@ pub struct JobMonitor {
     /// A job split over processes: where each subtask runs and, in process 0, the other
     /// processes' latest reports (`None`: the job runs in this process alone).
     pub(super) cluster: Option<Arc<ClusterView>>,
+    /// In process 0 of a split job: asks the other processes for what only they can see.
+    pub(super) inspector: std::sync::OnceLock<Arc<super::inspect::RemoteInspector>>,
 }
 
 /// Where a job is in its life (Flink's `JobStatus` subset).
@@ -110,6 +112,12 @@ impl JobMonitor {
     /// process alone).
     pub fn cluster(&self) -> Option<&Arc<ClusterView>> {
         self.cluster.as_ref()
+    }
+
+    /// Process `process`'s task threads (name, stack text), asked over the link from process
+    /// 0 of a split job; `None` when this is no such process or it did not answer in time.
+    pub fn remote_thread_dump(&self, process: usize) -> Option<Vec<(String, String)>> {
+        self.inspector.get()?.thread_dump(process)
     }
 
     /// In a process of a split job other than 0: sends process 0 its subtasks' latest metrics

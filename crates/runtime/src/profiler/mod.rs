@@ -147,7 +147,7 @@ impl ProfiledThread {
 pub type Stack = Vec<String>;
 
 /// The samples of one subtask in a run.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct SubtaskProfile {
     pub subtask: usize,
     pub on_cpu: Vec<(Stack, u64)>,
@@ -491,6 +491,13 @@ struct VertexCache {
     last_done: Option<Instant>,
 }
 
+/// The subtasks of a vertex that run in other processes (a job split over processes): asked
+/// for their samples when a run starts here (see [`crate::job_master::inspect`]).
+pub trait RemoteSampler: Send + Sync {
+    /// Samples of `vertex`'s subtasks elsewhere, from the processes that answer within `wait`.
+    fn sample(&self, vertex: usize, wait: Duration) -> Vec<SubtaskProfile>;
+}
+
 /// A job's flame graphs, by vertex, with Flink's protocol: the first request starts a sampling
 /// run on a thread of its own and answers "pending"; later requests get the latest graph, and
 /// one older than the refresh interval starts a new run (the old graph is answered meanwhile).
@@ -499,6 +506,8 @@ pub struct JobProfiler {
     vertices: Mutex<HashMap<usize, VertexCache>>,
     /// Sampling threads started (joined by [`JobProfiler::join_samplers`] when the job ends).
     samplers: Mutex<Vec<std::thread::JoinHandle<()>>>,
+    /// In process 0 of a split job: the other processes' part of each run.
+    remote: std::sync::OnceLock<Arc<dyn RemoteSampler>>,
 }
 
 impl std::fmt::Debug for JobProfiler {
@@ -521,7 +530,37 @@ impl JobProfiler {
             config,
             vertices: Mutex::new(HashMap::new()),
             samplers: Mutex::new(Vec::new()),
+            remote: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Makes every run also sample the vertex's subtasks in the other processes (once).
+    pub fn set_remote(&self, remote: Arc<dyn RemoteSampler>) {
+        let _ = self.remote.set(remote);
+    }
+
+    /// One run over `threads` here and, when set, the vertex's subtasks elsewhere, sampled at
+    /// the same time; the other processes' subtasks replace their (never running) mirrors.
+    fn sample_everywhere(&self, vertex: usize, threads: &[ProfiledThread]) -> VertexProfile {
+        let remote = self.remote.get().cloned().map(|r| {
+            // The others sample as long as this run, then symbolise: a run's length and a
+            // margin for that.
+            let wait = self.config.delay * self.config.num_samples as u32 + Duration::from_secs(15);
+            std::thread::Builder::new()
+                .name("flamegraph-remote".into())
+                .spawn(move || r.sample(vertex, wait))
+        });
+        let mut profile = sample_vertex(threads, &self.config);
+        if let Some(Ok(h)) = remote {
+            for s in h.join().unwrap_or_default() {
+                match profile.subtasks.iter_mut().find(|t| t.subtask == s.subtask) {
+                    Some(t) => *t = s,
+                    None => profile.subtasks.push(s),
+                }
+            }
+            profile.subtasks.sort_by_key(|s| s.subtask);
+        }
+        profile
     }
 
     pub fn config(&self) -> &ProfilerConfig {
@@ -564,7 +603,7 @@ impl JobProfiler {
             let spawned = std::thread::Builder::new()
                 .name("flamegraph-sampler".into())
                 .spawn(move || {
-                    let profile = Arc::new(sample_vertex(&threads, &me.config));
+                    let profile = Arc::new(me.sample_everywhere(vertex, &threads));
                     let mut all = me.vertices.lock().unwrap_or_else(|p| p.into_inner());
                     let c = all.entry(vertex).or_default();
                     c.running = false;
