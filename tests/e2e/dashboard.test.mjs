@@ -227,6 +227,12 @@ try {
       });
       check(!!tms, `each subtask shows its TaskManager, ${exp.taskmanagers} in all (${tms ? tms.join(", ") : "none"})`);
       check(await panel.locator('[data-testid="subtask-tm"]').count() === 2, "a TaskManager column per subtask");
+      // Each sum subtask reads one source subtask across the wire: the exchange's decoding time.
+      const dec = await until(async () => {
+        const d = await panel.locator('[data-testid="serde-row"]').evaluateAll((rs) => rs.map((r) => parseFloat(r.dataset.decode)));
+        return d.length === 2 && d.every((x) => x > 0) ? d : null;
+      });
+      check(!!dec, `network exchange: decoding ms/s per subtask (${dec ? dec.map((x) => x.toFixed(1)).join(", ") : "none"})`);
     }
     if (exp.hotKey != null) {
       const key = panel.locator(`[data-testid="hot-key"][data-key="${exp.hotKey}"]`);

@@ -14,21 +14,19 @@ fn sluice() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sluice"))
 }
 
+/// `sluice run skew --records 100000 -p 2 --processes 2`, for more flags.
+fn skew_over_two_processes() -> Command {
+    let mut c = sluice();
+    c.args(["run", "skew", "--records", "100000", "-p", "2"])
+        .args(["--processes", "2"]);
+    c
+}
+
 #[test]
 fn the_skew_job_over_two_processes_sums_as_flink() {
     let dir = tempfile_dir("two");
     let out = dir.join("sums.csv");
-    let o = sluice()
-        .args([
-            "run",
-            "skew",
-            "--records",
-            "100000",
-            "-p",
-            "2",
-            "--processes",
-            "2",
-        ])
+    let o = skew_over_two_processes()
         .args(["--no-rest", "--no-progress", "--output"])
         .arg(&out)
         .output()
@@ -82,17 +80,7 @@ fn a_split_job_with_checkpoints_restarts_every_process_after_a_failure() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let out = dir.join("sums.csv");
-    let o = sluice()
-        .args([
-            "run",
-            "skew",
-            "--records",
-            "100000",
-            "-p",
-            "2",
-            "--processes",
-            "2",
-        ])
+    let o = skew_over_two_processes()
         .args(["--no-rest", "--no-progress", "--checkpoint-interval", "10"])
         .args(["--inject-failure", "sum-per-key:1:30000", "--output"])
         .arg(&out)

@@ -199,6 +199,8 @@
 
   // ---- vertex panel --------------------------------------------------------------------
   var PER_SUBTASK = ["numRecordsInPerSecond", "numRecordsOutPerSecond", "cpuTimeMsPerSecond", "busyTimeMsPerSecond"];
+  // A split job's network exchange: encoding the subtask's outgoing records, decoding its incoming ones.
+  var SERDE = ["serializationTimeMsPerSecond", "deserializationTimeMsPerSecond"];
   // The input gate's data in flight and what buffer debloating made of it (tasks with an input).
   var IN_FLIGHT = ["Shuffle.Netty.Input.0.inFlightBytes", "Shuffle.Netty.Input.0.debloatedBufferSize",
     "Shuffle.Netty.Input.0.estimatedTimeToConsumeBuffersMs"];
@@ -246,7 +248,7 @@
     return ids.then(function (info) {
       var names = [];
       for (var i = 0; i < v.parallelism; i++) {
-        PER_SUBTASK.forEach(function (n) { names.push(i + "." + n); });
+        PER_SUBTASK.concat(SERDE).forEach(function (n) { names.push(i + "." + n); });
         info.ops.forEach(function (o) { names.push(i + "." + o + ".busyTimeMsPerSecond"); });
         if (info.input) IN_FLIGHT.forEach(function (n) { names.push(i + "." + n); });
         (info.lookups || []).forEach(function (o) { LOOKUP.forEach(function (n) { names.push(i + "." + o + "." + n); }); });
@@ -352,6 +354,20 @@
     h.push(lagChart(v.id));
     h.push('<p class="muted" style="margin:6px 0 0;font-size:12px">CPU total ' + fmtNum(sumCpu) + " ms/s" +
       (bp && bp["end-timestamp"] ? " · measured " + Math.max(0, Math.round((Date.now() - bp["end-timestamp"]) / 1000)) + " s ago" : "") + "</p>");
+    var serde = false;
+    for (var z = 0; z < v.parallelism; z++) serde = serde || (m[z + "." + SERDE[0]] || 0) + (m[z + "." + SERDE[1]] || 0) > 0;
+    if (serde) {
+      // Only a job split over processes encodes records: the exchange's threads, not the task's.
+      h.push("<h3>Network exchange</h3>",
+        '<table class="sub" data-testid="serde"><thead><tr><th>#</th><th class="num">Encoding ms/s</th><th class="num">Decoding ms/s</th></tr></thead><tbody>');
+      for (var z2 = 0; z2 < v.parallelism; z2++) {
+        var enc = m[z2 + "." + SERDE[0]], dec = m[z2 + "." + SERDE[1]];
+        h.push('<tr data-testid="serde-row" data-subtask="' + z2 + '" data-encode="' + (isNaN(enc) ? "" : enc) + '" data-decode="' + (isNaN(dec) ? "" : dec) + '"><td><b>' + (z2 + 1) + "/" + v.parallelism +
+          '</b></td><td class="num">' + fmtNum(enc) + '</td><td class="num">' + fmtNum(dec) + "</td></tr>");
+      }
+      h.push("</tbody></table>",
+        '<p class="muted" style="margin:6px 0 0;font-size:12px">Time the exchange between processes spends encoding this vertex\'s records for another process and decoding the ones it receives (serializationTimeMsPerSecond, deserializationTimeMsPerSecond).</p>');
+    }
     if (info.input) {
       var maxIf = 1;
       for (var q = 0; q < v.parallelism; q++) maxIf = Math.max(maxIf, m[q + "." + IN_FLIGHT[0]] || 0);
