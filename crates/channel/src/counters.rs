@@ -18,6 +18,12 @@ pub struct ChannelCounters {
     pub buffers_queued: AtomicU64,
     /// Bytes of the buffers in flight (shipped, not yet released).
     pub bytes_in_flight: AtomicU64,
+    /// Bytes of the buffers waiting in the channel's queue (Flink's `inputQueueSize` /
+    /// `outputQueueSize`).
+    pub bytes_queued: AtomicU64,
+    /// Buffers in flight that hold one of the gate's floating credits (the rest hold the
+    /// channel's exclusive ones): Flink's floating / exclusive buffers usage.
+    pub floating_in_flight: AtomicU64,
     /// Buffers shipped without a credit because the writer was mid-record (overdraft).
     pub overdraft_buffers: AtomicU64,
     /// The most buffers ever in flight at once (checked against the credit bounds in tests).

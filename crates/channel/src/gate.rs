@@ -557,6 +557,7 @@ impl<T: Send + 'static> InputGate<T> {
                         c.bytes_in.fetch_add(bytes, Relaxed);
                         c.buffers_in.fetch_add(1, Relaxed);
                         c.buffers_queued.fetch_sub(1, Relaxed);
+                        c.bytes_queued.fetch_sub(bytes, Relaxed);
                         GateItem::Buffer(ReceivedBuffer {
                             channel: ch,
                             records,
@@ -625,6 +626,9 @@ impl<T: Send + 'static> InputGate<T> {
         let c = &self.shared.counters[channel];
         c.buffers_in_flight.fetch_sub(1, Relaxed);
         c.bytes_in_flight.fetch_sub(bytes, Relaxed);
+        if matches!(credit, Credit::Floating) {
+            c.floating_in_flight.fetch_sub(1, Relaxed);
+        }
         // Repaid under the gate lock: a sender of this channel checks its budget under it, so
         // the wake-up below cannot find the budget still full.
         if let Some(b) = repay {
@@ -998,7 +1002,7 @@ impl<T: Send + 'static> ChannelSender<T> {
         let cap = partial.capacity();
         let mut fresh = partial;
         if !fresh.is_empty() {
-            self.count_out(fresh.len());
+            self.count_out(fresh.len(), Credit::None);
             let records = std::mem::replace(&mut fresh, Vec::with_capacity(cap));
             st.channels[self.channel].queue.push_back(Entry::Buffer {
                 records,
@@ -1044,9 +1048,13 @@ impl<T: Send + 'static> ChannelSender<T> {
         Ok(())
     }
 
-    fn count_out(&self, records: usize) {
+    fn count_out(&self, records: usize, credit: Credit) {
         let c = &self.shared.counters[self.channel];
         let bytes = records as u64 * self.shared.record_size;
+        c.bytes_queued.fetch_add(bytes, Relaxed);
+        if matches!(credit, Credit::Floating) {
+            c.floating_in_flight.fetch_add(1, Relaxed);
+        }
         c.records_out.fetch_add(records as u64, Relaxed);
         c.bytes_out.fetch_add(bytes, Relaxed);
         c.buffers_out.fetch_add(1, Relaxed);
@@ -1058,7 +1066,7 @@ impl<T: Send + 'static> ChannelSender<T> {
 
     fn push_locked_raw(&self, st: &mut State<T>, records: Vec<T>, credit: Credit) -> Vec<T> {
         let cap = records.capacity();
-        self.count_out(records.len());
+        self.count_out(records.len(), credit);
         let chan = &mut st.channels[self.channel];
         chan.queue.push_back(Entry::Buffer { records, credit });
         let fresh = chan

@@ -463,6 +463,12 @@ fn run_exchange(case: ExchangeCase) {
                 0,
                 "channel {ch}: buffers left queued"
             );
+            assert_eq!(get(&c.bytes_queued), 0, "channel {ch}: bytes left queued");
+            assert_eq!(
+                get(&c.floating_in_flight),
+                0,
+                "channel {ch}: floating credits leaked"
+            );
             assert!(
                 buffers[ch] >= n.div_ceil(case.capacity as u64),
                 "channel {ch}: fewer buffers than records need"
@@ -640,8 +646,19 @@ fn stalled_receiver_saturates_credits_exactly() {
             assert_eq!(records, bounds.total * capacity as u64);
             for (ch, c) in counters.iter().enumerate() {
                 let n = get(&c.buffers_in_flight);
-                // Nothing has been taken yet: everything in flight is still queued.
+                // Nothing has been taken yet: everything in flight is still queued, and what
+                // exceeds the exclusive credits holds floating ones.
                 assert_eq!(get(&c.buffers_queued), n, "channel {ch}: queued gauge");
+                assert_eq!(
+                    get(&c.bytes_queued),
+                    get(&c.bytes_in_flight),
+                    "channel {ch}"
+                );
+                assert_eq!(
+                    get(&c.floating_in_flight),
+                    n.saturating_sub(exclusive as u64),
+                    "channel {ch}: floating gauge"
+                );
                 assert!(
                     (exclusive as u64..=bounds.per_channel).contains(&n),
                     "channel {ch}: {n} in flight, expected its {exclusive} exclusive credits \

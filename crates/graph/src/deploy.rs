@@ -287,6 +287,10 @@ fn build_attempt(w: &Wiring, a: &Attempt<'_>) -> Result<Vec<TaskSpec>, String> {
                 (plan.len() * exch.exclusive_credits + exch.floating_credits) as u64,
                 std::sync::atomic::Ordering::Relaxed,
             );
+            metrics[v.index][j].input_exclusive_size.store(
+                (plan.len() * exch.exclusive_credits) as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
             // Each channel may hold its exclusive credits plus an even share of the floating ones.
             let per_channel = exch.exclusive_credits as f64
                 + exch.floating_credits as f64 / plan.len().max(1) as f64;

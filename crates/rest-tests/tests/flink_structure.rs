@@ -160,6 +160,10 @@ const TASK_METRICS: &[&str] = &[
     "Shuffle.Netty.Output.Buffers.outPoolUsage",
     "Shuffle.Netty.Input.Buffers.inputQueueLength",
     "Shuffle.Netty.Output.Buffers.outputQueueLength",
+    "Shuffle.Netty.Input.Buffers.inputExclusiveBuffersUsage",
+    "Shuffle.Netty.Input.Buffers.inputFloatingBuffersUsage",
+    "Shuffle.Netty.Input.Buffers.inputQueueSize",
+    "Shuffle.Netty.Output.Buffers.outputQueueSize",
 ];
 const OPERATOR_METRICS: &[&str] = &["numRecordsIn", "numRecordsInPerSecond"];
 /// Sluice additions (documented in the crate docs).

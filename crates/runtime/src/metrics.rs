@@ -91,6 +91,8 @@ pub struct TaskMetrics {
     pub input_debloat: Mutex<Option<Arc<DebloatGauges>>>,
     /// Credits (buffers) the subtask's input gate can hold in total; 0 for sources.
     pub input_pool_size: AtomicU64,
+    /// Of those, the channels' exclusive credits (the rest are the gate's floating ones).
+    pub input_exclusive_size: AtomicU64,
     /// Credits the downstream gates grant this subtask's output channels in total.
     pub output_pool_size: AtomicU64,
     /// Operators of the chain in chain order (head first).

@@ -251,6 +251,8 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
 
     let (in_used, in_queued) = channel_sums(&m.input_channels);
     let (out_used, out_queued) = channel_sums(&m.output_channels);
+    let in_floating = channel_total(&m.input_channels, |c| &c.floating_in_flight).min(in_used);
+    let in_exclusive = m.input_exclusive_size.load(Relaxed);
     let in_flight_bytes: u64 = m
         .input_channels
         .lock()
@@ -365,6 +367,13 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
         out_pool_usage: ratio(out_used, m.output_pool_size.load(Relaxed)),
         input_queue_length: in_queued,
         output_queue_length: out_queued,
+        input_exclusive_buffers_usage: ratio(in_used - in_floating, in_exclusive),
+        input_floating_buffers_usage: ratio(
+            in_floating,
+            m.input_pool_size.load(Relaxed).saturating_sub(in_exclusive),
+        ),
+        input_queue_size: channel_total(&m.input_channels, |c| &c.bytes_queued),
+        output_queue_size: channel_total(&m.output_channels, |c| &c.bytes_queued),
         in_flight_bytes,
         debloated_buffer_size,
         estimated_time_to_consume_buffers_ms,

@@ -60,6 +60,19 @@ pub struct SubtaskSnapshot {
     pub out_pool_usage: f64,
     pub input_queue_length: u64,
     pub output_queue_length: u64,
+    /// Flink's `inputExclusiveBuffersUsage` / `inputFloatingBuffersUsage`: the input buffers
+    /// in flight holding the channels' exclusive credits / the gate's floating ones, over
+    /// their numbers (0 for sources).
+    #[serde(default)]
+    pub input_exclusive_buffers_usage: f64,
+    #[serde(default)]
+    pub input_floating_buffers_usage: f64,
+    /// Flink's `inputQueueSize` / `outputQueueSize`: bytes of the buffers queued on the input /
+    /// output channels.
+    #[serde(default)]
+    pub input_queue_size: u64,
+    #[serde(default)]
+    pub output_queue_size: u64,
     /// Bytes shipped to the subtask's input gate and not yet released (queued or being
     /// processed); 0 for sources.
     pub in_flight_bytes: u64,
