@@ -122,7 +122,10 @@ fn a_slow_consumer_in_process_1_backpressures_the_source_in_process_0_within_the
     // sources' partial buffers (2 × 2), the buffers being processed (2) and the overdraft
     // (5 per gate), of 32 KiB ÷ 16-byte records each.
     let per_buffer = 32 * 1024 / 16;
-    let bound = (2 * (2 * 2 + 8) + 4 + 2 + 2 * 5) * per_buffer;
+    // Plus the senders' own pools of the two remote channels (one outbox each way: 2 buffers
+    // per channel + 8 floating, sluice-net's SENDER_BUFFERS_PER_CHANNEL / _FLOATING_BUFFERS).
+    let outboxes = 2 * (2 + 8);
+    let bound = (2 * (2 * 2 + 8) + 4 + 2 + 2 * 5 + outboxes) * per_buffer;
     assert!(
         max <= bound,
         "records in flight {max} exceed what the credits allow ({bound})"
