@@ -473,3 +473,25 @@ fn the_doctor_names_the_exchanges_serialization_cost_between_processes() {
         }
     }
 }
+
+#[test]
+fn the_rebalance_passthrough_over_two_processes_discards_every_record_once() {
+    let o = sluice()
+        .args(["run", "passthrough", "--records", "200000", "--rebalance"])
+        .args(["-p", "2", "--processes", "2", "--no-rest", "--no-progress"])
+        .output()
+        .expect("runs");
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{all}");
+    // Each process reports its own sink subtask: together every record, once.
+    let discarded: u64 = all
+        .lines()
+        .filter_map(|l| l.split("the sink discarded ").nth(1))
+        .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(discarded, 200_000, "{all}");
+}

@@ -32,6 +32,8 @@ pub fn build(env: &StreamEnv, cfg: &PassthroughConfig) -> Result<PassthroughJob,
     }
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("passthrough");
+    // Over several processes a REBALANCE sends these across (raw little-endian on the wire).
+    env.exchange_type::<u64>();
     let source = env.generate(cfg.records, |i| i).name("generator");
     let input = if cfg.rebalance {
         source.rebalance()
