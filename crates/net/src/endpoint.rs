@@ -80,6 +80,10 @@ pub(crate) struct Inner {
     /// Reader threads still running (shutdown waits a moment for them: see there).
     readers: Mutex<usize>,
     readers_cv: Condvar,
+    /// Outbox pumps still running: [`NetEndpoint::shutdown`] waits for them, since a pump may
+    /// still hold buffers (and the end of partition) its writers finished with.
+    pumps: Mutex<usize>,
+    pumps_cv: Condvar,
 }
 
 /// This process's end of the exchange: `process` of `peers.len()` processes.
@@ -122,6 +126,8 @@ impl NetEndpoint {
             departed: Mutex::new(Default::default()),
             readers: Mutex::new(0),
             readers_cv: Condvar::new(),
+            pumps: Mutex::new(0),
+            pumps_cv: Condvar::new(),
         });
         let expected_in = peers.len() - 1 - index;
         let acc = inner.clone();
@@ -283,7 +289,13 @@ impl NetEndpoint {
     /// The goodbye goes with a half-close, and the connections are closed only when the peers
     /// closed theirs too (or after [`SHUTDOWN_GRACE`]): closing a socket with unread input
     /// sends a reset, which could reach a peer before it read the goodbye.
+    ///
+    /// First it waits until every outbox pump of this process ended: the tasks' part ended, but
+    /// a pump may still hold their last buffers (waiting for the receiver's credit) and their
+    /// end of partition, which must reach the peer before the goodbye. It waits without a
+    /// deadline (a slow receiver is backpressure, not a fault) unless the exchange failed.
     pub fn shutdown(&self) {
+        self.wait_for_pumps();
         self.inner
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
@@ -337,6 +349,39 @@ impl NetEndpoint {
         {
             let _ = p.stream.shutdown(std::net::Shutdown::Both);
         }
+    }
+}
+
+impl NetEndpoint {
+    /// Counts a running outbox pump until the returned guard drops.
+    pub(crate) fn pump_running(&self) -> PumpCount {
+        *self.inner.pumps.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        PumpCount(self.inner.clone())
+    }
+
+    /// Waits until no outbox pump runs, or the exchange failed (a lost peer grants no more
+    /// credit, so a pump holding buffers for it would wait forever).
+    fn wait_for_pumps(&self) {
+        let mut n = self.inner.pumps.lock().unwrap_or_else(|p| p.into_inner());
+        while *n > 0 && self.failure().is_none() {
+            n = self
+                .inner
+                .pumps_cv
+                .wait_timeout(n, Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+}
+
+/// A running outbox pump, counted by its endpoint until it drops.
+pub(crate) struct PumpCount(Arc<Inner>);
+
+impl Drop for PumpCount {
+    fn drop(&mut self) {
+        let mut n = self.0.pumps.lock().unwrap_or_else(|p| p.into_inner());
+        *n = n.saturating_sub(1);
+        self.0.pumps_cv.notify_all();
     }
 }
 

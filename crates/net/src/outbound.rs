@@ -140,7 +140,9 @@ pub fn open_outputs_cancellable<T: Serialize + Send + 'static>(
     let canceller = gate.canceller();
     let for_job = gate.canceller();
     let name = format!("net-send-{}->{process}", endpoint.process());
+    let running = endpoint.pump_running();
     let pump = std::thread::Builder::new().name(name).spawn(move || {
+        let _running = running;
         let r = Pumping::new(&channels, &peer, &metrics).run(&mut gate, &credits);
         if r.is_err() {
             canceller.cancel();
