@@ -39,6 +39,10 @@ pub struct JobControl {
     /// The savepoint a stop-with-savepoint wrote, set just before it cancels the job (a plain
     /// cancel, even after a savepoint, leaves it unset).
     stopped_with_savepoint: std::sync::OnceLock<std::path::PathBuf>,
+    /// The policy task threads take when they start ([`crate::sched`]); `Batch` unless set.
+    task_scheduling: std::sync::OnceLock<crate::sched::TaskScheduling>,
+    /// Whether a refused policy was reported already (once per job, not per thread).
+    scheduling_refusal_reported: AtomicBool,
 }
 
 impl std::fmt::Debug for JobControl {
@@ -63,7 +67,31 @@ impl JobControl {
             checkpoints: std::sync::OnceLock::new(),
             user_cancelled: AtomicBool::new(false),
             stopped_with_savepoint: std::sync::OnceLock::new(),
+            task_scheduling: std::sync::OnceLock::new(),
+            scheduling_refusal_reported: AtomicBool::new(false),
         })
+    }
+
+    /// Sets the scheduling policy of the job's task threads (once, before tasks start).
+    pub fn set_task_scheduling(&self, scheduling: crate::sched::TaskScheduling) {
+        let _ = self.task_scheduling.set(scheduling);
+    }
+
+    /// Applies the job's task scheduling policy to the calling task thread. A refusal is
+    /// logged once per job; the thread runs on under the process's policy.
+    pub fn apply_task_scheduling(&self) {
+        let scheduling = self.task_scheduling.get().copied().unwrap_or_default();
+        if let Err(why) = scheduling.apply_to_current_thread() {
+            if !self
+                .scheduling_refusal_reported
+                .swap(true, Ordering::Relaxed)
+            {
+                tracing::warn!(
+                    policy = scheduling.as_str(),
+                    "task threads keep the process's scheduling policy: {why}"
+                );
+            }
+        }
     }
 
     /// Attaches the job's checkpoint hub (once, before tasks start).

@@ -231,6 +231,7 @@ pub fn run_job(
         let spawned = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || {
+                ctx.control.apply_task_scheduling();
                 let m = ctx.metrics.clone();
                 let _ended = TaskEnded(ctx.services.clone());
                 m.threads_started.fetch_add(1, Ordering::Relaxed);

@@ -60,6 +60,7 @@ pub mod job_master;
 pub mod metrics;
 pub mod operators;
 pub mod profiler;
+pub mod sched;
 pub mod services;
 pub mod sinks;
 pub mod sources;

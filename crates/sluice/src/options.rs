@@ -81,6 +81,11 @@ pub struct EnvArgs {
     /// Do not sample the time spent per chained operator (to measure its overhead).
     #[arg(long)]
     pub no_operator_timing: bool,
+    /// The OS scheduling policy of task threads: `batch` (SCHED_BATCH: a woken task does not
+    /// preempt a running one, so a bottleneck subtask keeps its core; throughput) or `normal`
+    /// (the process's policy; a woken task may run at once when every core is busy).
+    #[arg(long, value_name = "POLICY", default_value = "batch", value_parser = ["batch", "normal"])]
+    pub task_scheduling: String,
     /// Take a checkpoint every MS milliseconds [execution.checkpointing.interval].
     #[arg(long, value_name = "MS", value_parser = between(10, MAX_MS, " ms"))]
     pub checkpoint_interval: Option<u64>,
@@ -171,6 +176,7 @@ impl EnvArgs {
         let cfg = EnvConfig {
             metrics,
             operator_timing: !a.no_operator_timing,
+            task_scheduling: a.task_scheduling.parse().map_err(SluiceError::Config)?,
             parallelism: a.parallelism,
             max_parallelism: a.max_parallelism,
             buffer_timeout: Duration::from_millis(a.buffer_timeout_ms),

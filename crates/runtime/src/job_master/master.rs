@@ -130,6 +130,7 @@ impl JobMaster {
         } = &self;
         let job_id = *job_id;
         let control = JobControl::new(cfg.buffer_timeout);
+        control.set_task_scheduling(cfg.task_scheduling);
         let metrics: Vec<Vec<Arc<TaskMetrics>>> = graph
             .vertices
             .iter()
