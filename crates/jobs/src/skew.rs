@@ -93,13 +93,39 @@ pub fn mix(z: u64) -> u64 {
 /// Record `i`: `(key, value)`.
 #[inline]
 pub fn record(i: u64, hot_limit: u64, keys: u64) -> (i64, i64) {
-    let h = mix(i);
-    let key = if (h >> 44) < hot_limit {
-        0
-    } else {
-        1 + (h % keys) as i64
-    };
-    (key, ((h >> 8) & 0xFFFF) as i64)
+    RecordGenerator::new(hot_limit, keys).record(i)
+}
+
+/// The generator with its settings prepared: `h mod keys` by a precomputed reciprocal
+/// (multiplications) instead of a division per non-hot record, which the CPU does in tens of
+/// cycles (a third of the generator's time in a profile of the skew job). Same results, bit
+/// for bit.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordGenerator {
+    hot_limit: u64,
+    keys: strength_reduce::StrengthReducedU64,
+}
+
+impl RecordGenerator {
+    /// `keys` ≥ 1 (a [`SkewConfig`] is validated for it); 0 is taken as 1.
+    pub fn new(hot_limit: u64, keys: u64) -> Self {
+        RecordGenerator {
+            hot_limit,
+            keys: strength_reduce::StrengthReducedU64::new(keys.max(1)),
+        }
+    }
+
+    /// Record `i`: `(key, value)`.
+    #[inline]
+    pub fn record(&self, i: u64) -> (i64, i64) {
+        let h = mix(i);
+        let key = if (h >> 44) < self.hot_limit {
+            0
+        } else {
+            1 + (h % self.keys) as i64
+        };
+        (key, ((h >> 8) & 0xFFFF) as i64)
+    }
 }
 
 /// The map's CPU work.
@@ -158,9 +184,9 @@ pub fn generated_source(
     cfg.validate().map_err(GraphError::InvalidConfig)?;
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("skew");
-    let (hot_limit, keys) = (cfg.hot_limit(), cfg.keys);
+    let generator = RecordGenerator::new(cfg.hot_limit(), cfg.keys);
     let mut source = env
-        .generate(cfg.records, move |i| record(i, hot_limit, keys))
+        .generate(cfg.records, move |i| generator.record(i))
         .name("generator");
     if let Some(p) = cfg.source_parallelism {
         source = source.set_parallelism(p);
@@ -356,6 +382,19 @@ mod tests {
             let (k, v) = record(i, cfg.hot_limit(), 10_000);
             assert!((0..=10_000).contains(&k));
             assert!((0..=0xFFFF).contains(&v));
+        }
+        // The prepared modulus is the plain one, for any number of keys.
+        for keys in [1, 2, 3, 7, 10_000, 1 << 40, u64::MAX] {
+            let generator = RecordGenerator::new(cfg.hot_limit(), keys);
+            for i in (0..2_000).chain(u64::MAX - 100..=u64::MAX) {
+                let h = mix(i);
+                let key = if (h >> 44) < cfg.hot_limit() {
+                    0
+                } else {
+                    1 + (h % keys) as i64
+                };
+                assert_eq!(generator.record(i), (key, ((h >> 8) & 0xFFFF) as i64));
+            }
         }
         assert_eq!(work(0, 0), 0);
         assert_ne!(work(1, 4), 1);

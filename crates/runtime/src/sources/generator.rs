@@ -14,6 +14,9 @@ pub fn split_range(count: u64, index: usize, parallelism: usize) -> Range<u64> {
     ((i * c / p) as u64)..(((i + 1) * c / p) as u64)
 }
 
+/// Records generated per call into the chain: a barrier waits at most this many records.
+const SLICE: u64 = 64;
+
 /// `generate(count, |i| ...)`: record `i` for every `i` of this subtask's share.
 pub struct GeneratorSource<F> {
     cursor: RangeCursor,
@@ -42,7 +45,7 @@ where
         // Hoisted out of the record loop: a relaxed load tells whether a barrier waits (so a
         // backpressured source still injects between two records, not only between batches).
         let hub = ctx.checkpoints.clone();
-        let mut slice: Vec<T> = Vec::with_capacity(16);
+        let mut slice: Vec<T> = Vec::with_capacity(SLICE as usize);
         loop {
             if ctx.should_stop() {
                 return Err(OperatorError::Cancelled);
@@ -53,8 +56,9 @@ where
             };
             let n = batch.end - batch.start;
             let end = batch.end;
-            // Slices of 16 records with a tight inner loop: a barrier waits at most 16 records
-            // (cheaper than asking per record, measurably so on a chained pass-through).
+            // Slices of SLICE records with a tight inner loop: a barrier waits at most SLICE
+            // records (cheaper than asking per record, measurably so on a chained pass-through;
+            // 64 rather than 16: a quarter of the calls through the chain).
             let mut j = batch.start;
             while j < end {
                 if hub
@@ -64,7 +68,7 @@ where
                     let cursor = &self.cursor;
                     ctx.checkpoint_if_due(out, || cursor.position_within(j, end))?;
                 }
-                let stop = (j + 16).min(end);
+                let stop = (j + SLICE).min(end);
                 // One call into the chain per slice: it is a `dyn Collector`.
                 slice.extend((j..stop).map(f));
                 out.collect_batch(&mut slice)?;
