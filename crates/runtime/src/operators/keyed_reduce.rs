@@ -160,11 +160,32 @@ where
     KS: Fn(&T) -> K + Send,
     R: FnMut(T, T) -> T + Send,
 {
-    /// Combines `r` with its key's value, stores and returns the result.
+    /// Combines `r` with its key's value, stores and returns the result. The memory map's
+    /// untimed update is all that is inlined into the record loop; the timed update, the store
+    /// and opening are out of line (in one function they made a call with a large frame per
+    /// record).
     #[inline]
     fn reduce_one(&mut self, r: T) -> Result<T, OperatorError> {
         let key = (self.key_of)(&r);
         self.hot_keys.observe(&key);
+        if let Some(Rolling::Memory {
+            values,
+            last,
+            prev,
+            countdown,
+            ..
+        }) = &mut self.state
+        {
+            *countdown -= 1;
+            if *countdown != 0 {
+                return Ok(reduce_in(values, last, prev, &mut self.reduce, key, r));
+            }
+        }
+        self.reduce_slow(key, r)
+    }
+
+    #[inline(never)]
+    fn reduce_slow(&mut self, key: K, r: T) -> Result<T, OperatorError> {
         let state = match &mut self.state {
             Some(s) => s,
             // Embedded use without a task: open on first use.
@@ -172,7 +193,7 @@ where
                 .state
                 .insert(Rolling::open(&self.config, &standalone_context())?),
         };
-        let next = match state {
+        match state {
             Rolling::Memory {
                 values,
                 last,
@@ -180,37 +201,19 @@ where
                 countdown,
                 metrics,
             } => {
-                *countdown -= 1;
-                let started = (*countdown == 0).then(std::time::Instant::now);
-                let is_at = |i: usize| values.get_index(i).is_some_and(|(k, _)| *k == key);
-                if !is_at(*last) {
-                    if is_at(*prev) {
-                        std::mem::swap(last, prev);
-                    } else if let Some(i) = values.get_index_of(&key) {
-                        *prev = std::mem::replace(last, i);
-                    }
+                if *countdown != 0 {
+                    // Opened just now: not a timed update.
+                    return Ok(reduce_in(values, last, prev, &mut self.reduce, key, r));
                 }
-                let next = match values.get_index_mut(*last) {
-                    Some((k, acc)) if *k == key => {
-                        let next = (self.reduce)(acc.clone(), r);
-                        acc.clone_from(&next);
-                        next
-                    }
-                    _ => {
-                        let (i, _) = values.insert_full(key, r.clone());
-                        *prev = std::mem::replace(last, i);
-                        r
-                    }
-                };
-                if let Some(t) = started {
-                    *countdown = MEMORY_SAMPLE_EVERY;
-                    if let Some(m) = metrics {
-                        let ns = t.elapsed().as_nanos() as u64 * u64::from(MEMORY_SAMPLE_EVERY);
-                        m.state_access_ns
-                            .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
-                    }
+                *countdown = MEMORY_SAMPLE_EVERY;
+                let started = std::time::Instant::now();
+                let next = reduce_in(values, last, prev, &mut self.reduce, key, r);
+                if let Some(m) = metrics {
+                    let ns = started.elapsed().as_nanos() as u64 * u64::from(MEMORY_SAMPLE_EVERY);
+                    m.state_access_ns
+                        .fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
                 }
-                next
+                Ok(next)
             }
             Rolling::Store(store, rolling) => {
                 let kg = (self.config.key_group_of)(&key);
@@ -223,10 +226,66 @@ where
                         None => r,
                     };
                     (Some(next.clone()), next)
-                })?
+                })
             }
-        };
-        Ok(next)
+        }
+    }
+}
+
+/// One record into the memory map: `reduce(current, r)` stored and returned, or `r` itself
+/// for a key's first record. `last` and `prev` are the indexes of the last two distinct keys.
+#[inline]
+fn reduce_in<K: std::hash::Hash + Eq, T: Clone>(
+    values: &mut indexmap::IndexMap<K, T, FastBuildHasher>,
+    last: &mut usize,
+    prev: &mut usize,
+    reduce: &mut impl FnMut(T, T) -> T,
+    key: K,
+    r: T,
+) -> T {
+    let is_at = |values: &indexmap::IndexMap<K, T, FastBuildHasher>, i: usize| {
+        values.get_index(i).is_some_and(|(k, _)| *k == key)
+    };
+    if !is_at(values, *last) {
+        if is_at(values, *prev) {
+            std::mem::swap(last, prev);
+        } else {
+            return reduce_cold(values, last, prev, reduce, key, r);
+        }
+    }
+    match values.get_index_mut(*last) {
+        Some((_, acc)) => {
+            let next = reduce(acc.clone(), r);
+            acc.clone_from(&next);
+            next
+        }
+        // Not reached (`last` was just checked to hold the key); hashing is right anyway.
+        None => reduce_cold(values, last, prev, reduce, key, r),
+    }
+}
+
+/// [`reduce_in`] for a key other than the last two: found by hashing, or added.
+#[inline(never)]
+fn reduce_cold<K: std::hash::Hash + Eq, T: Clone>(
+    values: &mut indexmap::IndexMap<K, T, FastBuildHasher>,
+    last: &mut usize,
+    prev: &mut usize,
+    reduce: &mut impl FnMut(T, T) -> T,
+    key: K,
+    r: T,
+) -> T {
+    match values.get_full_mut(&key) {
+        Some((i, _, acc)) => {
+            let next = reduce(acc.clone(), r);
+            acc.clone_from(&next);
+            *prev = std::mem::replace(last, i);
+            next
+        }
+        None => {
+            let (i, _) = values.insert_full(key, r.clone());
+            *prev = std::mem::replace(last, i);
+            r
+        }
     }
 }
 
