@@ -264,3 +264,73 @@ proptest! {
         prop_assert!(o.max_gate_buffers <= o.gate_buffer_bound);
     }
 }
+
+/// A process whose tasks all finished shuts its exchange down while an outbox pump still holds
+/// their last buffers and end of partition for want of credit (the receiver is not reading
+/// yet). The goodbye must wait for that pump: a peer stops reading at the goodbye, so what the
+/// pump sent after it would be lost and the receiving task would wait forever.
+#[test]
+fn shutdown_waits_for_a_pump_holding_buffers_without_credit() {
+    let (e0, e1) = pair();
+    let id = ChannelId {
+        edge: 0,
+        from: 0,
+        to: 0,
+    };
+    let cfg = ExchangeConfig {
+        buffer_bytes: 64,
+        exclusive_credits: 1,
+        floating_credits: 0,
+        ..Default::default()
+    };
+    let (mut gate, senders) = InputGate::<u64>::new(1, &cfg, Default::default());
+    let metrics = Arc::new(SerdeMetrics::default());
+    open_inputs(
+        &e1,
+        0,
+        vec![(id, senders.into_iter().next().unwrap())],
+        1,
+        metrics.clone(),
+    )
+    .unwrap();
+    let (mut tx, pump) = open_outputs::<u64>(&e0, 1, vec![id], metrics.clone()).unwrap();
+    let waits = Arc::new(WaitTimes::default());
+    let mut w = tx.remove(0).into_writer(&cfg, waits);
+    // 8 records per buffer: a receiver granting 1 credit at a time holds most of them back.
+    // The sender's own pool (2 per channel + 8 floating) takes the rest, so the writer ends.
+    const RECORDS: u64 = 60;
+    for seq in 0..RECORDS {
+        w.push(seq).unwrap();
+    }
+    w.finish().unwrap();
+    let e0 = Arc::new(e0);
+    let closing = e0.clone();
+    let shut = std::thread::spawn(move || closing.shutdown());
+    // Only now does the receiver read: everything, then the end of the partition.
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let ended = loop {
+            match gate.next() {
+                Ok(Some(GateItem::Buffer(b))) => {
+                    got.extend_from_slice(&b.records);
+                    gate.release(b);
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break true,
+                Err(_) => break false,
+            }
+        };
+        let _ = done_tx.send((got, ended));
+    });
+    let (got, ended) = done_rx
+        .recv_timeout(Duration::from_secs(120))
+        .expect("the receiver got the end of the partition (it waited for it forever)");
+    assert!(ended, "the gate ended by its channel's end, not cancelled");
+    assert_eq!(got, (0..RECORDS).collect::<Vec<_>>());
+    shut.join().unwrap();
+    pump.join().unwrap().unwrap();
+    assert_eq!(e0.failure(), None);
+    assert_eq!(e1.failure(), None);
+    e1.shutdown();
+}
