@@ -178,8 +178,17 @@ fn slow_consumer_backpressures_the_remote_source_within_credits() {
 /// A writer in the middle of one input record's outputs ships buffers in overdraft, ahead of
 /// the receiver's credits: the pump holds them until the receiver grants their credits (a
 /// buffer on the wire without an announced credit is a protocol violation at the receiver).
-#[test]
-fn overdraft_buffers_wait_in_the_pump_for_the_receivers_credit() {
+/// One channel from process 0 to a gate in process 1, with 8-record buffers and one credit.
+struct OneChannel {
+    e0: NetEndpoint,
+    e1: NetEndpoint,
+    cfg: ExchangeConfig,
+    gate: InputGate<u64>,
+    tx: Vec<sluice_channel::ChannelSender<u64>>,
+    pump: sluice_net::outbound::Pump,
+}
+
+fn one_channel() -> OneChannel {
     let (e0, e1) = pair();
     let id = ChannelId {
         edge: 0,
@@ -192,7 +201,7 @@ fn overdraft_buffers_wait_in_the_pump_for_the_receivers_credit() {
         floating_credits: 0,
         ..Default::default()
     };
-    let (mut gate, senders) = InputGate::<u64>::new(1, &cfg, Default::default());
+    let (gate, senders) = InputGate::<u64>::new(1, &cfg, Default::default());
     let metrics = Arc::new(SerdeMetrics::default());
     open_inputs(
         &e1,
@@ -202,7 +211,27 @@ fn overdraft_buffers_wait_in_the_pump_for_the_receivers_credit() {
         metrics.clone(),
     )
     .unwrap();
-    let (mut tx, pump) = open_outputs::<u64>(&e0, 1, vec![id], metrics.clone()).unwrap();
+    let (tx, pump) = open_outputs::<u64>(&e0, 1, vec![id], metrics).unwrap();
+    OneChannel {
+        e0,
+        e1,
+        cfg,
+        gate,
+        tx,
+        pump,
+    }
+}
+
+#[test]
+fn overdraft_buffers_wait_in_the_pump_for_the_receivers_credit() {
+    let OneChannel {
+        e0,
+        e1,
+        cfg,
+        mut gate,
+        mut tx,
+        pump,
+    } = one_channel();
     let waits = Arc::new(WaitTimes::default());
     let debt = OutputDebt::new();
     let budget = OverdraftBudget::new(5, debt.clone());
@@ -271,29 +300,14 @@ proptest! {
 /// pump sent after it would be lost and the receiving task would wait forever.
 #[test]
 fn shutdown_waits_for_a_pump_holding_buffers_without_credit() {
-    let (e0, e1) = pair();
-    let id = ChannelId {
-        edge: 0,
-        from: 0,
-        to: 0,
-    };
-    let cfg = ExchangeConfig {
-        buffer_bytes: 64,
-        exclusive_credits: 1,
-        floating_credits: 0,
-        ..Default::default()
-    };
-    let (mut gate, senders) = InputGate::<u64>::new(1, &cfg, Default::default());
-    let metrics = Arc::new(SerdeMetrics::default());
-    open_inputs(
-        &e1,
-        0,
-        vec![(id, senders.into_iter().next().unwrap())],
-        1,
-        metrics.clone(),
-    )
-    .unwrap();
-    let (mut tx, pump) = open_outputs::<u64>(&e0, 1, vec![id], metrics.clone()).unwrap();
+    let OneChannel {
+        e0,
+        e1,
+        cfg,
+        mut gate,
+        mut tx,
+        pump,
+    } = one_channel();
     let waits = Arc::new(WaitTimes::default());
     let mut w = tx.remove(0).into_writer(&cfg, waits);
     // 8 records per buffer: a receiver granting 1 credit at a time holds most of them back.

@@ -42,14 +42,8 @@ pub const MEMORY_SAMPLE_EVERY: u32 = 256;
 /// Where the rolling values live (see [`KeyedReduceOp`]).
 enum Rolling<K, T> {
     Memory {
-        /// Entries keep their index (nothing is ever removed), so `last` can name one.
-        values: indexmap::IndexMap<K, T, FastBuildHasher>,
-        /// The indexes of the keys of the last two distinct keys seen: a skewed stream's hot key
-        /// is found with a key comparison or two instead of a hash and a probe, also right
-        /// after a record of another key (with one slot, each such record cost the hot key's
-        /// next record a lookup too).
-        last: usize,
-        prev: usize,
+        values: RecentValues<K, T>,
+        /// Untimed updates left before the next timed one.
         countdown: u32,
         metrics: Option<std::sync::Arc<crate::TaskMetrics>>,
     },
@@ -61,9 +55,11 @@ impl<K: crate::state::StateKey, T: crate::state::StateValue> Rolling<K, T> {
     fn open(config: &KeyedStateConfig<K>, ctx: &OperatorContext) -> Result<Self, OperatorError> {
         Ok(match config.backend {
             StateBackendKind::Memory => Rolling::Memory {
-                values: indexmap::IndexMap::default(),
-                last: 0,
-                prev: 0,
+                values: RecentValues {
+                    values: indexmap::IndexMap::default(),
+                    last: 0,
+                    prev: 0,
+                },
                 countdown: MEMORY_SAMPLE_EVERY,
                 metrics: crate::services::task_metrics(ctx),
             },
@@ -133,7 +129,7 @@ impl<K, T, KS, R> KeyedReduceOp<K, T, KS, R> {
     {
         match &self.state {
             None => Ok(0),
-            Some(Rolling::Memory { values, .. }) => Ok(values.len()),
+            Some(Rolling::Memory { values, .. }) => Ok(values.values.len()),
             Some(Rolling::Store(s, _)) => Ok(s.keys(ROLLING_STATE)?.len()),
         }
     }
@@ -169,16 +165,12 @@ where
         let key = (self.key_of)(&r);
         self.hot_keys.observe(&key);
         if let Some(Rolling::Memory {
-            values,
-            last,
-            prev,
-            countdown,
-            ..
+            values, countdown, ..
         }) = &mut self.state
         {
             *countdown -= 1;
             if *countdown != 0 {
-                return Ok(reduce_in(values, last, prev, &mut self.reduce, key, r));
+                return Ok(values.reduce(&mut self.reduce, key, r));
             }
         }
         self.reduce_slow(key, r)
@@ -196,18 +188,16 @@ where
         match state {
             Rolling::Memory {
                 values,
-                last,
-                prev,
                 countdown,
                 metrics,
             } => {
                 if *countdown != 0 {
                     // Opened just now: not a timed update.
-                    return Ok(reduce_in(values, last, prev, &mut self.reduce, key, r));
+                    return Ok(values.reduce(&mut self.reduce, key, r));
                 }
                 *countdown = MEMORY_SAMPLE_EVERY;
                 let started = std::time::Instant::now();
-                let next = reduce_in(values, last, prev, &mut self.reduce, key, r);
+                let next = values.reduce(&mut self.reduce, key, r);
                 if let Some(m) = metrics {
                     let ns = started.elapsed().as_nanos() as u64 * u64::from(MEMORY_SAMPLE_EVERY);
                     m.state_access_ns
@@ -232,61 +222,53 @@ where
     }
 }
 
-/// One record into the memory map: `reduce(current, r)` stored and returned, or `r` itself
-/// for a key's first record. `last` and `prev` are the indexes of the last two distinct keys.
-#[inline]
-fn reduce_in<K: std::hash::Hash + Eq, T: Clone>(
-    values: &mut indexmap::IndexMap<K, T, FastBuildHasher>,
-    last: &mut usize,
-    prev: &mut usize,
-    reduce: &mut impl FnMut(T, T) -> T,
-    key: K,
-    r: T,
-) -> T {
-    let is_at = |values: &indexmap::IndexMap<K, T, FastBuildHasher>, i: usize| {
-        values.get_index(i).is_some_and(|(k, _)| *k == key)
-    };
-    if !is_at(values, *last) {
-        if is_at(values, *prev) {
-            std::mem::swap(last, prev);
-        } else {
-            return reduce_cold(values, last, prev, reduce, key, r);
+/// The memory backend's values, with the indexes of the last two distinct keys used: a skewed
+/// stream's hot key is found with a key comparison or two instead of a hash and a probe, also
+/// right after a record of another key (with one slot, each such record cost the hot key's
+/// next record a lookup too). Entries keep their index (nothing is ever removed).
+struct RecentValues<K, T> {
+    values: indexmap::IndexMap<K, T, FastBuildHasher>,
+    last: usize,
+    prev: usize,
+}
+
+impl<K: std::hash::Hash + Eq, T: Clone> RecentValues<K, T> {
+    /// One record: `reduce(current, r)` stored and returned, or `r` itself for a key's first.
+    #[inline]
+    fn reduce(&mut self, reduce: &mut impl FnMut(T, T) -> T, key: K, r: T) -> T {
+        let is_at = |i: usize| self.values.get_index(i).is_some_and(|(k, _)| *k == key);
+        if !is_at(self.last) {
+            if is_at(self.prev) {
+                std::mem::swap(&mut self.last, &mut self.prev);
+            } else {
+                return self.reduce_cold(reduce, key, r);
+            }
+        }
+        match self.values.get_index_mut(self.last) {
+            Some((_, acc)) => combine(acc, reduce, r),
+            // Not reached (`last` was just checked to hold the key); hashing is right anyway.
+            None => self.reduce_cold(reduce, key, r),
         }
     }
-    match values.get_index_mut(*last) {
-        Some((_, acc)) => {
-            let next = reduce(acc.clone(), r);
-            acc.clone_from(&next);
-            next
-        }
-        // Not reached (`last` was just checked to hold the key); hashing is right anyway.
-        None => reduce_cold(values, last, prev, reduce, key, r),
+
+    /// [`Self::reduce`] for a key other than the last two: found by hashing, or added.
+    #[inline(never)]
+    fn reduce_cold(&mut self, reduce: &mut impl FnMut(T, T) -> T, key: K, r: T) -> T {
+        let (i, next) = match self.values.get_full_mut(&key) {
+            Some((i, _, acc)) => (i, combine(acc, reduce, r)),
+            None => (self.values.insert_full(key, r.clone()).0, r),
+        };
+        self.prev = std::mem::replace(&mut self.last, i);
+        next
     }
 }
 
-/// [`reduce_in`] for a key other than the last two: found by hashing, or added.
-#[inline(never)]
-fn reduce_cold<K: std::hash::Hash + Eq, T: Clone>(
-    values: &mut indexmap::IndexMap<K, T, FastBuildHasher>,
-    last: &mut usize,
-    prev: &mut usize,
-    reduce: &mut impl FnMut(T, T) -> T,
-    key: K,
-    r: T,
-) -> T {
-    match values.get_full_mut(&key) {
-        Some((i, _, acc)) => {
-            let next = reduce(acc.clone(), r);
-            acc.clone_from(&next);
-            *prev = std::mem::replace(last, i);
-            next
-        }
-        None => {
-            let (i, _) = values.insert_full(key, r.clone());
-            *prev = std::mem::replace(last, i);
-            r
-        }
-    }
+/// `reduce(acc, r)`, stored in `acc` and returned.
+#[inline]
+fn combine<T: Clone>(acc: &mut T, reduce: &mut impl FnMut(T, T) -> T, r: T) -> T {
+    let next = reduce(acc.clone(), r);
+    acc.clone_from(&next);
+    next
 }
 
 impl<K, T, KS, R> Operator<T, T> for KeyedReduceOp<K, T, KS, R>
@@ -331,7 +313,7 @@ where
                 let kg = &self.config.key_group_of;
                 crate::state::snapshot::snapshot_values(
                     ROLLING_STATE,
-                    values.iter().map(|(k, v)| (kg(k), k, v)),
+                    values.values.iter().map(|(k, v)| (kg(k), k, v)),
                 )
                 .map(Some)
             }
@@ -350,7 +332,9 @@ where
                     &self.config.key_groups,
                     parts,
                 )?;
-                values.extend(restored.into_iter().map(|(_, k, v)| (k, v)));
+                values
+                    .values
+                    .extend(restored.into_iter().map(|(_, k, v)| (k, v)));
                 Ok(())
             }
             Some(Rolling::Store(store, _)) => {
