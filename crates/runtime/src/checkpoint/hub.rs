@@ -88,10 +88,10 @@ pub struct CheckpointHub {
     /// Number of tasks that finished; after the first, no barrier could pass them.
     finished_tasks: AtomicU64,
     /// The final checkpoint ([`CheckpointHub::source_at_end`]): source subtasks of this
-    /// attempt, those at the end of their input, and the last checkpoint id triggered before
-    /// the last of them got there (a checkpoint with a higher id holds every source at its end).
-    sources: AtomicU64,
-    sources_at_end: AtomicU64,
+    /// attempt and those at the end of their input, then the last checkpoint id triggered
+    /// before the last of them got there (a checkpoint with a higher id holds every source at
+    /// its end).
+    sources: Mutex<SourcesAtEnd>,
     final_after: AtomicU64,
     /// The current attempt (0 = the first run); restarts count up.
     attempt: AtomicU64,
@@ -137,6 +137,16 @@ type TaskChannelStates = BTreeMap<(usize, usize), ChannelState>;
 
 /// A sink's publication of its last output, run when the job finishes successfully.
 pub type FinalCommit = Box<dyn FnOnce() -> Result<(), sluice_types::OperatorError> + Send>;
+
+/// How many source subtasks the attempt has and how many reached their end. `total` is
+/// `None` until the attempt counted them: on the leader of a split job another process's
+/// sources can report their end before this process built its attempt (it was still reading
+/// the checkpoint), and that must not read as "every source is at its end".
+#[derive(Default)]
+struct SourcesAtEnd {
+    total: Option<u64>,
+    at_end: u64,
+}
 
 #[derive(Default)]
 struct Stats {
@@ -184,8 +194,7 @@ impl CheckpointHub {
             restore: Mutex::new(None),
             stats: Mutex::new(Stats::default()),
             finished_tasks: AtomicU64::new(0),
-            sources: AtomicU64::new(0),
-            sources_at_end: AtomicU64::new(0),
+            sources: Mutex::new(SourcesAtEnd::default()),
             final_after: AtomicU64::new(u64::MAX),
             attempt: AtomicU64::new(0),
             final_commits: Mutex::new(Vec::new()),
@@ -523,9 +532,15 @@ impl CheckpointHub {
 
     // --- the final checkpoint -------------------------------------------------------------
 
-    /// The number of source subtasks of the attempt about to start (before its tasks run).
+    /// The number of source subtasks of the attempt about to start (before its tasks run, after
+    /// its restore point is set). Sources of other processes that already reported their end
+    /// count.
     pub fn set_sources(&self, n: u64) {
-        self.sources.store(n, Ordering::Relaxed);
+        let mut s = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        s.total = Some(n);
+        if n > 0 && s.at_end >= n {
+            self.all_sources_at_end();
+        }
     }
 
     /// Source subtask reached the end of its bounded input and waits for the final
@@ -540,15 +555,22 @@ impl CheckpointHub {
         if self.relay_as(HubRole::Follower, || HubMessage::SourceAtEnd) {
             return;
         }
-        let at_end = self.sources_at_end.fetch_add(1, Ordering::AcqRel) + 1;
-        if at_end >= self.sources.load(Ordering::Relaxed) {
-            let last = self
-                .barrier_id
-                .load(Ordering::Acquire)
-                .max(self.last_triggered());
-            self.final_after.store(last, Ordering::Release);
-            self.relay_as(HubRole::Leader, || HubMessage::FinalAfter(last));
+        let mut s = self.sources.lock().unwrap_or_else(|p| p.into_inner());
+        s.at_end += 1;
+        if s.total == Some(s.at_end) {
+            self.all_sources_at_end();
         }
+    }
+
+    /// Every source is at its end (called under the `sources` lock, once per attempt): the
+    /// next checkpoint triggered is the final one.
+    fn all_sources_at_end(&self) {
+        let last = self
+            .barrier_id
+            .load(Ordering::Acquire)
+            .max(self.last_triggered());
+        self.final_after.store(last, Ordering::Release);
+        self.relay_as(HubRole::Leader, || HubMessage::FinalAfter(last));
     }
 
     /// Whether the waiting sources may end: the final checkpoint completed, or none can
@@ -691,7 +713,7 @@ impl CheckpointHub {
         a.queue.clear();
         a.declines.clear();
         self.finished_tasks.store(0, Ordering::Relaxed);
-        self.sources_at_end.store(0, Ordering::Relaxed);
+        *self.sources.lock().unwrap_or_else(|p| p.into_inner()) = SourcesAtEnd::default();
         self.final_after.store(u64::MAX, Ordering::Release);
     }
 
@@ -723,5 +745,109 @@ fn trim(h: &mut BTreeMap<u64, CheckpointRecord>) {
     while h.len() > HISTORY {
         let oldest = *h.keys().next().expect("non-empty");
         h.remove(&oldest);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records what the hub sends to the other processes.
+    #[derive(Default)]
+    struct Recorded(Mutex<Vec<HubMessage>>);
+
+    impl ProcessLink for Recorded {
+        fn attach(&self, _hub: Arc<CheckpointHub>, _control: Arc<crate::JobControl>) {}
+        fn send(&self, bytes: Vec<u8>) {
+            self.0
+                .lock()
+                .unwrap()
+                .push(HubMessage::decode(&bytes).unwrap());
+        }
+        fn send_best_effort(&self, bytes: Vec<u8>) -> Result<(), String> {
+            self.send(bytes);
+            Ok(())
+        }
+    }
+
+    fn final_after(link: &Recorded) -> Vec<u64> {
+        link.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|m| match m {
+                HubMessage::FinalAfter(id) => Some(*id),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn leader() -> (Arc<CheckpointHub>, Arc<Recorded>) {
+        let hub = CheckpointHub::new(
+            CheckpointConfig {
+                interval: Some(std::time::Duration::from_millis(100)),
+                ..CheckpointConfig::default()
+            },
+            std::env::temp_dir(),
+        );
+        let link = Arc::new(Recorded::default());
+        hub.set_link(HubRole::Leader, link.clone());
+        (hub, link)
+    }
+
+    fn restored(id: u64) -> Option<Arc<CompletedCheckpoint>> {
+        Some(Arc::new(CompletedCheckpoint {
+            id,
+            kind: CheckpointKind::Aligned,
+            timestamp_ms: 0,
+            operators: BTreeMap::new(),
+        }))
+    }
+
+    #[test]
+    fn a_remote_source_at_its_end_before_the_leader_counted_its_sources_waits_for_the_rest() {
+        // The follower's only source subtask had almost nothing left after the restore: its
+        // end reaches the leader while the leader still reads checkpoint 9.
+        let (hub, link) = leader();
+        hub.receive(&HubMessage::SourceAtEnd.encode()).unwrap();
+        assert!(
+            final_after(&link).is_empty(),
+            "1 of an unknown number of sources"
+        );
+        assert!(!hub.final_checkpoint_done());
+        hub.set_restore_point(restored(9), "chk-9".into(), 0);
+        hub.set_sources(2);
+        assert!(final_after(&link).is_empty(), "1 of 2 sources at the end");
+        hub.trigger(Barrier {
+            checkpoint_id: 10,
+            timestamp_ms: 0,
+            kind: CheckpointKind::Aligned,
+        });
+        hub.source_at_end();
+        assert_eq!(
+            final_after(&link),
+            vec![10],
+            "checkpoint 11 is the final one"
+        );
+        hub.complete(10, Vec::new(), 0, None);
+        assert!(!hub.final_checkpoint_done());
+        hub.complete(11, Vec::new(), 0, None);
+        assert!(hub.final_checkpoint_done());
+    }
+
+    #[test]
+    fn every_source_at_its_end_before_the_count_decides_after_the_restore_point() {
+        let (hub, link) = leader();
+        hub.receive(&HubMessage::SourceAtEnd.encode()).unwrap();
+        hub.receive(&HubMessage::SourceAtEnd.encode()).unwrap();
+        hub.set_restore_point(restored(9), "chk-9".into(), 0);
+        assert!(final_after(&link).is_empty());
+        hub.set_sources(2);
+        assert_eq!(
+            final_after(&link),
+            vec![9],
+            "a checkpoint after the restored one holds every source at its end"
+        );
+        assert!(!hub.final_checkpoint_done(), "checkpoint 9 is not after 9");
     }
 }
