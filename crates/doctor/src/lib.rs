@@ -8,7 +8,9 @@
 //!
 //! The method: walk the vertices from the sources downstream, skip every vertex that is
 //! backpressured (it waits on someone else); the first vertex with a subtask that is busy and not
-//! backpressured is the bottleneck. Its subtask breakdown says why:
+//! backpressured is the bottleneck, unless those subtasks spent at least half their busy time
+//! waiting for a free CPU and a vertex downstream works more (then that one is; see
+//! [`CPU_STARVED`]). Its subtask breakdown says why:
 //! - a few busy subtasks, siblings idle, behind a HASH edge → [`Cause::KeySkew`] (fix: two-phase);
 //! - a few busy subtasks behind a non-keyed edge → [`Cause::UnevenLoad`] (fix: REBALANCE);
 //! - all busy, busy time not following the record rate now and then → [`Cause::Stalls`];
@@ -551,6 +553,12 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
             ));
         }
     }
+    if let Some((vi, hot)) = &found {
+        if let Some((w, w_hot, note)) = starved_by_a_busier_vertex(job, *vi, hot) {
+            evidence.push(note);
+            found = Some((w, w_hot));
+        }
+    }
     let trend = lag::trend(job, samples);
     if found.is_none() && any_backpressured {
         if let Some(mut d) = exchange::codec_limit(job) {
@@ -608,6 +616,79 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
     let mut d = rules::classify(job, vi, hot, samples, evidence, undetermined);
     d.lag = trend;
     d
+}
+
+/// A busy subtask that spent at least this share of its busy time runnable but waiting for a
+/// free CPU is starved by an oversubscribed machine: its busy time is not its own work.
+pub const CPU_STARVED: f64 = 0.5;
+
+/// Busy time spent computing: busy minus the time runnable but waiting for a free CPU.
+fn working_ms(s: &SubtaskSample) -> f64 {
+    (s.busy_ms() - s.cpu_wait.unwrap_or(0.0)).max(0.0)
+}
+
+/// The walk found vertex `vi` busy, but on an oversubscribed machine a producer that is not
+/// preempted by its consumers' wake-ups (Sluice's `--task-scheduling batch`, or simply more
+/// runnable threads than cores) waits for a core where it would otherwise wait for credit:
+/// its busy time is then mostly that wait, not work. When every busy subtask of `vi` is so
+/// starved and a vertex downstream has a busy, not backpressured subtask that works more per
+/// second, that vertex is what the machine's cores are spent on: it is the bottleneck.
+/// Returns it, its busy subtasks and the evidence line.
+fn starved_by_a_busier_vertex(
+    job: &JobView,
+    vi: usize,
+    hot: &[usize],
+) -> Option<(usize, Vec<usize>, String)> {
+    let v = &job.vertices[vi];
+    let starved = hot.iter().all(|&i| {
+        let s = &v.subtasks[i];
+        s.cpu_wait.is_some_and(|w| w >= CPU_STARVED * s.busy_ms())
+    });
+    if !starved {
+        return None;
+    }
+    // The busy subtask that worked most stands for the vertex.
+    let &top_i = hot
+        .iter()
+        .max_by(|&&a, &&b| working_ms(&v.subtasks[a]).total_cmp(&working_ms(&v.subtasks[b])))?;
+    let top_s = &v.subtasks[top_i];
+    let worked = working_ms(top_s);
+    let order = topological_order(job);
+    let after = order.iter().position(|&x| x == vi)? + 1;
+    order[after..].iter().find_map(|&wi| {
+        let w = &job.vertices[wi];
+        let w_hot: Vec<usize> = w
+            .subtasks
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.busy_ms() >= BUSY_MS
+                    && s.backpressured_ms() < BACKPRESSURED_MS
+                    && working_ms(s) > worked
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let top = w_hot
+            .iter()
+            .map(|&i| working_ms(&w.subtasks[i]))
+            .fold(0.0, f64::max);
+        (!w_hot.is_empty()).then(|| {
+            (
+                wi,
+                w_hot,
+                format!(
+                    "`{}` is busy {} but waited {} of it for a free CPU (it worked {}): the \
+                     machine is oversubscribed and `{}`, downstream, works {}: the cores go there",
+                    v.name,
+                    pct(top_s.busy_ms()),
+                    pct(top_s.cpu_wait.unwrap_or(0.0)),
+                    pct(worked),
+                    w.name,
+                    pct(top)
+                ),
+            )
+        })
+    })
 }
 
 #[cfg(test)]

@@ -661,3 +661,53 @@ fn a_cheap_exchange_or_a_busy_consumer_is_not_a_serialization_cost() {
     assert_ne!(d.cause, Cause::Serialization, "{d:#?}");
     assert_eq!(d.bottleneck.map(|b| b.vertex), Some(1));
 }
+
+#[test]
+fn a_source_starved_of_cpu_is_not_the_bottleneck_when_a_hot_key_works_more() {
+    // The skew job under SCHED_BATCH on a loaded 2-core machine: the sources are not preempted
+    // by the hot subtask's credit wake-ups, so they wait for a core (53 % of their 94 % busy)
+    // instead of for credit; the hot subtask works 90 %.
+    let waiting = |busy: f64, wait: f64, rin: f64| {
+        let mut s = with_cpu(sub(busy, 1000.0 - busy - 20.0, 20.0, rin), busy - wait);
+        s.cpu_wait = Some(wait);
+        s.backpressured = Some(20.0);
+        s
+    };
+    let keyed = |busy: f64, wait: f64, rin: f64| {
+        let mut s = with_cpu(sub(busy, 0.0, 1000.0 - busy, rin), busy - wait);
+        s.cpu_wait = Some(wait);
+        s
+    };
+    let mut j = job(
+        vec![waiting(940.0, 530.0, 0.0), waiting(930.0, 520.0, 0.0)],
+        vec![
+            keyed(300.0, 100.0, 200_000.0),
+            keyed(980.0, 80.0, 2_000_000.0),
+        ],
+        idle2(),
+    );
+    j.vertices[1].hot_keys = Some(vec![HotKey {
+        key: "0".into(),
+        share: 0.9,
+    }]);
+    let d = diagnose(&j);
+    assert!(matches!(d.cause, Cause::KeySkew { .. }), "{d:?}");
+    assert_eq!(d.bottleneck.as_ref().unwrap().vertex, 1);
+    assert!(
+        d.evidence
+            .iter()
+            .any(|e| e.contains("for a free CPU (it worked 41%)")),
+        "{:?}",
+        d.evidence
+    );
+    // A source that computes its busy time is the bottleneck, whatever works downstream.
+    let mut j2 = j.clone();
+    for s in &mut j2.vertices[0].subtasks {
+        s.cpu_wait = Some(100.0);
+    }
+    assert_eq!(diagnose(&j2).bottleneck.unwrap().vertex, 0);
+    // A starved source with nothing busier downstream stays the bottleneck.
+    let mut j3 = j.clone();
+    j3.vertices[1].subtasks[1] = keyed(700.0, 400.0, 2_000_000.0);
+    assert_eq!(diagnose(&j3).bottleneck.unwrap().vertex, 0);
+}
