@@ -8,7 +8,7 @@
 //!
 //! The method: walk the vertices from the sources downstream, skip every vertex that is
 //! backpressured (it waits on someone else); the first vertex with a subtask that is busy and not
-//! backpressured is the bottleneck, unless those subtasks spent at least half their busy time
+//! backpressured is the bottleneck, unless those subtasks spent at least a third of their busy time
 //! waiting for a free CPU and a vertex downstream works more (then that one is; see
 //! [`CPU_STARVED`]). Its subtask breakdown says why:
 //! - a few busy subtasks, siblings idle, behind a HASH edge → [`Cause::KeySkew`] (fix: two-phase);
@@ -620,7 +620,7 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
 
 /// A busy subtask that spent at least this share of its busy time runnable but waiting for a
 /// free CPU is starved by an oversubscribed machine: its busy time is not its own work.
-pub const CPU_STARVED: f64 = 0.5;
+pub const CPU_STARVED: f64 = 1.0 / 3.0;
 
 /// Busy time spent computing: busy minus the time runnable but waiting for a free CPU.
 fn working_ms(s: &SubtaskSample) -> f64 {
