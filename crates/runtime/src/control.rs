@@ -39,7 +39,7 @@ pub struct JobControl {
     /// The savepoint a stop-with-savepoint wrote, set just before it cancels the job (a plain
     /// cancel, even after a savepoint, leaves it unset).
     stopped_with_savepoint: std::sync::OnceLock<std::path::PathBuf>,
-    /// The policy task threads take when they start ([`crate::sched`]); `Batch` unless set.
+    /// The policy task threads take when they start ([`crate::sched`]); `Normal` unless set.
     task_scheduling: std::sync::OnceLock<crate::sched::TaskScheduling>,
     /// Whether a refused policy was reported already (once per job, not per thread).
     scheduling_refusal_reported: AtomicBool,

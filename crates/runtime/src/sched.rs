@@ -8,18 +8,23 @@
 //! tells the scheduler the thread is CPU-bound and is not to preempt on wake-up, so a woken
 //! producer waits for the next tick or a free core instead. On the skew job over 2 cores
 //! (`sluice bench`) this raised throughput by about a fifth; the cost is latency of up to a
-//! scheduler tick for a woken task when every core is busy, which `--task-scheduling normal`
-//! avoids.
+//! scheduler tick for a woken task when every core is busy. It is opt-in (`--task-scheduling
+//! batch`): on an oversubscribed machine it also moves where the time goes. A producer woken by
+//! a credit waits for a core instead of preempting, and that wait is busy time (backpressure
+//! ends when the credit is freed), so the skew job's source shows busy ~90 % and backpressured
+//! ~20 % where Flink's reading, and the dashboard's, is "backpressured". The doctor reads it
+//! (it passes over a vertex starved of CPU for a busier one downstream), the dashboard's
+//! colours would not.
 
 use std::str::FromStr;
 
 /// The scheduling policy of a job's task threads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TaskScheduling {
-    /// `SCHED_BATCH`: no wake-up preemption among task threads (the default).
-    #[default]
+    /// `SCHED_BATCH`: no wake-up preemption among task threads.
     Batch,
-    /// The process's own policy, untouched (normally `SCHED_OTHER`).
+    /// The process's own policy, untouched (normally `SCHED_OTHER`; the default).
+    #[default]
     Normal,
 }
 

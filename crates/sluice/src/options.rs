@@ -81,10 +81,10 @@ pub struct EnvArgs {
     /// Do not sample the time spent per chained operator (to measure its overhead).
     #[arg(long)]
     pub no_operator_timing: bool,
-    /// The OS scheduling policy of task threads: `batch` (SCHED_BATCH: a woken task does not
-    /// preempt a running one, so a bottleneck subtask keeps its core; throughput) or `normal`
-    /// (the process's policy; a woken task may run at once when every core is busy).
-    #[arg(long, value_name = "POLICY", default_value = "batch", value_parser = ["batch", "normal"])]
+    /// The OS scheduling policy of task threads: `normal` (the process's policy; a woken task
+    /// may run at once when every core is busy) or `batch` (SCHED_BATCH: a woken task does not
+    /// preempt a running one, so a bottleneck subtask keeps its core; throughput).
+    #[arg(long, value_name = "POLICY", default_value = "normal", value_parser = ["batch", "normal"])]
     pub task_scheduling: String,
     /// Take a checkpoint every MS milliseconds [execution.checkpointing.interval].
     #[arg(long, value_name = "MS", value_parser = between(10, MAX_MS, " ms"))]

@@ -43,8 +43,8 @@ pub struct EnvConfig {
     pub metrics: crate::telemetry::MetricsConfig,
     /// Sample the time spent in each chained operator (one record in 256 is timed).
     pub operator_timing: bool,
-    /// The OS scheduling policy of task threads (`batch`: no wake-up preemption among them;
-    /// see [`crate::sched`]).
+    /// The OS scheduling policy of task threads (`normal` by default; `batch`: no wake-up
+    /// preemption among them; see [`crate::sched`]).
     pub task_scheduling: crate::sched::TaskScheduling,
     /// Where keyed state lives (`state.backend.type`): in memory (default) or in an embedded LSM
     /// store. Read when a stateful keyed operator is added to the job.
@@ -113,7 +113,7 @@ impl Default for EnvConfig {
             chaining: true,
             metrics: crate::telemetry::MetricsConfig::default(),
             operator_timing: true,
-            task_scheduling: crate::sched::TaskScheduling::Batch,
+            task_scheduling: crate::sched::TaskScheduling::Normal,
             state_backend: crate::state::StateBackendKind::Memory,
             checkpoints: crate::checkpoint::CheckpointConfig::default(),
             checkpoint_dir: None,
