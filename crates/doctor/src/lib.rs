@@ -532,7 +532,7 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
             .subtasks
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.busy_ms() >= BUSY_MS && s.backpressured_ms() < BACKPRESSURED_MS)
+            .filter(|(_, s)| busy_not_backpressured(s))
             .map(|(i, _)| i)
             .collect();
         let max_bp = v
@@ -622,6 +622,11 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
 /// free CPU is starved by an oversubscribed machine: its busy time is not its own work.
 pub const CPU_STARVED: f64 = 1.0 / 3.0;
 
+/// What the walk looks for: a subtask busy on its own account, not waiting on a consumer.
+fn busy_not_backpressured(s: &SubtaskSample) -> bool {
+    s.busy_ms() >= BUSY_MS && s.backpressured_ms() < BACKPRESSURED_MS
+}
+
 /// Busy time spent computing: busy minus the time runnable but waiting for a free CPU.
 fn working_ms(s: &SubtaskSample) -> f64 {
     (s.busy_ms() - s.cpu_wait.unwrap_or(0.0)).max(0.0)
@@ -661,11 +666,7 @@ fn starved_by_a_busier_vertex(
             .subtasks
             .iter()
             .enumerate()
-            .filter(|(_, s)| {
-                s.busy_ms() >= BUSY_MS
-                    && s.backpressured_ms() < BACKPRESSURED_MS
-                    && working_ms(s) > worked
-            })
+            .filter(|(_, s)| busy_not_backpressured(s) && working_ms(s) > worked)
             .map(|(i, _)| i)
             .collect();
         let top = w_hot
