@@ -93,6 +93,9 @@ struct State<T> {
     /// Channels whose sender is parked for credit, longest-waiting first (a floating credit
     /// goes to the first without a pending wake-up).
     waiters: VecDeque<usize>,
+    /// Free credits that make waking a parked sender worth it: half of what one channel can
+    /// hold (its exclusive credits and the gate's floating ones), at least 1.
+    wake_batch: usize,
     cancelled: bool,
     /// Channels the receiver does not read for now (checkpoint barrier alignment): their
     /// entries wait in their queues and keep their credits.
@@ -139,31 +142,76 @@ impl<T> State<T> {
                 let chan = &mut self.channels[channel];
                 let owed = chan.exclusive_free < 0;
                 chan.exclusive_free += 1;
-                // A freed credit lets the parked sender proceed; a repaid debt may too (its
-                // writer's overdraft budget has room again).
-                let wake = if chan.waiting && !chan.notified {
-                    chan.notified = true;
-                    chan.granted_at = mono_ns();
-                    Some(channel)
-                } else {
-                    None
-                };
-                (wake, if owed { chan.budget.clone() } else { None })
+                // A freed credit lets the parked sender proceed once a batch is free; a repaid
+                // debt wakes it at once (its writer's overdraft budget has room again).
+                let wake = (owed || self.worth_waking(channel)).then(|| self.notify(channel));
+                (
+                    wake.flatten(),
+                    if owed {
+                        self.channels[channel].budget.clone()
+                    } else {
+                        None
+                    },
+                )
             }
         }
     }
 
-    /// The longest-waiting sender not woken yet, for a free floating credit.
+    /// The longest-waiting sender not woken yet, for a free floating credit, if waking it is
+    /// worth it (see [`worth_waking`](Self::worth_waking)).
     fn wake_for_floating(&mut self) -> Option<usize> {
         if self.floating_free == 0 {
             return None;
         }
-        let channels = &mut self.channels;
+        let channels = &self.channels;
         let ch = *self.waiters.iter().find(|&&c| !channels[c].notified)?;
-        let chan = &mut channels[ch];
+        if !self.worth_waking(ch) {
+            return None;
+        }
+        self.notify(ch)
+    }
+
+    /// Credits the sender of `channel` could take right now.
+    fn usable_credits(&self, channel: usize) -> usize {
+        self.channels[channel].exclusive_free.max(0) as usize + self.floating_free
+    }
+
+    /// Whether a parked sender of `channel` should be woken now: once a batch of credits
+    /// ([`State::wake_batch`]) is free for it, or once its channel has nothing queued (the
+    /// receiver is about to run out of its data). Waking a sender for every freed buffer makes
+    /// it run one buffer's worth and park again, a context switch per buffer; waking it for a
+    /// batch lets it fill several while the receiver still has the rest queued. Nothing waits
+    /// on this for long: a receiver that is about to park wakes every sender that has a credit
+    /// ([`wake_all_with_credit`](Self::wake_all_with_credit)).
+    fn worth_waking(&self, channel: usize) -> bool {
+        let chan = &self.channels[channel];
+        chan.waiting
+            && !chan.notified
+            && (self.usable_credits(channel) >= self.wake_batch || chan.queue.is_empty())
+    }
+
+    /// Marks the parked sender of `channel` as woken, its backpressure ending now; returns the
+    /// channel to notify once the lock is dropped.
+    fn notify(&mut self, channel: usize) -> Option<usize> {
+        let chan = &mut self.channels[channel];
+        if !chan.waiting || chan.notified {
+            return None;
+        }
         chan.notified = true;
         chan.granted_at = mono_ns();
-        Some(ch)
+        Some(channel)
+    }
+
+    /// The receiver is about to park: every parked sender that could take a credit is woken,
+    /// so no sender stays parked below its batch while the receiver waits.
+    fn wake_all_with_credit(&mut self) -> Vec<usize> {
+        let parked: Vec<usize> = self
+            .waiters
+            .iter()
+            .copied()
+            .filter(|&c| !self.channels[c].notified && self.usable_credits(c) > 0)
+            .collect();
+        parked.into_iter().filter_map(|c| self.notify(c)).collect()
     }
 }
 
@@ -338,6 +386,7 @@ impl<T: Send + 'static> InputGate<T> {
             receiver_waiting: false,
             wake_requested: false,
             waiters: VecDeque::with_capacity(channels),
+            wake_batch: ((cfg.exclusive_credits + cfg.floating_credits) / 2).max(1),
             cancelled: false,
             blocked: vec![false; channels],
             blocked_count: 0,
@@ -581,6 +630,11 @@ impl<T: Send + 'static> InputGate<T> {
                 return Ok(Some(GateItem::Idle));
             }
             st.receiver_waiting = true;
+            if !st.waiters.is_empty() {
+                for ch in st.wake_all_with_credit() {
+                    self.shared.credit_cvs[ch].notify_one();
+                }
+            }
             let started = self.waits.begin_idle();
             if let Some(d) = &mut self.debloat {
                 d.throughput.pause(started);
@@ -1088,3 +1142,7 @@ impl<T: Send + 'static> ChannelSender<T> {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "gate_wake_tests.rs"]
+mod wake_tests;

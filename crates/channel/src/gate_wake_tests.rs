@@ -1,0 +1,145 @@
+//! When a sender parked for credit is woken: after a batch of freed credits while the receiver
+//! still has data queued, at once when the receiver is about to wait. The decisions are taken
+//! under the gate lock, so these tests read them there, without timing.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn config(exclusive: usize, floating: usize) -> ExchangeConfig {
+    ExchangeConfig {
+        buffer_bytes: 8,
+        exclusive_credits: exclusive,
+        floating_credits: floating,
+        ..ExchangeConfig::default()
+    }
+}
+
+/// Polls `cond` on the gate's state until it holds (the parking thread runs on its own).
+fn wait_until(gate: &InputGate<u64>, what: &str, cond: impl Fn(&State<u64>) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !cond(&gate.shared.lock()) {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        thread::yield_now();
+    }
+}
+
+fn fill(sender: &ChannelSender<u64>, buffers: usize) {
+    for i in 0..buffers {
+        let sent = sender.try_send(vec![i as u64]).expect("not cancelled");
+        assert!(sent.is_ok(), "buffer {i} had a credit");
+    }
+}
+
+fn next_buffer(gate: &mut InputGate<u64>) -> ReceivedBuffer<u64> {
+    match gate.next().expect("not cancelled") {
+        Some(GateItem::Buffer(b)) => b,
+        _ => panic!("expected a buffer"),
+    }
+}
+
+#[test]
+fn a_parked_sender_is_woken_for_a_batch_of_credits_not_for_each() {
+    // 2 exclusive + 8 floating credits: the batch is 5.
+    let (mut gate, mut senders) = InputGate::<u64>::new(1, &config(2, 8), Arc::default());
+    let sender = senders.remove(0);
+    fill(&sender, 10);
+    let waits = Arc::new(WaitTimes::default());
+    let parked = {
+        let waits = waits.clone();
+        thread::spawn(move || {
+            let permit = sender.reserve(&waits).expect("not cancelled");
+            drop(permit);
+            sender
+        })
+    };
+    wait_until(&gate, "the sender parks", |st| st.channels[0].waiting);
+    for released in 1..=4 {
+        let b = next_buffer(&mut gate);
+        gate.release(b);
+        let st = gate.shared.lock();
+        assert!(
+            !st.channels[0].notified,
+            "woken after {released} freed credits, with {} buffers still queued",
+            st.channels[0].queue.len()
+        );
+    }
+    let b = next_buffer(&mut gate);
+    gate.release(b);
+    {
+        let st = gate.shared.lock();
+        let chan = &st.channels[0];
+        assert!(
+            chan.notified || !chan.waiting,
+            "the fifth freed credit wakes the sender"
+        );
+    }
+    parked.join().expect("the sender proceeds");
+    assert!(
+        waits.backpressured_ns_at(mono_ns()) > 0,
+        "its wait was backpressure"
+    );
+}
+
+#[test]
+fn a_sender_below_its_batch_is_woken_when_the_receiver_runs_out_of_data() {
+    // 1 exclusive credit per channel + 4 floating: the batch is 2. Channel 0 is blocked
+    // (barrier alignment) with its queue full and its sender parked; channel 1's released
+    // floating buffer leaves channel 0 one usable credit, below the batch. The receiver then has
+    // nothing readable and parks: it must wake the sender before it does.
+    let (mut gate, mut senders) = InputGate::<u64>::new(2, &config(1, 4), Arc::default());
+    let s1 = senders.pop().expect("two senders");
+    let s0 = senders.pop().expect("two senders");
+    fill(&s0, 4); // its exclusive credit and 3 floating ones
+    fill(&s1, 2); // its exclusive credit and the last floating one
+    gate.set_blocked(0, true);
+    let waits = Arc::new(WaitTimes::default());
+    let parked = {
+        let waits = waits.clone();
+        thread::spawn(move || {
+            let permit = s0.reserve(&waits).expect("not cancelled");
+            drop(permit);
+            s0
+        })
+    };
+    wait_until(&gate, "channel 0's sender parks", |st| {
+        st.channels[0].waiting
+    });
+    // Channel 1's exclusive buffer, then its floating one: the floating release leaves channel 0
+    // one usable credit, below its batch of 2, and its queue still holds 4 buffers.
+    for _ in 0..2 {
+        let b = next_buffer(&mut gate);
+        assert_eq!(b.channel, 1);
+        gate.release(b);
+    }
+    {
+        let st = gate.shared.lock();
+        assert_eq!(st.usable_credits(0), 1);
+        assert!(!st.channels[0].notified, "one credit is below the batch");
+    }
+    // Nothing readable is left: the receiver parks, and wakes the sender first.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let canceller = gate.canceller();
+    let receiver = thread::spawn(move || {
+        let item = gate.next();
+        let _ = tx.send(());
+        item.is_err()
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !parked.is_finished() {
+        if Instant::now() >= deadline {
+            canceller.cancel();
+            panic!("the receiver waits for data while the sender stays parked with a credit");
+        }
+        thread::yield_now();
+    }
+    parked.join().expect("the sender proceeds");
+    assert!(
+        rx.try_recv().is_err(),
+        "the receiver is still waiting for data"
+    );
+    canceller.cancel();
+    assert!(receiver.join().expect("receiver thread"), "cancelled");
+}
