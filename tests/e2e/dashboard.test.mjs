@@ -176,7 +176,8 @@ try {
       await upstream.and(page.locator('[data-state="backpressured"]')).waitFor({ timeout: DEADLINE_MS }).catch(() => {});
       check(await keyed.getAttribute("data-state") === "busy", `keyed vertex "${exp.busy}" is busy (busy ${await keyed.getAttribute("data-busy")}%)`);
       check(await upstream.getAttribute("data-state") === "backpressured",
-        `upstream vertex "${exp.backpressured}" is backpressured (backpressured ${await upstream.getAttribute("data-backpressured")}%)`);
+        `upstream vertex "${exp.backpressured}" is backpressured (backpressured ${await upstream.getAttribute("data-backpressured")}%, ` +
+        `busy ${await upstream.getAttribute("data-busy")}%, at least ${await upstream.getAttribute("data-cpu-wait")}% of it waiting for a CPU)`);
       const edge = await page.locator('[data-testid="edge-label"]').first().textContent();
       check(edge === "HASH", `edge labelled with its ship strategy (${edge})`);
       await keyed.click();

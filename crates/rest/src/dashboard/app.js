@@ -49,8 +49,12 @@
     var bg = blend("#5db1ff", "#ee6464", (busy || 0) / 100), border = blend("#1890ff", "#ee2222", (busy || 0) / 100);
     return { bg: blend(bg, "#888888", (bp || 0) / 100), border: blend(border, "#000000", (bp || 0) / 100) };
   }
-  function vertexState(busy, bp) {
-    if (!isNaN(bp) && bp >= 10 && bp >= busy) return "backpressured";
+  // Backpressured when blocked on output at least as long as it computed: time a subtask was
+  // runnable but waiting for a free CPU (an oversubscribed machine) counts as busy in Flink's
+  // figure but is not work, so it is taken off before the comparison.
+  function vertexState(busy, bp, cpuWait) {
+    var work = isNaN(cpuWait) ? busy : Math.max(0, busy - cpuWait);
+    if (!isNaN(bp) && bp >= 10 && bp >= work) return "backpressured";
     if (!isNaN(busy) && busy >= 50) return "busy";
     return "idle";
   }
@@ -116,7 +120,7 @@
   }
 
   // ---- job graph -----------------------------------------------------------------------
-  var AGG = "/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,numRecordsInPerSecond&agg=max,skew";
+  var AGG = "/subtasks/metrics?get=busyTimeMsPerSecond,backPressuredTimeMsPerSecond,cpuWaitTimeMsPerSecond,numRecordsInPerSecond&agg=min,max,skew";
   function aggOf(list, id, key) {
     var m = (list || []).filter(function (x) { return x.id === id; })[0];
     return m && typeof m[key] === "number" ? m[key] : NaN;
@@ -128,8 +132,10 @@
         return get("/jobs/" + jid + "/vertices/" + v.id + AGG).then(function (m) {
           v.busy = msToPct(aggOf(m, "busyTimeMsPerSecond", "max"));
           v.bp = msToPct(aggOf(m, "backPressuredTimeMsPerSecond", "max"));
+          // The least any subtask waited for a CPU: busy (max) minus it bounds the work from above.
+          v.cpuWait = msToPct(aggOf(m, "cpuWaitTimeMsPerSecond", "min"));
           v.skew = aggOf(m, "numRecordsInPerSecond", "skew");
-        }).catch(function () { v.busy = NaN; v.bp = NaN; v.skew = NaN; });
+        }).catch(function () { v.busy = NaN; v.bp = NaN; v.cpuWait = NaN; v.skew = NaN; });
       })).then(function () { return d; });
     }).then(function (d) { if (jid === state.job) { state.detail = d; renderJob(d); } });
   }
@@ -175,15 +181,15 @@
       });
     });
     (d.vertices || []).forEach(function (v) {
-      var p = pos[v.id], c = nodeColours(v.busy, v.bp), s = vertexState(v.busy, v.bp);
+      var p = pos[v.id], c = nodeColours(v.busy, v.bp), s = vertexState(v.busy, v.bp, v.cpuWait);
       var title = v.name.length > 34 ? v.name.slice(0, 33) + "…" : v.name;
       svg.push('<g class="vbox' + (v.id === state.vertex ? " selected" : "") + '" data-testid="vertex" data-vertex-id="' + esc(v.id) +
         '" data-vertex-name="' + esc(v.name) + '" data-state="' + s + '" data-busy="' + v.busy + '" data-backpressured="' + v.bp +
-        '" transform="translate(' + p.x + "," + p.y + ')" tabindex="0"><title>' + esc(v.name) + "</title>" +
+        '" data-cpu-wait="' + v.cpuWait + '" transform="translate(' + p.x + "," + p.y + ')" tabindex="0"><title>' + esc(v.name) + "</title>" +
         '<rect class="frame" width="' + BW + '" height="' + BH + '" rx="6" fill="' + c.bg + '" stroke="' + c.border + '" stroke-width="3"/>' +
         '<text class="title" x="12" y="22">' + esc(title) + "</text>" +
         '<text x="12" y="42">Parallelism: ' + v.parallelism + "</text>" +
-        '<text x="12" y="60">Busy (max): ' + pct(v.busy) + "</text>" +
+        '<text x="12" y="60">Busy (max): ' + pct(v.busy) + (v.cpuWait >= 1 ? " · ≥ " + pct(v.cpuWait) + " for a CPU" : "") + "</text>" +
         '<text x="12" y="78">Backpressured (max): ' + pct(v.bp) + "</text>" +
         '<text x="12" y="96">Data skew: ' + pct(v.skew) + "</text>" +
         '<g transform="translate(' + (BW - 12) + ',96)"><text text-anchor="end" font-weight="700" data-testid="vertex-state">' + s.toUpperCase() + "</text></g></g>");
@@ -198,7 +204,7 @@
   }
 
   // ---- vertex panel --------------------------------------------------------------------
-  var PER_SUBTASK = ["numRecordsInPerSecond", "numRecordsOutPerSecond", "cpuTimeMsPerSecond", "busyTimeMsPerSecond"];
+  var PER_SUBTASK = ["numRecordsInPerSecond", "numRecordsOutPerSecond", "cpuTimeMsPerSecond", "busyTimeMsPerSecond", "cpuWaitTimeMsPerSecond"];
   // A split job's network exchange: encoding the subtask's outgoing records, decoding its incoming ones.
   var SERDE = ["serializationTimeMsPerSecond", "deserializationTimeMsPerSecond"];
   // The input gate's data in flight and what buffer debloating made of it (tasks with an input).
@@ -339,13 +345,17 @@
       (hosts.multi ? "<th>TaskManager</th>" : "") + "</tr></thead><tbody>");
     subs.forEach(function (s) {
       var n = s.subtask, busy = Math.round((s.busyRatio || 0) * 100), bpp = Math.round((s.ratio || 0) * 100), idle = Math.round((s.idleRatio || 0) * 100);
+      // Of the busy share, the time the thread was runnable but waited for a free CPU.
+      var cw = Math.min(busy, msToPct(m[n + ".cpuWaitTimeMsPerSecond"]) || 0);
       var hotRow = busy >= 80 && v.parallelism > 1 && (s.busyRatio || 0) >= maxBusy && maxBusy - minBusy >= 0.3; // uneven load
       var lab = n + 1 + "/" + v.parallelism;
       var host = hosts.by[n] || { endpoint: "", tm: "" };
       h.push('<tr data-testid="subtask-row" data-subtask="' + n + '" data-subtask-label="' + lab + '" data-tm="' + esc(host.endpoint) + '" data-busy="' + busy + '" data-backpressured="' + bpp +
-        '" data-idle="' + idle + '" data-hot="' + hotRow + '"' + (hotRow ? ' class="hot"' : "") + "><td><b>" + lab + "</b>" + (hotRow ? ' <span class="badge high">hot</span>' : "") + "</td>" +
-        '<td><div class="bar" title="busy ' + busy + "%, backpressured " + bpp + "%, idle " + idle + '%"><span class="b" style="width:' + busy + '%"></span><span class="p" style="width:' + bpp +
-        '%"></span><span class="i" style="width:' + idle + '%"></span></div><span class="barlabel">busy ' + busy + "% · backpressured " + bpp + "% · idle " + idle + "%</span></td>" +
+        '" data-idle="' + idle + '" data-cpu-wait="' + cw + '" data-hot="' + hotRow + '"' + (hotRow ? ' class="hot"' : "") + "><td><b>" + lab + "</b>" + (hotRow ? ' <span class="badge high">hot</span>' : "") + "</td>" +
+        '<td><div class="bar" title="busy ' + busy + "% (" + cw + "% of it waiting for a CPU), backpressured " + bpp + "%, idle " + idle + '%"><span class="b" style="width:' + (busy - cw) +
+        '%"></span><span class="w" style="width:' + cw + '%"></span><span class="p" style="width:' + bpp +
+        '%"></span><span class="i" style="width:' + idle + '%"></span></div><span class="barlabel">busy ' + busy + "%" + (cw >= 1 ? " (" + cw + "% waiting for a CPU)" : "") +
+        " · backpressured " + bpp + "% · idle " + idle + "%</span></td>" +
         '<td class="num">' + fmtNum(m[n + ".numRecordsInPerSecond"]) + '</td><td class="num">' + fmtNum(m[n + ".numRecordsOutPerSecond"]) +
         '</td><td class="num">' + fmtNum(m[n + ".cpuTimeMsPerSecond"]) + "</td><td>" + badge(s["backpressure-level"] || s.backpressureLevel || level(s.ratio)) + "</td>" +
         (hosts.multi ? '<td data-testid="subtask-tm" title="TaskManager ' + esc(host.tm) + '">' + esc(host.endpoint) + "</td>" : "") + "</tr>");
