@@ -177,17 +177,18 @@ impl<T> State<T> {
     }
 
     /// Whether a parked sender of `channel` should be woken now: once a batch of credits
-    /// ([`State::wake_batch`]) is free for it, or once its channel has nothing queued (the
-    /// receiver is about to run out of its data). Waking a sender for every freed buffer makes
-    /// it run one buffer's worth and park again, a context switch per buffer; waking it for a
-    /// batch lets it fill several while the receiver still has the rest queued. Nothing waits
-    /// on this for long: a receiver that is about to park wakes every sender that has a credit
+    /// ([`State::wake_batch`]) is free for it, or once its channel is at most half full (as
+    /// many credits free for it as entries still queued — an empty queue included, and a
+    /// channel whose floating credits other channels hold, so it refills before it runs dry).
+    /// Waking a sender for every freed buffer makes it run one buffer's worth and park again,
+    /// a context switch per buffer; waking it for a batch lets it fill several while the
+    /// receiver still has the rest queued. Nothing waits on this for long: a receiver that is
+    /// about to park wakes every sender that has a credit
     /// ([`wake_all_with_credit`](Self::wake_all_with_credit)).
     fn worth_waking(&self, channel: usize) -> bool {
         let chan = &self.channels[channel];
-        chan.waiting
-            && !chan.notified
-            && (self.usable_credits(channel) >= self.wake_batch || chan.queue.is_empty())
+        let usable = self.usable_credits(channel);
+        chan.waiting && !chan.notified && (usable >= self.wake_batch || usable >= chan.queue.len())
     }
 
     /// Marks the parked sender of `channel` as woken, its backpressure ending now; returns the

@@ -1,5 +1,6 @@
 //! When a sender parked for credit is woken: after a batch of freed credits while the receiver
-//! still has data queued, at once when the receiver is about to wait. The decisions are taken
+//! still has data queued, once its channel is at most half full, at once when the receiver is
+//! about to wait. The decisions are taken
 //! under the gate lock, so these tests read them there, without timing.
 
 use std::sync::Arc;
@@ -142,4 +143,34 @@ fn a_sender_below_its_batch_is_woken_when_the_receiver_runs_out_of_data() {
     );
     canceller.cancel();
     assert!(receiver.join().expect("receiver thread"), "cancelled");
+}
+
+#[test]
+fn a_sender_whose_floating_credits_others_hold_is_woken_at_half_full() {
+    // 2 exclusive + 8 floating credits: the batch is 5, more than channel 0 can get while
+    // channel 1 holds every floating credit. It is woken once its channel is half full.
+    let (mut gate, mut senders) = InputGate::<u64>::new(2, &config(2, 8), Arc::default());
+    let s1 = senders.pop().expect("two senders");
+    let s0 = senders.pop().expect("two senders");
+    fill(&s0, 2); // its exclusive credits
+    fill(&s1, 10); // its exclusive credits and every floating one
+    let waits = Arc::new(WaitTimes::default());
+    let parked = thread::spawn(move || {
+        let permit = s0.reserve(&waits).expect("not cancelled");
+        drop(permit);
+        s0
+    });
+    wait_until(&gate, "channel 0's sender parks", |st| st.channels[0].waiting);
+    let b = next_buffer(&mut gate);
+    assert_eq!(b.channel, 0, "channel 0 became ready first");
+    gate.release(b);
+    {
+        let st = gate.shared.lock();
+        assert_eq!(st.usable_credits(0), 1);
+        assert_eq!(st.channels[0].queue.len(), 1);
+        let chan = &st.channels[0];
+        assert!(chan.notified || !chan.waiting, "one free, one queued: woken");
+    }
+    parked.join().expect("the sender proceeds");
+    drop(s1);
 }
