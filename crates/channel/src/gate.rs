@@ -21,6 +21,12 @@ use crate::debloat::{BufferDebloater, DebloatGauges, ThroughputCalculator};
 use crate::wait_stacks::{WaitPoint, WakeForStacks};
 use crate::{mono_ns, Cancelled, ChannelCounters, ExchangeConfig, OverdraftBudget, WaitTimes};
 
+/// Credits freed closer together than this are freed "fast": a parked sender is then woken for a
+/// batch of them rather than for each. Several context switches long, far shorter than any wait
+/// a checkpoint or a user would notice: a sender waits at most about `wake_batch` times this
+/// beyond its first free credit while its receiver keeps releasing.
+const BATCH_WAKES_WITHIN: u64 = 1_000_000;
+
 /// Which credit a buffer holds; its release returns that credit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Credit {
@@ -96,6 +102,12 @@ struct State<T> {
     /// Free credits that make waking a parked sender worth it: half of what one channel can
     /// hold (its exclusive credits and the gate's floating ones), at least 1.
     wake_batch: usize,
+    /// When a credit was last freed ([`mono_ns`]), and whether it came within
+    /// [`BATCH_WAKES_WITHIN`] of the one before: only then are wake-ups batched.
+    last_freed: u64,
+    freeing_fast: bool,
+    /// [`BATCH_WAKES_WITHIN`]; a field so that tests can fix the pace.
+    batch_wakes_within: u64,
     cancelled: bool,
     /// Channels the receiver does not read for now (checkpoint barrier alignment): their
     /// entries wait in their queues and keep their credits.
@@ -132,6 +144,11 @@ impl<T> State<T> {
         channel: usize,
         credit: Credit,
     ) -> (Option<usize>, Option<Arc<OverdraftBudget>>) {
+        if credit != Credit::None {
+            let now = mono_ns();
+            self.freeing_fast = now.saturating_sub(self.last_freed) < self.batch_wakes_within;
+            self.last_freed = now;
+        }
         match credit {
             Credit::None => (None, None),
             Credit::Floating => {
@@ -176,7 +193,11 @@ impl<T> State<T> {
         self.channels[channel].exclusive_free.max(0) as usize + self.floating_free
     }
 
-    /// Whether a parked sender of `channel` should be woken now: once a batch of credits
+    /// Whether a parked sender of `channel` should be woken now. While credits come back
+    /// slowly (more than [`BATCH_WAKES_WITHIN`] apart) at once: a wake-up then costs nothing
+    /// next to the wait, and a sender that waits for more credits would wait buffers' worth of a
+    /// slow receiver's time (a source's checkpoint barrier with it). While they come back fast,
+    /// once a batch of credits
     /// ([`State::wake_batch`]) is free for it, or once its channel is at most half full (as
     /// many credits free for it as entries still queued — an empty queue included, and a
     /// channel whose floating credits other channels hold, so it refills before it runs dry).
@@ -188,7 +209,9 @@ impl<T> State<T> {
     fn worth_waking(&self, channel: usize) -> bool {
         let chan = &self.channels[channel];
         let usable = self.usable_credits(channel);
-        chan.waiting && !chan.notified && (usable >= self.wake_batch || usable >= chan.queue.len())
+        chan.waiting
+            && !chan.notified
+            && (!self.freeing_fast || usable >= self.wake_batch || usable >= chan.queue.len())
     }
 
     /// Marks the parked sender of `channel` as woken, its backpressure ending now; returns the
@@ -388,6 +411,9 @@ impl<T: Send + 'static> InputGate<T> {
             wake_requested: false,
             waiters: VecDeque::with_capacity(channels),
             wake_batch: ((cfg.exclusive_credits + cfg.floating_credits) / 2).max(1),
+            last_freed: 0,
+            freeing_fast: false,
+            batch_wakes_within: BATCH_WAKES_WITHIN,
             cancelled: false,
             blocked: vec![false; channels],
             blocked_count: 0,

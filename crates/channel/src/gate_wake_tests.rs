@@ -1,7 +1,8 @@
-//! When a sender parked for credit is woken: after a batch of freed credits while the receiver
-//! still has data queued, once its channel is at most half full, at once when the receiver is
-//! about to wait. The decisions are taken
-//! under the gate lock, so these tests read them there, without timing.
+//! When a sender parked for credit is woken: while credits come back fast, after a batch of them
+//! while the receiver still has data queued, once its channel is at most half full, at once
+//! when the receiver is about to wait; while they come back slowly, for each. The decisions
+//! are taken under the gate lock, so these tests read them there, without timing; the pace is
+//! fixed by the test (`batch_wakes_within`), not by how fast this machine runs it.
 
 use std::sync::Arc;
 use std::thread;
@@ -16,6 +17,17 @@ fn config(exclusive: usize, floating: usize) -> ExchangeConfig {
         floating_credits: floating,
         ..ExchangeConfig::default()
     }
+}
+
+/// A gate whose credits always count as coming back fast (`true`) or slowly (`false`).
+fn gate_at_pace(
+    channels: usize,
+    cfg: &ExchangeConfig,
+    fast: bool,
+) -> (InputGate<u64>, Vec<ChannelSender<u64>>) {
+    let (gate, senders) = InputGate::<u64>::new(channels, cfg, Arc::default());
+    gate.shared.lock().batch_wakes_within = if fast { u64::MAX } else { 0 };
+    (gate, senders)
 }
 
 /// Polls `cond` on the gate's state until it holds (the parking thread runs on its own).
@@ -44,7 +56,7 @@ fn next_buffer(gate: &mut InputGate<u64>) -> ReceivedBuffer<u64> {
 #[test]
 fn a_parked_sender_is_woken_for_a_batch_of_credits_not_for_each() {
     // 2 exclusive + 8 floating credits: the batch is 5.
-    let (mut gate, mut senders) = InputGate::<u64>::new(1, &config(2, 8), Arc::default());
+    let (mut gate, mut senders) = gate_at_pace(1, &config(2, 8), true);
     let sender = senders.remove(0);
     fill(&sender, 10);
     let waits = Arc::new(WaitTimes::default());
@@ -90,7 +102,7 @@ fn a_sender_below_its_batch_is_woken_when_the_receiver_runs_out_of_data() {
     // (barrier alignment) with its queue full and its sender parked; channel 1's released
     // floating buffer leaves channel 0 one usable credit, below the batch. The receiver then has
     // nothing readable and parks: it must wake the sender before it does.
-    let (mut gate, mut senders) = InputGate::<u64>::new(2, &config(1, 4), Arc::default());
+    let (mut gate, mut senders) = gate_at_pace(2, &config(1, 4), true);
     let s1 = senders.pop().expect("two senders");
     let s0 = senders.pop().expect("two senders");
     fill(&s0, 4); // its exclusive credit and 3 floating ones
@@ -149,7 +161,7 @@ fn a_sender_below_its_batch_is_woken_when_the_receiver_runs_out_of_data() {
 fn a_sender_whose_floating_credits_others_hold_is_woken_at_half_full() {
     // 2 exclusive + 8 floating credits: the batch is 5, more than channel 0 can get while
     // channel 1 holds every floating credit. It is woken once its channel is half full.
-    let (mut gate, mut senders) = InputGate::<u64>::new(2, &config(2, 8), Arc::default());
+    let (mut gate, mut senders) = gate_at_pace(2, &config(2, 8), true);
     let s1 = senders.pop().expect("two senders");
     let s0 = senders.pop().expect("two senders");
     fill(&s0, 2); // its exclusive credits
@@ -160,7 +172,9 @@ fn a_sender_whose_floating_credits_others_hold_is_woken_at_half_full() {
         drop(permit);
         s0
     });
-    wait_until(&gate, "channel 0's sender parks", |st| st.channels[0].waiting);
+    wait_until(&gate, "channel 0's sender parks", |st| {
+        st.channels[0].waiting
+    });
     let b = next_buffer(&mut gate);
     assert_eq!(b.channel, 0, "channel 0 became ready first");
     gate.release(b);
@@ -169,8 +183,36 @@ fn a_sender_whose_floating_credits_others_hold_is_woken_at_half_full() {
         assert_eq!(st.usable_credits(0), 1);
         assert_eq!(st.channels[0].queue.len(), 1);
         let chan = &st.channels[0];
-        assert!(chan.notified || !chan.waiting, "one free, one queued: woken");
+        assert!(
+            chan.notified || !chan.waiting,
+            "one free, one queued: woken"
+        );
     }
     parked.join().expect("the sender proceeds");
     drop(s1);
+}
+
+#[test]
+fn credits_coming_back_slowly_wake_the_sender_for_each() {
+    let (mut gate, mut senders) = gate_at_pace(1, &config(2, 8), false);
+    let sender = senders.remove(0);
+    fill(&sender, 10);
+    let waits = Arc::new(WaitTimes::default());
+    let parked = thread::spawn(move || {
+        let permit = sender.reserve(&waits).expect("not cancelled");
+        drop(permit);
+        sender
+    });
+    wait_until(&gate, "the sender parks", |st| st.channels[0].waiting);
+    let b = next_buffer(&mut gate);
+    gate.release(b);
+    {
+        let st = gate.shared.lock();
+        let chan = &st.channels[0];
+        assert!(
+            chan.notified || !chan.waiting,
+            "the first slow credit wakes the sender"
+        );
+    }
+    parked.join().expect("the sender proceeds");
 }
