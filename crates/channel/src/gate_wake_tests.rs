@@ -53,6 +53,33 @@ fn next_buffer(gate: &mut InputGate<u64>) -> ReceivedBuffer<u64> {
     }
 }
 
+/// Reserves a credit on a thread of its own, parking while none is free; gives the sender back.
+fn park_reserving(
+    sender: ChannelSender<u64>,
+    waits: Arc<WaitTimes>,
+) -> thread::JoinHandle<ChannelSender<u64>> {
+    thread::spawn(move || {
+        let permit = sender.reserve(&waits).expect("not cancelled");
+        drop(permit);
+        sender
+    })
+}
+
+/// Takes the next buffer and hands it back; returns its channel.
+fn release_next(gate: &mut InputGate<u64>) -> usize {
+    let b = next_buffer(gate);
+    let channel = b.channel;
+    gate.release(b);
+    channel
+}
+
+/// Asserts that the parked sender of `channel` was woken (or already ran).
+fn assert_woken(gate: &InputGate<u64>, channel: usize, what: &str) {
+    let st = gate.shared.lock();
+    let chan = &st.channels[channel];
+    assert!(chan.notified || !chan.waiting, "{what}");
+}
+
 #[test]
 fn a_parked_sender_is_woken_for_a_batch_of_credits_not_for_each() {
     // 2 exclusive + 8 floating credits: the batch is 5.
@@ -60,18 +87,10 @@ fn a_parked_sender_is_woken_for_a_batch_of_credits_not_for_each() {
     let sender = senders.remove(0);
     fill(&sender, 10);
     let waits = Arc::new(WaitTimes::default());
-    let parked = {
-        let waits = waits.clone();
-        thread::spawn(move || {
-            let permit = sender.reserve(&waits).expect("not cancelled");
-            drop(permit);
-            sender
-        })
-    };
+    let parked = park_reserving(sender, waits.clone());
     wait_until(&gate, "the sender parks", |st| st.channels[0].waiting);
     for released in 1..=4 {
-        let b = next_buffer(&mut gate);
-        gate.release(b);
+        release_next(&mut gate);
         let st = gate.shared.lock();
         assert!(
             !st.channels[0].notified,
@@ -79,16 +98,8 @@ fn a_parked_sender_is_woken_for_a_batch_of_credits_not_for_each() {
             st.channels[0].queue.len()
         );
     }
-    let b = next_buffer(&mut gate);
-    gate.release(b);
-    {
-        let st = gate.shared.lock();
-        let chan = &st.channels[0];
-        assert!(
-            chan.notified || !chan.waiting,
-            "the fifth freed credit wakes the sender"
-        );
-    }
+    release_next(&mut gate);
+    assert_woken(&gate, 0, "the fifth freed credit wakes the sender");
     parked.join().expect("the sender proceeds");
     assert!(
         waits.backpressured_ns_at(mono_ns()) > 0,
@@ -108,24 +119,14 @@ fn a_sender_below_its_batch_is_woken_when_the_receiver_runs_out_of_data() {
     fill(&s0, 4); // its exclusive credit and 3 floating ones
     fill(&s1, 2); // its exclusive credit and the last floating one
     gate.set_blocked(0, true);
-    let waits = Arc::new(WaitTimes::default());
-    let parked = {
-        let waits = waits.clone();
-        thread::spawn(move || {
-            let permit = s0.reserve(&waits).expect("not cancelled");
-            drop(permit);
-            s0
-        })
-    };
+    let parked = park_reserving(s0, Arc::default());
     wait_until(&gate, "channel 0's sender parks", |st| {
         st.channels[0].waiting
     });
     // Channel 1's exclusive buffer, then its floating one: the floating release leaves channel 0
     // one usable credit, below its batch of 2, and its queue still holds 4 buffers.
     for _ in 0..2 {
-        let b = next_buffer(&mut gate);
-        assert_eq!(b.channel, 1);
-        gate.release(b);
+        assert_eq!(release_next(&mut gate), 1);
     }
     {
         let st = gate.shared.lock();
@@ -166,28 +167,17 @@ fn a_sender_whose_floating_credits_others_hold_is_woken_at_half_full() {
     let s0 = senders.pop().expect("two senders");
     fill(&s0, 2); // its exclusive credits
     fill(&s1, 10); // its exclusive credits and every floating one
-    let waits = Arc::new(WaitTimes::default());
-    let parked = thread::spawn(move || {
-        let permit = s0.reserve(&waits).expect("not cancelled");
-        drop(permit);
-        s0
-    });
+    let parked = park_reserving(s0, Arc::default());
     wait_until(&gate, "channel 0's sender parks", |st| {
         st.channels[0].waiting
     });
-    let b = next_buffer(&mut gate);
-    assert_eq!(b.channel, 0, "channel 0 became ready first");
-    gate.release(b);
+    assert_eq!(release_next(&mut gate), 0, "channel 0 became ready first");
     {
         let st = gate.shared.lock();
         assert_eq!(st.usable_credits(0), 1);
         assert_eq!(st.channels[0].queue.len(), 1);
-        let chan = &st.channels[0];
-        assert!(
-            chan.notified || !chan.waiting,
-            "one free, one queued: woken"
-        );
     }
+    assert_woken(&gate, 0, "one free, one queued: woken");
     parked.join().expect("the sender proceeds");
     drop(s1);
 }
@@ -197,22 +187,9 @@ fn credits_coming_back_slowly_wake_the_sender_for_each() {
     let (mut gate, mut senders) = gate_at_pace(1, &config(2, 8), false);
     let sender = senders.remove(0);
     fill(&sender, 10);
-    let waits = Arc::new(WaitTimes::default());
-    let parked = thread::spawn(move || {
-        let permit = sender.reserve(&waits).expect("not cancelled");
-        drop(permit);
-        sender
-    });
+    let parked = park_reserving(sender, Arc::default());
     wait_until(&gate, "the sender parks", |st| st.channels[0].waiting);
-    let b = next_buffer(&mut gate);
-    gate.release(b);
-    {
-        let st = gate.shared.lock();
-        let chan = &st.channels[0];
-        assert!(
-            chan.notified || !chan.waiting,
-            "the first slow credit wakes the sender"
-        );
-    }
+    release_next(&mut gate);
+    assert_woken(&gate, 0, "the first slow credit wakes the sender");
     parked.join().expect("the sender proceeds");
 }
