@@ -174,17 +174,14 @@ impl<T> State<T> {
         }
     }
 
-    /// The longest-waiting sender not woken yet, for a free floating credit, if waking it is
-    /// worth it (see [`worth_waking`](Self::worth_waking)).
+    /// For a free floating credit: the longest-waiting sender, not woken yet, that is worth
+    /// waking (see [`worth_waking`](Self::worth_waking)). One still short of its batch does not
+    /// hold the credit back from a later one whose channel has run low.
     fn wake_for_floating(&mut self) -> Option<usize> {
         if self.floating_free == 0 {
             return None;
         }
-        let channels = &self.channels;
-        let ch = *self.waiters.iter().find(|&&c| !channels[c].notified)?;
-        if !self.worth_waking(ch) {
-            return None;
-        }
+        let ch = *self.waiters.iter().find(|&&c| self.worth_waking(c))?;
         self.notify(ch)
     }
 

@@ -193,3 +193,36 @@ fn credits_coming_back_slowly_wake_the_sender_for_each() {
     assert_woken(&gate, 0, "the first slow credit wakes the sender");
     parked.join().expect("the sender proceeds");
 }
+
+#[test]
+fn a_floating_credit_passes_a_sender_short_of_its_batch_for_one_whose_channel_ran_low() {
+    // Floating credits only (8: the batch is 4). Channel 0 holds 7 and parks first, channel 1
+    // holds the last one and parks second. Releasing one of channel 0's buffers frees a
+    // floating credit: channel 0 then has 1 usable with 6 queued, short of its batch; channel
+    // 1 has 1 usable with 1 queued, half full. The credit goes to channel 1.
+    let (mut gate, mut senders) = gate_at_pace(2, &config(0, 8), true);
+    let s1 = senders.pop().expect("two senders");
+    let s0 = senders.pop().expect("two senders");
+    fill(&s0, 7);
+    fill(&s1, 1);
+    let first = park_reserving(s0, Arc::default());
+    wait_until(&gate, "channel 0's sender parks", |st| {
+        st.channels[0].waiting
+    });
+    let second = park_reserving(s1, Arc::default());
+    wait_until(&gate, "channel 1's sender parks", |st| {
+        st.channels[1].waiting
+    });
+    assert_eq!(release_next(&mut gate), 0, "channel 0 became ready first");
+    assert!(
+        !gate.shared.lock().channels[0].notified,
+        "channel 0 is short of its batch"
+    );
+    assert_woken(&gate, 1, "the floating credit went to channel 1");
+    second.join().expect("channel 1's sender proceeds");
+    // The rest of both queues: channel 0's sender gets its batch.
+    for _ in 0..7 {
+        release_next(&mut gate);
+    }
+    first.join().expect("channel 0's sender proceeds");
+}
