@@ -97,7 +97,7 @@ struct State<T> {
     /// A [`GateWaker`] asked the receiver to look up from its input once (see there).
     wake_requested: bool,
     /// Channels whose sender is parked for credit, longest-waiting first (a floating credit
-    /// goes to the first without a pending wake-up).
+    /// goes to the first worth waking, see `State::worth_waking`).
     waiters: VecDeque<usize>,
     /// Free credits that make waking a parked sender worth it: half of what one channel can
     /// hold (its exclusive credits and the gate's floating ones), at least 1.
@@ -194,10 +194,10 @@ impl<T> State<T> {
     /// slowly (more than [`BATCH_WAKES_WITHIN`] apart) at once: a wake-up then costs nothing
     /// next to the wait, and a sender that waits for more credits would wait buffers' worth of a
     /// slow receiver's time (a source's checkpoint barrier with it). While they come back fast,
-    /// once a batch of credits
-    /// ([`State::wake_batch`]) is free for it, or once its channel is at most half full (as
-    /// many credits free for it as entries still queued — an empty queue included, and a
-    /// channel whose floating credits other channels hold, so it refills before it runs dry).
+    /// once a batch of credits ([`State::wake_batch`]) is free for it, or once its channel is at
+    /// most half full (as many credits free for it as entries still queued — an empty queue
+    /// included, and a channel whose floating credits other channels hold, so it refills before
+    /// it runs dry).
     /// Waking a sender for every freed buffer makes it run one buffer's worth and park again,
     /// a context switch per buffer; waking it for a batch lets it fill several while the
     /// receiver still has the rest queued. Nothing waits on this for long: a receiver that is
