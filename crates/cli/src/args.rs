@@ -150,6 +150,10 @@ pub struct ScenarioArgs {
     /// slow-sink only: instead of the remote table, a sink burning ROUNDS of CPU per record (~1 µs per 1000), as the debloating benchmark runs it.
     #[arg(long, value_name = "ROUNDS", value_parser = between(0u32, 100_000_000, ""))]
     pub sink_work: Option<u32>,
+    /// slow-sink with --sink-work only: ROUNDS of CPU burn per record in the map chained to the
+    /// source, so the source costs what a parsing source would.
+    #[arg(long, value_name = "ROUNDS", value_parser = between(0u32, 100_000_000, ""))]
+    pub source_work: Option<u32>,
     /// blocking only: distinct keys looked up (default 100000, so keys hardly repeat); few keys
     /// repeat, and the doctor proposes a cache instead of async.
     #[arg(long, value_name = "N", value_parser = between(1u64, sluice_jobs::blocking::LOOKUP_KEYS, ""))]
@@ -303,12 +307,19 @@ pub struct BenchArgs {
     /// than its source with aligned checkpoints, run without and with debloating.
     #[arg(long)]
     pub debloat: bool,
-    /// Records per run of the debloating comparison.
-    #[arg(long, default_value_t = 200_000)]
+    /// Records per run of the debloating comparison (~40 s a run with the default work: long
+    /// enough for the debloated size to settle and for aligned checkpoints to complete without
+    /// debloating, where each waits for ~20 s of buffered records to drain).
+    #[arg(long, default_value_t = 150_000)]
     pub debloat_records: u64,
-    /// Sink CPU burn per record in the debloating comparison (rounds, ~1 µs per 1000).
-    #[arg(long, default_value_t = 25_000)]
+    /// Sink CPU burn per record in the debloating comparison (rounds, ~2 µs per 1000 here):
+    /// 1000× the source's.
+    #[arg(long, default_value_t = 250_000)]
     pub debloat_sink_work: u32,
+    /// Source CPU burn per record in the debloating comparison (rounds): ~0.5 µs, the cost of a
+    /// source that parses what it reads (~2 M records/s a core).
+    #[arg(long, default_value_t = 250)]
+    pub debloat_source_work: u32,
     /// The floor program's release binary (`shared/floor`, `cargo build --release` there): run
     /// right before each skew run with the same record count, so every skew row also shows its
     /// throughput as a fraction of floor (c) measured in the same minute.

@@ -219,6 +219,8 @@ fn bench_debloat(exe: &std::path::Path, a: &BenchArgs) -> anyhow::Result<ExitCod
             &a.debloat_records.to_string(),
             "--sink-work",
             &a.debloat_sink_work.to_string(),
+            "--source-work",
+            &a.debloat_source_work.to_string(),
             "-p",
             &a.parallelism.to_string(),
             "--checkpoint-interval",

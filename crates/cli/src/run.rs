@@ -121,6 +121,7 @@ pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)
                 records: a.records,
                 parallelism: a.env.parallelism,
                 sink_work: a.sink_work,
+                source_work: a.source_work,
                 lookup_keys: a.keys,
                 lookup_table: a.lookup.clone(),
                 splits: a.splits,

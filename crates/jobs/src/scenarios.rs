@@ -82,6 +82,11 @@ pub struct ScenarioConfig {
     /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1 µs per
     /// 1000), so a benchmark can make the sink a chosen factor slower than the source.
     pub sink_work: Option<u32>,
+    /// `slow-sink` with `sink_work`: rounds of CPU burn per record in the map chained to the
+    /// generator (none when unset), so the source's own cost per record is a chosen one: a
+    /// realistic source parses what it reads, and "1000× slower than the source" then names a
+    /// sink rate, not only a factor over a bare counter.
+    pub source_work: Option<u32>,
     /// `blocking`: distinct keys looked up (values modulo this; [`crate::blocking::LOOKUP_KEYS`]
     /// when unset). Few keys repeat, which makes the doctor propose a cache instead of async.
     pub lookup_keys: Option<u64>,
@@ -100,6 +105,7 @@ impl Default for ScenarioConfig {
             records: UNBOUNDED,
             parallelism: 2,
             sink_work: None,
+            source_work: None,
             lookup_keys: None,
             lookup_table: None,
             splits: None,
@@ -115,7 +121,8 @@ impl ScenarioConfig {
         }
     }
 
-    /// Rejects an unknown name (listing the known ones) and parallelism 0.
+    /// Rejects an unknown name (listing the known ones), parallelism 0, and an option given to a
+    /// scenario it does not belong to (it would otherwise be ignored without a word).
     pub fn validate(&self) -> Result<(), String> {
         if !SCENARIOS.iter().any(|(n, _)| *n == self.name) {
             let names: Vec<&str> = SCENARIOS.iter().map(|(n, _)| *n).collect();
@@ -127,6 +134,15 @@ impl ScenarioConfig {
         }
         if self.parallelism == 0 {
             return Err("--parallelism must be at least 1".into());
+        }
+        if self.sink_work.is_some() && self.name != "slow-sink" {
+            return Err("--sink-work is an option of the slow-sink scenario only".into());
+        }
+        if self.source_work.is_some() && self.sink_work.is_none() {
+            return Err(
+                "--source-work needs --sink-work (the slow-sink scenario's CPU-burning variant)"
+                    .into(),
+            );
         }
         match self.splits {
             Some(_) if self.name != "source-ceiling" => {
@@ -233,9 +249,15 @@ pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, Graph
             env.set_parallelism(cfg.parallelism);
             if let Some(rounds) = cfg.sink_work {
                 // The debloating benchmark's variant: a sink that burns CPU per record.
+                let source_rounds = cfg.source_work.unwrap_or(0);
                 env.generate(n, |i| mix(i) as i64)
                     .name("generator")
-                    .map(|v: i64| v & 0xFFFF)
+                    .map(move |v: i64| {
+                        if source_rounds > 0 {
+                            std::hint::black_box(work(v, source_rounds));
+                        }
+                        v & 0xFFFF
+                    })
                     .name("map")
                     .sink_fn("slow-sink", move |v: i64| {
                         std::hint::black_box(work(v, rounds));
@@ -548,5 +570,34 @@ mod tests {
     fn unknown_names_are_rejected_with_the_list() {
         let e = ScenarioConfig::new("nope").validate().unwrap_err();
         assert!(e.contains("blocking") && e.contains("nope"), "{e}");
+    }
+
+    #[test]
+    fn work_options_outside_the_slow_sink_are_rejected() {
+        let skew = ScenarioConfig {
+            sink_work: Some(10),
+            ..ScenarioConfig::new("skew")
+        };
+        assert!(skew.validate().unwrap_err().contains("--sink-work"));
+        let alone = ScenarioConfig {
+            source_work: Some(10),
+            ..ScenarioConfig::new("slow-sink")
+        };
+        assert!(alone.validate().unwrap_err().contains("--source-work"));
+        let both = ScenarioConfig {
+            sink_work: Some(1000),
+            source_work: Some(1),
+            records: 50,
+            ..ScenarioConfig::new("slow-sink")
+        };
+        assert_eq!(both.validate(), Ok(()));
+        let env = StreamEnv::new();
+        let job = build(&env, &both).unwrap();
+        env.execute().unwrap();
+        assert_eq!(
+            job.records_sunk(),
+            50,
+            "the burning variant sinks every record"
+        );
     }
 }
