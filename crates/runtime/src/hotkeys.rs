@@ -63,6 +63,19 @@
 //! `n / n_vertex ≤ 1`. With `N` = 16 (`S ≥ 4 750`) the Bernstein bound would be `≈ 7·10⁻³`
 //! (hence the default of 8). Sampling is seeded per subtask, so a run repeats exactly.
 //!
+//! ## Thinning after a million records
+//!
+//! More samples buy little once `S` is in the tens of thousands, and at 1 in 8 the sampled path
+//! was a fifth of the skew job's hot subtask. So after [`DEFAULT_THIN_AFTER`] (2²⁰) records the
+//! hook samples one record in `8·N` ([`THIN_FACTOR`] = 8) and offers each as 8 occurrences
+//! ([`SpaceSaving::offer_weighted`]): every record is still picked independently, and a key's
+//! weighted count over the weighted total estimates its share without bias. The bound above holds
+//! with the effective sample size `S_eff = (Σw)² / Σw²` in place of `S` (Hoeffding's inequality
+//! for a weighted sum). With `n₀` records before thinning, `Σw ≈ n/N` and `Σw² ≈ n₀/N + 8(n − n₀)/N`,
+//! so `S_eff ≈ n² / (N·(8n − 7n₀))`, smallest at `n = 7n₀/4`: `7n₀/(16N)` ≈ 57 000 at `N` = 8, more
+//! than five times the 10 000 the ±2% bound needs. The bound for runs under `n₀` records is
+//! unchanged.
+//!
 //! # Publishing
 //!
 //! The operator owns its sketch (no lock, no shared state per record). Every 64 sampled records,
@@ -95,6 +108,11 @@ pub const DEFAULT_CAPACITY: usize = 64;
 pub const DEFAULT_SAMPLE_EVERY: u32 = 8;
 /// Keys per published snapshot.
 pub const DEFAULT_TOP: usize = 10;
+/// Records after which the operator hook thins its sampling (see [`HotKeysConfig::thin_after`]).
+pub const DEFAULT_THIN_AFTER: u64 = 1 << 20;
+/// How much the hook thins its sampling: one record in `sample_every × THIN_FACTOR`, each
+/// sampled record then weighing `THIN_FACTOR`.
+pub const THIN_FACTOR: u32 = 8;
 /// Sampled records between two reads of the clock (to decide whether to publish).
 const CLOCK_CHECK_EVERY: u32 = 64;
 
@@ -172,17 +190,38 @@ impl<K: Hash + Eq + Clone> SpaceSaving<K> {
     #[inline]
     pub fn offer(&mut self, key: &K) {
         self.total += 1;
+        let id = self.counter_of(key);
+        self.increment(id);
+    }
+
+    /// Counts `weight` occurrences of `key` (a sampled record standing for `weight` records):
+    /// one lookup, then `weight` unit increments, so the sketch's structure and guarantees are
+    /// those of `weight` offers of `key` in a row. O(`weight`).
+    #[inline]
+    pub fn offer_weighted(&mut self, key: &K, weight: u32) {
+        if weight == 0 {
+            return;
+        }
+        self.total += u64::from(weight);
+        let id = self.counter_of(key);
+        for _ in 0..weight {
+            self.increment(id);
+        }
+    }
+
+    /// `key`'s counter, taken over from the smallest if it has none.
+    #[inline]
+    fn counter_of(&mut self, key: &K) -> u32 {
         // The top key (most offers on a skewed stream) is found without hashing.
         let top = self.order[self.order.len() - 1];
-        let id = if self.slots[top as usize].key.as_ref() == Some(key) {
+        if self.slots[top as usize].key.as_ref() == Some(key) {
             top
         } else {
             match self.index.get(key) {
                 Some(&id) => id,
                 None => self.take_over_min(key),
             }
-        };
-        self.increment(id);
+        }
     }
 
     /// The counter with the smallest count goes to `key`, keeping its count as `key`'s error.
@@ -328,33 +367,50 @@ pub struct BernoulliSampler {
 
 impl BernoulliSampler {
     pub fn new(every: u32, seed: u64) -> Self {
+        let mut s = BernoulliSampler {
+            rng: splitmix(seed ^ 0x5EED_F00D_B07E_5EED_u64),
+            every: 1,
+            bits: 0,
+            chunk_lsbs: 0,
+            chunks: 0,
+            inv_bits: 0,
+            ln_keep: 0.0,
+            gap: 0,
+            countdown: 0,
+            before: 0,
+        };
+        s.set_every(every);
+        s.gap = s.draw_gap();
+        s.countdown = s.gap;
+        s
+    }
+
+    /// Samples one record in `every` from the next gap on: call right after a picked record,
+    /// before [`next_gap`](Self::next_gap). Records already seen stay counted, and since every
+    /// record is picked independently, the records after the change are a Bernoulli sample at
+    /// the new rate.
+    pub fn set_every(&mut self, every: u32) {
         let every = every.max(1);
         let bits = if every.is_power_of_two() && (2..=64).contains(&every) {
             every.trailing_zeros()
         } else {
             0
         };
-        let chunks = 64u32.checked_div(bits).unwrap_or(0);
-        let chunk_lsbs = (0..chunks).fold(0u64, |m, j| m | 1 << (j * bits));
-        let mut s = BernoulliSampler {
-            rng: splitmix(seed ^ 0x5EED_F00D_B07E_5EED_u64),
-            every,
-            bits,
-            chunk_lsbs,
-            chunks,
-            inv_bits: if bits == 0 {
-                0
-            } else {
-                (1u32 << 16).div_ceil(bits)
-            },
-            ln_keep: (1.0 - 1.0 / every as f64).ln(),
-            gap: 0,
-            countdown: 0,
-            before: 0,
+        self.every = every;
+        self.bits = bits;
+        self.chunks = 64u32.checked_div(bits).unwrap_or(0);
+        self.chunk_lsbs = (0..self.chunks).fold(0u64, |m, j| m | 1 << (j * bits));
+        self.inv_bits = if bits == 0 {
+            0
+        } else {
+            (1u32 << 16).div_ceil(bits)
         };
-        s.gap = s.draw_gap();
-        s.countdown = s.gap;
-        s
+        self.ln_keep = (1.0 - 1.0 / every as f64).ln();
+    }
+
+    /// One record in how many is picked.
+    pub fn every(&self) -> u32 {
+        self.every
     }
 
     /// Counts a record; `true` if it is picked (then call [`next_gap`](Self::next_gap)).
@@ -480,7 +536,8 @@ pub struct HotKeyShare {
 pub struct HotKeysSnapshot {
     /// Records the keyed operator processed (exact).
     pub subtask_records: u64,
-    /// Records offered to the sketch (the sample size `S`).
+    /// The sketch's total: records offered to it (the sample size `S`), a record sampled after
+    /// the hook thinned its sampling counting [`THIN_FACTOR`].
     pub sampled_records: u64,
     /// Highest count first.
     pub keys: Vec<HotKeyShare>,
@@ -630,6 +687,10 @@ pub struct HotKeysConfig {
     pub top: usize,
     /// Minimum time between two published snapshots while records flow.
     pub publish_interval: Duration,
+    /// After this many records the hook samples one record in `sample_every × THIN_FACTOR`,
+    /// each sampled record counting `THIN_FACTOR` in the sketch ([`DEFAULT_THIN_AFTER`];
+    /// `None`: never). See the module docs for why the error bound holds.
+    pub thin_after: Option<u64>,
 }
 
 impl Default for HotKeysConfig {
@@ -639,6 +700,7 @@ impl Default for HotKeysConfig {
             sample_every: DEFAULT_SAMPLE_EVERY,
             top: DEFAULT_TOP,
             publish_interval: Duration::from_millis(100),
+            thin_after: Some(DEFAULT_THIN_AFTER),
         }
     }
 }
@@ -654,6 +716,9 @@ trait HookCore<K>: Send {
     fn publish(&mut self, countdown: u32);
     /// Publishes if the interval has elapsed and records arrived since the last snapshot.
     fn tick(&mut self, countdown: u32);
+    /// What a sampled record counts now (1, or `THIN_FACTOR` once thinned).
+    #[cfg(test)]
+    fn weight(&self) -> u32;
 }
 
 struct SketchCore<K> {
@@ -665,6 +730,10 @@ struct SketchCore<K> {
     top: usize,
     interval: Duration,
     until_clock: u32,
+    /// What a sampled record counts in the sketch: 1, then `THIN_FACTOR` once thinned.
+    weight: u32,
+    /// Records after which sampling thins (`u64::MAX`: never).
+    thin_after: u64,
     last_publish: Instant,
     /// Records covered by the latest snapshot.
     published_records: u64,
@@ -690,8 +759,13 @@ impl<K: Hash + Eq + Clone + Send> HookCore<K> for SketchCore<K> {
     }
 
     fn sampled(&mut self, key: &K) -> u32 {
-        self.sketch.offer(key);
+        self.sketch.offer_weighted(key, self.weight);
         self.sampler.countdown = 0;
+        if self.weight == 1 && self.sampler.records() >= self.thin_after {
+            let every = self.sampler.every().saturating_mul(THIN_FACTOR);
+            self.sampler.set_every(every);
+            self.weight = THIN_FACTOR;
+        }
         self.until_clock -= 1;
         if self.until_clock == 0 {
             self.until_clock = CLOCK_CHECK_EVERY;
@@ -706,6 +780,11 @@ impl<K: Hash + Eq + Clone + Send> HookCore<K> for SketchCore<K> {
     fn publish(&mut self, countdown: u32) {
         self.sampler.countdown = countdown;
         self.publish_now();
+    }
+
+    #[cfg(test)]
+    fn weight(&self) -> u32 {
+        self.weight
     }
 
     fn tick(&mut self, countdown: u32) {
@@ -761,6 +840,8 @@ impl<K: Hash + Eq + Clone + Send + 'static> HotKeysHook<K> {
                 top: cfg.top,
                 interval: cfg.publish_interval,
                 until_clock: CLOCK_CHECK_EVERY,
+                weight: 1,
+                thin_after: cfg.thin_after.unwrap_or(u64::MAX),
                 last_publish: Instant::now(),
                 published_records: 0,
             }) as Box<dyn HookCore<K>>
@@ -1066,6 +1147,80 @@ mod tests {
         assert!(
             subtask_hot_keys(&m).is_none(),
             "nothing new since the last snapshot"
+        );
+    }
+
+    #[test]
+    fn a_weighted_offer_is_that_many_offers_in_a_row() {
+        let mut weighted = SpaceSaving::new(4);
+        let mut unit = SpaceSaving::new(4);
+        let mut rng = 0x1234_u64;
+        for _ in 0..5_000 {
+            rng = splitmix(rng);
+            let key = rng % 9;
+            let w = (rng >> 32) as u32 % 9;
+            weighted.offer_weighted(&key, w);
+            for _ in 0..w {
+                unit.offer(&key);
+            }
+        }
+        assert_eq!(weighted.total(), unit.total());
+        let view = |s: &SpaceSaving<u64>| {
+            let mut t: Vec<_> = s
+                .top(4)
+                .into_iter()
+                .map(|h| (h.key, h.count, h.error))
+                .collect();
+            t.sort();
+            t
+        };
+        assert_eq!(view(&weighted), view(&unit));
+        check_runs(&weighted);
+    }
+
+    #[test]
+    fn the_hook_thins_its_sampling_and_keeps_the_share() {
+        let m = Arc::new(TaskMetrics::default());
+        let mut hook: HotKeysHook<u64> = HotKeysHook::new(
+            HotKeysConfig {
+                thin_after: Some(50_000),
+                ..Default::default()
+            },
+            display_key,
+        );
+        hook.open_with(m.clone(), 3);
+        let weight = |h: &HotKeysHook<u64>| h.core.as_ref().map(|c| c.weight());
+        let n = 600_000u64;
+        let mut rng = 0x77_u64;
+        for i in 0..n {
+            if i == 40_000 {
+                assert_eq!(weight(&hook), Some(1), "not thinned before 50 000 records");
+            }
+            rng = splitmix(rng);
+            // Key 0 on 80 % of the records, the rest over 1 000 keys.
+            let key = if rng % 10 < 8 {
+                0
+            } else {
+                1 + (rng >> 8) % 1_000
+            };
+            hook.observe(&key);
+        }
+        assert_eq!(weight(&hook), Some(THIN_FACTOR));
+        hook.publish();
+        let snap = subtask_hot_keys(&m).unwrap();
+        assert_eq!(snap.subtask_records, n, "the record count stays exact");
+        assert_eq!(snap.keys[0].key, "0");
+        assert!(
+            (snap.keys[0].share_of_subtask - 0.8).abs() < 0.02,
+            "{}",
+            snap.keys[0].share_of_subtask
+        );
+        // The weighted total still estimates n / 8.
+        let expected = n as f64 / DEFAULT_SAMPLE_EVERY as f64;
+        assert!(
+            (snap.sampled_records as f64 / expected - 1.0).abs() < 0.1,
+            "{} vs {expected}",
+            snap.sampled_records
         );
     }
 }
