@@ -27,7 +27,8 @@ pub const ROLLING_STATE: &str = "rolling";
 /// [`MEMORY_SAMPLE_EVERY`], scaled).
 ///
 /// With [`with_hot_keys`](Self::with_hot_keys) it also sketches its keys (see
-/// [`crate::hotkeys`]): one decrement per record, 1 record in 8 offered to the sketch.
+/// [`crate::hotkeys`]): one decrement per record, 1 record in 8 offered to the sketch (1 in 64,
+/// each counting 8, after the first 2²⁰).
 pub struct KeyedReduceOp<K, T, KS, R> {
     key_of: KS,
     reduce: R,
