@@ -147,7 +147,7 @@ pub struct ScenarioArgs {
     /// Records to generate (default: effectively unbounded, for live diagnosis).
     #[arg(long, default_value_t = sluice_jobs::scenarios::UNBOUNDED)]
     pub records: u64,
-    /// slow-sink only: instead of the remote table, a sink burning ROUNDS of CPU per record (~1 µs per 1000), as the debloating benchmark runs it.
+    /// slow-sink only: instead of the remote table, a sink burning ROUNDS of CPU per record (~1–2 µs per 1000, machine-dependent), as the debloating benchmark runs it.
     #[arg(long, value_name = "ROUNDS", value_parser = between(0u32, 100_000_000, ""))]
     pub sink_work: Option<u32>,
     /// slow-sink with --sink-work only: ROUNDS of CPU burn per record in the map chained to the

@@ -102,6 +102,11 @@ pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)
                         "--splits shapes the generated input; with --from the source's own partitions are the splits"
                     );
                 }
+                if a.sink_work.is_some() || a.source_work.is_some() {
+                    anyhow::bail!(
+                        "--sink-work and --source-work shape the generated slow-sink job, not one with --from or --to"
+                    );
+                }
                 let j = crate::real_scenarios::build(
                     env,
                     &a.name,

@@ -274,3 +274,35 @@ fn async_capacity_on_an_operator_that_does_not_wait_is_refused_before_the_start(
         &["capacity must be at least 1"],
     );
 }
+
+#[test]
+fn work_options_outside_the_generated_slow_sink_are_refused() {
+    refused(
+        &["run", "scenario", "skew", "--no-rest", "--sink-work", "10"],
+        &["--sink-work is an option of the slow-sink scenario only"],
+    );
+    refused(
+        &[
+            "run",
+            "scenario",
+            "slow-sink",
+            "--no-rest",
+            "--source-work",
+            "10",
+        ],
+        &["--source-work needs --sink-work"],
+    );
+    refused(
+        &[
+            "run",
+            "scenario",
+            "slow-sink",
+            "--no-rest",
+            "--sink-work",
+            "10",
+            "--to",
+            "kafka://127.0.0.1:9/sums",
+        ],
+        &["--sink-work and --source-work shape the generated slow-sink job"],
+    );
+}

@@ -79,7 +79,7 @@ pub struct ScenarioConfig {
     pub name: String,
     pub records: u64,
     pub parallelism: usize,
-    /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1 µs per
+    /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1–2 µs per
     /// 1000), so a benchmark can make the sink a chosen factor slower than the source.
     pub sink_work: Option<u32>,
     /// `slow-sink` with `sink_work`: rounds of CPU burn per record in the map chained to the

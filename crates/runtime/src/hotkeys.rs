@@ -69,7 +69,7 @@
 //! was a fifth of the skew job's hot subtask. So after [`DEFAULT_THIN_AFTER`] (2²⁰) records the
 //! hook samples one record in `8·N` ([`THIN_FACTOR`] = 8) and offers each as 8 occurrences
 //! ([`SpaceSaving::offer_weighted`]): every record is still picked independently, and a key's
-//! weighted count over the weighted total estimates its share without bias. The bound above holds
+//! weighted count over the weighted total (a ratio estimator, as before) estimates its share. The bound above holds
 //! with the effective sample size `S_eff = (Σw)² / Σw²` in place of `S` (Hoeffding's inequality
 //! for a weighted sum). With `n₀` records before thinning, `Σw ≈ n/N` and `Σw² ≈ n₀/N + 8(n − n₀)/N`,
 //! so `S_eff ≈ n² / (N·(8n − 7n₀))`, smallest at `n = 7n₀/4`: `7n₀/(16N)` ≈ 57 000 at `N` = 8, more
@@ -337,8 +337,8 @@ impl<K: Hash + Eq + Clone> SpaceSaving<K> {
 }
 
 /// The largest `every` drawn by scanning chunks of random words. A gap takes on average
-/// `1 / (1 − (1 − 1/every)^(64/k))` words: 1.07 at 8, 1.6 at 16, but 6.9 at 64, where one word and
-/// a logarithm cost less.
+/// `1 / (1 − (1 − 1/every)^⌊64/k⌋)` words: 1.06 at 8, 1.55 at 16, but 6.9 at 64, where one word
+/// and a logarithm cost less.
 const MAX_CHUNKED_EVERY: u32 = 16;
 
 /// Picks records independently with probability `1/every`, by drawing the gaps between picked
@@ -686,7 +686,8 @@ pub fn display_key<K: Hash + 'static>(key: &K) -> String {
 pub struct HotKeysConfig {
     /// Counters of the Space-Saving sketch (`m`).
     pub capacity: usize,
-    /// Offer one record in this many (on average) to the sketch (`N`); 1 = every record.
+    /// Offer one record in this many (on average) to the sketch (`N`); 1 = every record (exact
+    /// counts: never thinned).
     pub sample_every: u32,
     /// Keys per published snapshot.
     pub top: usize,
@@ -694,7 +695,8 @@ pub struct HotKeysConfig {
     pub publish_interval: Duration,
     /// After this many records the hook samples one record in `sample_every × THIN_FACTOR`,
     /// each sampled record counting `THIN_FACTOR` in the sketch ([`DEFAULT_THIN_AFTER`];
-    /// `None`: never). See the module docs for why the error bound holds.
+    /// `None`: never; never either when `sample_every` is 1). See the module docs for why the
+    /// error bound holds.
     pub thin_after: Option<u64>,
 }
 
@@ -846,7 +848,11 @@ impl<K: Hash + Eq + Clone + Send + 'static> HotKeysHook<K> {
                 interval: cfg.publish_interval,
                 until_clock: CLOCK_CHECK_EVERY,
                 weight: 1,
-                thin_after: cfg.thin_after.unwrap_or(u64::MAX),
+                // Exact counting (1 in 1) stays exact.
+                thin_after: match cfg.thin_after {
+                    Some(n) if cfg.sample_every > 1 => n,
+                    _ => u64::MAX,
+                },
                 last_publish: Instant::now(),
                 published_records: 0,
             }) as Box<dyn HookCore<K>>
@@ -1181,6 +1187,28 @@ mod tests {
         };
         assert_eq!(view(&weighted), view(&unit));
         check_runs(&weighted);
+    }
+
+    #[test]
+    fn exact_counting_is_never_thinned() {
+        let m = Arc::new(TaskMetrics::default());
+        let mut hook: HotKeysHook<u64> = HotKeysHook::new(
+            HotKeysConfig {
+                sample_every: 1,
+                thin_after: Some(10),
+                ..Default::default()
+            },
+            display_key,
+        );
+        hook.open_with(m.clone(), 1);
+        for i in 0..1_000u64 {
+            hook.observe(&(i % 3));
+        }
+        assert_eq!(hook.core.as_ref().map(|c| c.weight()), Some(1));
+        hook.publish();
+        let snap = subtask_hot_keys(&m).unwrap();
+        assert_eq!(snap.sampled_records, 1_000);
+        assert_eq!(snap.keys[0].count, 334);
     }
 
     #[test]
