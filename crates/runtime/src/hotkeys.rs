@@ -475,7 +475,7 @@ impl BernoulliSampler {
     }
 }
 
-fn splitmix(z: u64) -> u64 {
+pub(crate) fn splitmix(z: u64) -> u64 {
     let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -1136,18 +1136,27 @@ mod tests {
         assert_eq!(vertex_hot_keys(&[m])[0].count, 3);
     }
 
+    /// A hook with `cfg`, attached to fresh task metrics.
+    fn attached_hook<K: Hash + Eq + Clone + Send + std::fmt::Display + 'static>(
+        cfg: HotKeysConfig,
+        seed: u64,
+    ) -> (Arc<TaskMetrics>, HotKeysHook<K>) {
+        let m = Arc::new(TaskMetrics::default());
+        let mut hook = HotKeysHook::new(cfg, |k: &K| k.to_string());
+        hook.open_with(m.clone(), seed);
+        (m, hook)
+    }
+
     #[test]
     fn tick_publishes_new_records_once_the_interval_elapsed() {
-        let m = Arc::new(TaskMetrics::default());
-        let mut hook: HotKeysHook<u32> = HotKeysHook::new(
+        let (m, mut hook) = attached_hook::<u32>(
             HotKeysConfig {
                 sample_every: 1,
                 publish_interval: Duration::ZERO,
                 ..Default::default()
             },
-            display_key,
+            7,
         );
-        hook.open_with(m.clone(), 7);
         hook.tick();
         assert!(subtask_hot_keys(&m).is_none(), "no records, no snapshot");
         hook.observe(&5);
@@ -1191,16 +1200,14 @@ mod tests {
 
     #[test]
     fn exact_counting_is_never_thinned() {
-        let m = Arc::new(TaskMetrics::default());
-        let mut hook: HotKeysHook<u64> = HotKeysHook::new(
+        let (m, mut hook) = attached_hook::<u64>(
             HotKeysConfig {
                 sample_every: 1,
                 thin_after: Some(10),
                 ..Default::default()
             },
-            display_key,
+            1,
         );
-        hook.open_with(m.clone(), 1);
         for i in 0..1_000u64 {
             hook.observe(&(i % 3));
         }
@@ -1213,15 +1220,13 @@ mod tests {
 
     #[test]
     fn the_hook_thins_its_sampling_and_keeps_the_share() {
-        let m = Arc::new(TaskMetrics::default());
-        let mut hook: HotKeysHook<u64> = HotKeysHook::new(
+        let (m, mut hook) = attached_hook::<u64>(
             HotKeysConfig {
                 thin_after: Some(50_000),
                 ..Default::default()
             },
-            display_key,
+            3,
         );
-        hook.open_with(m.clone(), 3);
         let weight = |h: &HotKeysHook<u64>| h.core.as_ref().map(|c| c.weight());
         let n = 600_000u64;
         let mut rng = 0x77_u64;

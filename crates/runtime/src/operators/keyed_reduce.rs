@@ -285,10 +285,7 @@ impl<K: std::hash::Hash + Eq + 'static, T: Clone> RecentValues<K, T> {
     /// [`Self::reduce`] for a key other than the last two: found by its dense index, by
     /// hashing, or added.
     #[inline(never)]
-    fn reduce_cold(&mut self, reduce: &mut impl FnMut(T, T) -> T, key: K, r: T) -> T
-    where
-        K: 'static,
-    {
+    fn reduce_cold(&mut self, reduce: &mut impl FnMut(T, T) -> T, key: K, r: T) -> T {
         let slot = dense_slot(&key);
         let known = slot
             .and_then(|d| self.dense.get(d).copied())
@@ -461,15 +458,9 @@ mod tests {
     #[test]
     fn dense_and_hashed_keys_sum_like_a_map() {
         use std::collections::HashMap;
-        let mix = |i: u64| {
-            let mut z = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
         let stream: Vec<(i64, i64)> = (0..20_000u64)
             .map(|i| {
-                let h = mix(i);
+                let h = crate::hotkeys::splitmix(i);
                 let key = match h % 5 {
                     0 => 0,                                 // hot
                     1 => (h >> 8) as i64 % 3_000,           // dense
