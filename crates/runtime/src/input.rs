@@ -152,14 +152,18 @@ pub fn run_one_input<T: Data>(
                 behind,
             }) => {
                 let id = barrier.checkpoint_id;
-                if id > aligner.last {
+                if id > aligner.last && id >= aligner.newest {
                     if unaligned
                         .as_ref()
                         .is_none_or(|u| u.barrier.checkpoint_id < id)
                     {
                         // The first barrier of this checkpoint: snapshot now and send the
-                        // barrier on, ahead of everything queued downstream.
+                        // barrier on, ahead of everything queued downstream. An older
+                        // checkpoint still aligning here is abandoned for good: its barriers
+                        // that are still to come are stale (the coordinator expires it).
                         gate.unblock_all();
+                        aligner.started(id);
+                        services.begin_barrier(id);
                         head.emit_barrier(barrier)?;
                         unaligned = Some(Unaligned {
                             barrier,
@@ -199,11 +203,20 @@ pub fn run_one_input<T: Data>(
 /// Aligned checkpoint barriers (Flink's `SingleCheckpointBarrierHandler`, aligned mode): a
 /// channel that delivered barrier `n` is blocked until every channel has delivered it (or
 /// ended); then the barrier passes the chain once and the task acknowledges.
+///
+/// Checkpoint ids only grow through the chain: a barrier of a checkpoint no newer than one that
+/// already started here (passed aligned, or started unaligned) is stale, whichever kind it is,
+/// and an alignment such a newer checkpoint overtook never completes (not by a barrier, not by
+/// the end of a channel). Otherwise an aligned checkpoint retried as unaligned (the aligned
+/// timeout) would pass the chain after its successor and take the successor's snapshots.
 struct Aligner {
     current: Option<Alignment>,
     ended: Vec<bool>,
-    /// The last checkpoint that passed; older barriers are stale.
+    /// The last checkpoint that passed (aligned) or completed (unaligned) here.
     last: u64,
+    /// The newest checkpoint that started here: passed aligned, or whose unaligned snapshot
+    /// was taken. Barriers up to it are stale.
+    newest: u64,
 }
 
 struct Alignment {
@@ -224,6 +237,7 @@ impl Aligned {
         head: &mut dyn Collector<T>,
         services: &TaskServices,
     ) -> Result<(), OperatorError> {
+        services.begin_barrier(self.barrier.checkpoint_id);
         head.emit_barrier(self.barrier)?;
         services.ack(
             self.barrier.checkpoint_id,
@@ -240,7 +254,25 @@ impl Aligner {
             current: None,
             ended: vec![false; channels],
             last: 0,
+            newest: 0,
         }
+    }
+
+    /// Checkpoint `id` started here unaligned: an older alignment is abandoned.
+    fn started(&mut self, id: u64) {
+        self.newest = self.newest.max(id);
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|a| a.barrier.checkpoint_id <= id)
+        {
+            self.current = None;
+        }
+    }
+
+    /// Whether a barrier of checkpoint `id` comes too late to start anything here.
+    fn is_stale(&self, id: u64) -> bool {
+        id <= self.last.max(self.newest)
     }
 
     fn on_barrier<T: Send + 'static>(
@@ -250,7 +282,7 @@ impl Aligner {
         gate: &mut InputGate<T>,
     ) -> Option<Aligned> {
         let id = barrier.checkpoint_id;
-        if id <= self.last {
+        if self.is_stale(id) {
             return None;
         }
         match &self.current {
@@ -284,6 +316,12 @@ impl Aligner {
 
     fn complete<T: Send + 'static>(&mut self, gate: &mut InputGate<T>) -> Option<Aligned> {
         let a = self.current.as_ref()?;
+        if self.is_stale(a.barrier.checkpoint_id) {
+            // Overtaken by a newer checkpoint (see `started`): never completes.
+            self.current = None;
+            gate.unblock_all();
+            return None;
+        }
         let all = a.received.iter().zip(&self.ended).all(|(r, e)| *r || *e);
         if !all {
             return None;
@@ -291,6 +329,7 @@ impl Aligner {
         let a = self.current.take().expect("checked above");
         gate.unblock_all();
         self.last = a.barrier.checkpoint_id;
+        self.newest = self.newest.max(self.last);
         Some(Aligned {
             barrier: a.barrier,
             alignment_ns: a.started.elapsed().as_nanos() as u64,
@@ -366,4 +405,175 @@ fn finish_unaligned<T: Data>(
         u.barrier.timestamp_ms,
         u.started.elapsed().as_nanos() as u64,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    //! Barrier handling of one input gate with two channels: an aligned checkpoint that a newer
+    //! unaligned one overtook must never pass the chain after it.
+
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use sluice_channel::{ChannelEvent, ChannelSender, ExchangeConfig, InputGate};
+    use sluice_types::{Barrier, CheckpointKind, Collector, ControlEvent, OperatorError};
+
+    use super::run_one_input;
+    use crate::checkpoint::{CheckpointConfig, CheckpointHub};
+    use crate::{JobControl, TaskContext, TaskMetrics, TaskServices};
+
+    /// What reached the chain: records, and the barriers that passed it (each one recording a
+    /// snapshot named after its checkpoint, as an operator with state does).
+    #[derive(Default)]
+    struct Seen {
+        records: Vec<u64>,
+        barriers: Vec<u64>,
+    }
+
+    struct Head {
+        seen: Arc<Mutex<Seen>>,
+        services: Arc<TaskServices>,
+    }
+
+    impl Collector<u64> for Head {
+        fn collect(&mut self, r: u64) -> Result<(), OperatorError> {
+            self.seen.lock().unwrap().records.push(r);
+            Ok(())
+        }
+        fn emit_event(&mut self, e: ControlEvent) -> Result<(), OperatorError> {
+            if let ControlEvent::Barrier(b) = e {
+                self.services
+                    .record("op", format!("state@{}", b.checkpoint_id).into_bytes());
+                self.seen.lock().unwrap().barriers.push(b.checkpoint_id);
+            }
+            Ok(())
+        }
+    }
+
+    fn barrier(id: u64, kind: CheckpointKind) -> Barrier {
+        Barrier {
+            checkpoint_id: id,
+            timestamp_ms: 0,
+            kind,
+        }
+    }
+
+    struct Task {
+        senders: Vec<ChannelSender<u64>>,
+        seen: Arc<Mutex<Seen>>,
+        hub: Arc<CheckpointHub>,
+        thread: std::thread::JoinHandle<Result<(), OperatorError>>,
+    }
+
+    /// A task with a two-channel gate running its input loop on a thread of its own.
+    fn task() -> Task {
+        let cfg = ExchangeConfig::default();
+        let (gate, senders) = InputGate::<u64>::new(2, &cfg, Default::default());
+        let hub = CheckpointHub::new(CheckpointConfig::default(), std::env::temp_dir());
+        let metrics = Arc::new(TaskMetrics::default());
+        let control = JobControl::new(Duration::ZERO);
+        let services = TaskServices::new(metrics.clone(), Some(hub.clone()), 0, 0, None);
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let mut head = Head {
+            seen: seen.clone(),
+            services: services.clone(),
+        };
+        let ctx = TaskContext {
+            control,
+            metrics,
+            vertex_name: "test".into(),
+            subtask: 0,
+            parallelism: 1,
+            fail_after_records: None,
+            services,
+            output_debt: sluice_channel::OutputDebt::new(),
+        };
+        let thread = std::thread::spawn(move || run_one_input(gate, &mut head, &ctx));
+        Task {
+            senders,
+            seen,
+            hub,
+            thread,
+        }
+    }
+
+    fn wait_until(seen: &Mutex<Seen>, what: &str, f: impl Fn(&Seen) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !f(&seen.lock().unwrap()) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    fn send(s: &ChannelSender<u64>, r: u64) {
+        s.send_blocking(vec![r], &Default::default()).unwrap();
+    }
+
+    /// Ends the task and returns the barriers that passed its chain and the acknowledgements it
+    /// sent: `(checkpoint id, recorded snapshot names)`.
+    fn finish(t: Task) -> (Vec<u64>, Vec<(u64, Vec<String>)>) {
+        for s in &t.senders {
+            s.send_event(ChannelEvent::EndOfPartition).unwrap();
+        }
+        t.thread.join().unwrap().unwrap();
+        let (acks, declines) = t.hub.take_acks(Duration::ZERO);
+        assert!(declines.is_empty(), "{declines:?}");
+        let acks = acks
+            .into_iter()
+            .map(|a| {
+                let states = a
+                    .states
+                    .iter()
+                    .map(|(_, b)| String::from_utf8(b.clone()).unwrap())
+                    .collect();
+                (a.checkpoint_id, states)
+            })
+            .collect();
+        let barriers = std::mem::take(&mut t.seen.lock().unwrap().barriers);
+        (barriers, acks)
+    }
+
+    #[test]
+    fn an_aligned_barrier_arriving_after_a_newer_unaligned_one_started_is_stale() {
+        let t = task();
+        let (c0, c1) = (&t.senders[0], &t.senders[1]);
+        // Aligned checkpoint 1 reached channel 0; on channel 1 it is behind a record when the
+        // aligned-checkpoint timeout retries it as unaligned checkpoint 2, whose barrier
+        // overtakes both. Channel 0's barrier of 2 comes later (its sender is slow).
+        c0.send_event(ChannelEvent::Barrier(barrier(1, CheckpointKind::Aligned)))
+            .unwrap();
+        send(c1, 10);
+        c1.send_event(ChannelEvent::Barrier(barrier(1, CheckpointKind::Aligned)))
+            .unwrap();
+        send(c1, 11);
+        c1.send_unaligned_barrier(barrier(2, CheckpointKind::Unaligned), Vec::new())
+            .unwrap();
+        wait_until(&t.seen, "records 10 and 11", |s| s.records.contains(&11));
+        c0.send_unaligned_barrier(barrier(2, CheckpointKind::Unaligned), Vec::new())
+            .unwrap();
+        let (barriers, acks) = finish(t);
+        assert_eq!(barriers, vec![2], "checkpoint 1 passed after checkpoint 2");
+        assert_eq!(acks, vec![(2, vec!["state@2".to_string()])]);
+    }
+
+    #[test]
+    fn an_alignment_overtaken_by_an_unaligned_checkpoint_does_not_complete_at_end_of_input() {
+        let t = task();
+        let (c0, c1) = (&t.senders[0], &t.senders[1]);
+        c0.send_event(ChannelEvent::Barrier(barrier(1, CheckpointKind::Aligned)))
+            .unwrap();
+        send(c1, 5);
+        wait_until(&t.seen, "record 5", |s| s.records.contains(&5));
+        // Unaligned checkpoint 2 overtakes the alignment of 1 and completes on both channels.
+        c1.send_unaligned_barrier(barrier(2, CheckpointKind::Unaligned), Vec::new())
+            .unwrap();
+        c0.send_unaligned_barrier(barrier(2, CheckpointKind::Unaligned), Vec::new())
+            .unwrap();
+        send(c1, 6);
+        wait_until(&t.seen, "record 6", |s| s.records.contains(&6));
+        // Channel 1 ends: that must not complete the abandoned alignment of checkpoint 1.
+        let (barriers, acks) = finish(t);
+        assert_eq!(barriers, vec![2], "checkpoint 1 passed after checkpoint 2");
+        assert_eq!(acks, vec![(2, vec!["state@2".to_string()])]);
+    }
 }

@@ -97,6 +97,14 @@ impl TaskServices {
         self.checkpoints.as_ref().map(|c| c.hub())
     }
 
+    /// The barrier of `checkpoint_id` is about to pass the chain: what the operators record
+    /// from now on belongs to it (no-op without checkpoints).
+    pub fn begin_barrier(&self, checkpoint_id: u64) {
+        if let Some(c) = &self.checkpoints {
+            c.begin(checkpoint_id);
+        }
+    }
+
     /// Stores operator `op`'s snapshot for the barrier passing now (no-op without checkpoints).
     pub fn record(&self, op: &str, bytes: Vec<u8>) {
         if let Some(c) = &self.checkpoints {

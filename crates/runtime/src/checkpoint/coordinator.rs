@@ -16,7 +16,7 @@
 //!   [`persisted`](Coordinator::persisted) or [`persist_failed`](Coordinator::persist_failed);
 //! - checkpoint ids increase by one from 1.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use sluice_types::CheckpointKind;
@@ -100,7 +100,9 @@ pub enum Action {
 struct Pending {
     kind: CheckpointKind,
     triggered_ms: i64,
-    acked: usize,
+    /// The `(vertex, subtask)`s that acknowledged: a checkpoint completes when every subtask
+    /// did, once each (a second acknowledgement of one subtask counts nothing).
+    acked: BTreeSet<(usize, usize)>,
 }
 
 /// The decision state of one job's checkpoints. Times are ms on any monotonic clock.
@@ -205,7 +207,7 @@ impl Coordinator {
                     Pending {
                         kind: CheckpointKind::Unaligned,
                         triggered_ms: now_ms,
-                        acked: 0,
+                        acked: BTreeSet::new(),
                     },
                 );
                 actions.push(Action::Trigger {
@@ -246,7 +248,7 @@ impl Coordinator {
                 Pending {
                     kind,
                     triggered_ms: now_ms,
-                    acked: 0,
+                    acked: BTreeSet::new(),
                 },
             );
             self.last_trigger_ms = Some(now_ms);
@@ -259,14 +261,23 @@ impl Coordinator {
         actions
     }
 
-    /// A task acknowledged `id` (its snapshot is stored). Returns `Complete` once all did: the
-    /// checkpoint is then to be persisted, and is no longer pending.
-    pub fn ack(&mut self, id: u64, _now_ms: i64) -> Vec<Action> {
+    /// Subtask `subtask` of vertex `vertex` acknowledged `id` (its snapshot is stored). Returns
+    /// `Complete` once every subtask did: the checkpoint is then to be persisted, and is no
+    /// longer pending. Acknowledgements are counted per subtask, not per message: a subtask
+    /// that acknowledged twice (a protocol bug) cannot stand in for one that did not.
+    pub fn ack(&mut self, id: u64, vertex: usize, subtask: usize) -> Vec<Action> {
         let Some(p) = self.pending.get_mut(&id) else {
             return Vec::new(); // expired or aborted: a late acknowledgement
         };
-        p.acked += 1;
-        if p.acked < self.tasks {
+        if !p.acked.insert((vertex, subtask)) {
+            tracing::warn!(
+                checkpoint = id,
+                vertex,
+                subtask,
+                "a second acknowledgement of one subtask is ignored"
+            );
+        }
+        if p.acked.len() < self.tasks {
             return Vec::new();
         }
         let kind = p.kind;
@@ -380,9 +391,9 @@ mod tests {
         let mut c = Coordinator::new(cfg(100), 3, 0);
         assert_eq!(trigger_ids(&c.tick(0)), vec![1]);
         assert!(trigger_ids(&c.tick(150)).is_empty(), "max 1 concurrent");
-        assert!(c.ack(1, 160).is_empty());
-        assert!(c.ack(1, 161).is_empty());
-        assert_eq!(c.ack(1, 162), vec![Action::Complete { id: 1 }]);
+        assert!(c.ack(1, 0, 0).is_empty());
+        assert!(c.ack(1, 0, 1).is_empty());
+        assert_eq!(c.ack(1, 1, 0), vec![Action::Complete { id: 1 }]);
         assert!(c.pending().is_empty(), "being persisted, no longer pending");
         assert!(c.persisted(1, 163).is_empty());
         assert_eq!(
@@ -390,7 +401,20 @@ mod tests {
             vec![2],
             "interval passed since trigger"
         );
-        assert!(c.ack(9, 171).is_empty(), "unknown ids are ignored");
+        assert!(c.ack(9, 0, 0).is_empty(), "unknown ids are ignored");
+    }
+
+    #[test]
+    fn a_subtask_acknowledging_twice_does_not_stand_in_for_another() {
+        let mut c = Coordinator::new(cfg(100), 2, 0);
+        c.tick(0);
+        assert!(c.ack(1, 0, 0).is_empty());
+        assert!(
+            c.ack(1, 0, 0).is_empty(),
+            "subtask 0 twice is one subtask of 2"
+        );
+        assert_eq!(c.pending(), vec![1]);
+        assert_eq!(c.ack(1, 0, 1), vec![Action::Complete { id: 1 }]);
     }
 
     #[test]
@@ -404,7 +428,7 @@ mod tests {
             0,
         );
         c.tick(0);
-        c.ack(1, 250);
+        c.ack(1, 0, 0);
         c.persisted(1, 250);
         assert!(trigger_ids(&c.tick(400)).is_empty());
         assert_eq!(trigger_ids(&c.tick(550)), vec![2]);
@@ -418,7 +442,7 @@ mod tests {
             vec![42],
             "ids continue after a restore"
         );
-        c.ack(42, 10);
+        c.ack(42, 0, 0);
         let a = c.tick(500);
         assert!(
             matches!(&a[0], Action::Abort { id: 42, reason, counted: true } if reason.contains("expired"))
@@ -447,7 +471,7 @@ mod tests {
         );
         c.tick(0);
         c.tick(100);
-        assert_eq!(c.ack(2, 120), vec![Action::Complete { id: 2 }]);
+        assert_eq!(c.ack(2, 0, 0), vec![Action::Complete { id: 2 }]);
         assert_eq!(c.pending(), vec![1], "subsumed only once 2 is stored");
         assert_eq!(
             c.persisted(2, 121),
@@ -466,7 +490,7 @@ mod tests {
         c.tick(0);
         c.request_savepoint();
         assert!(trigger_ids(&c.tick(10)).is_empty());
-        c.ack(1, 20);
+        c.ack(1, 0, 0);
         c.persisted(1, 20);
         let a = c.tick(30);
         assert_eq!(
@@ -506,7 +530,7 @@ mod tests {
             }
         );
         assert!(!a.iter().any(|a| matches!(a, Action::FailJob { .. })));
-        assert_eq!(c.ack(2, 70), vec![Action::Complete { id: 2 }]);
+        assert_eq!(c.ack(2, 0, 0), vec![Action::Complete { id: 2 }]);
     }
 
     #[test]
@@ -552,7 +576,7 @@ mod tests {
         assert_eq!(c.decline(1, "declined".into()).len(), 1, "1 tolerated");
         assert_eq!(c.consecutive_failures(), 1);
         c.tick(100);
-        assert_eq!(c.ack(2, 110), vec![Action::Complete { id: 2 }]);
+        assert_eq!(c.ack(2, 0, 0), vec![Action::Complete { id: 2 }]);
         let a = c.persist_failed(2, "disk full".into());
         assert!(
             matches!(&a[..], [Action::Abort { id: 2, counted: true, .. }, Action::FailJob { reason }]

@@ -122,8 +122,17 @@ fn run(
         for a in new_acks {
             let id = a.checkpoint_id;
             if coord.kind(id).is_some() {
-                acks.entry(id).or_default().push(a);
-                actions.extend(coord.ack(id, now_ms()));
+                let (vertex, subtask) = (a.vertex, a.subtask);
+                let got = acks.entry(id).or_default();
+                // A second acknowledgement of one subtask (a protocol bug) must not replace
+                // or add to the first one's snapshots: the coordinator ignores it too.
+                if !got
+                    .iter()
+                    .any(|g| g.vertex == vertex && g.subtask == subtask)
+                {
+                    got.push(a);
+                }
+                actions.extend(coord.ack(id, vertex, subtask));
             }
         }
         for (id, reason) in declines {

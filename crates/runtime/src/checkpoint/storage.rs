@@ -225,6 +225,43 @@ pub fn write(dir: &Path, cp: &CompletedCheckpoint, exact: bool) -> Result<PathBu
     Ok(target)
 }
 
+/// An operator with state has it from every one of its subtasks: a checkpoint missing one
+/// would restore that subtask's share empty (keyed state lost, a source from its start, a sink's
+/// pending transactions forgotten). Refused, naming the missing subtasks.
+fn check_complete(id: u64, op: &str, state: &OperatorState) -> Result<(), OperatorError> {
+    let missing: Vec<usize> = (0..state.parallelism)
+        .filter(|i| !state.subtasks.contains_key(i))
+        .collect();
+    let extra: Vec<usize> = state
+        .subtasks
+        .keys()
+        .copied()
+        .filter(|i| *i >= state.parallelism)
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        return Ok(());
+    }
+    let list = |v: &[usize]| {
+        v.iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(OperatorError::failed(if extra.is_empty() {
+        format!(
+            "checkpoint {id} lacks the state of operator {op} subtask(s) {} of {}",
+            list(&missing),
+            state.parallelism
+        )
+    } else {
+        format!(
+            "checkpoint {id} holds state of operator {op} for subtask(s) {} beyond its parallelism {}",
+            list(&extra),
+            state.parallelism
+        )
+    }))
+}
+
 /// A checkpoint's state files (name, bytes), as [`layout`] names them.
 type StateFiles<'a> = Vec<(String, &'a [u8])>;
 
@@ -233,6 +270,7 @@ fn layout(cp: &CompletedCheckpoint) -> Result<(StateFiles<'_>, Vec<u8>), Operato
     let mut files = Vec::new();
     let mut operators = Vec::new();
     for (op, state) in &cp.operators {
+        check_complete(cp.id, op, state)?;
         let mut subtasks = Vec::new();
         for (sub, bytes) in &state.subtasks {
             let name = format!("{}.{sub}.state", file_stem(op));
@@ -565,6 +603,33 @@ mod tests {
             resolve_restore_dir(&dir.join("chk-2")).unwrap(),
             dir.join("chk-2")
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_checkpoint_lacking_a_subtasks_state_is_refused_naming_it() {
+        let dir = std::env::temp_dir().join(format!("sluice-cp-partial-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cp = CompletedCheckpoint {
+            id: 4,
+            kind: CheckpointKind::Unaligned,
+            timestamp_ms: 0,
+            operators: [(
+                "sum-per-key".to_string(),
+                OperatorState {
+                    parallelism: 3,
+                    subtasks: [(1, vec![1])].into_iter().collect(),
+                },
+            )]
+            .into_iter()
+            .collect(),
+        };
+        let e = write(&dir, &cp, false).unwrap_err().to_string();
+        assert!(
+            e.contains("checkpoint 4 lacks the state of operator sum-per-key subtask(s) 0, 2 of 3"),
+            "{e}"
+        );
+        assert!(!dir.join("chk-4").exists(), "nothing written");
         let _ = std::fs::remove_dir_all(&dir);
     }
 

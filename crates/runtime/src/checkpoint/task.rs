@@ -51,8 +51,13 @@ pub fn is_channel_state_id(id: &str) -> Option<&str> {
     id.strip_suffix(CHANNEL_STATE_SUFFIX)
 }
 
+/// What the operators reported for one barrier. Snapshots are filed under the checkpoint whose
+/// barrier is passing ([`TaskCheckpoints::begin`]), and an acknowledgement carries only its own
+/// checkpoint's: never another's, whatever order a protocol bug would bring them in.
 #[derive(Default)]
 struct Pending {
+    /// The checkpoint whose barrier passes now (0: none began).
+    checkpoint_id: u64,
     states: Vec<(String, Vec<u8>)>,
     sync_started: Option<Instant>,
     /// Why an operator could not snapshot for the barrier passing now.
@@ -102,6 +107,26 @@ impl TaskCheckpoints {
         self.hub.task_finished();
     }
 
+    /// The barrier of `checkpoint_id` is about to pass the chain. Snapshots still pending
+    /// from an earlier barrier belong to a checkpoint this task abandoned (never acknowledged
+    /// here, so it cannot complete): they are dropped, not carried into this one.
+    pub fn begin(&self, checkpoint_id: u64) {
+        let mut p = self.pending();
+        if p.checkpoint_id != checkpoint_id {
+            if !p.states.is_empty() || p.declined.is_some() {
+                tracing::debug!(
+                    abandoned = p.checkpoint_id,
+                    checkpoint = checkpoint_id,
+                    "dropping the snapshots of an abandoned checkpoint"
+                );
+            }
+            *p = Pending {
+                checkpoint_id,
+                ..Pending::default()
+            };
+        }
+    }
+
     /// Stores operator `op`'s snapshot for the barrier passing now.
     pub fn record(&self, op: &str, bytes: Vec<u8>) {
         let mut p = self.pending();
@@ -121,6 +146,19 @@ impl TaskCheckpoints {
     /// decline, if an operator could not take one).
     pub fn ack(&self, checkpoint_id: u64, trigger_ms: i64, alignment_ns: u64) {
         let mut p = self.pending();
+        if p.checkpoint_id != checkpoint_id && (p.checkpoint_id != 0 || !p.states.is_empty()) {
+            // The snapshots pending are another checkpoint's: acknowledging with them would
+            // file them under the wrong id, acknowledging without them would lose state.
+            let reason = format!(
+                "the task's snapshots were taken for checkpoint {}, not {checkpoint_id}",
+                p.checkpoint_id
+            );
+            *p = Pending::default();
+            drop(p);
+            self.hub.decline(checkpoint_id, reason);
+            return;
+        }
+        p.checkpoint_id = 0;
         if let Some(reason) = p.declined.take() {
             p.states.clear();
             p.sync_started = None;

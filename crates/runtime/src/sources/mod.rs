@@ -121,6 +121,7 @@ impl SourceContext {
         self.last_barrier.set(barrier.checkpoint_id);
         let services = crate::TaskServices::of(&self.op);
         if let Some(s) = services {
+            s.begin_barrier(barrier.checkpoint_id);
             let framed = dead_letter_count::frame(self.dead_letters.get(), position);
             s.record(&self.op.operator_id, framed);
         }
