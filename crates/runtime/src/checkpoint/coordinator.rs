@@ -328,6 +328,11 @@ impl Coordinator {
         self.pending.get(&id).map(|p| p.kind)
     }
 
+    /// The kind of checkpoint `id`, fully acknowledged and being persisted.
+    pub fn persisting_kind(&self, id: u64) -> Option<CheckpointKind> {
+        self.persisting.get(&id).copied()
+    }
+
     /// Consecutive counted failures since the last completion.
     pub fn consecutive_failures(&self) -> u32 {
         self.consecutive_failures

@@ -157,9 +157,13 @@ fn run(
                         _ => None,
                     };
                     // Stored durably first; only then complete (tasks, transactional sinks).
+                    let kind = coord
+                        .persisting_kind(id)
+                        .unwrap_or(sluice_types::CheckpointKind::Aligned);
                     let written = complete(
                         &hub,
                         id,
+                        kind,
                         got,
                         &vertex_parallelism,
                         target.as_ref().map(|r| r.dir.as_path()),
@@ -253,6 +257,7 @@ fn run(
 fn complete(
     hub: &CheckpointHub,
     id: u64,
+    kind: sluice_types::CheckpointKind,
     acks: Vec<TaskAck>,
     vertex_parallelism: &[usize],
     savepoint_dir: Option<&std::path::Path>,
@@ -263,10 +268,6 @@ fn complete(
         .map(|a| a.ack_ms - a.start_delay_ms as i64)
         .min()
         .unwrap_or(0);
-    let mut kind = sluice_types::CheckpointKind::Aligned;
-    if let Some(r) = hub.stats().history.iter().find(|r| r.id == id) {
-        kind = r.kind;
-    }
     for a in &acks {
         for (op, bytes) in &a.states {
             let e = operators.entry(op.clone()).or_default();
@@ -295,7 +296,7 @@ fn complete(
         )?,
         None => storage::write(&hub.dir, &cp, false)?,
     };
-    hub.complete(id, acks, cp.size(), Some(path.display().to_string()));
+    hub.complete(id, kind, acks, cp.size(), Some(path.display().to_string()));
     if savepoint_dir.is_none() {
         // The new checkpoint is complete whatever happens to the old ones: a failure to remove
         // them is reported, not counted as a failed checkpoint.

@@ -272,7 +272,8 @@ impl CheckpointHub {
     pub fn receive(&self, bytes: &[u8]) -> Result<(), String> {
         match HubMessage::decode(bytes)? {
             HubMessage::Trigger(b) => self.trigger(b.barrier()?),
-            HubMessage::Completed(id) => self.complete(id, Vec::new(), 0, None),
+            // The leader sends only completions that may be committed.
+            HubMessage::Completed(id) => self.publish_completed(id),
             HubMessage::FinalAfter(id) => self.final_after.store(id, Ordering::Release),
             HubMessage::StopSavepoint(id) => self.stop_savepoint.store(id, Ordering::SeqCst),
             HubMessage::TaskFinishedElsewhere => {
@@ -580,8 +581,11 @@ impl CheckpointHub {
         (after != u64::MAX && self.completed_checkpoint() > after) || self.finished_tasks() > 0
     }
 
-    /// The id of the last completed checkpoint (0 = none): what transactional sinks may
-    /// publish.
+    /// The id of the last completed checkpoint whose side effects may be published (0 = none):
+    /// what transactional sinks commit up to, and Flink's `notifyCheckpointComplete`. A
+    /// checkpoint counts, and a stop-with-savepoint; a savepoint that does not stop the job
+    /// never does (Flink's rule): a failover restores from the latest checkpoint, which may be
+    /// older than the savepoint, and would publish the records between them twice.
     #[inline]
     pub fn completed_checkpoint(&self) -> u64 {
         self.completed.load(Ordering::Acquire)
@@ -620,8 +624,17 @@ impl CheckpointHub {
         )
     }
 
-    /// Records a completed checkpoint and publishes it to the tasks.
-    pub fn complete(&self, id: u64, acks: Vec<TaskAck>, size: u64, path: Option<String>) {
+    /// Records a completed checkpoint of `kind` and, unless it is a savepoint that does not stop
+    /// the job, publishes it to the tasks ([`completed_checkpoint`](Self::completed_checkpoint))
+    /// and to the other processes.
+    pub fn complete(
+        &self,
+        id: u64,
+        kind: CheckpointKind,
+        acks: Vec<TaskAck>,
+        size: u64,
+        path: Option<String>,
+    ) {
         {
             let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             let latest_ack = acks.iter().map(|a| a.ack_ms).max();
@@ -648,9 +661,18 @@ impl CheckpointHub {
             stats.completed += 1;
             stats.latest_completed = Some(id);
         }
+        if kind == CheckpointKind::Savepoint && !self.is_stop_savepoint(id) {
+            return;
+        }
+        self.publish_completed(id);
+        self.relay_as(HubRole::Leader, || HubMessage::Completed(id));
+    }
+
+    /// Checkpoint `id` completed and may be committed: sinks publish what they pre-committed up
+    /// to it.
+    fn publish_completed(&self, id: u64) {
         self.completed.fetch_max(id, Ordering::AcqRel);
         self.prune_channel_states(id);
-        self.relay_as(HubRole::Leader, || HubMessage::Completed(id));
     }
 
     /// Appends a line to the checkpoint log (see [`log_since`](Self::log_since)).
@@ -829,10 +851,47 @@ mod tests {
             vec![10],
             "checkpoint 11 is the final one"
         );
-        hub.complete(10, Vec::new(), 0, None);
+        hub.complete(10, CheckpointKind::Aligned, Vec::new(), 0, None);
         assert!(!hub.final_checkpoint_done());
-        hub.complete(11, Vec::new(), 0, None);
+        hub.complete(11, CheckpointKind::Aligned, Vec::new(), 0, None);
         assert!(hub.final_checkpoint_done());
+    }
+
+    #[test]
+    fn a_savepoint_that_does_not_stop_the_job_commits_nothing() {
+        let (hub, link) = leader();
+        let completions = |link: &Recorded| -> Vec<u64> {
+            link.0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|m| match m {
+                    HubMessage::Completed(id) => Some(*id),
+                    _ => None,
+                })
+                .collect()
+        };
+        hub.complete(3, CheckpointKind::Aligned, Vec::new(), 0, None);
+        assert_eq!(hub.completed_checkpoint(), 3);
+        // A savepoint after it: sinks must not publish what they pre-committed at it, since a
+        // failover restores from checkpoint 3 and replays it.
+        hub.complete(4, CheckpointKind::Savepoint, Vec::new(), 0, None);
+        assert_eq!(hub.completed_checkpoint(), 3, "savepoint 4 was committed");
+        assert_eq!(hub.stats().completed, 2, "still counted as completed");
+        // The next checkpoint commits everything up to it, the savepoint's pre-commits too.
+        hub.complete(5, CheckpointKind::Unaligned, Vec::new(), 0, None);
+        assert_eq!(hub.completed_checkpoint(), 5);
+        // A stop-with-savepoint commits before the job ends.
+        hub.set_stop_savepoint(6);
+        hub.complete(6, CheckpointKind::Savepoint, Vec::new(), 0, None);
+        assert_eq!(hub.completed_checkpoint(), 6);
+        assert_eq!(completions(&link), vec![3, 5, 6], "what the followers commit");
+        // A follower commits what the leader sends.
+        let follower = CheckpointHub::new(CheckpointConfig::default(), std::env::temp_dir());
+        follower
+            .receive(&HubMessage::Completed(5).encode())
+            .unwrap();
+        assert_eq!(follower.completed_checkpoint(), 5);
     }
 
     #[test]
