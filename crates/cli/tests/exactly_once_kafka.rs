@@ -285,3 +285,145 @@ fn kafka_to_kafka_with_the_process_sigkilled_5_times_equals_a_failure_free_run()
     );
     let _ = std::fs::remove_dir_all(&chk);
 }
+
+/// The ids of the complete checkpoints (`chk-<n>` with a `_metadata`) in job directory `job`.
+fn checkpoint_ids(job: &Path) -> Vec<u64> {
+    let mut ids: Vec<u64> = std::fs::read_dir(job)
+        .map(|r| {
+            r.flatten()
+                .filter(|e| e.path().join("_metadata").exists())
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_prefix("chk-")
+                        .and_then(|n| n.parse().ok())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort_unstable();
+    ids
+}
+
+/// `sluice run` with its REST API on a free port, stderr into `log`; returns the child and the
+/// REST URL it announced.
+fn start_with_rest(args: &[String], log: &Path) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = sluice()
+        .args(args)
+        .args(["--rest-port", "0"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .env_remove(KILL_BEFORE_COMMIT_ENV)
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut file = std::fs::File::create(log).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = writeln!(file, "{line}");
+            if let Some(rest) = line.strip_prefix("REST API: ") {
+                let url = rest.split_whitespace().next().unwrap_or_default();
+                let _ = tx.send(url.trim_end_matches('/').to_string());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the job announces its REST URL");
+    (child, url)
+}
+
+/// Issue 31, defect 2: a savepoint that does not stop the job used to commit the sinks'
+/// transactions; a SIGKILL right after it and a restore from the job's latest checkpoint (older
+/// than the savepoint) then published the records between the two again (53,236 of 3,000,000
+/// in the report). Flink's rule, now Sluice's: such a savepoint commits nothing.
+#[test]
+fn kafka_to_kafka_a_savepoint_then_a_sigkill_and_a_restore_from_the_checkpoints_equals_a_failure_free_run(
+) {
+    let kafka = KafkaBroker::start().unwrap();
+    produce(&kafka, "eok-sp", KILL_RECORDS);
+    let expected = reference(&kafka, "eok-sp", KILL_RECORDS, 1500);
+    let mut realized = false;
+    // The scenario needs the kill to land before the next checkpoint after the savepoint
+    // completes (1 s interval): on a machine so loaded that it did not, the run is repeated on
+    // a fresh output topic.
+    for round in 0..3 {
+        let out = format!("out-sp-{round}");
+        let chk = tempdir(&format!("eok-sp-{round}"));
+        let sp = chk.join("savepoints");
+        std::fs::create_dir_all(&sp).unwrap();
+        let mut args: Vec<String> = job_args(&kafka, "eok-sp", &out, &chk, 1500)
+            .into_iter()
+            .filter(|a| a != "--no-rest")
+            .map(|a| if a == "100" { "1000".to_string() } else { a })
+            .collect();
+        assert!(args.iter().any(|a| a == "1000"), "{args:?}");
+        args.extend(["--savepoint-dir".into(), sp.display().to_string()]);
+        let (mut child, url) = start_with_rest(&args, &chk.join("first.log"));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let job = loop {
+            if let Some(d) = new_job_dir(&chk, &[]) {
+                break d;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the job finished before its first checkpoint"
+            );
+            assert!(Instant::now() < deadline, "no checkpoint appeared");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let o = sluice()
+            .args(["savepoint", sp.to_str().unwrap(), "--url", &url])
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&o.stdout).to_string();
+        // SIGKILL right away: no shutdown code runs.
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            o.status.success(),
+            "{said}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let path = said
+            .lines()
+            .find_map(|l| l.split("file:").nth(1))
+            .unwrap_or_else(|| panic!("{said}"))
+            .trim()
+            .to_string();
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(Path::new(&path).join("_metadata")).unwrap(),
+        )
+        .unwrap();
+        let savepoint_id = meta["id"].as_u64().unwrap();
+        let latest = checkpoint_ids(&job).last().copied().unwrap_or(0);
+        eprintln!("round {round}: savepoint {savepoint_id}, latest checkpoint on disk {latest}");
+        if latest > savepoint_id {
+            let _ = std::fs::remove_dir_all(&chk);
+            continue;
+        }
+        realized = true;
+        let mut restore = args.clone();
+        restore.retain(|a| a != "--savepoint-dir" && *a != sp.display().to_string());
+        restore.extend([
+            "--no-rest".into(),
+            "--from-checkpoint".into(),
+            job.display().to_string(),
+        ]);
+        let err = run_ok(&restore);
+        assert!(err.contains("restoring from"), "{err}");
+        check(
+            &expected,
+            &committed_lines(&kafka, &out, KILL_RECORDS),
+            "a savepoint, a SIGKILL, a restore from the latest checkpoint before the savepoint",
+        );
+        let _ = std::fs::remove_dir_all(&chk);
+        break;
+    }
+    assert!(
+        realized,
+        "in 3 rounds a checkpoint always completed between the savepoint and the kill"
+    );
+}

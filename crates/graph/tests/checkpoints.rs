@@ -566,3 +566,48 @@ fn assert_one_update_per_record(out: &Path, n: u64, keys: u64) {
         assert_eq!(updates.last().unwrap().1, total, "key {k}: final sum");
     }
 }
+
+/// A stop-with-savepoint whose wait times out is withdrawn: the caller is told it failed, so it
+/// must not stop the job later (it used to: the request went on and stopped the job once its
+/// slow aligned savepoint completed), and the sources it held go on.
+#[test]
+fn a_stop_with_savepoint_whose_wait_timed_out_does_not_stop_the_job_later() {
+    use sluice_runtime::JobOutcome;
+    let env = StreamEnv::new();
+    backpressured(&env);
+    // Checkpoints on (for the hub) but never periodic within the test.
+    env.enable_checkpointing(Duration::from_secs(3_600));
+    let handle = env.launch().unwrap();
+    let monitor = handle.monitor();
+    let hub = monitor.control.checkpoints().unwrap().clone();
+    let dir = tempdir("withdrawn-savepoint");
+    // Under backpressure the aligned savepoint takes far longer than 50 ms.
+    let e = monitor
+        .savepoint_within(dir.clone(), true, Duration::from_millis(50))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("timed out"), "{e}");
+    let emitted = monitor.records_emitted_by_sources();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        assert_eq!(
+            monitor.outcome(),
+            JobOutcome::Running,
+            "the withdrawn stop-with-savepoint stopped the job"
+        );
+        let stats = hub.stats();
+        let aborted = stats.failed >= 1 && stats.completed == 0;
+        // The sources held after the savepoint's barrier were released: they emit again.
+        if aborted && monitor.records_emitted_by_sources() > emitted + 100 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the savepoint was not aborted, or the sources stayed held: {stats:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(hub.stats().completed, 0, "no savepoint completed");
+    handle.cancel();
+    let _ = handle.wait();
+}

@@ -155,6 +155,17 @@ impl Coordinator {
         self.savepoint_requested = true;
     }
 
+    /// A savepoint asked for and not triggered yet is no longer wanted.
+    pub fn drop_savepoint_request(&mut self) {
+        self.savepoint_requested = false;
+    }
+
+    /// Savepoint `id` was withdrawn by its requester: it fails (not counted, as every failed
+    /// savepoint).
+    pub fn withdraw(&mut self, id: u64, reason: String) -> Vec<Action> {
+        self.fail(id, reason)
+    }
+
     /// No further checkpoints will be triggered (e.g. a source finished: its barriers could
     /// no longer flow). Pending ones may still complete.
     pub fn stop_triggering(&mut self) {

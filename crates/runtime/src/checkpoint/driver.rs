@@ -93,7 +93,21 @@ fn run(
                 savepoint = Some((req, None));
             }
         }
-        let mut actions = coord.tick(now_ms());
+        // A savepoint its requester withdrew (a wait that timed out): abort it, so a stop that
+        // the caller was told failed does not stop the job later.
+        let mut actions = Vec::new();
+        if let Some((req, sid)) = &savepoint {
+            if let Some(SavepointStatus::Failed(why)) = hub.savepoint_status(&req.trigger_id) {
+                match sid {
+                    Some(id) => actions.extend(coord.withdraw(*id, why)),
+                    None => {
+                        coord.drop_savepoint_request();
+                        savepoint = None;
+                    }
+                }
+            }
+        }
+        actions.extend(coord.tick(now_ms()));
         for a in &actions {
             if let (
                 Action::Trigger {
@@ -156,6 +170,13 @@ fn run(
                         Some((req, Some(sid))) if *sid == id => Some(req.clone()),
                         _ => None,
                     };
+                    if let Some(req) = &target {
+                        if !hub.claim_savepoint(&req.trigger_id) {
+                            let reason = format!("savepoint {id} was withdrawn by its requester");
+                            queue.extend(coord.persist_failed(id, reason));
+                            continue;
+                        }
+                    }
                     // Stored durably first; only then complete (tasks, transactional sinks).
                     let kind = coord
                         .persisting_kind(id)

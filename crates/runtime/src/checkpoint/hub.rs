@@ -335,6 +335,11 @@ impl CheckpointHub {
         self.savepoints.fail_queued(reason);
     }
 
+    /// See [`Savepoints::claim`](super::savepoints::Savepoints::claim).
+    pub fn claim_savepoint(&self, trigger_id: &str) -> bool {
+        self.savepoints.claim(trigger_id)
+    }
+
     pub fn savepoint_status(&self, trigger_id: &str) -> Option<SavepointStatus> {
         self.savepoints.status(trigger_id)
     }
@@ -885,7 +890,11 @@ mod tests {
         hub.set_stop_savepoint(6);
         hub.complete(6, CheckpointKind::Savepoint, Vec::new(), 0, None);
         assert_eq!(hub.completed_checkpoint(), 6);
-        assert_eq!(completions(&link), vec![3, 5, 6], "what the followers commit");
+        assert_eq!(
+            completions(&link),
+            vec![3, 5, 6],
+            "what the followers commit"
+        );
         // A follower commits what the leader sends.
         let follower = CheckpointHub::new(CheckpointConfig::default(), std::env::temp_dir());
         follower

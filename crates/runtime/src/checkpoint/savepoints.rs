@@ -44,6 +44,9 @@ struct Inner {
     requested: u64,
     /// The queued or running request that stops the job (a failed one no longer does).
     stopping: Option<String>,
+    /// Requests whose checkpoint is fully acknowledged and being completed: past the point
+    /// where a waiter may withdraw them.
+    claimed: std::collections::BTreeSet<String>,
 }
 
 /// The queue and the statuses; shared through the job's checkpoint hub.
@@ -129,7 +132,46 @@ impl Savepoints {
         self.done.notify_all();
     }
 
-    /// Waits until request `trigger_id` completed or failed (or `timeout` passed).
+    /// Withdraws request `trigger_id` (its waiter gave up): it fails with `reason`, leaves the
+    /// queue if it is still there, and no longer stops the job; the coordinator aborts its
+    /// checkpoint if it was triggered. `false` when it can no longer be withdrawn: it already
+    /// completed or failed, or its completion is under way ([`claim`](Self::claim)).
+    pub fn withdraw(&self, trigger_id: &str, reason: &str) -> bool {
+        let mut s = self.lock();
+        if s.claimed.contains(trigger_id)
+            || s.statuses.get(trigger_id) != Some(&SavepointStatus::InProgress)
+        {
+            return false;
+        }
+        s.queue.retain(|r| r.trigger_id != trigger_id);
+        if s.stopping.as_deref() == Some(trigger_id) {
+            s.stopping = None;
+        }
+        s.statuses.insert(
+            trigger_id.to_string(),
+            SavepointStatus::Failed(reason.to_string()),
+        );
+        drop(s);
+        self.done.notify_all();
+        true
+    }
+
+    /// The coordinator is about to complete request `trigger_id`'s checkpoint: from now on it
+    /// cannot be withdrawn. `false` when it was withdrawn already (the coordinator aborts it
+    /// instead: a stop-with-savepoint its waiter gave up on must not stop the job later).
+    pub fn claim(&self, trigger_id: &str) -> bool {
+        let mut s = self.lock();
+        if s.statuses.get(trigger_id) != Some(&SavepointStatus::InProgress) {
+            return false;
+        }
+        s.claimed.insert(trigger_id.to_string());
+        true
+    }
+
+    /// Waits until request `trigger_id` completed or failed. After `timeout` the request is
+    /// withdrawn and fails, unless its completion is already under way: then the wait goes on
+    /// until it is done (a savepoint is never completed, nor a job stopped, behind the back
+    /// of a caller that was told it failed).
     pub fn wait(&self, trigger_id: &str, timeout: Duration) -> SavepointStatus {
         let deadline = Instant::now() + timeout;
         let mut s = self.lock();
@@ -144,9 +186,16 @@ impl Savepoints {
             if st != SavepointStatus::InProgress {
                 return st;
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let mut left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return SavepointStatus::Failed("timed out waiting for the savepoint".into());
+                const TIMED_OUT: &str = "timed out waiting for the savepoint; it was withdrawn";
+                drop(s);
+                if self.withdraw(trigger_id, TIMED_OUT) {
+                    return SavepointStatus::Failed(TIMED_OUT.into());
+                }
+                s = self.lock();
+                // Completing (or just done): wait for its final status.
+                left = Duration::from_millis(50);
             }
             s = self
                 .done

@@ -172,6 +172,18 @@ impl JobMonitor {
         dir: std::path::PathBuf,
         stop: bool,
     ) -> Result<std::path::PathBuf, JobError> {
+        self.savepoint_within(dir, stop, std::time::Duration::from_secs(600))
+    }
+
+    /// [`savepoint`](Self::savepoint), waiting up to `timeout`: a savepoint not completed by
+    /// then is withdrawn (it fails, its checkpoint is aborted, a stop does not happen) unless
+    /// its completion is already under way, which is then waited for.
+    pub fn savepoint_within(
+        &self,
+        dir: std::path::PathBuf,
+        stop: bool,
+        timeout: std::time::Duration,
+    ) -> Result<std::path::PathBuf, JobError> {
         use crate::checkpoint::SavepointStatus;
         let hub = self
             .control
@@ -180,7 +192,7 @@ impl JobMonitor {
         let id = hub
             .request_savepoint(dir, stop)
             .map_err(|e| JobError::job(format!("savepoint refused: {e}")))?;
-        match hub.wait_savepoint(&id, std::time::Duration::from_secs(600)) {
+        match hub.wait_savepoint(&id, timeout) {
             SavepointStatus::Completed(p) => Ok(p),
             SavepointStatus::Failed(why) => Err(JobError::job(format!("savepoint failed: {why}"))),
             SavepointStatus::InProgress => unreachable!("wait_savepoint returns a final status"),
