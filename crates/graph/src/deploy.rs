@@ -613,6 +613,9 @@ fn run_subtask(plan: SubtaskPlan, ctx: &TaskContext) -> Result<(), OperatorError
             checkpoints: ctx.services.hub().cloned(),
             last_barrier: std::cell::Cell::new(0),
             dead_letters: std::cell::Cell::new(0),
+            notified: std::cell::Cell::new(
+                ctx.services.hub().map_or(0, |h| h.completed_checkpoint()),
+            ),
         };
         return run(&sctx);
     }

@@ -199,7 +199,13 @@ where
         let mut out = unbox_collector::<T>(out);
         Ok(Box::new(move |ctx: &SourceContext| {
             ctx.restore_dead_letters(restored_dead_letters);
-            src.run(ctx, &mut *out)?;
+            let ran = src.run(ctx, &mut *out);
+            if matches!(ran, Err(OperatorError::Cancelled)) {
+                // Cancelled (a stop-with-savepoint, or a failure elsewhere): a checkpoint that
+                // completed meanwhile is the chain's to commit before the task ends.
+                let _ = ctx.notify_completed(&mut *out);
+            }
+            ran?;
             // Flink: a bounded source ends with the maximal watermark, so every event-time
             // timer and window downstream fires.
             out.emit_watermark(sluice_types::Watermark::MAX)?;

@@ -150,7 +150,9 @@ impl Collector<(i64, i64)> for TableWriter {
                     self.flush()
                 }
             }
-            ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => {}
+            ControlEvent::Watermark(_)
+            | ControlEvent::Idleness(_)
+            | ControlEvent::CheckpointComplete(_) => {}
         }
         Ok(())
     }

@@ -398,7 +398,10 @@ impl sluice_graph::Collector<(i64, i64)> for FinalSums {
                 }
             }
             // Nothing buffered, no notion of time.
-            ControlEvent::Flush | ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => {}
+            ControlEvent::Flush
+            | ControlEvent::Watermark(_)
+            | ControlEvent::Idleness(_)
+            | ControlEvent::CheckpointComplete(_) => {}
         }
         Ok(())
     }

@@ -157,6 +157,9 @@ pub struct PostgresSinkWriter<T: 'static> {
     /// Prepared transactions waiting for their checkpoint: `(checkpoint id, gid)`.
     pending: Vec<(u64, String)>,
     hub: Option<Arc<CheckpointHub>>,
+    /// The newest completed checkpoint the task told this sink of
+    /// (`ControlEvent::CheckpointComplete`): what it may commit up to.
+    completed: u64,
     services: ServicesHandle,
     operator_id: String,
     counters: TaskCounters,
@@ -208,6 +211,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
             rows: 0,
             deadline: None,
             countdown: CHECK_EVERY,
+            completed: 0,
             xa,
             prefix,
             subtask: me,
@@ -487,10 +491,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
 
     /// Commits the prepared transactions whose checkpoint completed.
     fn commit_due(&mut self) -> Result<(), PostgresError> {
-        let Some(hub) = &self.hub else {
-            return Ok(());
-        };
-        let done = hub.completed_checkpoint();
+        let done = self.completed;
         if !self.pending.iter().any(|(id, _)| *id <= done) {
             return Ok(());
         }
@@ -597,18 +598,21 @@ impl<T: Send + 'static> Collector<T> for PostgresSinkWriter<T> {
             if self.interval_due() {
                 self.flush_buffer()?;
             }
-            self.commit_due()?;
         }
         Ok(())
     }
 
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         match event {
-            // The task's buffer-timeout tick: the flush interval and completed checkpoints.
+            // The task's buffer-timeout tick: the flush interval.
             ControlEvent::Flush => {
                 if self.interval_due() {
                     self.flush_buffer()?;
                 }
+            }
+            // Checkpoint `id` completed: commit the transactions prepared up to it.
+            ControlEvent::CheckpointComplete(id) => {
+                self.completed = self.completed.max(id);
                 self.commit_due()?;
             }
             // Every row before the barrier is written (and prepared) before it is acknowledged.
@@ -634,8 +638,8 @@ impl<T: 'static> Drop for PostgresSinkWriter<T> {
     // restore commits them). Nothing is rolled back here: a checkpoint may still complete, and
     // the restore decides which strays to roll back.
     fn drop(&mut self) {
-        let Some(hub) = &self.hub else { return };
-        let done = hub.completed_checkpoint();
+        // The task told the sink of every completion before it ended (also on a cancel).
+        let done = self.completed;
         let due: Vec<&String> = self
             .pending
             .iter()

@@ -257,6 +257,10 @@ where
             }
             ControlEvent::Watermark(w) => self.op.on_watermark(w, &mut *self.out),
             ControlEvent::Idleness(idle) => self.op.on_idleness(idle, &mut *self.out),
+            ControlEvent::CheckpointComplete(id) => {
+                self.op.notify_checkpoint_complete(id, &mut *self.out)?;
+                self.out.notify_checkpoint_complete(id)
+            }
             ControlEvent::Barrier(barrier) => {
                 self.op.prepare_snapshot_pre_barrier(&mut *self.out)?;
                 let services = self.services.get::<crate::TaskServices>();
@@ -568,5 +572,41 @@ mod tests {
             assert_eq!(leaf.flushes, 1);
             assert!(leaf.finished);
         }
+    }
+
+    /// Counts the completions it is told of.
+    struct Committer(Arc<Mutex<Vec<u64>>>);
+
+    impl Operator<i64, i64> for Committer {
+        fn process(&mut self, r: i64, out: &mut dyn Collector<i64>) -> Result<(), OperatorError> {
+            out.collect(r)
+        }
+        fn notify_checkpoint_complete(
+            &mut self,
+            id: u64,
+            _out: &mut dyn Collector<i64>,
+        ) -> Result<(), OperatorError> {
+            self.0.lock().unwrap().push(id);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_checkpoint_completion_reaches_every_operator_of_the_chain_and_its_sink() {
+        let (first, second) = (Arc::default(), Arc::default());
+        let leaf = Arc::new(Mutex::new(VecCollector::default()));
+        let tail = Link::open(
+            Committer(Arc::clone(&second)),
+            Box::new(Shared(leaf.clone())),
+            &ctx("second"),
+        )
+        .unwrap();
+        let mut head =
+            Link::open(Committer(Arc::clone(&first)), Box::new(tail), &ctx("first")).unwrap();
+        head.collect(1).unwrap();
+        head.notify_checkpoint_complete(7).unwrap();
+        assert_eq!(*first.lock().unwrap(), vec![7]);
+        assert_eq!(*second.lock().unwrap(), vec![7]);
+        assert_eq!(leaf.lock().unwrap().completed, vec![7]);
     }
 }

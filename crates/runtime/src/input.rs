@@ -63,8 +63,18 @@ pub fn run_one_input<T: Data>(
     }
     // Records received by this attempt of the task (fault injection counts these).
     let mut seen = 0u64;
+    let mut completions = Completions::new(services.hub());
     loop {
-        match gate.next().map_err(|_| OperatorError::Cancelled)? {
+        let next = match gate.next() {
+            Ok(next) => next,
+            Err(_) => {
+                // Cancelled (a stop-with-savepoint, or a failure elsewhere): a checkpoint that
+                // completed meanwhile is the chain's to commit before the task ends.
+                let _ = completions.notify(head);
+                return Err(OperatorError::Cancelled);
+            }
+        };
+        match next {
             None => break,
             Some(GateItem::Buffer(mut buf)) => {
                 if let Some(u) = &mut unaligned {
@@ -91,6 +101,7 @@ pub fn run_one_input<T: Data>(
                     head.collect_batch(&mut buf.records)?;
                 }
                 gate.release(buf);
+                completions.notify(head)?;
                 seen += n;
                 if let Some(limit) = ctx.fail_after_records {
                     if seen >= limit {
@@ -193,11 +204,44 @@ pub fn run_one_input<T: Data>(
             }
             Some(GateItem::Idle) => {
                 seen_epoch = epoch.load(std::sync::atomic::Ordering::Relaxed);
+                completions.notify(head)?;
                 head.flush()?
             }
         }
     }
+    completions.notify(head)?;
     head.finish()
+}
+
+/// Tells a task's chain of completed checkpoints
+/// ([`ControlEvent::CheckpointComplete`](sluice_types::ControlEvent::CheckpointComplete)): the
+/// newest one, once, between two records. One atomic load per call.
+struct Completions<'a> {
+    hub: Option<&'a crate::checkpoint::CheckpointHub>,
+    notified: u64,
+}
+
+impl<'a> Completions<'a> {
+    fn new(hub: Option<&'a std::sync::Arc<crate::checkpoint::CheckpointHub>>) -> Self {
+        let hub = hub.map(|h| &**h);
+        Completions {
+            notified: hub.map_or(0, |h| h.completed_checkpoint()),
+            hub,
+        }
+    }
+
+    #[inline]
+    fn notify<T>(&mut self, head: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+        let Some(hub) = self.hub else {
+            return Ok(());
+        };
+        let done = hub.completed_checkpoint();
+        if done > self.notified {
+            self.notified = done;
+            head.notify_checkpoint_complete(done)?;
+        }
+        Ok(())
+    }
 }
 
 /// Aligned checkpoint barriers (Flink's `SingleCheckpointBarrierHandler`, aligned mode): a
@@ -428,6 +472,7 @@ mod tests {
     struct Seen {
         records: Vec<u64>,
         barriers: Vec<u64>,
+        completed: Vec<u64>,
     }
 
     struct Head {
@@ -441,10 +486,16 @@ mod tests {
             Ok(())
         }
         fn emit_event(&mut self, e: ControlEvent) -> Result<(), OperatorError> {
-            if let ControlEvent::Barrier(b) = e {
-                self.services
-                    .record("op", format!("state@{}", b.checkpoint_id).into_bytes());
-                self.seen.lock().unwrap().barriers.push(b.checkpoint_id);
+            match e {
+                ControlEvent::Barrier(b) => {
+                    self.services
+                        .record("op", format!("state@{}", b.checkpoint_id).into_bytes());
+                    self.seen.lock().unwrap().barriers.push(b.checkpoint_id);
+                }
+                ControlEvent::CheckpointComplete(id) => {
+                    self.seen.lock().unwrap().completed.push(id)
+                }
+                _ => {}
             }
             Ok(())
         }
@@ -462,6 +513,7 @@ mod tests {
         senders: Vec<ChannelSender<u64>>,
         seen: Arc<Mutex<Seen>>,
         hub: Arc<CheckpointHub>,
+        canceller: sluice_channel::GateCanceller,
         thread: std::thread::JoinHandle<Result<(), OperatorError>>,
     }
 
@@ -469,6 +521,7 @@ mod tests {
     fn task() -> Task {
         let cfg = ExchangeConfig::default();
         let (gate, senders) = InputGate::<u64>::new(2, &cfg, Default::default());
+        let canceller = gate.canceller();
         let hub = CheckpointHub::new(CheckpointConfig::default(), std::env::temp_dir());
         let metrics = Arc::new(TaskMetrics::default());
         let control = JobControl::new(Duration::ZERO);
@@ -493,6 +546,7 @@ mod tests {
             senders,
             seen,
             hub,
+            canceller,
             thread,
         }
     }
@@ -575,5 +629,32 @@ mod tests {
         let (barriers, acks) = finish(t);
         assert_eq!(barriers, vec![2], "checkpoint 1 passed after checkpoint 2");
         assert_eq!(acks, vec![(2, vec!["state@2".to_string()])]);
+    }
+
+    #[test]
+    fn completed_checkpoints_reach_the_chain_between_records_and_before_a_cancelled_task_ends() {
+        let t = task();
+        // The loop runs (a task hears of completions after its start only).
+        send(&t.senders[0], 0);
+        wait_until(&t.seen, "record 0", |s| s.records.contains(&0));
+        t.hub
+            .complete(1, CheckpointKind::Aligned, Vec::new(), 0, None);
+        send(&t.senders[0], 1);
+        wait_until(&t.seen, "the completion of 1", |s| s.completed == [1]);
+        // A savepoint that does not stop the job is never told.
+        t.hub
+            .complete(2, CheckpointKind::Savepoint, Vec::new(), 0, None);
+        send(&t.senders[0], 2);
+        wait_until(&t.seen, "record 2", |s| s.records.contains(&2));
+        assert_eq!(t.seen.lock().unwrap().completed, vec![1]);
+        // A stop-with-savepoint completes and the job is cancelled right after it: the chain
+        // hears of it before the task ends.
+        t.hub.set_stop_savepoint(3);
+        t.hub
+            .complete(3, CheckpointKind::Savepoint, Vec::new(), 0, None);
+        t.canceller.cancel();
+        let r = t.thread.join().unwrap();
+        assert!(matches!(r, Err(OperatorError::Cancelled)), "{r:?}");
+        assert_eq!(t.seen.lock().unwrap().completed, vec![1, 3]);
     }
 }

@@ -192,6 +192,8 @@ impl<T: Data, S: ChannelSelector<T>> Collector<T> for RecordWriter<T, S> {
                 self.publish();
             }
             ControlEvent::Flush => self.flush_all()?,
+            // Task-local: the receiving task learns of completed checkpoints from its own loop.
+            ControlEvent::CheckpointComplete(_) => {}
             // Broadcast to every channel behind the records written before it (shipping partial
             // buffers first, which may wait for credit: the watermark must not overtake them).
             ControlEvent::Watermark(watermark) => {

@@ -94,6 +94,14 @@ pub enum ControlEvent {
     Flush,
     /// End of input: flush what is buffered and forward end-of-input downstream. Sent once.
     EndOfInput,
+    /// Checkpoint `0` and every one before it completed and may be committed (Flink's
+    /// `notifyCheckpointComplete`): transactional sinks publish what they pre-committed up to
+    /// it. Sent by the task to its own chain between two records, never for a savepoint that
+    /// does not stop the job, and once more before a task ends for a stop-with-savepoint (or any
+    /// cancel) if a checkpoint completed meanwhile. Chains pass it to each operator's
+    /// [`crate::Operator::notify_checkpoint_complete`]; it never crosses an exchange (every task
+    /// is notified by its own loop), so network writers drop it.
+    CheckpointComplete(u64),
 }
 
 /// Receives the records an operator emits. Chained operators are collectors of their upstream;
@@ -150,6 +158,11 @@ pub trait CollectorExt<T>: Collector<T> {
     fn emit_barrier(&mut self, barrier: Barrier) -> Result<(), OperatorError> {
         self.emit_event(ControlEvent::Barrier(barrier))
     }
+
+    /// [`ControlEvent::CheckpointComplete`].
+    fn notify_checkpoint_complete(&mut self, checkpoint_id: u64) -> Result<(), OperatorError> {
+        self.emit_event(ControlEvent::CheckpointComplete(checkpoint_id))
+    }
 }
 
 impl<T, C: Collector<T> + ?Sized> CollectorExt<T> for C {}
@@ -168,6 +181,8 @@ pub struct VecCollector<T> {
     pub barriers: Vec<Barrier>,
     /// Flushes received.
     pub flushes: usize,
+    /// Checkpoint completions received, in order.
+    pub completed: Vec<u64>,
 }
 
 impl<T> Default for VecCollector<T> {
@@ -179,6 +194,7 @@ impl<T> Default for VecCollector<T> {
             idleness: Vec::new(),
             barriers: Vec::new(),
             flushes: 0,
+            completed: Vec::new(),
         }
     }
 }
@@ -201,6 +217,7 @@ impl<T: Send> Collector<T> for VecCollector<T> {
             ControlEvent::Barrier(b) => self.barriers.push(b),
             ControlEvent::Flush => self.flushes += 1,
             ControlEvent::EndOfInput => self.finished = true,
+            ControlEvent::CheckpointComplete(id) => self.completed.push(id),
         }
         Ok(())
     }

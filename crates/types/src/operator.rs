@@ -119,6 +119,19 @@ pub trait Operator<In, Out>: Send {
         Ok(None)
     }
 
+    /// Checkpoint `checkpoint_id` (and every one before it) completed and may be committed:
+    /// publish side effects pre-committed at its barrier or before (Flink's
+    /// `notifyCheckpointComplete`). Called on the task thread between two records; never for a
+    /// savepoint that does not stop the job. Ids only grow, but one call may stand for several
+    /// checkpoints (only the newest is told).
+    fn notify_checkpoint_complete(
+        &mut self,
+        _checkpoint_id: u64,
+        _out: &mut dyn Collector<Out>,
+    ) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// Called after `open` and before the first record when the job restores from a
     /// checkpoint: `parts` are this operator's snapshots of every subtask of the run that took
     /// them, `(old subtask, bytes)` in subtask order (the parallelism may have changed; keyed

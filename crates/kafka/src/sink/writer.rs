@@ -15,9 +15,6 @@ use super::producer::{flush, producer, send, SinkProducer};
 use super::transactions::{self as txns, transactional_id, Txn};
 use crate::KafkaError;
 
-/// Records between two looks for newly completed checkpoints (as the transactional file sink).
-const COMMIT_CHECK_EVERY: u32 = 256;
-
 enum Mode {
     AtLeastOnce(SinkProducer),
     ExactlyOnce {
@@ -77,7 +74,9 @@ pub struct KafkaSinkWriter<T> {
     task_metrics: Option<Arc<TaskMetrics>>,
     gauges: TaskGauges,
     mode: Mode,
-    countdown: u32,
+    /// The newest completed checkpoint the task told this sink of
+    /// (`ControlEvent::CheckpointComplete`): what it may commit up to.
+    completed: u64,
 }
 
 impl<T: 'static> KafkaSinkWriter<T> {
@@ -116,7 +115,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
             hub,
             metrics,
             mode,
-            countdown: COMMIT_CHECK_EVERY,
+            completed: 0,
             cfg,
         })
     }
@@ -130,10 +129,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
         let Mode::ExactlyOnce { pending, .. } = &mut self.mode else {
             return Ok(());
         };
-        let Some(hub) = &self.hub else {
-            return Ok(());
-        };
-        let done = hub.completed_checkpoint();
+        let done = self.completed;
         while pending.first().is_some_and(|t| t.checkpoint_id <= done) {
             let t = pending.remove(0);
             fault::before_commit(&t.id, t.checkpoint_id, t.records);
@@ -357,17 +353,17 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
             m.add_records_out(1);
             m.bytes_out.fetch_add(bytes, Relaxed);
         }
-        self.countdown -= 1;
-        if self.countdown == 0 {
-            self.countdown = COMMIT_CHECK_EVERY;
-            self.commit_due()?;
-        }
         Ok(())
     }
 
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         match event {
-            ControlEvent::Flush => Ok(self.commit_due()?),
+            // Checkpoint `id` completed: commit the transactions pre-committed up to it.
+            ControlEvent::CheckpointComplete(id) => {
+                self.completed = self.completed.max(id);
+                Ok(self.commit_due()?)
+            }
+            ControlEvent::Flush => Ok(()),
             ControlEvent::Barrier(b) => Ok(self.barrier(b.checkpoint_id)?),
             ControlEvent::EndOfInput => Ok(self.end_of_input()?),
             // Transactions follow checkpoints, not event time.
@@ -402,7 +398,8 @@ impl<T> Drop for KafkaSinkWriter<T> {
             ..
         } = &mut self.mode
         {
-            let done = self.hub.as_ref().map_or(0, |h| h.completed_checkpoint());
+            // The task told the sink of every completion before it ended (also on a cancel).
+            let done = self.completed;
             let opened = next.take().and_then(|o| o.finish().ok());
             for t in pending.drain(..).chain(current.take()).chain(opened) {
                 if t.checkpoint_id != 0 && t.checkpoint_id <= done {

@@ -1,7 +1,9 @@
 //! Offsets to the consumer group once their checkpoint completed, for monitoring only (lag
 //! tools, `StartingOffsets::Committed`): recovery always uses the checkpoint's own positions.
-//! The runtime signals completion through `CheckpointHub::completed_checkpoint` (the id of the
-//! newest completed checkpoint, what transactional sinks read too); the reader polls it.
+//! The runtime tells the source's task of completed checkpoints between records
+//! (`SourceContext::notify_completed`, the same notification its chain's sinks commit on, never
+//! for a savepoint that does not stop the job); the reader commits the newest one it was told
+//! of.
 
 use std::collections::VecDeque;
 
@@ -20,10 +22,7 @@ pub(crate) fn commit_completed<C: ConsumerContext>(
     gauges: &SourceGauges,
     splits: &[LiveSplit],
 ) {
-    let Some(hub) = &ctx.checkpoints else {
-        return;
-    };
-    let done = hub.completed_checkpoint();
+    let done = ctx.notified.get();
     let mut newest = None;
     while pending.front().is_some_and(|(id, _)| *id <= done) {
         newest = pending.pop_front();

@@ -264,11 +264,6 @@ impl TaskCheckpoints {
                 .collect(),
         })
     }
-
-    /// The id of the last completed checkpoint of the job (0 = none).
-    pub fn completed_checkpoint(&self) -> u64 {
-        self.hub.completed_checkpoint()
-    }
 }
 
 /// What an operator restores from.

@@ -84,7 +84,8 @@ impl<T: Send> Collector<T> for CollectSink<T> {
             ControlEvent::Flush
             | ControlEvent::Barrier(_)
             | ControlEvent::Watermark(_)
-            | ControlEvent::Idleness(_) => {}
+            | ControlEvent::Idleness(_)
+            | ControlEvent::CheckpointComplete(_) => {}
         }
         Ok(())
     }

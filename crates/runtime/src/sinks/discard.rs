@@ -62,7 +62,8 @@ impl<T: Send> Collector<T> for DiscardSink {
             ControlEvent::Flush
             | ControlEvent::Barrier(_)
             | ControlEvent::Watermark(_)
-            | ControlEvent::Idleness(_) => {}
+            | ControlEvent::Idleness(_)
+            | ControlEvent::CheckpointComplete(_) => {}
         }
         Ok(())
     }

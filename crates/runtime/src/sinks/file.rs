@@ -84,7 +84,8 @@ where
             ControlEvent::Flush
             | ControlEvent::Barrier(_)
             | ControlEvent::Watermark(_)
-            | ControlEvent::Idleness(_) => Ok(()),
+            | ControlEvent::Idleness(_)
+            | ControlEvent::CheckpointComplete(_) => Ok(()),
         }
     }
 }

@@ -19,7 +19,8 @@ where
             | ControlEvent::Idleness(_)
             | ControlEvent::Barrier(_)
             | ControlEvent::Flush
-            | ControlEvent::EndOfInput => Ok(()),
+            | ControlEvent::EndOfInput
+            | ControlEvent::CheckpointComplete(_) => Ok(()),
         }
     }
 }

@@ -38,7 +38,8 @@ impl<T: Debug + Send> Collector<T> for PrintSink {
             | ControlEvent::Idleness(_)
             | ControlEvent::Barrier(_)
             | ControlEvent::Flush
-            | ControlEvent::EndOfInput => Ok(()),
+            | ControlEvent::EndOfInput
+            | ControlEvent::CheckpointComplete(_) => Ok(()),
         }
     }
 }

@@ -218,6 +218,7 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> Collector<T> for TransactionalFileS
                 Ok(())
             }
             ControlEvent::EndOfInput => self.end_of_input(),
+            ControlEvent::CheckpointComplete(_) => self.commit_due(),
             // Files follow checkpoints, not event time.
             ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => Ok(()),
         }

@@ -36,6 +36,9 @@ pub struct SourceContext {
     /// Dead letters this subtask sent (with its share of the restored count), checkpointed
     /// with its position ([`dead_letter_count`]).
     pub dead_letters: Cell<u64>,
+    /// The newest completed checkpoint this task's chain was told of
+    /// ([`notify_completed`](Self::notify_completed)).
+    pub notified: Cell<u64>,
 }
 
 /// How often a source at its end looks for the final checkpoint's barrier and completion.
@@ -74,10 +77,27 @@ impl SourceContext {
         let Some(hub) = &self.checkpoints else {
             return Ok(());
         };
+        self.notify_completed(out)?;
         let Some(barrier) = hub.barrier_after(self.last_barrier.get()) else {
             return Ok(());
         };
         self.inject(barrier, out, position()?)
+    }
+
+    /// Tells the chain of the newest completed checkpoint, if it did not hear of it yet
+    /// ([`ControlEvent::CheckpointComplete`](sluice_types::ControlEvent::CheckpointComplete)):
+    /// sources call it between records through [`checkpoint_if_due`](Self::checkpoint_if_due),
+    /// and the task once more when its source ends cancelled (a stop-with-savepoint).
+    pub fn notify_completed<T>(&self, out: &mut dyn Collector<T>) -> Result<(), OperatorError> {
+        let Some(hub) = &self.checkpoints else {
+            return Ok(());
+        };
+        let done = hub.completed_checkpoint();
+        if done > self.notified.get() {
+            self.notified.set(done);
+            out.notify_checkpoint_complete(done)?;
+        }
+        Ok(())
     }
 
     /// After the barrier of a stop-with-savepoint: emit nothing more (what follows the barrier
@@ -92,6 +112,8 @@ impl SourceContext {
         out.flush()?;
         let waits = self.metrics.waits.clone();
         while hub_holds(self, id) {
+            // The stop-with-savepoint's completion reaches the chain before the job stops.
+            self.notify_completed(out)?;
             if self.should_stop() {
                 return Err(OperatorError::Cancelled);
             }
