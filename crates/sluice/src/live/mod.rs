@@ -156,6 +156,15 @@ impl LiveJob {
         loop {
             if !self.changing.load(Ordering::Acquire) {
                 if let Ok(mut s) = self.state.try_lock() {
+                    if s.handle.is_none() {
+                        // A change whose new plan and previous plan both failed to start left
+                        // no plan running (its error named the savepoint to restore).
+                        return Err(SluiceError::from(sluice_runtime::JobError::job(format!(
+                            "job {} has no running plan: a plan change stopped it at a savepoint \
+                             and neither plan could start from it",
+                            self.job_id
+                        ))));
+                    }
                     if s.handle.as_ref().is_some_and(|h| h.is_finished()) {
                         if let Some(h) = s.handle.take() {
                             drop(s);
@@ -352,7 +361,7 @@ impl LiveJob {
         });
         let savepoint = savepoint?;
         let generation = s.generation + 1;
-        let launch = |fixes: &[Fix]| -> Result<JobHandle, String> {
+        let launch = |fixes: &[Fix], generation: u32| -> Result<JobHandle, String> {
             let env = fresh_env(
                 self.config_for(generation, Some(savepoint.clone())),
                 &self.build,
@@ -360,11 +369,13 @@ impl LiveJob {
             )?;
             env.launch().map_err(|e| e.to_string())
         };
-        // The new plan did not start (`what`): the previous one runs again from the savepoint.
+        // The new plan did not start (`what`): the previous one runs again from the savepoint,
+        // as a generation of its own (its own checkpoint directory: the failed plan's
+        // `chk-<n>` are not its).
         let fall_back = |s: &mut State, what: String| -> LiveError {
-            match launch(&s.log.active()) {
+            match launch(&s.log.active(), generation + 1) {
                 Ok(h) => {
-                    self.install(s, h, generation);
+                    self.install(s, h, generation + 1);
                     LiveError::internal(format!(
                         "The new plan {what}; the previous plan runs again from savepoint {}",
                         savepoint.display()
@@ -376,7 +387,7 @@ impl LiveJob {
                 )),
             }
         };
-        let handle = match launch(fixes) {
+        let handle = match launch(fixes, generation) {
             Ok(h) => h,
             Err(e) => return Err(fall_back(s, format!("did not start ({e})"))),
         };
@@ -388,6 +399,21 @@ impl LiveJob {
         // of the new plan is a failed start, and the previous plan runs again.
         watch_new_plan(s, START_GRACE, |m| m.records_into_last_vertices() > 0);
         if let JobOutcome::Failed { message, .. } = s.monitor.outcome() {
+            // A plan that committed a checkpoint published output after the savepoint:
+            // restarting the previous plan from the savepoint would publish it again. Its
+            // handle stays: waiting on the job returns its failure.
+            if let Some(n) = committed_after_restore(&s.monitor) {
+                let dir = self
+                    .config_for(generation, None)
+                    .checkpoint_dir
+                    .map_or_else(String::new, |d| format!(" in {}", d.display()));
+                return Err(LiveError::internal(format!(
+                    "The new plan failed ({message}) after it committed checkpoint {n}; it is not \
+                     rolled back to savepoint {} (what it published would be published again). \
+                     The job has failed: restore it from its latest checkpoint{dir}",
+                    savepoint.display()
+                )));
+            }
             if let Some(h) = s.handle.take() {
                 let _ = h.wait();
             }
@@ -413,6 +439,15 @@ impl LiveJob {
         s.handle = Some(handle);
         s.generation = generation;
     }
+}
+
+/// The newest checkpoint the running plan completed (and its sinks committed) after the one it
+/// restored from, if any.
+fn committed_after_restore(monitor: &JobMonitor) -> Option<u64> {
+    let hub = monitor.control.checkpoints()?;
+    let restored = hub.stats().restored_from.map_or(0, |(id, _, _)| id);
+    let done = hub.completed_checkpoint();
+    (done > restored).then_some(done)
 }
 
 /// Why a job whose bounded input ended on some task cannot change its plan: a savepoint needs
