@@ -9,6 +9,10 @@
 //! the longest-waiting sender without a pending wake-up for a floating one. A sender's
 //! backpressure time ends when its credit was freed, not when the scheduler ran it, so only the
 //! time it could not have proceeded counts.
+//!
+//! The park / wake / credit logic is model-checked with loom (`gate_loom_tests.rs`): no lost
+//! wake-up and no leaked credit in any interleaving (up to loom's preemption bound) of two
+//! senders and a receiver on small gates.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
@@ -1172,3 +1176,7 @@ impl<T: Send + 'static> ChannelSender<T> {
 #[cfg(all(test, not(loom)))]
 #[path = "gate_wake_tests.rs"]
 mod wake_tests;
+
+#[cfg(all(test, loom))]
+#[path = "gate_loom_tests.rs"]
+mod loom_tests;
