@@ -55,6 +55,7 @@ mod counters;
 pub mod debloat;
 mod gate;
 mod overdraft;
+mod sync;
 pub mod wait_stacks;
 mod writer;
 

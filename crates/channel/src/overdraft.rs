@@ -11,8 +11,11 @@
 //! paid ([`OutputDebt::wait_clear`]), so the overdraft never grows from record to record.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
+// The crate's (see `crate::sync`): the task debt parks through `WaitStacks::park`, which takes
+// them. Overdraft itself is not in the loom model (`gate_loom_tests.rs` says why).
+use crate::sync::{Condvar, Mutex};
 use crate::wait_stacks::{WaitPoint, WakeForStacks};
 use crate::{Cancelled, WaitTimes};
 

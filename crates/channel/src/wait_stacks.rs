@@ -19,8 +19,12 @@
 //! then.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+
+// What an engine wait parks on: the gate's (and a task debt's) lock and condvar, loom's under
+// `--cfg loom` (see `crate::sync`); this module's own locks are std.
+use crate::sync::{Condvar, MutexGuard};
 
 /// Where an engine wait starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +176,8 @@ impl WaitStacks {
     }
 }
 
-#[cfg(test)]
+// Real threads and std locks: not under loom, whose primitives work only inside a model.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
