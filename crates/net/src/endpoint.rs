@@ -3,7 +3,9 @@
 //! (decoded in place from its 256 KiB read buffer) to the channels registered on this process,
 //! and frames for a channel not registered yet kept
 //! until it is (the two processes deploy their tasks independently). Control-plane messages
-//! (`Frame::Control`) and the loss of a peer go to one handler ([`NetEndpoint::on_control`]).
+//! (one `Frame::Control`, or `ControlPart` pieces and a last `Control` for a message longer
+//! than [`CONTROL_PIECE_BYTES`], reassembled per connection) and the loss of a peer go to one
+//! handler ([`NetEndpoint::on_control`]).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -11,7 +13,9 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::wire::{ChannelId, Frame, FrameReader, FrameRef};
+use crate::wire::{
+    ChannelId, Frame, FrameReader, FrameRef, CONTROL_PIECE_BYTES, MAX_CONTROL_MESSAGE_BYTES,
+};
 use crate::NetError;
 
 /// Receives the frames addressed to one registered channel end (decoded in place: the bytes
@@ -50,6 +54,10 @@ enum Slot {
 /// lock: frames never interleave, and a batch costs one system call, not one per frame.
 pub(crate) struct Peer {
     writer: Mutex<TcpStream>,
+    /// Held while the pieces of one control message are written: another control message
+    /// cannot come between them (the reader reassembles one at a time per connection), and
+    /// control messages leave in the order their senders got here.
+    control: Mutex<()>,
     stream: TcpStream,
 }
 
@@ -58,6 +66,34 @@ impl Peer {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         w.write_all(bytes)?;
         Ok(())
+    }
+
+    /// Sends one control message of any length up to [`MAX_CONTROL_MESSAGE_BYTES`]: as one
+    /// `Control` frame, or as `ControlPart` pieces of [`CONTROL_PIECE_BYTES`] and a last
+    /// `Control` (no frame may exceed [`crate::wire::MAX_FRAME_BYTES`]). The writer is taken
+    /// per piece, so the pumps' data frames are not held up behind a whole large message.
+    fn send_control(&self, bytes: &[u8]) -> Result<(), NetError> {
+        if bytes.len() as u64 > MAX_CONTROL_MESSAGE_BYTES {
+            return Err(NetError::TooLarge(format!(
+                "a control message of {} bytes exceeds the limit of {MAX_CONTROL_MESSAGE_BYTES} \
+                 bytes",
+                bytes.len()
+            )));
+        }
+        let _one_message = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        let mut frame = Vec::with_capacity(bytes.len().min(CONTROL_PIECE_BYTES) + 5);
+        let mut rest = bytes;
+        loop {
+            let (piece, more) = rest.split_at(rest.len().min(CONTROL_PIECE_BYTES));
+            frame.clear();
+            if more.is_empty() {
+                FrameRef::Control { bytes: piece }.encode_into(&mut frame)?;
+                return self.send(&frame);
+            }
+            FrameRef::ControlPart { bytes: piece }.encode_into(&mut frame)?;
+            self.send(&frame)?;
+            rest = more;
+        }
     }
 }
 
@@ -251,8 +287,9 @@ impl NetEndpoint {
         }
     }
 
-    /// Sends a control-plane message to process `to` (none to a process that said goodbye:
-    /// its part of the job ended).
+    /// Sends a control-plane message of any length up to [`MAX_CONTROL_MESSAGE_BYTES`] to
+    /// process `to` (none to a process that said goodbye: its part of the job ended). A longer
+    /// one is an error and nothing is sent.
     pub fn send_control(&self, to: usize, bytes: Vec<u8>) -> Result<(), NetError> {
         if self
             .inner
@@ -263,7 +300,7 @@ impl NetEndpoint {
         {
             return Ok(());
         }
-        self.peer(to)?.send(&Frame::Control { bytes }.encode())
+        self.peer(to)?.send_control(&bytes)
     }
 
     /// Every process's address, by process index: where each listens for its peers (its
@@ -308,7 +345,9 @@ impl NetEndpoint {
             .cloned()
             .collect();
         for p in &peers {
-            let _ = p.send(&FrameRef::Goodbye.encode());
+            if let Ok(goodbye) = FrameRef::Goodbye.encode() {
+                let _ = p.send(&goodbye);
+            }
             let _ = p.stream.shutdown(std::net::Shutdown::Write);
         }
         let deadline = Instant::now() + SHUTDOWN_GRACE;
@@ -403,13 +442,14 @@ impl Inner {
         let mut reader = FrameReader::new(stream.try_clone()?, READ_BUFFER_BYTES);
         let peer = Arc::new(Peer {
             writer: Mutex::new(stream.try_clone()?),
+            control: Mutex::new(()),
             stream,
         });
         peer.send(
             &FrameRef::Hello {
                 process: self.index as u32,
             }
-            .encode(),
+            .encode()?,
         )?;
         let remote = match reader.next_frame()? {
             Some(Frame::Hello { process }) => process as usize,
@@ -482,6 +522,8 @@ impl Inner {
         // Handlers of registered channel ends, as last seen in the maps: a registration is
         // never undone, so the maps' locks are taken only for a channel not seen ready yet.
         let mut ready: HashMap<(bool, ChannelId), Arc<dyn Handler>> = HashMap::new();
+        // The control message whose pieces are arriving (`ControlPart` frames so far).
+        let mut message: Option<Vec<u8>> = None;
         while let Some(frame) = reader.next_frame()? {
             let frame = match frame {
                 Frame::Goodbye => {
@@ -491,10 +533,22 @@ impl Inner {
                         .insert(remote);
                     return Ok(true);
                 }
+                Frame::ControlPart { bytes } => {
+                    let m = message.get_or_insert_with(Vec::new);
+                    append_piece(m, bytes, remote, MAX_CONTROL_MESSAGE_BYTES)?;
+                    continue;
+                }
                 Frame::Control { bytes } => {
+                    let bytes = match message.take() {
+                        None => bytes.to_vec(),
+                        Some(mut m) => {
+                            append_piece(&mut m, bytes, remote, MAX_CONTROL_MESSAGE_BYTES)?;
+                            m
+                        }
+                    };
                     self.control(ControlEvent::Message {
                         from: remote,
-                        bytes: bytes.to_vec(),
+                        bytes,
                     });
                     continue;
                 }
@@ -534,6 +588,20 @@ impl Inner {
     }
 }
 
+/// Adds a piece to the control message being reassembled, refusing one that would grow past
+/// `limit` ([`MAX_CONTROL_MESSAGE_BYTES`]: memory a peer could make this process hold).
+fn append_piece(m: &mut Vec<u8>, piece: &[u8], from: usize, limit: u64) -> Result<(), NetError> {
+    let len = m.len() as u64 + piece.len() as u64;
+    if len > limit {
+        return Err(NetError::TooLarge(format!(
+            "a control message from process {from} of at least {len} bytes exceeds the limit \
+             of {limit} bytes"
+        )));
+    }
+    m.extend_from_slice(piece);
+    Ok(())
+}
+
 /// The read buffer of a connection: one `read` takes up to this many bytes of frames.
 const READ_BUFFER_BYTES: usize = 256 << 10;
 
@@ -551,5 +619,23 @@ impl Drop for ReaderCount<'_> {
         let mut n = self.0.readers.lock().unwrap_or_else(|p| p.into_inner());
         *n = n.saturating_sub(1);
         self.0.readers_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reassembled_control_message_stops_at_its_limit() {
+        let mut m = Vec::new();
+        append_piece(&mut m, &[1; 6], 1, 10).unwrap();
+        append_piece(&mut m, &[2; 4], 1, 10).unwrap();
+        let e = append_piece(&mut m, &[3], 1, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("at least 11 bytes exceeds the limit of 10"),
+            "{e}"
+        );
+        assert_eq!(m.len(), 10, "the refused piece is not kept");
     }
 }

@@ -45,6 +45,8 @@ pub enum NetError {
     Malformed(String),
     #[error("protocol violation: {0}")]
     Protocol(String),
+    #[error("too large: {0}")]
+    TooLarge(String),
     #[error("record codec (postcard): {0}")]
     Codec(String),
     #[error("cannot connect: {0}")]

@@ -293,7 +293,7 @@ impl<'a> Pumping<'a> {
                 channel: self.channels[channel],
                 event,
             }
-            .encode_into(&mut self.batch),
+            .encode_into(&mut self.batch)?,
             GateItem::UnalignedBarrier {
                 channel,
                 barrier,
@@ -312,7 +312,7 @@ impl<'a> Pumping<'a> {
                     barrier,
                     behind: (overtaken_buffers + behind + held_buffers) as u32,
                 }
-                .encode_into(&mut self.batch)
+                .encode_into(&mut self.batch)?
             }
             GateItem::Idle => {}
         }
