@@ -5,18 +5,22 @@
 //! until it is (the two processes deploy their tasks independently). Control-plane messages
 //! (one `Frame::Control`, or `ControlPart` pieces and a last `Control` for a message longer
 //! than [`CONTROL_PIECE_BYTES`], reassembled per connection) and the loss of a peer go to one
-//! handler ([`NetEndpoint::on_control`]).
+//! handler ([`NetEndpoint::on_control`]). Every connection has TCP keepalive, a heartbeat
+//! thread and a read deadline ([`crate::liveness`]): a peer silent for the heartbeat timeout is
+//! lost, and its connection is cut.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::liveness::{is_deadline, keepalive};
 use crate::wire::{
     ChannelId, Frame, FrameReader, FrameRef, CONTROL_PIECE_BYTES, MAX_CONTROL_MESSAGE_BYTES,
 };
-use crate::NetError;
+use crate::{Liveness, NetError};
 
 /// Receives the frames addressed to one registered channel end (decoded in place: the bytes
 /// borrow the connection's read buffer).
@@ -59,12 +63,25 @@ pub(crate) struct Peer {
     /// control messages leave in the order their senders got here.
     control: Mutex<()>,
     stream: TcpStream,
+    /// Set when the connection's reader ended (however): its heartbeats stop.
+    ended: AtomicBool,
 }
 
 impl Peer {
     pub(crate) fn send(&self, bytes: &[u8]) -> Result<(), NetError> {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         w.write_all(bytes)?;
+        Ok(())
+    }
+
+    /// [`send`](Self::send), unless `stop` holds once the writer is taken: a heartbeat must
+    /// not follow a goodbye (the peer stops reading at it, and unread bytes make its close a
+    /// reset).
+    fn send_unless(&self, bytes: &[u8], stop: impl Fn() -> bool) -> Result<(), NetError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if !stop() {
+            w.write_all(bytes)?;
+        }
         Ok(())
     }
 
@@ -120,6 +137,11 @@ pub(crate) struct Inner {
     /// still hold buffers (and the end of partition) its writers finished with.
     pumps: Mutex<usize>,
     pumps_cv: Condvar,
+    liveness: Liveness,
+    /// Heartbeat threads sleep on this between beats; woken to end when the endpoint closes
+    /// or their connection's reader ended.
+    beats: Mutex<()>,
+    beats_cv: Condvar,
 }
 
 /// This process's end of the exchange: `process` of `peers.len()` processes.
@@ -143,6 +165,18 @@ impl NetEndpoint {
         listener: TcpListener,
         timeout: Duration,
     ) -> Result<NetEndpoint, NetError> {
+        Self::start_with(index, peers, listener, timeout, Liveness::default())
+    }
+
+    /// [`start`](Self::start) with the connections' liveness rule.
+    pub fn start_with(
+        index: usize,
+        peers: &[SocketAddr],
+        listener: TcpListener,
+        timeout: Duration,
+        liveness: Liveness,
+    ) -> Result<NetEndpoint, NetError> {
+        liveness.validate()?;
         if index >= peers.len() {
             return Err(NetError::Config(format!(
                 "process index {index} is not below the number of peers {}",
@@ -164,6 +198,9 @@ impl NetEndpoint {
             readers_cv: Condvar::new(),
             pumps: Mutex::new(0),
             pumps_cv: Condvar::new(),
+            liveness,
+            beats: Mutex::new(()),
+            beats_cv: Condvar::new(),
         });
         let expected_in = peers.len() - 1 - index;
         let acc = inner.clone();
@@ -336,6 +373,7 @@ impl NetEndpoint {
         self.inner
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.stop_heartbeats();
         let peers: Vec<Arc<Peer>> = self
             .inner
             .peers
@@ -379,6 +417,7 @@ impl NetEndpoint {
         self.inner
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.stop_heartbeats();
         for p in self
             .inner
             .peers
@@ -439,11 +478,15 @@ impl Inner {
     /// Says hello, learns the peer's index (given for outgoing connections), starts its reader.
     fn adopt(self: Arc<Self>, stream: TcpStream, known: Option<usize>) -> Result<(), NetError> {
         stream.set_nodelay(true)?;
+        keepalive(&stream)?;
+        // The reader's deadline (the socket's, shared by its clones: only the reader reads).
+        stream.set_read_timeout(Some(self.liveness.timeout))?;
         let mut reader = FrameReader::new(stream.try_clone()?, READ_BUFFER_BYTES);
         let peer = Arc::new(Peer {
             writer: Mutex::new(stream.try_clone()?),
             control: Mutex::new(()),
             stream,
+            ended: AtomicBool::new(false),
         });
         peer.send(
             &FrameRef::Hello {
@@ -451,7 +494,15 @@ impl Inner {
             }
             .encode()?,
         )?;
-        let remote = match reader.next_frame()? {
+        let timeout = self.liveness.timeout;
+        let hello = reader.next_frame().map_err(|e| {
+            if is_deadline(&e) {
+                NetError::HeartbeatTimeout(format!("no Hello from a peer within {timeout:?}"))
+            } else {
+                e
+            }
+        })?;
+        let remote = match hello {
             Some(Frame::Hello { process }) => process as usize,
             other => {
                 return Err(NetError::Malformed(format!(
@@ -467,19 +518,34 @@ impl Inner {
         self.peers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(remote, peer);
+            .insert(remote, peer.clone());
         self.peers_cv.notify_all();
         let me = self.clone();
+        let mine = peer.clone();
         *self.readers.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         std::thread::Builder::new()
             .name(format!("net-read-{}<-{remote}", self.index))
             .spawn(move || {
                 let _count = ReaderCount(&me);
-                let reason = match me.read_loop(remote, &mut reader) {
+                let result = me.read_loop(remote, &mut reader);
+                mine.ended.store(true, SeqCst);
+                me.stop_heartbeats();
+                let reason = match result {
                     Ok(true) => return,
                     Ok(false) => "the connection was closed".to_string(),
                     Err(e) => {
+                        let e = if is_deadline(&e) {
+                            NetError::HeartbeatTimeout(format!(
+                                "nothing arrived from process {remote} for {timeout:?}: it is \
+                                 gone or hung"
+                            ))
+                        } else {
+                            e
+                        };
                         me.fail_or_close(format!("connection from process {remote}: {e}"));
+                        // Cut: a writer blocked on a peer that stopped reading wakes with an
+                        // error instead of hanging, and the peer, if alive, learns of it.
+                        let _ = mine.stream.shutdown(std::net::Shutdown::Both);
                         e.to_string()
                     }
                 };
@@ -490,7 +556,43 @@ impl Inner {
                     });
                 }
             })?;
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name(format!("net-beat-{}->{remote}", self.index))
+            .spawn(move || me.heartbeats(&peer))?;
         Ok(())
+    }
+
+    /// Sends `peer` a heartbeat every heartbeat interval until the endpoint closes or the
+    /// connection's reader ended (a thread per connection: a peer that stopped reading blocks
+    /// only its own). A failed send ends it quietly: the reader reports the connection.
+    fn heartbeats(&self, peer: &Peer) {
+        let Ok(beat) = FrameRef::Heartbeat.encode() else {
+            return;
+        };
+        let stop = || self.closing.load(SeqCst) || peer.ended.load(SeqCst);
+        loop {
+            {
+                let g = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+                if stop() {
+                    return;
+                }
+                let _ = self
+                    .beats_cv
+                    .wait_timeout(g, self.liveness.heartbeat_interval)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+            if peer.send_unless(&beat, stop).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Wakes the heartbeat threads to look whether they should end (under their lock, so
+    /// none misses it between its look and its wait).
+    fn stop_heartbeats(&self) {
+        let _g = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+        self.beats_cv.notify_all();
     }
 
     /// A connection ended; while closing that is expected, not a warning.
@@ -526,6 +628,7 @@ impl Inner {
         let mut message: Option<Vec<u8>> = None;
         while let Some(frame) = reader.next_frame()? {
             let frame = match frame {
+                Frame::Heartbeat => continue,
                 Frame::Goodbye => {
                     self.departed
                         .lock()

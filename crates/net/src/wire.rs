@@ -16,6 +16,7 @@
 //! kind 8  Goodbye          (empty)                          the sender closes on purpose: its end is no lost peer
 //! kind 9  ControlPart      bytes                            a piece of a control message, continued by the next
 //!                                                            ControlPart or ended by a Control frame
+//! kind 10 Heartbeat        (empty)                          the sender is alive (sent every heartbeat interval)
 //! records = the buffer's records, by the edge's record type T (both ends know it):
 //!           T = u16 | u32 | u64 | u128 | i16 | i32 | i64 | i128 | f32 | f64:
 //!             each value's little-endian bytes, back to back, no count (frame length ÷ width)
@@ -122,6 +123,10 @@ pub enum Frame<B = Vec<u8>> {
     /// The sender is closing the connection on purpose (its job ended): the end of the
     /// stream after it is not the loss of a process.
     Goodbye,
+    /// The sender is alive: sent on every connection every heartbeat interval, so a reader
+    /// that hears nothing for the heartbeat timeout knows its peer is gone
+    /// ([`crate::Liveness`]).
+    Heartbeat,
 }
 
 /// A frame borrowing its bytes from the buffer it was read into.
@@ -133,7 +138,8 @@ impl<B: AsRef<[u8]>> Frame<B> {
             Frame::Hello { .. }
             | Frame::Control { .. }
             | Frame::ControlPart { .. }
-            | Frame::Goodbye => None,
+            | Frame::Goodbye
+            | Frame::Heartbeat => None,
             Frame::PartitionRequest { channel, .. }
             | Frame::AddCredit { channel, .. }
             | Frame::Buffer { channel, .. }
@@ -193,6 +199,7 @@ impl<B: AsRef<[u8]>> Frame<B> {
             Frame::Control { bytes } => Frame::Control { bytes: f(bytes) },
             Frame::ControlPart { bytes } => Frame::ControlPart { bytes: f(bytes) },
             Frame::Goodbye => Frame::Goodbye,
+            Frame::Heartbeat => Frame::Heartbeat,
         }
     }
 
@@ -283,6 +290,7 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 b.extend_from_slice(bytes);
             }
             Frame::Goodbye => b.push(8),
+            Frame::Heartbeat => b.push(10),
         }
         patch_len(b, at)
     }
@@ -329,6 +337,7 @@ impl<'a> FrameRef<'a> {
             7 => Frame::Control { bytes: r.rest() },
             8 => Frame::Goodbye,
             9 => Frame::ControlPart { bytes: r.rest() },
+            10 => Frame::Heartbeat,
             k => return Err(NetError::Malformed(format!("unknown frame kind {k}"))),
         };
         Ok(frame)
@@ -749,6 +758,7 @@ mod tests {
             },
             Frame::ControlPart { bytes: vec![9, 9] },
             Frame::Goodbye,
+            Frame::Heartbeat,
         ];
         let mut wire = Vec::new();
         for f in &frames {
@@ -901,7 +911,7 @@ mod tests {
 
     #[test]
     fn corrupt_frames_are_errors_not_panics() {
-        assert!(Frame::decode(&[10]).is_err());
+        assert!(Frame::decode(&[11]).is_err());
         assert!(Frame::decode(&[2, 1, 0]).is_err());
         let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff];
         assert!(read_frame(&mut r, &mut Vec::new()).is_err());
