@@ -105,3 +105,76 @@ impl ProcessLink for NetLink {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+    use std::time::{Duration, Instant};
+
+    use sluice_runtime::checkpoint::{CheckpointConfig, TaskAck};
+
+    use super::*;
+
+    fn endpoints() -> (NetEndpoint, NetEndpoint) {
+        let (l0, l1) = (
+            TcpListener::bind("127.0.0.1:0").unwrap(),
+            TcpListener::bind("127.0.0.1:0").unwrap(),
+        );
+        let addrs = vec![l0.local_addr().unwrap(), l1.local_addr().unwrap()];
+        let a1 = addrs.clone();
+        let t = std::thread::spawn(move || {
+            NetEndpoint::start(1, &a1, l1, Duration::from_secs(30)).unwrap()
+        });
+        let e0 = NetEndpoint::start(0, &addrs, l0, Duration::from_secs(30)).unwrap();
+        (e0, t.join().unwrap())
+    }
+
+    fn hub(link: &Arc<NetLink>) -> (Arc<CheckpointHub>, Arc<JobControl>) {
+        let hub = CheckpointHub::new(CheckpointConfig::default(), std::env::temp_dir());
+        let control = JobControl::new(Duration::from_millis(100));
+        hub.set_link(link.role(), link.clone());
+        link.attach(hub.clone(), control.clone());
+        (hub, control)
+    }
+
+    /// Defect 5: a follower's acknowledgement whose snapshots exceed one network frame (64 MiB)
+    /// reaches the leader's hub whole, and neither process's job fails.
+    #[test]
+    fn a_follower_ack_with_70_mib_of_state_reaches_the_leader() {
+        let (e0, e1) = endpoints();
+        let (leader, leader_control) = hub(&NetLink::new(e0, 0, 2));
+        let (follower, follower_control) = hub(&NetLink::new(e1, 1, 2));
+        let state: Vec<u8> = (0..70usize << 20).map(|i| (i % 251) as u8).collect();
+        let ack = TaskAck {
+            checkpoint_id: 1,
+            vertex: 0,
+            subtask: 1,
+            states: vec![("op".into(), state.clone())],
+            state_bytes: state.len(),
+            alignment_ns: 0,
+            sync_ns: 0,
+            start_delay_ms: 0,
+            ack_ms: 0,
+        };
+        // From a thread of its own, as a task acks: its send blocks if the leader stops reading.
+        let acking = follower.clone();
+        let _task = std::thread::spawn(move || acking.ack(ack));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let acks = loop {
+            let (acks, declines) = leader.take_acks(Duration::from_millis(50));
+            assert!(declines.is_empty(), "{declines:?}");
+            if !acks.is_empty() {
+                break acks;
+            }
+            if let Some(e) = leader_control.take_failure() {
+                panic!("the leader's job failed: {e}");
+            }
+            assert!(Instant::now() < deadline, "no ack reached the leader");
+        };
+        assert_eq!(acks.len(), 1);
+        assert_eq!((acks[0].checkpoint_id, acks[0].subtask), (1, 1));
+        assert!(acks[0].states[0].1 == state, "the state arrived altered");
+        assert!(leader_control.take_failure().is_none());
+        assert!(follower_control.take_failure().is_none());
+    }
+}

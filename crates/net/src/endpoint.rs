@@ -3,16 +3,24 @@
 //! (decoded in place from its 256 KiB read buffer) to the channels registered on this process,
 //! and frames for a channel not registered yet kept
 //! until it is (the two processes deploy their tasks independently). Control-plane messages
-//! (`Frame::Control`) and the loss of a peer go to one handler ([`NetEndpoint::on_control`]).
+//! (one `Frame::Control`, or `ControlPart` pieces and a last `Control` for a message longer
+//! than [`CONTROL_PIECE_BYTES`], reassembled per connection) and the loss of a peer go to one
+//! handler ([`NetEndpoint::on_control`]). Every connection has TCP keepalive, a heartbeat
+//! thread and a read deadline ([`crate::liveness`]): a peer silent for the heartbeat timeout is
+//! lost, and its connection is cut.
 
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::wire::{ChannelId, Frame, FrameReader, FrameRef};
-use crate::NetError;
+use crate::liveness::{is_deadline, keepalive};
+use crate::wire::{
+    ChannelId, Frame, FrameReader, FrameRef, CONTROL_PIECE_BYTES, MAX_CONTROL_MESSAGE_BYTES,
+};
+use crate::{Liveness, NetError};
 
 /// Receives the frames addressed to one registered channel end (decoded in place: the bytes
 /// borrow the connection's read buffer).
@@ -50,7 +58,13 @@ enum Slot {
 /// lock: frames never interleave, and a batch costs one system call, not one per frame.
 pub(crate) struct Peer {
     writer: Mutex<TcpStream>,
+    /// Held while the pieces of one control message are written: another control message
+    /// cannot come between them (the reader reassembles one at a time per connection), and
+    /// control messages leave in the order their senders got here.
+    control: Mutex<()>,
     stream: TcpStream,
+    /// Set when the connection's reader ended (however): its heartbeats stop.
+    ended: AtomicBool,
 }
 
 impl Peer {
@@ -58,6 +72,45 @@ impl Peer {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         w.write_all(bytes)?;
         Ok(())
+    }
+
+    /// [`send`](Self::send), unless `stop` holds once the writer is taken: a heartbeat must
+    /// not follow a goodbye (the peer stops reading at it, and unread bytes make its close a
+    /// reset).
+    fn send_unless(&self, bytes: &[u8], stop: impl Fn() -> bool) -> Result<(), NetError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if !stop() {
+            w.write_all(bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Sends one control message of any length up to [`MAX_CONTROL_MESSAGE_BYTES`]: as one
+    /// `Control` frame, or as `ControlPart` pieces of [`CONTROL_PIECE_BYTES`] and a last
+    /// `Control` (no frame may exceed [`crate::wire::MAX_FRAME_BYTES`]). The writer is taken
+    /// per piece, so the pumps' data frames are not held up behind a whole large message.
+    fn send_control(&self, bytes: &[u8]) -> Result<(), NetError> {
+        if bytes.len() as u64 > MAX_CONTROL_MESSAGE_BYTES {
+            return Err(NetError::TooLarge(format!(
+                "a control message of {} bytes exceeds the limit of {MAX_CONTROL_MESSAGE_BYTES} \
+                 bytes",
+                bytes.len()
+            )));
+        }
+        let _one_message = self.control.lock().unwrap_or_else(|p| p.into_inner());
+        let mut frame = Vec::with_capacity(bytes.len().min(CONTROL_PIECE_BYTES) + 5);
+        let mut rest = bytes;
+        loop {
+            let (piece, more) = rest.split_at(rest.len().min(CONTROL_PIECE_BYTES));
+            frame.clear();
+            if more.is_empty() {
+                FrameRef::Control { bytes: piece }.encode_into(&mut frame)?;
+                return self.send(&frame);
+            }
+            FrameRef::ControlPart { bytes: piece }.encode_into(&mut frame)?;
+            self.send(&frame)?;
+            rest = more;
+        }
     }
 }
 
@@ -84,6 +137,11 @@ pub(crate) struct Inner {
     /// still hold buffers (and the end of partition) its writers finished with.
     pumps: Mutex<usize>,
     pumps_cv: Condvar,
+    liveness: Liveness,
+    /// Heartbeat threads sleep on this between beats; woken to end when the endpoint closes
+    /// or their connection's reader ended.
+    beats: Mutex<()>,
+    beats_cv: Condvar,
 }
 
 /// This process's end of the exchange: `process` of `peers.len()` processes.
@@ -107,6 +165,18 @@ impl NetEndpoint {
         listener: TcpListener,
         timeout: Duration,
     ) -> Result<NetEndpoint, NetError> {
+        Self::start_with(index, peers, listener, timeout, Liveness::default())
+    }
+
+    /// [`start`](Self::start) with the connections' liveness rule.
+    pub fn start_with(
+        index: usize,
+        peers: &[SocketAddr],
+        listener: TcpListener,
+        timeout: Duration,
+        liveness: Liveness,
+    ) -> Result<NetEndpoint, NetError> {
+        liveness.validate()?;
         if index >= peers.len() {
             return Err(NetError::Config(format!(
                 "process index {index} is not below the number of peers {}",
@@ -128,6 +198,9 @@ impl NetEndpoint {
             readers_cv: Condvar::new(),
             pumps: Mutex::new(0),
             pumps_cv: Condvar::new(),
+            liveness,
+            beats: Mutex::new(()),
+            beats_cv: Condvar::new(),
         });
         let expected_in = peers.len() - 1 - index;
         let acc = inner.clone();
@@ -251,8 +324,9 @@ impl NetEndpoint {
         }
     }
 
-    /// Sends a control-plane message to process `to` (none to a process that said goodbye:
-    /// its part of the job ended).
+    /// Sends a control-plane message of any length up to [`MAX_CONTROL_MESSAGE_BYTES`] to
+    /// process `to` (none to a process that said goodbye: its part of the job ended). A longer
+    /// one is an error and nothing is sent.
     pub fn send_control(&self, to: usize, bytes: Vec<u8>) -> Result<(), NetError> {
         if self
             .inner
@@ -263,7 +337,7 @@ impl NetEndpoint {
         {
             return Ok(());
         }
-        self.peer(to)?.send(&Frame::Control { bytes }.encode())
+        self.peer(to)?.send_control(&bytes)
     }
 
     /// Every process's address, by process index: where each listens for its peers (its
@@ -299,6 +373,7 @@ impl NetEndpoint {
         self.inner
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.stop_heartbeats();
         let peers: Vec<Arc<Peer>> = self
             .inner
             .peers
@@ -308,7 +383,9 @@ impl NetEndpoint {
             .cloned()
             .collect();
         for p in &peers {
-            let _ = p.send(&FrameRef::Goodbye.encode());
+            if let Ok(goodbye) = FrameRef::Goodbye.encode() {
+                let _ = p.send(&goodbye);
+            }
             let _ = p.stream.shutdown(std::net::Shutdown::Write);
         }
         let deadline = Instant::now() + SHUTDOWN_GRACE;
@@ -340,6 +417,7 @@ impl NetEndpoint {
         self.inner
             .closing
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.inner.stop_heartbeats();
         for p in self
             .inner
             .peers
@@ -400,18 +478,31 @@ impl Inner {
     /// Says hello, learns the peer's index (given for outgoing connections), starts its reader.
     fn adopt(self: Arc<Self>, stream: TcpStream, known: Option<usize>) -> Result<(), NetError> {
         stream.set_nodelay(true)?;
+        keepalive(&stream)?;
+        // The reader's deadline (the socket's, shared by its clones: only the reader reads).
+        stream.set_read_timeout(Some(self.liveness.timeout))?;
         let mut reader = FrameReader::new(stream.try_clone()?, READ_BUFFER_BYTES);
         let peer = Arc::new(Peer {
             writer: Mutex::new(stream.try_clone()?),
+            control: Mutex::new(()),
             stream,
+            ended: AtomicBool::new(false),
         });
         peer.send(
             &FrameRef::Hello {
                 process: self.index as u32,
             }
-            .encode(),
+            .encode()?,
         )?;
-        let remote = match reader.next_frame()? {
+        let timeout = self.liveness.timeout;
+        let hello = reader.next_frame().map_err(|e| {
+            if is_deadline(&e) {
+                NetError::HeartbeatTimeout(format!("no Hello from a peer within {timeout:?}"))
+            } else {
+                e
+            }
+        })?;
+        let remote = match hello {
             Some(Frame::Hello { process }) => process as usize,
             other => {
                 return Err(NetError::Malformed(format!(
@@ -427,19 +518,34 @@ impl Inner {
         self.peers
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(remote, peer);
+            .insert(remote, peer.clone());
         self.peers_cv.notify_all();
         let me = self.clone();
+        let mine = peer.clone();
         *self.readers.lock().unwrap_or_else(|p| p.into_inner()) += 1;
         std::thread::Builder::new()
             .name(format!("net-read-{}<-{remote}", self.index))
             .spawn(move || {
                 let _count = ReaderCount(&me);
-                let reason = match me.read_loop(remote, &mut reader) {
+                let result = me.read_loop(remote, &mut reader);
+                mine.ended.store(true, SeqCst);
+                me.stop_heartbeats();
+                let reason = match result {
                     Ok(true) => return,
                     Ok(false) => "the connection was closed".to_string(),
                     Err(e) => {
+                        let e = if is_deadline(&e) {
+                            NetError::HeartbeatTimeout(format!(
+                                "nothing arrived from process {remote} for {timeout:?}: it is \
+                                 gone or hung"
+                            ))
+                        } else {
+                            e
+                        };
                         me.fail_or_close(format!("connection from process {remote}: {e}"));
+                        // Cut: a writer blocked on a peer that stopped reading wakes with an
+                        // error instead of hanging, and the peer, if alive, learns of it.
+                        let _ = mine.stream.shutdown(std::net::Shutdown::Both);
                         e.to_string()
                     }
                 };
@@ -450,7 +556,43 @@ impl Inner {
                     });
                 }
             })?;
+        let me = self.clone();
+        std::thread::Builder::new()
+            .name(format!("net-beat-{}->{remote}", self.index))
+            .spawn(move || me.heartbeats(&peer))?;
         Ok(())
+    }
+
+    /// Sends `peer` a heartbeat every heartbeat interval until the endpoint closes or the
+    /// connection's reader ended (a thread per connection: a peer that stopped reading blocks
+    /// only its own). A failed send ends it quietly: the reader reports the connection.
+    fn heartbeats(&self, peer: &Peer) {
+        let Ok(beat) = FrameRef::Heartbeat.encode() else {
+            return;
+        };
+        let stop = || self.closing.load(SeqCst) || peer.ended.load(SeqCst);
+        loop {
+            {
+                let g = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+                if stop() {
+                    return;
+                }
+                let _ = self
+                    .beats_cv
+                    .wait_timeout(g, self.liveness.heartbeat_interval)
+                    .unwrap_or_else(|p| p.into_inner());
+            }
+            if peer.send_unless(&beat, stop).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Wakes the heartbeat threads to look whether they should end (under their lock, so
+    /// none misses it between its look and its wait).
+    fn stop_heartbeats(&self) {
+        let _g = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+        self.beats_cv.notify_all();
     }
 
     /// A connection ended; while closing that is expected, not a warning.
@@ -482,8 +624,11 @@ impl Inner {
         // Handlers of registered channel ends, as last seen in the maps: a registration is
         // never undone, so the maps' locks are taken only for a channel not seen ready yet.
         let mut ready: HashMap<(bool, ChannelId), Arc<dyn Handler>> = HashMap::new();
+        // The control message whose pieces are arriving (`ControlPart` frames so far).
+        let mut message: Option<Vec<u8>> = None;
         while let Some(frame) = reader.next_frame()? {
             let frame = match frame {
+                Frame::Heartbeat => continue,
                 Frame::Goodbye => {
                     self.departed
                         .lock()
@@ -491,10 +636,22 @@ impl Inner {
                         .insert(remote);
                     return Ok(true);
                 }
+                Frame::ControlPart { bytes } => {
+                    let m = message.get_or_insert_with(Vec::new);
+                    append_piece(m, bytes, remote, MAX_CONTROL_MESSAGE_BYTES)?;
+                    continue;
+                }
                 Frame::Control { bytes } => {
+                    let bytes = match message.take() {
+                        None => bytes.to_vec(),
+                        Some(mut m) => {
+                            append_piece(&mut m, bytes, remote, MAX_CONTROL_MESSAGE_BYTES)?;
+                            m
+                        }
+                    };
                     self.control(ControlEvent::Message {
                         from: remote,
-                        bytes: bytes.to_vec(),
+                        bytes,
                     });
                     continue;
                 }
@@ -534,6 +691,20 @@ impl Inner {
     }
 }
 
+/// Adds a piece to the control message being reassembled, refusing one that would grow past
+/// `limit` ([`MAX_CONTROL_MESSAGE_BYTES`]: memory a peer could make this process hold).
+fn append_piece(m: &mut Vec<u8>, piece: &[u8], from: usize, limit: u64) -> Result<(), NetError> {
+    let len = m.len() as u64 + piece.len() as u64;
+    if len > limit {
+        return Err(NetError::TooLarge(format!(
+            "a control message from process {from} of at least {len} bytes exceeds the limit \
+             of {limit} bytes"
+        )));
+    }
+    m.extend_from_slice(piece);
+    Ok(())
+}
+
 /// The read buffer of a connection: one `read` takes up to this many bytes of frames.
 const READ_BUFFER_BYTES: usize = 256 << 10;
 
@@ -551,5 +722,23 @@ impl Drop for ReaderCount<'_> {
         let mut n = self.0.readers.lock().unwrap_or_else(|p| p.into_inner());
         *n = n.saturating_sub(1);
         self.0.readers_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reassembled_control_message_stops_at_its_limit() {
+        let mut m = Vec::new();
+        append_piece(&mut m, &[1; 6], 1, 10).unwrap();
+        append_piece(&mut m, &[2; 4], 1, 10).unwrap();
+        let e = append_piece(&mut m, &[3], 1, 10).unwrap_err().to_string();
+        assert!(
+            e.contains("at least 11 bytes exceeds the limit of 10"),
+            "{e}"
+        );
+        assert_eq!(m.len(), 10, "the refused piece is not kept");
     }
 }

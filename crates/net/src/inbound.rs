@@ -174,7 +174,7 @@ fn announce_credits<T: Send + 'static>(
             channel: ch.id,
             initial_credit: exclusive as u32,
         }
-        .encode(),
+        .encode()?,
     )?;
     loop {
         {
@@ -220,7 +220,7 @@ fn announce_credits<T: Send + 'static>(
                 channel: ch.id,
                 credit,
             }
-            .encode(),
+            .encode()?,
         )?;
     }
 }

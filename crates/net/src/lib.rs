@@ -26,6 +26,7 @@
 pub mod bench;
 pub mod endpoint;
 pub mod inbound;
+pub mod liveness;
 pub mod outbound;
 pub mod wire;
 
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 pub use endpoint::{ControlEvent, ControlHandler, NetEndpoint};
 pub use inbound::open_inputs;
+pub use liveness::Liveness;
 pub use outbound::{open_outputs, open_outputs_cancellable};
 pub use wire::{ChannelId, Frame};
 
@@ -45,6 +47,10 @@ pub enum NetError {
     Malformed(String),
     #[error("protocol violation: {0}")]
     Protocol(String),
+    #[error("heartbeat timeout: {0}")]
+    HeartbeatTimeout(String),
+    #[error("too large: {0}")]
+    TooLarge(String),
     #[error("record codec (postcard): {0}")]
     Codec(String),
     #[error("cannot connect: {0}")]

@@ -47,17 +47,18 @@ struct Credits {
 }
 
 impl Credits {
-    /// Waits until some credit is pending (only for a pump that holds buffers and whose
-    /// outbox has nothing more to give).
+    /// Waits until some credit is pending, or [`CREDIT_WAIT`] passed (only for a pump that
+    /// holds buffers and whose outbox has nothing more to give). Bounded: the pump then asks
+    /// its outbox again, which says whether it was cancelled (a job that fails cancels it, and
+    /// the receiver may never grant the credit).
     fn wait(&self) {
         self.draining.store(true, SeqCst);
-        let mut g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
-        while self.pending.iter().all(|p| p.load(SeqCst) == 0) {
-            g = self
+        let g = self.lock.lock().unwrap_or_else(|p| p.into_inner());
+        if self.pending.iter().all(|p| p.load(SeqCst) == 0) {
+            let _ = self
                 .arrived
-                .wait_timeout(g, Duration::from_millis(50))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
+                .wait_timeout(g, CREDIT_WAIT)
+                .unwrap_or_else(|p| p.into_inner());
         }
         self.draining.store(false, SeqCst);
     }
@@ -217,6 +218,7 @@ impl<'a> Pumping<'a> {
                 if holding == 0 {
                     return Ok(());
                 }
+                // Back to the top: credits taken up, and `next` fails if it was cancelled.
                 credits.wait();
                 continue;
             };
@@ -293,7 +295,7 @@ impl<'a> Pumping<'a> {
                 channel: self.channels[channel],
                 event,
             }
-            .encode_into(&mut self.batch),
+            .encode_into(&mut self.batch)?,
             GateItem::UnalignedBarrier {
                 channel,
                 barrier,
@@ -312,7 +314,7 @@ impl<'a> Pumping<'a> {
                     barrier,
                     behind: (overtaken_buffers + behind + held_buffers) as u32,
                 }
-                .encode_into(&mut self.batch)
+                .encode_into(&mut self.batch)?
             }
             GateItem::Idle => {}
         }
@@ -337,6 +339,9 @@ pub const SENDER_BUFFERS_PER_CHANNEL: usize = 2;
 /// other buffer: a median 31 % of the bare TCP loop's bytes/s, against 54 % with these; see
 /// `sluice-net`'s bench).
 pub const SENDER_FLOATING_BUFFERS: usize = 8;
+
+/// The longest a pump waits for credit before it looks whether its outbox was cancelled.
+const CREDIT_WAIT: Duration = Duration::from_millis(50);
 
 /// A pump writes its batch once it holds this many bytes, even while more is queued.
 const BATCH_BYTES: usize = 256 << 10;

@@ -11,8 +11,12 @@
 //! kind 5  Event            channel · event                  needs no credit, keeps its place
 //! kind 6  PriorityBarrier  channel · barrier · behind:u32   unaligned barrier, jumps the sender's queue; `behind` =
 //!                                                            the channel's buffers it overtook there (they follow it)
-//! kind 7  Control          bytes                            the job's control plane (checkpoints), process to process
+//! kind 7  Control          bytes                            the job's control plane (checkpoints), process to process:
+//!                                                            a whole message, or the last piece of one
 //! kind 8  Goodbye          (empty)                          the sender closes on purpose: its end is no lost peer
+//! kind 9  ControlPart      bytes                            a piece of a control message, continued by the next
+//!                                                            ControlPart or ended by a Control frame
+//! kind 10 Heartbeat        (empty)                          the sender is alive (sent every heartbeat interval)
 //! records = the buffer's records, by the edge's record type T (both ends know it):
 //!           T = u16 | u32 | u64 | u128 | i16 | i32 | i64 | i128 | f32 | f64:
 //!             each value's little-endian bytes, back to back, no count (frame length ÷ width)
@@ -29,6 +33,13 @@
 //!
 //! A sender may write many frames with one system call, and a reader decodes each frame in
 //! place from its read buffer ([`FrameReader`]): neither changes the bytes on the wire.
+//!
+//! No frame is longer than [`MAX_FRAME_BYTES`]: the encoder refuses one with an error (so a
+//! length never wraps its `u32`), the reader treats one as corrupt. A control message may be
+//! longer (a checkpoint acknowledgement carries operator snapshots): it crosses as
+//! `ControlPart` pieces of at most [`CONTROL_PIECE_BYTES`] and a final `Control` frame, never
+//! interleaved with another control message on the connection (data frames may come between
+//! its pieces), and the receiver reassembles at most [`MAX_CONTROL_MESSAGE_BYTES`].
 
 use std::io::{Read, Write};
 
@@ -44,6 +55,18 @@ use crate::NetError;
 
 /// Frames larger than this are refused as corrupt (a 32 KiB buffer of large records is far below).
 pub const MAX_FRAME_BYTES: usize = 64 << 20;
+
+/// A control message longer than this crosses in pieces of this many bytes (`ControlPart`
+/// frames and a last `Control`): well below [`MAX_FRAME_BYTES`], and small enough that the
+/// data frames of the connection's pumps are not held up long behind one piece.
+pub const CONTROL_PIECE_BYTES: usize = 8 << 20;
+
+/// The longest control message a receiver reassembles (4 GiB), and a sender sends: a bound on
+/// what a peer can make a reader hold, far above any checkpoint acknowledgement a process can
+/// reasonably carry in memory (a larger state belongs in the checkpoint storage, not a message).
+/// A longer message is refused with an error naming its size: by the sender before it sends a
+/// byte, by the receiver as a protocol error (it stops reading the connection: a lost peer).
+pub const MAX_CONTROL_MESSAGE_BYTES: u64 = 4 << 30;
 
 /// One logical channel of a job: its edge and the upstream and downstream subtask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -92,9 +115,18 @@ pub enum Frame<B = Vec<u8>> {
     Control {
         bytes: B,
     },
+    /// A piece of a control message longer than [`CONTROL_PIECE_BYTES`]: the message goes on
+    /// in the next `ControlPart` or ends with the bytes of the next `Control` frame.
+    ControlPart {
+        bytes: B,
+    },
     /// The sender is closing the connection on purpose (its job ended): the end of the
     /// stream after it is not the loss of a process.
     Goodbye,
+    /// The sender is alive: sent on every connection every heartbeat interval, so a reader
+    /// that hears nothing for the heartbeat timeout knows its peer is gone
+    /// ([`crate::Liveness`]).
+    Heartbeat,
 }
 
 /// A frame borrowing its bytes from the buffer it was read into.
@@ -103,7 +135,11 @@ pub type FrameRef<'a> = Frame<&'a [u8]>;
 impl<B: AsRef<[u8]>> Frame<B> {
     pub fn channel(&self) -> Option<ChannelId> {
         match self {
-            Frame::Hello { .. } | Frame::Control { .. } | Frame::Goodbye => None,
+            Frame::Hello { .. }
+            | Frame::Control { .. }
+            | Frame::ControlPart { .. }
+            | Frame::Goodbye
+            | Frame::Heartbeat => None,
             Frame::PartitionRequest { channel, .. }
             | Frame::AddCredit { channel, .. }
             | Frame::Buffer { channel, .. }
@@ -161,19 +197,23 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 behind: *behind,
             },
             Frame::Control { bytes } => Frame::Control { bytes: f(bytes) },
+            Frame::ControlPart { bytes } => Frame::ControlPart { bytes: f(bytes) },
             Frame::Goodbye => Frame::Goodbye,
+            Frame::Heartbeat => Frame::Heartbeat,
         }
     }
 
-    /// The whole frame, length prefix included.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The whole frame, length prefix included; an error for a frame longer than
+    /// [`MAX_FRAME_BYTES`].
+    pub fn encode(&self) -> Result<Vec<u8>, NetError> {
         let mut b = Vec::with_capacity(32);
-        self.encode_into(&mut b);
-        b
+        self.encode_into(&mut b)?;
+        Ok(b)
     }
 
-    /// Appends the whole frame, length prefix included, to `b`.
-    pub fn encode_into(&self, b: &mut Vec<u8>) {
+    /// Appends the whole frame, length prefix included, to `b`; an error (and `b` as it was)
+    /// for a frame longer than [`MAX_FRAME_BYTES`].
+    pub fn encode_into(&self, b: &mut Vec<u8>) -> Result<(), NetError> {
         let at = b.len();
         b.extend_from_slice(&[0; 4]);
         match self {
@@ -234,15 +274,25 @@ impl<B: AsRef<[u8]>> Frame<B> {
                 put_barrier(b, barrier);
                 b.extend_from_slice(&behind.to_le_bytes());
             }
-            Frame::Control { bytes } => {
+            Frame::Control { bytes } | Frame::ControlPart { bytes } => {
                 let bytes = bytes.as_ref();
+                if bytes.len() >= MAX_FRAME_BYTES {
+                    // Refused before copying it.
+                    b.truncate(at);
+                    return Err(too_long(bytes.len() + 1));
+                }
                 b.reserve(bytes.len() + 1);
-                b.push(7);
+                b.push(if matches!(self, Frame::Control { .. }) {
+                    7
+                } else {
+                    9
+                });
                 b.extend_from_slice(bytes);
             }
             Frame::Goodbye => b.push(8),
+            Frame::Heartbeat => b.push(10),
         }
-        patch_len(b, at);
+        patch_len(b, at)
     }
 }
 
@@ -286,6 +336,8 @@ impl<'a> FrameRef<'a> {
             },
             7 => Frame::Control { bytes: r.rest() },
             8 => Frame::Goodbye,
+            9 => Frame::ControlPart { bytes: r.rest() },
+            10 => Frame::Heartbeat,
             k => return Err(NetError::Malformed(format!("unknown frame kind {k}"))),
         };
         Ok(frame)
@@ -322,14 +374,7 @@ pub fn encode_buffer<T: Serialize + 'static>(
             return Err(NetError::Codec(e.to_string()));
         }
     }
-    if out.len() - at - 4 > MAX_FRAME_BYTES {
-        let len = out.len() - at - 4;
-        out.truncate(at);
-        return Err(NetError::Codec(format!(
-            "a buffer of {len} bytes exceeds the frame limit of {MAX_FRAME_BYTES}"
-        )));
-    }
-    patch_len(out, at);
+    patch_len(out, at)?;
     Ok(out.len() - body)
 }
 
@@ -457,10 +502,27 @@ fn put_buffer_header(b: &mut Vec<u8>, channel: &ChannelId, backlog: u32, with_cr
     b.extend_from_slice(&backlog.to_le_bytes());
 }
 
-/// Writes the length of the frame that starts at `at` into its prefix.
-fn patch_len(b: &mut [u8], at: usize) {
-    let len = (b.len() - at - 4) as u32;
-    b[at..at + 4].copy_from_slice(&len.to_le_bytes());
+/// Writes the length of the frame that starts at `at` into its prefix; a frame longer than
+/// [`MAX_FRAME_BYTES`] (which a reader would refuse, and whose length might not fit the `u32`)
+/// is an error, and is taken out of `b` again.
+fn patch_len(b: &mut Vec<u8>, at: usize) -> Result<(), NetError> {
+    let len = b.len() - at - 4;
+    match u32::try_from(len) {
+        Ok(l) if len <= MAX_FRAME_BYTES => {
+            b[at..at + 4].copy_from_slice(&l.to_le_bytes());
+            Ok(())
+        }
+        _ => {
+            b.truncate(at);
+            Err(too_long(len))
+        }
+    }
+}
+
+fn too_long(len: usize) -> NetError {
+    NetError::TooLarge(format!(
+        "a frame of {len} bytes exceeds the frame limit of {MAX_FRAME_BYTES} bytes"
+    ))
 }
 
 fn put_barrier(b: &mut Vec<u8>, bar: &Barrier) {
@@ -549,7 +611,7 @@ pub fn read_frame(r: &mut impl Read, scratch: &mut Vec<u8>) -> Result<Option<Fra
 }
 
 pub fn write_frame(w: &mut impl Write, frame: &Frame) -> Result<(), NetError> {
-    w.write_all(&frame.encode())?;
+    w.write_all(&frame.encode()?)?;
     Ok(())
 }
 
@@ -694,7 +756,9 @@ mod tests {
             Frame::Control {
                 bytes: vec![7, 0, 1],
             },
+            Frame::ControlPart { bytes: vec![9, 9] },
             Frame::Goodbye,
+            Frame::Heartbeat,
         ];
         let mut wire = Vec::new();
         for f in &frames {
@@ -809,7 +873,7 @@ mod tests {
         frames.push(Frame::Goodbye);
         let mut wire = Vec::new();
         for f in &frames {
-            f.encode_into(&mut wire);
+            f.encode_into(&mut wire).unwrap();
         }
         for (step, capacity) in [(1, 64), (7, 64), (1000, 100), (usize::MAX, 1 << 16)] {
             let mut r = FrameReader::new(Trickle { b: &wire, step }, capacity);
@@ -828,8 +892,26 @@ mod tests {
     }
 
     #[test]
+    fn no_frame_longer_than_the_limit_is_encoded() {
+        let mut b = vec![1, 2];
+        let big = Frame::Control {
+            bytes: vec![0u8; MAX_FRAME_BYTES],
+        };
+        assert!(matches!(
+            big.encode_into(&mut b),
+            Err(NetError::TooLarge(_))
+        ));
+        assert_eq!(b, vec![1, 2], "left as it was");
+        let fits = Frame::Control {
+            bytes: vec![0u8; MAX_FRAME_BYTES - 1],
+        };
+        fits.encode_into(&mut b).unwrap();
+        assert_eq!(b.len(), 2 + 4 + MAX_FRAME_BYTES);
+    }
+
+    #[test]
     fn corrupt_frames_are_errors_not_panics() {
-        assert!(Frame::decode(&[9]).is_err());
+        assert!(Frame::decode(&[11]).is_err());
         assert!(Frame::decode(&[2, 1, 0]).is_err());
         let mut r: &[u8] = &[0xff, 0xff, 0xff, 0xff];
         assert!(read_frame(&mut r, &mut Vec::new()).is_err());
