@@ -253,7 +253,9 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         }
         Ok(())
     }
+}
 
+impl<T, F> TransactionalFileSink<T, F> {
     /// Publishes the files of completed checkpoints.
     fn commit_due(&mut self) -> Result<(), OperatorError> {
         let Some(hub) = &self.hub else {
@@ -275,6 +277,27 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
             sync_dir(&self.dir)?;
         }
         Ok(())
+    }
+}
+
+impl<T, F> Drop for TransactionalFileSink<T, F> {
+    /// A subtask that ends without end of input (stop-with-savepoint, cancel, failure) first
+    /// publishes the files whose checkpoint completed meanwhile. After a stop-with-savepoint
+    /// these are the savepoint's own: the job is cancelled right after the savepoint completed,
+    /// mostly before a `Flush` reached the sink (no record comes after the savepoint's
+    /// barrier), and Flink publishes them on stop (a user
+    /// who never resumes would lose them otherwise; a resume finds them published, which its
+    /// restore accepts). The hub's completed checkpoint never covers a checkpoint that did not
+    /// complete, nor a savepoint that does not stop the job, so a cancel or a failure
+    /// publishes only what a restore from the latest checkpoint would publish anyway. The open
+    /// file and files of checkpoints not completed stay pending: the next run deletes them.
+    fn drop(&mut self) {
+        if let Err(e) = self.commit_due() {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                "could not publish the files of completed checkpoints at the end: {e}"
+            );
+        }
     }
 }
 
