@@ -264,19 +264,26 @@ impl<T, F> TransactionalFileSink<T, F> {
         let done = hub.completed_checkpoint();
         let mut i = 0;
         let mut committed = false;
+        let mut result = Ok(());
         while i < self.pending.len() {
             if self.pending[i].0 <= done {
-                let (_, name) = self.pending.remove(i);
-                commit(&self.dir, &name)?;
+                // Listed until committed: a file that failed to commit is tried again later
+                // (at the latest when the sink is dropped), not forgotten.
+                if let Err(e) = commit(&self.dir, &self.pending[i].1) {
+                    result = Err(e);
+                    break;
+                }
+                self.pending.remove(i);
                 committed = true;
             } else {
                 i += 1;
             }
         }
+        // The files committed before a failing one stay published durably too.
         if committed {
             sync_dir(&self.dir)?;
         }
-        Ok(())
+        result
     }
 }
 
