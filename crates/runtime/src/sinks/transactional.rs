@@ -1,11 +1,17 @@
 //! An exactly-once text file sink (two-phase commit over checkpoints, Flink's `FileSink`
-//! contract): each subtask writes `DIR/part-<subtask>-<attempt>-<seq>.pending`; at a barrier
+//! contract): each subtask writes `DIR/part-<subtask>-<writer>-<seq>.pending`; at a barrier
 //! it closes the file (pre-commit) and lists it in its snapshot; when that checkpoint completes
-//! the file is renamed to `part-<subtask>-<attempt>-<seq>` (commit). After a failure the
+//! the file is renamed to `part-<subtask>-<writer>-<seq>` (commit). After a failure the
 //! restored snapshot's files are committed (their checkpoint completed) and every other
 //! pending file of the failed attempt is deleted, so the committed files hold each record
 //! exactly once. At the end of a bounded job the last files are committed once every task has
 //! finished.
+//!
+//! `<writer>` is `<started>-<attempt>-<nonce>`: the sink's creation time in µs (unique in the
+//! process, so each subtask's files sort in the order written), the job's attempt, and a random
+//! number (unique across processes), so no two sink instances, whichever attempt, run or
+//! process they belong to, share a file name. A commit never replaces a file: a name that is
+//! taken already fails the commit instead of overwriting published output.
 //!
 //! Durability: a pending file is fsynced when it is closed (before its checkpoint can be
 //! acknowledged), and `DIR` is fsynced after each batch of renames, so a published file stays
@@ -16,6 +22,7 @@
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError};
@@ -30,7 +37,8 @@ const COMMIT_CHECK_EVERY: u32 = 256;
 pub struct TransactionalFileSink<T, F> {
     dir: PathBuf,
     subtask: usize,
-    attempt: u64,
+    /// `<started>-<attempt>-<nonce>`: this instance's part of its file names (module docs).
+    writer: String,
     operator_id: String,
     /// The task's services (where the pending files are recorded at a barrier).
     services: sluice_types::ServicesHandle,
@@ -49,14 +57,103 @@ fn io(what: String, e: std::io::Error) -> OperatorError {
     OperatorError::io(what, e)
 }
 
+/// This sink instance's part of its file names (see the module docs): never the same twice in
+/// a process (the start time is bumped past the last one handed out), and a random number
+/// apart across processes that start in the same µs.
+fn writer_tag(attempt: u64) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static LAST: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64);
+    let bump = |last: u64| Some(now.max(last + 1));
+    let started = match LAST.fetch_update(Ordering::Relaxed, Ordering::Relaxed, bump) {
+        Ok(last) | Err(last) => now.max(last + 1),
+    };
+    // `RandomState` is seeded from the operating system's randomness once per process.
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(started);
+    h.write_u32(std::process::id());
+    format!("{started}-{attempt}-{}", h.finish())
+}
+
+/// The subtask index of part file `name` (pending or not), `None` if it is no part file.
+fn part_subtask(name: &str) -> Option<usize> {
+    name.strip_prefix("part-")?.split('-').next()?.parse().ok()
+}
+
+/// Publishes pending file `name` under its final name. Never replaces a file: the pending
+/// file is linked to the final name (which fails if that name exists), then its pending name
+/// is removed; a final name taken by another file fails the commit.
 fn commit(dir: &Path, name: &str) -> Result<(), OperatorError> {
     let from = dir.join(name);
     let to = dir.join(name.strip_suffix(PENDING).unwrap_or(name));
-    match std::fs::rename(&from, &to) {
-        Ok(()) => Ok(()),
-        // Committed before the failure already (or never written: an empty file is not kept).
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(io(format!("committing {}", from.display()), e)),
+    match std::fs::hard_link(&from, &to) {
+        Ok(()) => {}
+        // Committed before the failure already (or by the stop of the job that took the
+        // savepoint; or never written: an empty file is not kept).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        // Linked by an earlier commit that stopped before removing the pending name (a
+        // crash, or another committer of the same file: a restore racing the failed
+        // attempt's last commits): the same file, only its pending name is left to remove.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            if !same_file(&from, &to)? {
+                return Err(OperatorError::failed(format!(
+                    "refusing to commit {}: {} exists already and is another file (two writers \
+                     gave their files the same name); nothing was overwritten",
+                    from.display(),
+                    to.display()
+                )));
+            }
+        }
+        // A file system without hard links: a plain rename, after making sure it replaces
+        // nothing (names are unique, so only a foreign file could be there).
+        Err(_) => {
+            if to.exists() {
+                return Err(OperatorError::failed(format!(
+                    "refusing to commit {}: {} exists already; nothing was overwritten",
+                    from.display(),
+                    to.display()
+                )));
+            }
+            return match std::fs::rename(&from, &to) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(io(format!("committing {}", from.display()), e))
+                }
+                _ => Ok(()),
+            };
+        }
+    }
+    match std::fs::remove_file(&from) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(io(format!("committing {}", from.display()), e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether `a` and `b` are one file (two names of it). A missing `a` counts as the same: its
+/// pending name was removed by whoever committed it.
+fn same_file(a: &Path, b: &Path) -> Result<bool, OperatorError> {
+    let meta =
+        |p: &Path| std::fs::metadata(p).map_err(|e| io(format!("inspecting {}", p.display()), e));
+    let ma = match std::fs::metadata(a) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
+        Err(e) => return Err(io(format!("inspecting {}", a.display()), e)),
+    };
+    let mb = meta(b)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Ok(ma.dev() == mb.dev() && ma.ino() == mb.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        // No inode numbers: the same bytes (a copy of the same file) is what matters.
+        let read =
+            |p: &Path| std::fs::read(p).map_err(|e| io(format!("reading {}", p.display()), e));
+        Ok(ma.len() == mb.len() && read(a)? == read(b)?)
     }
 }
 
@@ -67,9 +164,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| io(format!("creating output directory {}", dir.display()), e))?;
         let hub = crate::TaskServices::of(ctx).and_then(|s| s.hub().cloned());
-        let attempt = hub
-            .as_ref()
-            .map_or_else(crate::executor::epoch_ms, |h| h.attempt_tag());
+        let writer = writer_tag(hub.as_ref().map_or(0, |h| h.attempt()));
         let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
         // Old subtasks whose files this subtask takes care of.
         let mut owned = vec![me];
@@ -96,17 +191,12 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
             .flatten()
         {
             let name = entry.file_name().to_string_lossy().to_string();
-            let Some(stem) = name.strip_suffix(PENDING) else {
+            // This instance has written nothing yet: every pending file of a subtask it
+            // takes care of was left by another attempt or run (any name format).
+            let Some(sub) = name.strip_suffix(PENDING).and_then(part_subtask) else {
                 continue;
             };
-            let mut parts = stem.strip_prefix("part-").unwrap_or("").split('-');
-            let (Some(sub), Some(att)) = (
-                parts.next().and_then(|s| s.parse::<usize>().ok()),
-                parts.next().and_then(|s| s.parse::<u64>().ok()),
-            ) else {
-                continue;
-            };
-            if owned.contains(&sub) && att != attempt {
+            if owned.contains(&sub) {
                 std::fs::remove_file(entry.path())
                     .map_err(|e| io(format!("removing {}", entry.path().display()), e))?;
                 changed = true;
@@ -118,7 +208,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         Ok(TransactionalFileSink {
             dir,
             subtask: me,
-            attempt,
+            writer,
             operator_id: ctx.operator_id.clone(),
             services: ctx.services.clone(),
             seq: 0,
@@ -136,11 +226,15 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         if self.current.is_none() {
             let name = format!(
                 "part-{}-{}-{}{PENDING}",
-                self.subtask, self.attempt, self.seq
+                self.subtask, self.writer, self.seq
             );
             self.seq += 1;
             let path = self.dir.join(&name);
-            let f = std::fs::File::create(&path)
+            // `create_new`: a name that exists already is never truncated (another writer's).
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
                 .map_err(|e| io(format!("creating {}", path.display()), e))?;
             self.current = Some((name, BufWriter::with_capacity(64 * 1024, f)));
         }
@@ -159,7 +253,9 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         }
         Ok(())
     }
+}
 
+impl<T, F> TransactionalFileSink<T, F> {
     /// Publishes the files of completed checkpoints.
     fn commit_due(&mut self) -> Result<(), OperatorError> {
         let Some(hub) = &self.hub else {
@@ -168,19 +264,47 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         let done = hub.completed_checkpoint();
         let mut i = 0;
         let mut committed = false;
+        let mut result = Ok(());
         while i < self.pending.len() {
             if self.pending[i].0 <= done {
-                let (_, name) = self.pending.remove(i);
-                commit(&self.dir, &name)?;
+                // Listed until committed: a file that failed to commit is tried again later
+                // (at the latest when the sink is dropped), not forgotten.
+                if let Err(e) = commit(&self.dir, &self.pending[i].1) {
+                    result = Err(e);
+                    break;
+                }
+                self.pending.remove(i);
                 committed = true;
             } else {
                 i += 1;
             }
         }
+        // The files committed before a failing one stay published durably too.
         if committed {
             sync_dir(&self.dir)?;
         }
-        Ok(())
+        result
+    }
+}
+
+impl<T, F> Drop for TransactionalFileSink<T, F> {
+    /// A subtask that ends without end of input (stop-with-savepoint, cancel, failure) first
+    /// publishes the files whose checkpoint completed meanwhile. After a stop-with-savepoint
+    /// these are the savepoint's own: the job is cancelled right after the savepoint completed,
+    /// mostly before a `Flush` reached the sink (no record comes after the savepoint's
+    /// barrier), and Flink publishes them on stop (a user
+    /// who never resumes would lose them otherwise; a resume finds them published, which its
+    /// restore accepts). The hub's completed checkpoint never covers a checkpoint that did not
+    /// complete, nor a savepoint that does not stop the job, so a cancel or a failure
+    /// publishes only what a restore from the latest checkpoint would publish anyway. The open
+    /// file and files of checkpoints not completed stay pending: the next run deletes them.
+    fn drop(&mut self) {
+        if let Err(e) = self.commit_due() {
+            tracing::warn!(
+                dir = %self.dir.display(),
+                "could not publish the files of completed checkpoints at the end: {e}"
+            );
+        }
     }
 }
 
@@ -260,7 +384,9 @@ pub fn committed_lines(dir: &Path) -> Result<Vec<String>, OperatorError> {
                 .is_some_and(|n| n.starts_with("part-") && !n.ends_with(PENDING))
         })
         .collect();
-    // By (subtask, attempt, sequence) numerically: each subtask's files in the order written.
+    // By the numbers of the name, (subtask, started, attempt, nonce, sequence): each subtask's
+    // files in the order written (names of older versions, `part-<subtask>-<tag>-<sequence>`
+    // with a tag from the start time in ms × 1000, sort among them by time too).
     let order = |p: &PathBuf| -> Vec<u64> {
         p.file_name()
             .and_then(|n| n.to_str())
@@ -276,4 +402,182 @@ pub fn committed_lines(dir: &Path) -> Result<Vec<String>, OperatorError> {
         out.extend(text.lines().map(str::to_string));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::CheckpointConfig;
+    use sluice_types::{Barrier, CheckpointKind};
+
+    fn tempdir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sluice-txfile-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn ctx(services: sluice_types::ServicesHandle) -> OperatorContext {
+        OperatorContext {
+            operator_name: "Sink".into(),
+            task_name: "Sink".into(),
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism: 128,
+            operator_id: "sink".into(),
+            services,
+            options: Vec::new(),
+        }
+    }
+
+    type Sink = TransactionalFileSink<String, fn(&String, &mut String)>;
+
+    fn sink(dir: &Path, hub: Option<&Arc<CheckpointHub>>) -> Sink {
+        let services = crate::TaskServices::new(
+            Arc::new(crate::TaskMetrics::default()),
+            hub.cloned(),
+            0,
+            0,
+            None,
+        );
+        let format: fn(&String, &mut String) = |s, line| line.push_str(s);
+        TransactionalFileSink::new(dir.to_path_buf(), format, &ctx(services.handle())).unwrap()
+    }
+
+    fn barrier(id: u64) -> ControlEvent {
+        ControlEvent::Barrier(Barrier {
+            checkpoint_id: id,
+            timestamp_ms: 0,
+            kind: CheckpointKind::Aligned,
+        })
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Writes `line` in a sink of the hub's current attempt, pre-commits it at barrier `id`
+    /// and publishes it once checkpoint `id` completed; returns the published file's name.
+    fn write_and_commit(dir: &Path, hub: &Arc<CheckpointHub>, id: u64, line: &str) -> String {
+        let before = names(dir);
+        let mut s = sink(dir, Some(hub));
+        s.collect(line.to_string()).unwrap();
+        s.emit_event(barrier(id)).unwrap();
+        hub.complete(id, Vec::new(), 0, None);
+        s.emit_event(ControlEvent::Flush).unwrap();
+        let after = names(dir);
+        let new: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
+        assert!(
+            new.len() <= 1 && after.iter().all(|n| !n.ends_with(PENDING)),
+            "{after:?}"
+        );
+        new.first().map(|n| n.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn attempt_1000_of_a_job_does_not_overwrite_what_attempt_0_committed() {
+        let dir = tempdir("wrap");
+        let hub = CheckpointHub::new(CheckpointConfig::default(), dir.join("chk"));
+        let out = dir.join("out");
+        let first = write_and_commit(&out, &hub, 1, "attempt 0");
+        for _ in 0..1000 {
+            hub.reset_for_attempt();
+        }
+        assert_eq!(hub.attempt(), 1000);
+        let second = write_and_commit(&out, &hub, 2, "attempt 1000");
+        assert_eq!(
+            committed_lines(&out).unwrap(),
+            ["attempt 0", "attempt 1000"],
+            "attempt 1000 overwrote attempt 0's committed file ({first}, {second})"
+        );
+        assert_ne!(first, second);
+    }
+
+    #[test]
+    fn a_commit_never_replaces_a_file_and_repeats_harmlessly() {
+        let dir = tempdir("noreplace");
+        let w = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+        // Another file holds the final name: the commit fails and overwrites nothing.
+        w("part-0-1-0", "published\n");
+        w("part-0-1-0.pending", "other\n");
+        let e = commit(&dir, "part-0-1-0.pending").unwrap_err().to_string();
+        assert!(e.contains("refusing to commit"), "{e}");
+        assert_eq!(committed_lines(&dir).unwrap(), ["published"]);
+        assert!(dir.join("part-0-1-0.pending").exists());
+        // Committed before (the pending name is gone, the final one is there): nothing to do.
+        w("part-0-2-0", "done\n");
+        commit(&dir, "part-0-2-0.pending").unwrap();
+        // A commit interrupted between the link and the removal of the pending name.
+        w("part-0-3-0.pending", "half\n");
+        std::fs::hard_link(dir.join("part-0-3-0.pending"), dir.join("part-0-3-0")).unwrap();
+        commit(&dir, "part-0-3-0.pending").unwrap();
+        assert!(!dir.join("part-0-3-0.pending").exists());
+        // An ordinary commit.
+        w("part-0-4-0.pending", "new\n");
+        commit(&dir, "part-0-4-0.pending").unwrap();
+        assert_eq!(
+            committed_lines(&dir).unwrap(),
+            ["published", "done", "half", "new"]
+        );
+    }
+
+    #[test]
+    fn sinks_created_together_name_their_files_apart_and_clean_up_others_pending_files() {
+        let dir = tempdir("apart");
+        // Left by earlier runs: old-format and new-format pending files of subtask 0, and a
+        // pending file of subtask 1 (not this sink's to clean).
+        for n in [
+            "part-0-1796426092149000-3.pending",
+            "part-0-1796426092149001-0-42-0.pending",
+            "part-1-1796426092149001-0-42-0.pending",
+        ] {
+            std::fs::write(dir.join(n), "old\n").unwrap();
+        }
+        // Without a hub (no checkpoints) the attempt is 0 for both: only the writer tag
+        // keeps their names apart.
+        let mut a = sink(&dir, None);
+        let mut b = sink(&dir, None);
+        assert_eq!(
+            names(&dir),
+            ["part-1-1796426092149001-0-42-0.pending"],
+            "subtask 0's pending files of other runs are deleted"
+        );
+        a.collect("a".into()).unwrap();
+        b.collect("b".into()).unwrap();
+        a.close_current(1).unwrap();
+        b.close_current(1).unwrap();
+        let (na, nb) = (a.pending[0].1.clone(), b.pending[0].1.clone());
+        assert_ne!(na, nb);
+        commit(&dir, &na).unwrap();
+        commit(&dir, &nb).unwrap();
+        assert_eq!(committed_lines(&dir).unwrap(), ["a", "b"], "written order");
+    }
+
+    #[test]
+    fn sinks_started_back_to_back_never_share_a_file_name() {
+        // Without a hub (no checkpoints) every sink is at attempt 0, and 20 start well within
+        // a millisecond: only the writer tag keeps their names apart.
+        let dir = tempdir("back-to-back");
+        let mut sinks: Vec<Sink> = (0..20).map(|_| sink(&dir, None)).collect();
+        let mut written = Vec::new();
+        for (i, s) in sinks.iter_mut().enumerate() {
+            s.collect(format!("{i}")).unwrap();
+            s.close_current(1).unwrap();
+            written.push(s.pending[0].1.clone());
+        }
+        for name in &written {
+            commit(&dir, name).unwrap();
+        }
+        let distinct: std::collections::BTreeSet<&String> = written.iter().collect();
+        assert_eq!(distinct.len(), 20, "names shared: {distinct:?}");
+        let expected: Vec<String> = (0..20).map(|i| format!("{i}")).collect();
+        assert_eq!(committed_lines(&dir).unwrap(), expected, "written order");
+    }
 }
