@@ -23,5 +23,10 @@ fi
 
 scripts/validate-kubernetes.sh
 cargo test --workspace
+# The tests above ran with test hooks (sluice-kafka's `fault-injection`, enabled through
+# dev-dependencies); the binary a plain build makes must have none. A debug build, the one
+# scripts/fuzz-rest.sh uses next anyway: the feature set, not the profile, decides.
+cargo build -q -p sluice-cli
+scripts/check-no-test-hooks.sh
 scripts/fuzz-rest.sh
 scripts/e2e-dashboard.sh
