@@ -31,5 +31,10 @@ cargo test --workspace
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/loom" RUSTFLAGS="${RUSTFLAGS:-} --cfg loom" \
   CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_DEBUG=0 \
   cargo test -p sluice-channel --lib --release loom_tests
+# The tests above ran with test hooks (sluice-kafka's `fault-injection`, enabled through
+# dev-dependencies); the binary a plain build makes must have none. A debug build, the one
+# scripts/fuzz-rest.sh uses next anyway: the feature set, not the profile, decides.
+cargo build -q -p sluice-cli
+scripts/check-no-test-hooks.sh
 scripts/fuzz-rest.sh
 scripts/e2e-dashboard.sh

@@ -267,7 +267,7 @@ pub fn launch(args: &RunArgs) -> anyhow::Result<ExitCode> {
         job_dir: cfg
             .checkpoint_dir
             .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"))
+            .unwrap_or_else(|| sluice_runtime::private_dir::default_dir("checkpoints"))
             .join(job_id.to_string()),
         started: Instant::now(),
         failures_ms: Vec::new(),

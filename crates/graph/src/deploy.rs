@@ -73,8 +73,11 @@ pub(crate) fn launch(
     let cfg = &cfg;
     for n in nodes {
         if let NodeBody::Sink(f) = &impls[&n.id].body {
-            let p = graph.nodes[&n.id].parallelism;
-            f.prepare(p).map_err(|e| {
+            let deployment = crate::SinkDeployment {
+                parallelism: graph.nodes[&n.id].parallelism,
+                checkpoints: cfg.checkpoints.clone(),
+            };
+            f.prepare(&deployment).map_err(|e| {
                 GraphError::InvalidJob(format!("cannot prepare sink '{}': {e}", n.name))
             })?;
         }

@@ -64,7 +64,7 @@ pub use api::{
     CountAggregate, ListAggregate, ReduceAggregate, WatermarkStrategy, WindowFn, WindowResult,
     WindowedStream, DEFAULT_WATERMARK_INTERVAL,
 };
-pub use api::{DataStream, KeySelector, KeyedStream, Numeric, Sink, StreamEnv};
+pub use api::{DataStream, KeySelector, KeyedStream, Numeric, Sink, SinkDeployment, StreamEnv};
 pub use sluice_runtime::job_master::{
     EnvConfig, FaultSpec, JobExecution, JobHandle, JobMonitor, JobOutcome,
 };

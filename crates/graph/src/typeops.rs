@@ -254,7 +254,7 @@ where
 /// A sink node: creates the subtask's sink collector.
 pub(crate) trait SinkFactory: Send + Sync {
     /// Called once per deployment, before any subtask starts (e.g. to size a collect handle).
-    fn prepare(&self, _parallelism: usize) -> Result<(), OperatorError> {
+    fn prepare(&self, _deployment: &crate::SinkDeployment) -> Result<(), OperatorError> {
         Ok(())
     }
     fn create(
@@ -274,11 +274,11 @@ impl<T, C, P, F> SinkFactory for TypedSinkFactory<T, C, P, F>
 where
     T: Data,
     C: Collector<T> + 'static,
-    P: Fn(usize) -> Result<(), OperatorError> + Send + Sync,
+    P: Fn(&crate::SinkDeployment) -> Result<(), OperatorError> + Send + Sync,
     F: Fn(&OperatorContext) -> Result<C, OperatorError> + Send + Sync,
 {
-    fn prepare(&self, parallelism: usize) -> Result<(), OperatorError> {
-        (self.prepare)(parallelism)
+    fn prepare(&self, deployment: &crate::SinkDeployment) -> Result<(), OperatorError> {
+        (self.prepare)(deployment)
     }
     fn create(
         &self,

@@ -28,6 +28,10 @@ pub enum PostgresError {
         #[source]
         source: postgres::Error,
     },
+    /// Two-phase commit needs more prepared transactions than the server has
+    /// (`max_prepared_transactions`).
+    #[error("PostgreSQL sink on table {table}: {problem}")]
+    PreparedTransactions { table: String, problem: String },
     /// A mapped value does not fit its column.
     #[error("table {table}, column {column}: {problem}")]
     Value {

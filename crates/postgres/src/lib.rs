@@ -60,8 +60,11 @@
 //!   completed. On restore it commits what the checkpoint names (a gid already gone was
 //!   committed) and rolls back every other prepared transaction of its subtasks (found in
 //!   `pg_prepared_xacts` by prefix). The server needs `max_prepared_transactions` ≥ the
-//!   sink's parallelism × (checkpoints in flight + 1). Rows of the transaction after the last
-//!   checkpoint are committed when the whole job has finished.
+//!   sink's parallelism × [`xa::prepared_per_subtask`] (max concurrent checkpoints +
+//!   tolerated failed checkpoints + 1): a job that needs more is refused before it starts,
+//!   and a server whose slots others took fails the job with a message naming the setting.
+//!   Rows of the transaction after the last checkpoint are committed when the whole job has
+//!   finished.
 //! - **Append without periodic checkpoints** commits every batch (`COPY` in autocommit):
 //!   at least once — a batch retried after a lost connection may have been written already.
 //! - **Lost connections** (I/O errors, `pg_terminate_backend`, a server restart) are retried
@@ -97,7 +100,7 @@ pub mod xa;
 
 use std::sync::Arc;
 
-use sluice_graph::{DataStream, Sink};
+use sluice_graph::{DataStream, Sink, SinkDeployment};
 use sluice_types::{Data, OperatorError};
 
 pub use connect::Endpoint;
@@ -225,11 +228,12 @@ impl<T: Data> PostgresSink<T> {
                 format!("{}ms", spec.options.flush_interval.as_millis()),
             ),
         ];
-        let sink = stream.add_sink(
+        let sink = stream.add_sink_deployed(
             &name,
             PostgresSinkHandle { metrics },
-            move |_parallelism| {
-                // Before any task starts: reachable, and the table fits the mapping.
+            move |d: &SinkDeployment| {
+                // Before any task starts: reachable, the table fits the mapping, and the
+                // server has room for the prepared transactions of two-phase commit.
                 let mut client = check
                     .endpoint
                     .connect(&format!("sluice sink {} (check)", check.table))?;
@@ -239,6 +243,10 @@ impl<T: Data> PostgresSink<T> {
                     check.mapping.columns(),
                     &check.mode,
                 )?;
+                // The sink's own rule for two-phase commit (see `PostgresSinkWriter::open`).
+                if check.mode == Mode::Append && d.checkpoints.interval.is_some() {
+                    xa::check_capacity(&mut client, &check.table, d.parallelism, &d.checkpoints)?;
+                }
                 Ok::<(), OperatorError>(())
             },
             move |ctx| PostgresSinkWriter::open(spec.with_node_options(ctx)?, ctx),

@@ -156,6 +156,10 @@ pub struct PostgresSinkWriter<T: 'static> {
     preparing: Option<String>,
     /// Prepared transactions waiting for their checkpoint: `(checkpoint id, gid)`.
     pending: Vec<(u64, String)>,
+    /// The sink's parallelism and its bound of prepared transactions per subtask
+    /// ([`xa::prepared_per_subtask`]): what a refused `PREPARE TRANSACTION` reports.
+    parallelism: usize,
+    per_subtask: u64,
     hub: Option<Arc<CheckpointHub>>,
     /// The newest completed checkpoint the task told this sink of
     /// (`ControlEvent::CheckpointComplete`): what it may commit up to.
@@ -220,6 +224,10 @@ impl<T: 'static> PostgresSinkWriter<T> {
             txn_chunks: Vec::new(),
             preparing: None,
             pending: Vec::new(),
+            parallelism: p,
+            per_subtask: hub
+                .as_ref()
+                .map_or(1, |h| xa::prepared_per_subtask(&h.config)),
             hub,
             services: ctx.services.clone(),
             operator_id: ctx.operator_id.clone(),
@@ -473,20 +481,87 @@ impl<T: 'static> PostgresSinkWriter<T> {
         let gid = xa::gid(&self.prefix, self.subtask, checkpoint, self.attempt);
         self.preparing = Some(gid.clone());
         let sql = format!("PREPARE TRANSACTION {}", xa::literal(&gid));
-        self.on_main("PREPARE TRANSACTION", |s| {
+        // Whether the error, if any, answers the PREPARE (not the COPY's end before it).
+        let mut at_prepare = false;
+        let prepared = self.on_main("PREPARE TRANSACTION", |s| {
+            at_prepare = false;
             if s.txn_open {
                 let session = s.session();
                 session.finish()?;
+                at_prepare = true;
                 session.batch_execute(&sql)?;
                 s.txn_open = false;
             }
             Ok(())
-        })?;
+        });
+        match prepared {
+            Err(PostgresError::Statement { source, .. })
+                if at_prepare && xa::is_out_of_prepared_slots(&source) =>
+            {
+                return Err(self.out_of_prepared_slots(checkpoint, &source));
+            }
+            r => r?,
+        }
         self.preparing = None;
         self.txn_chunks.clear();
         self.spec.metrics.prepared.fetch_add(1, Relaxed);
         self.pending.push((checkpoint.unwrap_or(u64::MAX), gid));
         Ok(())
+    }
+
+    /// The error for a `PREPARE TRANSACTION` the server refused for want of a prepared
+    /// transaction slot: ours, naming the setting, what holds the slots and this sink's bound
+    /// (PostgreSQL's says only that the maximum is reached). The figures are read on the
+    /// committer's connection, best effort: the job fails either way.
+    fn out_of_prepared_slots(
+        &mut self,
+        checkpoint: Option<u64>,
+        source: &postgres::Error,
+    ) -> PostgresError {
+        if self.committer.is_none() {
+            self.committer = self.spec.endpoint.connect(&self.app).ok();
+        }
+        let (max, held) = match self.committer.as_mut() {
+            Some(c) => (
+                xa::max_prepared_transactions(c).ok().flatten(),
+                xa::prepared_count(c).ok(),
+            ),
+            None => (None, None),
+        };
+        let at = match checkpoint {
+            Some(id) => format!("checkpoint {id}"),
+            None => "the end of input".to_string(),
+        };
+        let setting = match max {
+            Some(0) => "the server has prepared transactions disabled \
+                        (max_prepared_transactions = 0)"
+                .to_string(),
+            Some(m) => format!("the server's max_prepared_transactions ({m}) is reached"),
+            None => "the server's max_prepared_transactions is reached".to_string(),
+        };
+        let held = held.map_or(String::new(), |n| {
+            format!(
+                "; {n} prepared transactions on the server, {} of them this subtask's",
+                self.pending.len()
+            )
+        });
+        PostgresError::PreparedTransactions {
+            table: self.spec.table.clone(),
+            problem: format!(
+                "PREPARE TRANSACTION at {at} of subtask {} refused: {setting}{held}. This sink \
+                 holds at most {} per subtask, {} at parallelism {}, by its checkpoint \
+                 settings (more only after failed savepoints or aligned checkpoints retried unaligned); other sinks, jobs or clients \
+                 hold the rest: see pg_prepared_xacts (commit or roll back what is stale) or \
+                 raise max_prepared_transactions (PostgreSQL: {})",
+                self.subtask,
+                self.per_subtask,
+                self.per_subtask.saturating_mul(self.parallelism as u64),
+                self.parallelism,
+                source
+                    .as_db_error()
+                    .map_or_else(|| source.to_string(), |d| d.message().to_string()),
+            ),
+        }
     }
 
     /// Commits the prepared transactions whose checkpoint completed.

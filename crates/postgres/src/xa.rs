@@ -79,6 +79,85 @@ pub fn is_prepared(client: &mut Client, gid: &str) -> Result<bool, postgres::Err
         .is_empty())
 }
 
+/// How many prepared transactions one subtask of an appending sink holds at most at once, by
+/// the job's checkpoint settings: `max_concurrent` + `tolerable_failures` + 1.
+///
+/// A subtask prepares one transaction per barrier it receives and commits, at every barrier
+/// and flush tick, those whose checkpoint id is ≤ the last completed one (a later checkpoint's
+/// snapshot names the earlier gids too, so its completion commits them). Right after a commit
+/// pass what is left belongs to checkpoints not completed then: pending ones (≤
+/// `max_concurrent`, the coordinator triggers no more) or failed since the last completion
+/// (≤ `tolerable_failures`: one more fails the job, which rolls them back on restore). The next
+/// barrier prepares one more before its commit pass, and so does the end of input: + 1.
+///
+/// Not counted, as they are not counted against `tolerable_failures` (see the coordinator):
+/// failed savepoints and aligned checkpoints retried unaligned. They can take a subtask past
+/// this bound until the next checkpoint completes; the sink then fails with its own message.
+pub fn prepared_per_subtask(checkpoints: &sluice_runtime::checkpoint::CheckpointConfig) -> u64 {
+    checkpoints.max_concurrent as u64 + u64::from(checkpoints.tolerable_failures) + 1
+}
+
+/// The server's `max_prepared_transactions`.
+pub fn max_prepared_transactions(client: &mut Client) -> Result<Option<u64>, postgres::Error> {
+    let row = client.query_one("SHOW max_prepared_transactions", &[])?;
+    let v: String = row.get(0);
+    Ok(v.trim().parse().ok())
+}
+
+/// Prepared transactions on the server (every database: the limit is the server's).
+pub fn prepared_count(client: &mut Client) -> Result<i64, postgres::Error> {
+    client
+        .query_one("SELECT count(*) FROM pg_prepared_xacts", &[])
+        .map(|r| r.get(0))
+}
+
+/// Whether `e`, the answer to `PREPARE TRANSACTION`, means the server has no prepared
+/// transaction slot for it: `out_of_memory` (53200, "maximum number of prepared transactions
+/// reached") or `object_not_in_prerequisite_state` (55000, "prepared transactions are
+/// disabled"). By SQL state, not message: messages follow the server's `lc_messages`.
+pub fn is_out_of_prepared_slots(e: &postgres::Error) -> bool {
+    e.code()
+        .is_some_and(|c| c.code() == "53200" || c.code() == "55000")
+}
+
+/// Refuses, before the job starts, an appending sink at `parallelism` whose prepared
+/// transactions can exceed the server's `max_prepared_transactions` (PostgreSQL would fail
+/// the job at some barrier, perhaps hours in, with its own message).
+pub(crate) fn check_capacity(
+    client: &mut Client,
+    table: &str,
+    parallelism: usize,
+    checkpoints: &sluice_runtime::checkpoint::CheckpointConfig,
+) -> Result<(), crate::PostgresError> {
+    let statement = |source| crate::PostgresError::Statement {
+        table: table.to_string(),
+        what: "SHOW max_prepared_transactions".into(),
+        source,
+    };
+    let Some(max) = max_prepared_transactions(client).map_err(statement)? else {
+        return Ok(());
+    };
+    let per = prepared_per_subtask(checkpoints);
+    let need = per.saturating_mul(parallelism.max(1) as u64);
+    if need <= max {
+        return Ok(());
+    }
+    Err(crate::PostgresError::PreparedTransactions {
+        table: table.to_string(),
+        problem: format!(
+            "the server allows max_prepared_transactions = {max}, and this exactly-once \
+             append sink may hold up to {need} prepared transactions at once: parallelism \
+             {parallelism} × {per} per subtask (execution.checkpointing.\
+             max-concurrent-checkpoints = {} in flight + execution.checkpointing.\
+             tolerable-failed-checkpoints = {} failed and not yet covered by a completed \
+             checkpoint + 1 being committed). Raise max_prepared_transactions to at least \
+             {need} (it takes a server restart; more if other clients prepare transactions), \
+             or lower the sink's parallelism or those settings",
+            checkpoints.max_concurrent, checkpoints.tolerable_failures
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +172,18 @@ mod tests {
         assert_eq!(gid_subtask("sluice:public.t:ab", &g), None);
         assert_eq!(gid_subtask(p, "sluice:public.t:abc:x:1:2"), None);
         assert_eq!(literal("a'b"), "'a''b'");
+    }
+
+    #[test]
+    fn the_bound_counts_concurrent_and_tolerated_checkpoints_and_one_more() {
+        let mut c = sluice_runtime::checkpoint::CheckpointConfig::default();
+        assert_eq!(
+            prepared_per_subtask(&c),
+            2,
+            "Flink's defaults: 1 concurrent, 0 tolerated"
+        );
+        c.max_concurrent = 3;
+        c.tolerable_failures = 5;
+        assert_eq!(prepared_per_subtask(&c), 9);
     }
 }

@@ -3,10 +3,10 @@
 
 use std::path::{Component, Path, PathBuf};
 
-/// The default savepoint directory when none is configured (beside Sluice's default checkpoint
-/// directory).
+/// The default savepoint directory when none is configured: `savepoints` beside Sluice's
+/// default checkpoint directory, in its private per-user root (`sluice_runtime::private_dir`).
 pub fn default_savepoint_dir() -> PathBuf {
-    std::env::temp_dir().join("sluice-savepoints")
+    sluice_runtime::private_dir::default_dir("savepoints")
 }
 
 /// The directory a savepoint request may write into: `requested` (absolute, no `..`, inside
@@ -35,7 +35,8 @@ pub fn resolve_target(root: &Path, requested: Option<&str>) -> Result<PathBuf, S
         return Err(outside("is outside the savepoint directory"));
     }
     // A symbolic link inside the root could lead out of it: compare real paths of the deepest
-    // part that exists.
+    // part that exists. The default root itself must be private before it is created into.
+    sluice_runtime::private_dir::check_default(root)?;
     std::fs::create_dir_all(root).map_err(|e| {
         format!(
             "Cannot create the savepoint directory {}: {e}",

@@ -59,6 +59,7 @@ pub mod input;
 pub mod job_master;
 pub mod metrics;
 pub mod operators;
+pub mod private_dir;
 pub mod profiler;
 pub mod sched;
 pub mod services;

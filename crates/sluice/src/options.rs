@@ -104,7 +104,7 @@ pub struct EnvArgs {
         alias = "tolerable-checkpoint-failures"
     )]
     pub tolerable_failed_checkpoints: u32,
-    /// Where checkpoints are written (DIR/<job id>/chk-<n>/ with a _metadata manifest; checked writable at start): a directory, or s3://BUCKET/PREFIX on an S3-compatible store (settings from AWS_* variables: AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, keys, region); a temporary directory by default [execution.checkpointing.dir].
+    /// Where checkpoints are written (DIR/<job id>/chk-<n>/ with a _metadata manifest; checked writable at start): a directory, or s3://BUCKET/PREFIX on an S3-compatible store (settings from AWS_* variables: AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, keys, region); by default sluice-<uid>/checkpoints in the temporary directory, private to the user (mode 0700; refused if it is a link, another user's or open to others) [execution.checkpointing.dir].
     #[arg(long, value_name = "DIR|s3://BUCKET/PREFIX")]
     pub checkpoint_dir: Option<std::path::PathBuf>,
     /// none | fixed-delay:<attempts>:<delay ms> | failure-rate:<max>:<interval ms>:<delay ms> [restart-strategy.type].
@@ -240,7 +240,7 @@ pub struct RestArgs {
     #[arg(long, global = true, value_name = "NAME")]
     pub rest_allowed_host: Vec<String>,
     /// The only directory REST clients may have savepoints written under, and their default
-    /// target [state.savepoints.dir]; default: sluice-savepoints in the temporary directory.
+    /// target [state.savepoints.dir]; default: sluice-<uid>/savepoints in the temporary directory.
     #[arg(long, global = true, value_name = "DIR")]
     pub savepoint_dir: Option<std::path::PathBuf>,
     /// Do not start the REST API.

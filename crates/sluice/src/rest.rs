@@ -24,10 +24,16 @@ pub fn start_rest(args: &RestArgs, announce: bool) -> Result<Option<RestApi>, Sl
         addr,
         token: args.rest_token.clone(),
         allowed_hosts: args.rest_allowed_host.clone(),
-        savepoint_dir: args
-            .savepoint_dir
-            .clone()
-            .unwrap_or_else(sluice_rest::default_savepoint_dir),
+        savepoint_dir: match &args.savepoint_dir {
+            Some(d) => d.clone(),
+            None => {
+                // Refused at start, not at the first savepoint: a plan change writes its
+                // savepoint there without a REST request.
+                let d = sluice_rest::default_savepoint_dir();
+                sluice_runtime::private_dir::check_default(&d).map_err(SluiceError::Config)?;
+                d
+            }
+        },
     };
     let server = match sluice_rest::serve_with(config, registry.clone()) {
         Ok(s) => s,

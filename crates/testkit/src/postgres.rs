@@ -54,6 +54,12 @@ impl PostgresCluster {
     }
 
     pub fn start() -> Result<Self, TestkitError> {
+        Self::start_with(&[])
+    }
+
+    /// A cluster whose server settings `settings` (`name`, `value`) override the defaults
+    /// above (e.g. a small `max_prepared_transactions`).
+    pub fn start_with(settings: &[(&str, &str)]) -> Result<Self, TestkitError> {
         let bin = Self::bin_dir().ok_or(TestkitError::Missing {
             what: "PostgreSQL's server binaries",
             path: PathBuf::from("/usr/lib/postgresql/*/bin/postgres"),
@@ -88,6 +94,12 @@ impl PostgresCluster {
             .args(["-c", "listen_addresses=127.0.0.1"])
             .args(["-c", "max_prepared_transactions=64"])
             .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
+            // Given after the defaults: the last `-c` of a name wins.
+            .args(
+                settings
+                    .iter()
+                    .flat_map(|(k, v)| ["-c".to_string(), format!("{k}={v}")]),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file(&log)?)

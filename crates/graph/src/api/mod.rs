@@ -24,6 +24,6 @@ pub use keyed_state_api::{
     AggregateFunction, KeyedProcessFunction, OnTimerContext, ProcessContext, StateBackendKind,
     TimerServiceRef,
 };
-pub use sink::Sink;
+pub use sink::{Sink, SinkDeployment};
 pub use stream::DataStream;
 pub use two_phase::DEFAULT_EMIT_EVERY;

@@ -53,6 +53,18 @@ impl<H> Sink<H> {
     }
 }
 
+/// What a sink's deploy-time check (see [`DataStream::add_sink_deployed`]) is told about the
+/// job, once per deployment, before any subtask starts.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SinkDeployment {
+    /// The sink vertex's parallelism.
+    pub parallelism: usize,
+    /// The job's checkpoint settings (`interval: None`: no periodic checkpoints), for sinks
+    /// whose resources grow with checkpoints in flight (a transaction per checkpoint).
+    pub checkpoints: crate::CheckpointConfig,
+}
+
 impl<T: Data> DataStream<T> {
     /// Adds a sink built per subtask by `make`; `prepare(parallelism)` runs once per deployment.
     /// `make` may return any collector type (a concrete type is best: the per-record call is
@@ -61,6 +73,29 @@ impl<T: Data> DataStream<T> {
     where
         C: Collector<T> + 'static,
         P: Fn(usize) -> Result<(), OperatorError> + Send + Sync + 'static,
+        F: Fn(&OperatorContext) -> Result<C, OperatorError> + Send + Sync + 'static,
+    {
+        self.add_sink_deployed(
+            name,
+            handle,
+            move |d: &SinkDeployment| prepare(d.parallelism),
+            make,
+        )
+    }
+
+    /// [`add_sink`](Self::add_sink) whose `prepare` also sees the job's checkpoint settings
+    /// ([`SinkDeployment`]): a sink can refuse a job whose checkpointing it cannot sustain
+    /// before the job starts (an error at a subtask's start would be restarted over and over).
+    pub fn add_sink_deployed<H, C, P, F>(
+        &self,
+        name: &str,
+        handle: H,
+        prepare: P,
+        make: F,
+    ) -> Sink<H>
+    where
+        C: Collector<T> + 'static,
+        P: Fn(&SinkDeployment) -> Result<(), OperatorError> + Send + Sync + 'static,
         F: Fn(&OperatorContext) -> Result<C, OperatorError> + Send + Sync + 'static,
     {
         let id = self.env.alloc_id();

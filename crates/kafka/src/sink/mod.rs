@@ -73,7 +73,8 @@
 //!   reported as unresumable (lost if their commit had not reached the broker).
 //!
 //! Restarts *inside* a process (a failed subtask) commit through the parked producer, as
-//! before. Fault injection for the window: [`KILL_BEFORE_COMMIT_ENV`].
+//! before. Fault injection for the window (tests only, the `fault-injection` feature):
+//! `fault.rs`.
 
 mod config;
 pub mod coordinator;
@@ -90,6 +91,7 @@ use sluice_graph::{DataStream, Sink};
 use sluice_types::Data;
 
 pub use config::{DeliveryGuarantee, KafkaSinkBuilder, KafkaSinkConfig};
+#[cfg(feature = "fault-injection")]
 pub use fault::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
 pub use metrics::{
     KafkaSinkMetrics, COMMIT_LATENCY_MS, PENDING_DELIVERIES, TRANSACTIONS_COMMITTED,

@@ -51,8 +51,9 @@ pub struct EnvConfig {
     pub state_backend: crate::state::StateBackendKind,
     /// Checkpointing (off unless an interval is set): `execution.checkpointing.*`.
     pub checkpoints: crate::checkpoint::CheckpointConfig,
-    /// Where completed checkpoints go (`execution.checkpointing.dir`); a fresh temporary
-    /// directory per job when unset.
+    /// Where completed checkpoints go (`execution.checkpointing.dir`); when unset,
+    /// `<temp dir>/sluice-<uid>/checkpoints` (a private per-user root, see
+    /// [`crate::private_dir`]), discarded when the job finishes.
     pub checkpoint_dir: Option<std::path::PathBuf>,
     /// `restart-strategy.type`; when unset: fixed delay (unlimited attempts, 1 s) with
     /// checkpoints, no restart without (Flink's defaults).

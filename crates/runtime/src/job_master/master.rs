@@ -109,7 +109,7 @@ impl JobMaster {
         self.cfg
             .checkpoint_dir
             .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"))
+            .unwrap_or_else(|| crate::private_dir::default_dir("checkpoints"))
             .join(self.job_id.to_string())
     }
 
@@ -117,8 +117,10 @@ impl JobMaster {
     /// [`launch`](Self::launch), to refuse the job before it starts); the message says why not.
     pub fn prepare_checkpoint_dir(&self) -> Result<(), String> {
         if self.cfg.checkpoints.interval.is_some() {
-            crate::checkpoint::storage::prepare_dir(&self.checkpoint_dir())
-                .map_err(|e| e.to_string())?;
+            let dir = self.checkpoint_dir();
+            // The default root must be private before anything is created under it.
+            crate::private_dir::check_default(&dir)?;
+            crate::checkpoint::storage::prepare_dir(&dir).map_err(|e| e.to_string())?;
         }
         Ok(())
     }

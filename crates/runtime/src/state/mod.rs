@@ -76,9 +76,10 @@ impl StateBackendKind {
         StateBackendKind::Lsm { dir: dir.into() }
     }
 
-    /// The LSM backend under `<system temp dir>/sluice-state`.
+    /// The LSM backend under `state` in Sluice's private default root
+    /// (`<system temp dir>/sluice-<uid>/state`, see [`crate::private_dir`]).
     pub fn lsm_in_temp_dir() -> StateBackendKind {
-        StateBackendKind::lsm(std::env::temp_dir().join("sluice-state"))
+        StateBackendKind::lsm(crate::private_dir::default_dir("state"))
     }
 
     /// `memory` or `lsm`.

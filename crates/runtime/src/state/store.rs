@@ -528,7 +528,11 @@ impl<K: StateKey> KeyedStateStore<K> {
     ) -> Result<Self, OperatorError> {
         match backend {
             StateBackendKind::Memory => Self::memory(key_groups),
-            StateBackendKind::Lsm { dir } => Self::lsm(&dir.join(instance), key_groups, true),
+            StateBackendKind::Lsm { dir } => {
+                // The default root must be private before the store is created under it.
+                crate::private_dir::check_default(dir).map_err(OperatorError::failed)?;
+                Self::lsm(&dir.join(instance), key_groups, true)
+            }
         }
     }
 

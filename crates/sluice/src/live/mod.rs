@@ -186,7 +186,7 @@ impl LiveJob {
             let base = cfg
                 .checkpoint_dir
                 .clone()
-                .unwrap_or_else(|| std::env::temp_dir().join("sluice-checkpoints"));
+                .unwrap_or_else(|| sluice_runtime::private_dir::default_dir("checkpoints"));
             cfg.checkpoint_dir = Some(base.join(format!("{}-plan-{generation}", self.job_id)));
         }
         if restore.is_some() {
