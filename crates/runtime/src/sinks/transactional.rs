@@ -31,8 +31,6 @@ use crate::checkpoint::{storage::sync_dir, CheckpointHub};
 use crate::state::layout;
 
 const PENDING: &str = ".pending";
-/// Records between two looks for newly completed checkpoints.
-const COMMIT_CHECK_EVERY: u32 = 256;
 
 pub struct TransactionalFileSink<T, F> {
     dir: PathBuf,
@@ -49,7 +47,9 @@ pub struct TransactionalFileSink<T, F> {
     format: F,
     line: String,
     hub: Option<Arc<CheckpointHub>>,
-    countdown: u32,
+    /// The newest completed checkpoint the task told this sink of
+    /// (`ControlEvent::CheckpointComplete`): what it may publish up to.
+    completed: u64,
     _t: std::marker::PhantomData<fn(&T)>,
 }
 
@@ -217,7 +217,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
             format,
             line: String::new(),
             hub,
-            countdown: COMMIT_CHECK_EVERY,
+            completed: 0,
             _t: std::marker::PhantomData,
         })
     }
@@ -258,10 +258,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
 impl<T, F> TransactionalFileSink<T, F> {
     /// Publishes the files of completed checkpoints.
     fn commit_due(&mut self) -> Result<(), OperatorError> {
-        let Some(hub) = &self.hub else {
-            return Ok(());
-        };
-        let done = hub.completed_checkpoint();
+        let done = self.completed;
         let mut i = 0;
         let mut committed = false;
         let mut result = Ok(());
@@ -288,14 +285,13 @@ impl<T, F> TransactionalFileSink<T, F> {
 }
 
 impl<T, F> Drop for TransactionalFileSink<T, F> {
-    /// A subtask that ends without end of input (stop-with-savepoint, cancel, failure) first
-    /// publishes the files whose checkpoint completed meanwhile. After a stop-with-savepoint
-    /// these are the savepoint's own: the job is cancelled right after the savepoint completed,
-    /// mostly before a `Flush` reached the sink (no record comes after the savepoint's
-    /// barrier), and Flink publishes them on stop (a user
-    /// who never resumes would lose them otherwise; a resume finds them published, which its
-    /// restore accepts). The hub's completed checkpoint never covers a checkpoint that did not
-    /// complete, nor a savepoint that does not stop the job, so a cancel or a failure
+    /// A subtask that ends without end of input (stop-with-savepoint, cancel, failure) has
+    /// published the files of every completion its task told it of: the task tells it once
+    /// more before it ends cancelled, so after a stop-with-savepoint the savepoint's own files
+    /// are published (Flink publishes them on stop: a user who never resumes would lose them
+    /// otherwise; a resume finds them published, which its restore accepts). Here only a
+    /// commit that failed then is tried once more. A completion never covers a checkpoint that
+    /// did not complete, nor a savepoint that does not stop the job, so a cancel or a failure
     /// publishes only what a restore from the latest checkpoint would publish anyway. The open
     /// file and files of checkpoints not completed stay pending: the next run deletes them.
     fn drop(&mut self) {
@@ -320,18 +316,13 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> Collector<T> for TransactionalFileS
             .map_err(|e| io(format!("writing to {}", self.dir.display()), e));
         self.line = line;
         r?;
-        self.countdown -= 1;
-        if self.countdown == 0 {
-            self.countdown = COMMIT_CHECK_EVERY;
-            self.commit_due()?;
-        }
         Ok(())
     }
 
     fn emit_event(&mut self, event: ControlEvent) -> Result<(), OperatorError> {
         match event {
-            // Publishes the files of checkpoints that completed meanwhile.
-            ControlEvent::Flush => self.commit_due(),
+            // Lines stay buffered until the barrier closes their file.
+            ControlEvent::Flush => Ok(()),
             // Closes the current file as part of the checkpoint and snapshots the pending ones.
             ControlEvent::Barrier(barrier) => {
                 self.close_current(barrier.checkpoint_id)?;
@@ -342,7 +333,11 @@ impl<T: Send, F: Fn(&T, &mut String) + Send> Collector<T> for TransactionalFileS
                 Ok(())
             }
             ControlEvent::EndOfInput => self.end_of_input(),
-            ControlEvent::CheckpointComplete(_) => self.commit_due(),
+            // Publishes the files of checkpoints up to `id`.
+            ControlEvent::CheckpointComplete(id) => {
+                self.completed = self.completed.max(id);
+                self.commit_due()
+            }
             // Files follow checkpoints, not event time.
             ControlEvent::Watermark(_) | ControlEvent::Idleness(_) => Ok(()),
         }
@@ -470,8 +465,14 @@ mod tests {
         let mut s = sink(dir, Some(hub));
         s.collect(line.to_string()).unwrap();
         s.emit_event(barrier(id)).unwrap();
-        hub.complete(id, Vec::new(), 0, None);
-        s.emit_event(ControlEvent::Flush).unwrap();
+        hub.complete(
+            id,
+            sluice_types::CheckpointKind::Aligned,
+            Vec::new(),
+            0,
+            None,
+        );
+        s.emit_event(ControlEvent::CheckpointComplete(id)).unwrap();
         let after = names(dir);
         let new: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
         assert!(
