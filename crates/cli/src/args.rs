@@ -104,6 +104,14 @@ pub struct RunArgs {
     /// where its checkpoints go (`--checkpoint-dir`/ID/chk-N), so a restart finds them.
     #[arg(long, global = true, value_name = "ID", value_parser = parse_job_id)]
     pub job_id: Option<sluice_types::JobId>,
+    /// How long a silent peer process goes unnoticed at most, in ms [heartbeat.timeout] (50 s):
+    /// every connection between the processes of a split job carries a heartbeat every fifth
+    /// of it [heartbeat.interval], and a peer from which nothing arrived for this long (a
+    /// partitioned network, a stopped process) is lost: the job fails and its processes
+    /// restart. At least 1 s.
+    #[arg(long, global = true, value_name = "MS", default_value_t = 50_000,
+          value_parser = clap::value_parser!(u64).range(1_000..=3_600_000))]
+    pub heartbeat_timeout: u64,
 }
 
 fn parse_job_id(s: &str) -> Result<sluice_types::JobId, String> {

@@ -153,7 +153,14 @@ fn resolve(peer: &str, deadline: Instant) -> anyhow::Result<SocketAddr> {
 
 /// Process `index` of `peers`: binds its address (its port on every interface when the
 /// address is a name) and connects to every other process.
-pub fn join(index: ProcessIndex, peers: &[String]) -> anyhow::Result<Placement> {
+///
+/// Every connection carries heartbeats every fifth of `heartbeat_timeout`; a peer silent for
+/// that long is lost (Flink's `heartbeat.interval` / `heartbeat.timeout`).
+pub fn join(
+    index: ProcessIndex,
+    peers: &[String],
+    heartbeat_timeout: Duration,
+) -> anyhow::Result<Placement> {
     let index = match index {
         ProcessIndex::Fixed(i) => i,
         ProcessIndex::FromHostname => ordinal_of(&hostname()?)?,
@@ -178,7 +185,11 @@ pub fn join(index: ProcessIndex, peers: &[String]) -> anyhow::Result<Placement> 
         _ => SocketAddr::from(([0, 0, 0, 0], addrs[index].port())),
     };
     let listener = TcpListener::bind(bind).with_context(|| format!("binding {bind}"))?;
-    let endpoint = NetEndpoint::start(index, &addrs, listener, CONNECT_TIMEOUT)
+    let liveness = sluice_graph::Liveness {
+        heartbeat_interval: heartbeat_timeout / 5,
+        timeout: heartbeat_timeout,
+    };
+    let endpoint = NetEndpoint::start_with(index, &addrs, listener, CONNECT_TIMEOUT, liveness)
         .with_context(|| format!("process {index} connecting to its peers"))?;
     Ok(Placement {
         process: index,

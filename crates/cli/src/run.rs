@@ -304,7 +304,11 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     // One process of `--processes N`: connected to the others before the job is built.
     let placement = match args.process_index {
-        Some(i) => Some(crate::processes::join(i, &args.peers)?),
+        Some(i) => Some(crate::processes::join(
+            i,
+            &args.peers,
+            std::time::Duration::from_millis(args.heartbeat_timeout),
+        )?),
         None => None,
     };
     let cpu0 = procstat::cpu_time_ns();
