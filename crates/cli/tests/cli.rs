@@ -169,6 +169,10 @@ fn bad_configuration_is_rejected_before_start() {
     assert!(stderr(&o).contains("credits"), "{}", stderr(&o));
     let o = sluice(&["run", "nosuchjob"]);
     assert_eq!(o.status.code(), Some(2));
+    // A heartbeat timeout too short to tell a busy peer from a lost one.
+    let o = sluice(&["run", "skew", "--heartbeat-timeout", "500"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--heartbeat-timeout"), "{}", stderr(&o));
 }
 
 #[test]

@@ -146,7 +146,7 @@ pub struct PostgresSinkWriter<T: 'static> {
     xa: bool,
     prefix: String,
     subtask: usize,
-    attempt: u64,
+    attempt: String,
     /// A transaction is open on `stream` (BEGIN sent, its COPY open until the barrier).
     txn_open: bool,
     /// The open transaction's COPY tuples as sent, batch by batch: replayed into a new
@@ -203,9 +203,10 @@ impl<T: 'static> PostgresSinkWriter<T> {
         };
         let xa =
             spec.mode == Mode::Append && hub.as_ref().is_some_and(|h| h.config.interval.is_some());
-        let attempt = hub
-            .as_ref()
-            .map_or_else(sluice_runtime::executor::epoch_ms, |h| h.attempt_tag());
+        let attempt = hub.as_ref().map_or_else(
+            || sluice_runtime::executor::epoch_ms().to_string(),
+            |h| h.attempt_tag(),
+        );
         let mut sink = PostgresSinkWriter {
             copy_sql: copy_sql(&spec.table, columns).into(),
             session: None,
@@ -478,7 +479,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
         if !self.xa || !self.txn_open {
             return Ok(());
         }
-        let gid = xa::gid(&self.prefix, self.subtask, checkpoint, self.attempt);
+        let gid = xa::gid(&self.prefix, self.subtask, checkpoint, &self.attempt);
         self.preparing = Some(gid.clone());
         let sql = format!("PREPARE TRANSACTION {}", xa::literal(&gid));
         // Whether the error, if any, answers the PREPARE (not the COPY's end before it).

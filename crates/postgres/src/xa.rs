@@ -12,7 +12,7 @@ use postgres::Client;
 /// `undefined_object`: `COMMIT PREPARED` / `ROLLBACK PREPARED` of a gid that does not exist.
 const UNDEFINED_OBJECT: &str = "42704";
 
-pub fn gid(prefix: &str, subtask: usize, checkpoint: Option<u64>, attempt: u64) -> String {
+pub fn gid(prefix: &str, subtask: usize, checkpoint: Option<u64>, attempt: &str) -> String {
     match checkpoint {
         Some(id) => format!("{prefix}:{subtask}:{id}:{attempt}"),
         None => format!("{prefix}:{subtask}:end:{attempt}"),
@@ -165,10 +165,10 @@ mod tests {
     #[test]
     fn gids_round_trip_and_belong_to_their_prefix() {
         let p = "sluice:public.t:abc";
-        let g = gid(p, 3, Some(17), 99);
-        assert_eq!(g, "sluice:public.t:abc:3:17:99");
+        let g = gid(p, 3, Some(17), "1796400000000-99");
+        assert_eq!(g, "sluice:public.t:abc:3:17:1796400000000-99");
         assert_eq!(gid_subtask(p, &g), Some(3));
-        assert_eq!(gid_subtask(p, &gid(p, 1, None, 5)), Some(1));
+        assert_eq!(gid_subtask(p, &gid(p, 1, None, "1796400000000-5")), Some(1));
         assert_eq!(gid_subtask("sluice:public.t:ab", &g), None);
         assert_eq!(gid_subtask(p, "sluice:public.t:abc:x:1:2"), None);
         assert_eq!(literal("a'b"), "'a''b'");

@@ -309,7 +309,7 @@ fn complete(
         Some(dir) => storage::write(
             &dir.join(format!(
                 "savepoint-{:06x}-{id}-{:012x}",
-                (hub.attempt_tag() / 1000) & 0xff_ffff,
+                hub.created_ms() & 0xff_ffff,
                 unique_suffix(id)
             )),
             &cp,

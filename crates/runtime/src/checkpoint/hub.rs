@@ -403,10 +403,16 @@ impl CheckpointHub {
         self.attempt.load(Ordering::Relaxed)
     }
 
-    /// A number unique to this attempt of this job (also across jobs that restore each other's
-    /// savepoints): the hub's creation time in ms × 1000 + the attempt.
-    pub fn attempt_tag(&self) -> u64 {
-        self.created_ms * 1000 + self.attempt() % 1000
+    /// A tag unique to this attempt of this job (also across jobs that restore each other's
+    /// savepoints): `<the hub's creation time in ms>-<the attempt>`, whole (a tag that wrapped
+    /// after some number of restarts would give a later attempt an earlier one's names).
+    pub fn attempt_tag(&self) -> String {
+        format!("{}-{}", self.created_ms, self.attempt())
+    }
+
+    /// When the hub was created (ms since the epoch).
+    pub fn created_ms(&self) -> u64 {
+        self.created_ms
     }
 
     /// The highest checkpoint id triggered so far (ids stay unique across restarts).
@@ -860,6 +866,22 @@ mod tests {
         assert!(!hub.final_checkpoint_done());
         hub.complete(11, CheckpointKind::Aligned, Vec::new(), 0, None);
         assert!(hub.final_checkpoint_done());
+    }
+
+    #[test]
+    fn attempt_tags_never_repeat_however_often_the_job_restarts() {
+        // They used to wrap every 1000 attempts (`created_ms * 1000 + attempt % 1000`): a
+        // PostgreSQL sink's end-of-input transaction of attempt k + 1000 took attempt k's gid.
+        let (hub, _) = leader();
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..2_001 {
+            assert!(
+                seen.insert(hub.attempt_tag()),
+                "{} again",
+                hub.attempt_tag()
+            );
+            hub.reset_for_attempt();
+        }
     }
 
     #[test]
