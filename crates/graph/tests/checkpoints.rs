@@ -4,6 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod common;
+use common::latest_checkpoint;
+
 use sluice_graph::{
     Collector, FaultSpec, KeyedProcessFunction, OperatorError, ProcessContext, RestartStrategy,
     StreamEnv,
@@ -155,7 +158,7 @@ fn a_restore_from_the_latest_checkpoint_of_a_finished_job_publishes_nothing_agai
     env.execute().unwrap();
     let first = sorted_output(&out);
     assert_eq!(first.len() as u64, records);
-    let latest = latest_checkpoint(&checkpoints);
+    let latest = latest_checkpoint(&checkpoints).expect("a completed checkpoint on disk");
     // The same job restored from it, into the same output (what a restart after the crash
     // runs): it has nothing left to read or publish.
     let env = StreamEnv::new();
@@ -172,30 +175,6 @@ fn a_restore_from_the_latest_checkpoint_of_a_finished_job_publishes_nothing_agai
         latest.display()
     );
     assert_eq!(again, first);
-}
-
-/// The newest complete `chk-<id>` under a checkpoint directory (one job directory each run).
-fn latest_checkpoint(dir: &Path) -> PathBuf {
-    let mut best: Option<(u64, PathBuf)> = None;
-    for job in std::fs::read_dir(dir).unwrap().flatten() {
-        for chk in std::fs::read_dir(job.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = chk.file_name().to_string_lossy().to_string();
-            let Some(id) = name
-                .strip_prefix("chk-")
-                .and_then(|n| n.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            if chk.path().join("_metadata").exists() && best.as_ref().is_none_or(|b| id > b.0) {
-                best = Some((id, chk.path()));
-            }
-        }
-    }
-    best.expect("a completed checkpoint on disk").1
 }
 
 #[test]

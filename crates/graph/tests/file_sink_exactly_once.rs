@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use sluice_graph::{FaultSpec, JobHandle, RestartStrategy, StreamEnv};
 
+mod common;
+use common::latest_checkpoint;
+
 const RECORDS: u64 = 40_000;
 
 fn tempdir(name: &str) -> PathBuf {
@@ -82,30 +85,6 @@ fn assert_exactly_once(dir: &Path) {
         got.len()
     );
     assert_eq!(pending_files(dir), Vec::<String>::new(), "left pending");
-}
-
-/// The newest complete `chk-<id>` under a checkpoint directory, if any.
-fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
-    let mut best: Option<(u64, PathBuf)> = None;
-    for job in std::fs::read_dir(dir).unwrap().flatten() {
-        for chk in std::fs::read_dir(job.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let name = chk.file_name().to_string_lossy().to_string();
-            let Some(id) = name
-                .strip_prefix("chk-")
-                .and_then(|n| n.parse::<u64>().ok())
-            else {
-                continue;
-            };
-            if chk.path().join("_metadata").exists() && best.as_ref().is_none_or(|b| id > b.0) {
-                best = Some((id, chk.path()));
-            }
-        }
-    }
-    best.map(|b| b.1)
 }
 
 /// Runs the job to its end into `out`, restored from `from` (from the start when `None`).

@@ -2,32 +2,12 @@
 //! sent before a handler was set), a peer that goes away without a goodbye is reported lost,
 //! one that says goodbye is not, and nothing more is sent to it.
 
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_net::{ControlEvent, NetEndpoint};
+use sluice_net::ControlEvent;
 
-fn pair() -> (NetEndpoint, NetEndpoint) {
-    let (l0, l1) = (
-        TcpListener::bind("127.0.0.1:0").unwrap(),
-        TcpListener::bind("127.0.0.1:0").unwrap(),
-    );
-    let addrs = vec![l0.local_addr().unwrap(), l1.local_addr().unwrap()];
-    let a1 = addrs.clone();
-    let t = std::thread::spawn(move || NetEndpoint::start(1, &a1, l1, Duration::from_secs(30)));
-    let e0 = NetEndpoint::start(0, &addrs, l0, Duration::from_secs(30)).unwrap();
-    (e0, t.join().unwrap().unwrap())
-}
-
-type Seen = Arc<Mutex<Vec<ControlEvent>>>;
-
-fn record(e: &NetEndpoint) -> Seen {
-    let seen: Seen = Arc::default();
-    let s = seen.clone();
-    e.on_control(Arc::new(move |ev| s.lock().unwrap().push(ev)));
-    seen
-}
+mod common;
+use common::{pair, record, Seen};
 
 fn wait_for(seen: &Seen, n: usize) -> Vec<ControlEvent> {
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -3,39 +3,18 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sluice_net::{ControlEvent, Liveness, NetEndpoint, NetError};
 
-type Seen = Arc<Mutex<Vec<ControlEvent>>>;
-
-fn record(e: &NetEndpoint) -> Seen {
-    let seen: Seen = Arc::default();
-    let s = seen.clone();
-    e.on_control(Arc::new(move |ev| s.lock().unwrap().push(ev)));
-    seen
-}
+mod common;
+use common::{pair_with as pair, record, Seen};
 
 fn lost(seen: &Seen) -> Option<String> {
     seen.lock().unwrap().iter().find_map(|e| match e {
         ControlEvent::PeerLost { reason, .. } => Some(reason.clone()),
         _ => None,
     })
-}
-
-fn pair(liveness: Liveness) -> (NetEndpoint, NetEndpoint) {
-    let (l0, l1) = (
-        TcpListener::bind("127.0.0.1:0").unwrap(),
-        TcpListener::bind("127.0.0.1:0").unwrap(),
-    );
-    let addrs = vec![l0.local_addr().unwrap(), l1.local_addr().unwrap()];
-    let a1 = addrs.clone();
-    let t = std::thread::spawn(move || {
-        NetEndpoint::start_with(1, &a1, l1, Duration::from_secs(30), liveness)
-    });
-    let e0 = NetEndpoint::start_with(0, &addrs, l0, Duration::from_secs(30), liveness).unwrap();
-    (e0, t.join().unwrap().unwrap())
 }
 
 /// Short enough for a test, with room for a loaded machine: 30 heartbeats per timeout.

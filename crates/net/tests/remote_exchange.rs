@@ -1,28 +1,22 @@
 //! Two endpoints over real loopback TCP (in one test process, so both sides can be observed):
 //! order per channel, events, in-flight bound under a slow consumer, backpressure of the source.
 
-use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use sluice_channel::{
     ChannelEvent, ExchangeConfig, GateItem, InputGate, OutputDebt, OverdraftBudget, WaitTimes,
 };
-use sluice_net::{open_inputs, open_outputs, ChannelId, NetEndpoint, SerdeMetrics};
+use sluice_net::{
+    open_inputs, open_outputs, open_outputs_cancellable, ChannelId, NetEndpoint, NetError,
+    SerdeMetrics,
+};
 use sluice_types::Watermark;
 
-fn pair() -> (NetEndpoint, NetEndpoint) {
-    let l0 = TcpListener::bind("127.0.0.1:0").unwrap();
-    let l1 = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addrs: Vec<SocketAddr> = vec![l0.local_addr().unwrap(), l1.local_addr().unwrap()];
-    let a1 = addrs.clone();
-    let t = std::thread::spawn(move || NetEndpoint::start(1, &a1, l1, Duration::from_secs(30)));
-    let e0 = NetEndpoint::start(0, &addrs, l0, Duration::from_secs(30)).unwrap();
-    let e1 = t.join().unwrap().unwrap();
-    (e0, e1)
-}
+mod common;
+use common::pair;
 
 struct Outcome {
     per_channel: Vec<Vec<u64>>,
@@ -186,6 +180,8 @@ struct OneChannel {
     gate: InputGate<u64>,
     tx: Vec<sluice_channel::ChannelSender<u64>>,
     pump: sluice_net::outbound::Pump,
+    canceller: sluice_channel::GateCanceller,
+    metrics: Arc<SerdeMetrics>,
 }
 
 fn one_channel() -> OneChannel {
@@ -211,7 +207,8 @@ fn one_channel() -> OneChannel {
         metrics.clone(),
     )
     .unwrap();
-    let (tx, pump) = open_outputs::<u64>(&e0, 1, vec![id], metrics).unwrap();
+    let (tx, pump, canceller) =
+        open_outputs_cancellable::<u64>(&e0, 1, vec![id], metrics.clone()).unwrap();
     OneChannel {
         e0,
         e1,
@@ -219,6 +216,8 @@ fn one_channel() -> OneChannel {
         gate,
         tx,
         pump,
+        canceller,
+        metrics,
     }
 }
 
@@ -231,6 +230,7 @@ fn overdraft_buffers_wait_in_the_pump_for_the_receivers_credit() {
         mut gate,
         mut tx,
         pump,
+        ..
     } = one_channel();
     let waits = Arc::new(WaitTimes::default());
     let debt = OutputDebt::new();
@@ -307,6 +307,7 @@ fn shutdown_waits_for_a_pump_holding_buffers_without_credit() {
         mut gate,
         mut tx,
         pump,
+        ..
     } = one_channel();
     let waits = Arc::new(WaitTimes::default());
     let mut w = tx.remove(0).into_writer(&cfg, waits);
@@ -347,4 +348,61 @@ fn shutdown_waits_for_a_pump_holding_buffers_without_credit() {
     assert_eq!(e0.failure(), None);
     assert_eq!(e1.failure(), None);
     e1.shutdown();
+}
+
+/// The receiver grants one credit and never reads: the writer ends (the sender's own buffers
+/// take its records), its pump holds the rest waiting for credit. Cancelling the outbox (what
+/// a failing job does) must end the pump.
+#[test]
+fn a_pump_waiting_for_credit_ends_when_cancelled() {
+    // The endpoints and the gate stay alive to the end (`_name` keeps what `_` would drop).
+    let OneChannel {
+        e0: _e0,
+        e1: _e1,
+        cfg,
+        gate: _gate,
+        mut tx,
+        pump,
+        canceller,
+        metrics,
+    } = one_channel();
+    let mut w = tx
+        .remove(0)
+        .into_writer(&cfg, Arc::new(WaitTimes::default()));
+    // 8 records per buffer: 5 buffers, 1 on the receiver's credit, 4 held by the pump.
+    for seq in 0..40u64 {
+        w.push(seq).unwrap();
+    }
+    w.finish().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metrics.buffers_out.load(Relaxed) < 1 {
+        assert!(Instant::now() < deadline, "the credited buffer never left");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Let the pump take the end of the partition and park for credit.
+    let settle = Instant::now() + Duration::from_millis(300);
+    while Instant::now() < settle {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !pump.is_finished(),
+        "the pump holds buffers: it must still wait"
+    );
+    let cancelled = Instant::now();
+    canceller.cancel();
+    let deadline = cancelled + Duration::from_secs(20);
+    while !pump.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "the pump still waits for credit {:?} after its outbox was cancelled",
+            cancelled.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(matches!(pump.join().unwrap(), Err(NetError::Cancelled)));
+    assert_eq!(
+        metrics.buffers_out.load(Relaxed),
+        1,
+        "no buffer left without credit"
+    );
 }

@@ -119,3 +119,27 @@ pub fn spin_for(d: Duration) {
         std::hint::spin_loop();
     }
 }
+
+/// The newest complete `chk-<id>` under a checkpoint directory (of its job directories), if any.
+pub fn latest_checkpoint(dir: &Path) -> Option<PathBuf> {
+    let mut best: Option<(u64, PathBuf)> = None;
+    for job in std::fs::read_dir(dir).unwrap().flatten() {
+        for chk in std::fs::read_dir(job.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = chk.file_name().to_string_lossy().to_string();
+            let Some(id) = name
+                .strip_prefix("chk-")
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
+                continue;
+            };
+            if chk.path().join("_metadata").exists() && best.as_ref().is_none_or(|b| id > b.0) {
+                best = Some((id, chk.path()));
+            }
+        }
+    }
+    best.map(|b| b.1)
+}
