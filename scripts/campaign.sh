@@ -14,6 +14,7 @@
 #   SLUICE_CAMPAIGN_NO_PROGRESS_S [30]  the driver restarts all when no checkpoint completes this
 #                                       long after a partition or stop ended
 #   SLUICE_CAMPAIGN_CHECKPOINT_MS [500]  SLUICE_CAMPAIGN_DEADLINE_S [3600] per job
+#   SLUICE_CAMPAIGN_PROFILE [release]  or debug (slower processes: more room for the faults)
 #
 # Prints per job: faults injected by kind, restarts, lost and duplicated records, and per fault
 # the time to detect it (fault -> the first process exiting by itself, or "not detected" when
@@ -22,4 +23,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SLUICE_TANSU="${SLUICE_TANSU:-$(scripts/install-tansu.sh)}"
-exec cargo test --release -p sluice-cli --test exactly_once_campaign -- --ignored --nocapture full_campaign
+PROFILE=(--release)
+[ "${SLUICE_CAMPAIGN_PROFILE:-release}" = debug ] && PROFILE=()
+exec cargo test "${PROFILE[@]}" -p sluice-cli --test exactly_once_campaign -- --ignored --nocapture full_campaign

@@ -61,6 +61,11 @@ fn run_campaign(s: Settings, kafka_faults: Option<(usize, usize, usize)>) {
             o.leftover,
             s.seed
         );
+        assert_eq!(
+            o.not_injected, 0,
+            "{}: the job finished before every planned fault: make the input larger (seed {})",
+            o.job, s.seed
+        );
         assert!(
             o.stalls.is_empty(),
             "{}: hangs with no fault: {:?} (seed {})",
