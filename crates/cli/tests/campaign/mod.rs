@@ -8,7 +8,9 @@
 //!
 //! Faults, drawn from a seed (printed; `SLUICE_CAMPAIGN_SEED` replays one), one at a time, each
 //! once the running incarnation completed a checkpoint: SIGKILL of a random process; a
-//! partition of one process's namespace (its link to the bridge down for a while, then up); a
+//! partition of one process's namespace (its link to the bridge down for a while, then up; half
+//! of them SIGKILL the partitioned process just before the link comes back, as a pod deleted on
+//! an unreachable node: its peers hear of it only through the healed link); a
 //! SIGSTOP of a process for longer than a failure detector should need, then SIGCONT (or
 //! SIGKILL). A fault the processes do not detect themselves is bounded by the driver: no new
 //! checkpoint for `no_progress` after the fault healed, and it kills them all and restarts.
@@ -217,8 +219,14 @@ impl Outcome {
                         "not detected, driver killed all after {:.0} s without a checkpoint",
                         f.no_progress.as_secs_f64()
                     ),
-                    None if f.then_killed =>
-                        "not detected while stopped (SIGKILLed at its end)".into(),
+                    None if f.then_killed => format!(
+                        "not detected while {} (SIGKILLed at its end)",
+                        if f.kind == FaultKind::Stop {
+                            "stopped"
+                        } else {
+                            "partitioned"
+                        }
+                    ),
                     None if f.restarted => "not detected by the processes".into(),
                     None => "not detected, none needed: no process exited, the job went on".into(),
                 },
@@ -483,7 +491,14 @@ impl Active<'_> {
         }
         self.ended = true;
         match self.kind {
-            FaultKind::Partition => self.net.heal(self.process).expect("healing the partition"),
+            FaultKind::Partition => {
+                // Killed behind the partition (a pod deleted on an unreachable node): its
+                // peers hear nothing of it until the link is back.
+                if let (true, Some(pid)) = (kill, self.pid) {
+                    signal(pid, "KILL");
+                }
+                self.net.heal(self.process).expect("healing the partition")
+            }
             FaultKind::Stop => {
                 if let Some(pid) = self.pid {
                     signal(pid, if kill { "KILL" } else { "CONT" });
@@ -719,8 +734,7 @@ pub fn run(lab: &Lab, job: Job, s: &Settings, rng: &mut Rng) -> Outcome {
             // A partition or stop runs its course, whatever the processes do meanwhile.
             if let Some(a) = active.as_mut() {
                 if now >= a.until {
-                    let kill =
-                        a.kind == FaultKind::Stop && out.faults[fault.unwrap().0].then_killed;
+                    let kill = out.faults[fault.unwrap().0].then_killed;
                     a.end(kill);
                     active = None;
                     let f = fault.unwrap().0;
@@ -814,12 +828,13 @@ pub fn run(lab: &Lab, job: Job, s: &Settings, rng: &mut Rng) -> Outcome {
                     FaultKind::Partition => {
                         rec.held =
                             Duration::from_millis(rng.range(s.partition_ms.0, s.partition_ms.1));
+                        rec.then_killed = rng.range(0, 2) == 0;
                         lab.net.partition(p).expect("partitioning");
                         active = Some(Active {
                             net: &lab.net,
                             kind,
                             process: p,
-                            pid: None,
+                            pid: Some(pid),
                             until: injected + rec.held,
                             ended: false,
                         });
@@ -846,7 +861,15 @@ pub fn run(lab: &Lab, job: Job, s: &Settings, rng: &mut Rng) -> Outcome {
                     if rec.held.is_zero() {
                         String::new()
                     } else {
-                        format!(" for {:.1} s", rec.held.as_secs_f64())
+                        format!(
+                            " for {:.1} s{}",
+                            rec.held.as_secs_f64(),
+                            if rec.then_killed {
+                                ", then SIGKILL"
+                            } else {
+                                ""
+                            }
+                        )
                     }
                 );
                 out.faults.push(rec);
