@@ -131,6 +131,9 @@ pub struct FaultRecord {
     pub injected: Instant,
     /// The driver's no-progress bound in force.
     pub no_progress: Duration,
+    /// After a SIGKILL at the end of a partition or stop: that kill → the first other process
+    /// exiting by itself.
+    pub killed_seen: Option<Duration>,
 }
 
 /// What a campaign on one job found.
@@ -220,11 +223,15 @@ impl Outcome {
                         f.no_progress.as_secs_f64()
                     ),
                     None if f.then_killed => format!(
-                        "not detected while {} (SIGKILLed at its end)",
+                        "not detected while {} (SIGKILLed at its end, seen by a peer {} later)",
                         if f.kind == FaultKind::Stop {
                             "stopped"
                         } else {
                             "partitioned"
+                        },
+                        match f.killed_seen {
+                            Some(d) => format!("{:.2} s", d.as_secs_f64()),
+                            None => "never (driver restarted)".into(),
                         }
                     ),
                     None if f.restarted => "not detected by the processes".into(),
@@ -730,6 +737,17 @@ pub fn run(lab: &Lab, job: Job, s: &Settings, rng: &mut Rng) -> Outcome {
                         rec.detected = Some(e.2.saturating_duration_since(rec.injected));
                     }
                 }
+                // Killed behind the partition or while stopped: how soon the others saw it.
+                if rec.then_killed && rec.detected.is_none() && rec.killed_seen.is_none() {
+                    let end = rec.injected + rec.held;
+                    if let Some(e) = fleet
+                        .exits
+                        .iter()
+                        .find(|e| !e.1 && e.0 != rec.process && e.2 >= end)
+                    {
+                        rec.killed_seen = Some(e.2.saturating_duration_since(end));
+                    }
+                }
             }
             // A partition or stop runs its course, whatever the processes do meanwhile.
             if let Some(a) = active.as_mut() {
@@ -820,6 +838,7 @@ pub fn run(lab: &Lab, job: Job, s: &Settings, rng: &mut Rng) -> Outcome {
                     checkpoint_before: last_ck,
                     injected,
                     no_progress: s.no_progress,
+                    killed_seen: None,
                 };
                 match kind {
                     FaultKind::Kill => {
