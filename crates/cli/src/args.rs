@@ -245,7 +245,8 @@ pub struct SkewArgs {
     #[arg(long, requires = "from")]
     pub bounded: bool,
     /// Write the running sums (so the final sum per key) here too:
-    /// postgres://USER@HOST:PORT/DB?table=T (upserted by key; the table is created if missing)
+    /// postgres://USER@HOST:PORT/DB?table=T (upserted by key; the table is created if missing;
+    /// `&append`: one row per running sum, exactly once by two-phase commit under checkpoints)
     /// or kafka://HOST:PORT/TOPIC[?exactly-once][&partitions=P] (`key,sum` lines keyed by key).
     #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_to)]
     pub to: Option<crate::endpoints::ToUrl>,

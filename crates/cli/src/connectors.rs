@@ -132,16 +132,35 @@ impl SinkHandle {
     }
 }
 
-/// Creates `table (key BIGINT PRIMARY KEY, sum BIGINT NOT NULL)` if missing.
-fn create_table(conn: &str, table: &str) -> anyhow::Result<()> {
+/// Creates `table (key BIGINT PRIMARY KEY, sum BIGINT NOT NULL)` if missing (for appends:
+/// `key` without a key, one row per result).
+fn create_table(conn: &str, table: &str, append: bool) -> anyhow::Result<()> {
     let endpoint = sluice_postgres::Endpoint::parse(conn, PG_CONNECT_TIMEOUT)?;
     let mut client = endpoint.connect("sluice run (create table)")?;
-    client
-        .batch_execute(&format!(
-            "CREATE TABLE IF NOT EXISTS {table} (key BIGINT PRIMARY KEY, sum BIGINT NOT NULL)"
-        ))
-        .with_context(|| format!("creating table {table} at {}", endpoint.address()))?;
-    Ok(())
+    let key = if append {
+        "BIGINT NOT NULL"
+    } else {
+        "BIGINT PRIMARY KEY"
+    };
+    let create = format!("CREATE TABLE IF NOT EXISTS {table} (key {key}, sum BIGINT NOT NULL)");
+    // `IF NOT EXISTS` is not safe against a concurrent creation: the processes of a split job
+    // (`--processes N`, a StatefulSet) all create the table as they start, and the losers of
+    // the race get a unique violation on the catalog. Once it exists, the statement is a no-op.
+    let mut attempt = 0;
+    loop {
+        match client.batch_execute(&create) {
+            Ok(()) => return Ok(()),
+            Err(e) if attempt < 3 => {
+                tracing::debug!("creating table {table} (attempt {attempt}): {e}");
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50 * attempt));
+            }
+            Err(e) => {
+                return Err(e)
+                    .with_context(|| format!("creating table {table} at {}", endpoint.address()))
+            }
+        }
+    }
 }
 
 /// Writes `(key, value)` results to `--to`; `options` are connector options to set on the
@@ -154,8 +173,12 @@ pub fn write_to(
     options: &[(&str, &str)],
 ) -> anyhow::Result<SinkHandle> {
     match to {
-        ToUrl::Postgres { conn, table } => {
-            create_table(conn, table)?;
+        ToUrl::Postgres {
+            conn,
+            table,
+            append,
+        } => {
+            create_table(conn, table, *append)?;
             let mut sink = PostgresSink::builder(
                 conn,
                 table,
@@ -163,8 +186,11 @@ pub fn write_to(
                     .column("key", |r: &(i64, i64)| r.0)
                     .column("sum", |r: &(i64, i64)| r.1),
             )
-            .upsert(&["key"])
             .name(name);
+            // Appends by default (two-phase commit under periodic checkpoints).
+            if !append {
+                sink = sink.upsert(&["key"]);
+            }
             for (k, v) in options {
                 sink = sink.option(k, v)?;
             }

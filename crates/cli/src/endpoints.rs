@@ -8,7 +8,8 @@
 //!   `--from socket://HOST:PORT[?max-retries=N][&retry-delay=500ms][&accept-loss-on-restore]`
 //!   (`key,value` lines over TCP, Flink's `socketTextStream`: reconnect `max-retries` times
 //!   (default 0, -1 = forever) `retry-delay` apart (default 500 ms));
-//! - `--to postgres://USER@HOST:PORT/DB?table=T` (upsert by the first column),
+//! - `--to postgres://USER@HOST:PORT/DB?table=T[&append]` (upsert by the first column; with
+//!   `append`, one row per result, exactly once by two-phase commit under checkpoints),
 //!   `--to kafka://HOST:PORT/TOPIC[?exactly-once][&partitions=P]`.
 
 use std::time::Duration;
@@ -36,6 +37,10 @@ pub enum ToUrl {
         /// The connection URL without its query.
         conn: String,
         table: String,
+        /// `&append`: every result a row (binary COPY; under periodic checkpoints one
+        /// prepared transaction per checkpoint, committed when it completes: two-phase
+        /// commit), instead of an upsert by key.
+        append: bool,
     },
 }
 
@@ -104,7 +109,14 @@ fn parse_socket(s: &str, rest: &str) -> Result<SocketSourceConfig, String> {
 /// `--lookup` (the `blocking` scenario's lookup table): `postgres://USER@HOST:PORT/DB?table=T`.
 pub fn parse_lookup(s: &str) -> Result<sluice_jobs::blocking::PostgresTable, String> {
     match parse_to(s)? {
-        ToUrl::Postgres { conn, table } => Ok(sluice_jobs::blocking::PostgresTable { conn, table }),
+        ToUrl::Postgres {
+            conn,
+            table,
+            append: false,
+        } => Ok(sluice_jobs::blocking::PostgresTable { conn, table }),
+        ToUrl::Postgres { append: true, .. } => Err(format!(
+            "'{s}': a lookup table is postgres://USER@HOST:PORT/DB?table=NAME (no append)"
+        )),
         ToUrl::Kafka { .. } => Err(format!(
             "'{s}': a lookup table is postgres://USER@HOST:PORT/DB?table=NAME"
         )),
@@ -133,12 +145,14 @@ pub fn parse_to(s: &str) -> Result<ToUrl, String> {
     if s.starts_with("postgres://") || s.starts_with("postgresql://") {
         let (conn, query) = s.split_once('?').unwrap_or((s, ""));
         let mut table = None;
+        let mut append = false;
         for kv in query.split('&').filter(|p| !p.is_empty()) {
             match kv.split_once('=') {
                 Some(("table", t)) if !t.is_empty() => table = Some(t.to_string()),
+                None if kv == "append" => append = true,
                 _ => {
                     return Err(format!(
-                        "'{s}': unknown parameter '{kv}' (the only one is table=NAME)"
+                        "'{s}': unknown parameter '{kv}' (they are table=NAME and append)"
                     ))
                 }
             }
@@ -158,10 +172,11 @@ pub fn parse_to(s: &str) -> Result<ToUrl, String> {
         return Ok(ToUrl::Postgres {
             conn: conn.to_string(),
             table,
+            append,
         });
     }
     Err(format!(
-        "'{s}': unknown sink; expected postgres://USER@HOST:PORT/DB?table=NAME or \
+        "'{s}': unknown sink; expected postgres://USER@HOST:PORT/DB?table=NAME[&append] or \
          kafka://HOST:PORT/TOPIC[?exactly-once]"
     ))
 }
@@ -224,9 +239,20 @@ mod tests {
             other => panic!("{other:?}"),
         }
         match parse_to("postgres://sluice@127.0.0.1:5432/sluice?table=sums").unwrap() {
-            ToUrl::Postgres { conn, table } => {
+            ToUrl::Postgres {
+                conn,
+                table,
+                append,
+            } => {
                 assert_eq!(conn, "postgres://sluice@127.0.0.1:5432/sluice");
                 assert_eq!(table, "sums");
+                assert!(!append);
+            }
+            other => panic!("{other:?}"),
+        }
+        match parse_to("postgres://sluice@127.0.0.1:5432/sluice?table=sums&append").unwrap() {
+            ToUrl::Postgres { table, append, .. } => {
+                assert_eq!((table.as_str(), append), ("sums", true))
             }
             other => panic!("{other:?}"),
         }

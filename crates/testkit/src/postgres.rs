@@ -2,8 +2,11 @@
 //! postmaster a child process on a free loopback port, stopped (fast shutdown by PID) and deleted
 //! when dropped. PostgreSQL refuses to run as root, so as root the cluster belongs to the
 //! `postgres` user (created by Debian's package) and is run through `setpriv`, which execs, so the
-//! child's PID is the postmaster's.
+//! child's PID is the postmaster's. [`PostgresCluster::start_in`] runs it inside a network
+//! namespace (`ip netns exec`, which execs too) on port 5432 of an address there; the test
+//! reaches it through its Unix socket (a file, the same from every namespace).
 
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,9 +20,12 @@ static NEXT: AtomicU32 = AtomicU32::new(0);
 /// A running cluster with user `sluice` (trust authentication) and database `sluice`.
 pub struct PostgresCluster {
     child: Child,
+    host: IpAddr,
     port: u16,
     dir: PathBuf,
     bin: PathBuf,
+    /// In a network namespace: the test's own connections go through the Unix socket.
+    namespaced: bool,
 }
 
 fn is_root() -> bool {
@@ -54,12 +60,36 @@ impl PostgresCluster {
     }
 
     pub fn start() -> Result<Self, TestkitError> {
-        Self::start_with(&[])
+        Self::start_on(None, IpAddr::from([127, 0, 0, 1]), &[])
     }
 
     /// A cluster whose server settings `settings` (`name`, `value`) override the defaults
     /// above (e.g. a small `max_prepared_transactions`).
     pub fn start_with(settings: &[(&str, &str)]) -> Result<Self, TestkitError> {
+        Self::start_on(None, IpAddr::from([127, 0, 0, 1]), settings)
+    }
+
+    /// A cluster inside network namespace `netns` (see [`crate::Netns`]), listening on
+    /// `host`:5432, an address of that namespace (the namespace is fresh: the port is free).
+    pub fn start_in(netns: &str, host: IpAddr) -> Result<Self, TestkitError> {
+        Self::start_on(Some(netns), host, &[])
+    }
+
+    /// Where `pg_isready`, `createdb` and `psql` of the test connect: the socket directory in
+    /// a namespace, else the TCP address.
+    fn client_host(&self) -> String {
+        if self.namespaced {
+            self.dir.display().to_string()
+        } else {
+            self.host.to_string()
+        }
+    }
+
+    fn start_on(
+        netns: Option<&str>,
+        host: IpAddr,
+        settings: &[(&str, &str)],
+    ) -> Result<Self, TestkitError> {
         let bin = Self::bin_dir().ok_or(TestkitError::Missing {
             what: "PostgreSQL's server binaries",
             path: PathBuf::from("/usr/lib/postgresql/*/bin/postgres"),
@@ -85,13 +115,36 @@ impl PostgresCluster {
                 .arg(dir.join("data"))
                 .args(["-U", "sluice", "--auth=trust", "-E", "UTF8", "--no-sync"]),
         )?;
-        let port = free_port()?;
-        let mut child = owned_command(&bin.join("postgres"))
+        if netns.is_some() {
+            // Clients come from the other namespaces on the same network: trust them too.
+            let hba = dir.join("data/pg_hba.conf");
+            let mut text = std::fs::read_to_string(&hba).map_err(|source| TestkitError::Io {
+                what: format!("reading {}", hba.display()),
+                source,
+            })?;
+            text.push_str("\nhost all all samenet trust\n");
+            std::fs::write(&hba, text).map_err(|source| TestkitError::Io {
+                what: format!("writing {}", hba.display()),
+                source,
+            })?;
+        }
+        let port = match netns {
+            None => free_port()?,
+            Some(_) => 5432,
+        };
+        let mut postmaster = owned_command(&bin.join("postgres"));
+        if let Some(ns) = netns {
+            let inner = postmaster;
+            postmaster = crate::Netns::command(ns, inner.get_program());
+            postmaster.args(inner.get_args());
+        }
+        let mut child = postmaster
             .arg("-D")
             .arg(dir.join("data"))
             .args(["-p", &port.to_string(), "-k"])
             .arg(&dir)
-            .args(["-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("listen_addresses={host}"))
             .args(["-c", "max_prepared_transactions=64"])
             .args(["-c", "fsync=off", "-c", "synchronous_commit=off"])
             // Given after the defaults: the last `-c` of a name wins.
@@ -109,6 +162,10 @@ impl PostgresCluster {
                 source,
             })?;
         let ready_bin = bin.join("pg_isready");
+        let client_host = match netns {
+            None => host.to_string(),
+            Some(_) => dir.display().to_string(),
+        };
         let ready = wait_ready(
             "postgres",
             &mut child,
@@ -116,23 +173,25 @@ impl PostgresCluster {
             Duration::from_secs(60),
             || {
                 Command::new(&ready_bin)
-                    .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                    .args(["-q", "-h", &client_host, "-p", &port.to_string()])
                     .status()
                     .is_ok_and(|s| s.success())
             },
         );
         let cluster = PostgresCluster {
             child,
+            host,
             port,
             dir,
             bin,
+            namespaced: netns.is_some(),
         };
         ready?;
         run(
             "createdb",
             cluster.command("createdb").args([
                 "-h",
-                "127.0.0.1",
+                &cluster.client_host(),
                 "-p",
                 &port.to_string(),
                 "-U",
@@ -151,25 +210,32 @@ impl PostgresCluster {
         self.child.id()
     }
 
-    /// `postgres://sluice@127.0.0.1:PORT/sluice`
+    /// `postgres://sluice@127.0.0.1:PORT/sluice` (the namespace address it listens on for a
+    /// cluster in a namespace)
     pub fn url(&self) -> String {
-        format!("postgres://sluice@127.0.0.1:{}/sluice", self.port)
+        format!("postgres://sluice@{}:{}/sluice", self.host, self.port)
     }
 
     /// A libpq-style connection string (`host=… port=… user=… dbname=…`).
     pub fn conn_str(&self) -> String {
         format!(
-            "host=127.0.0.1 port={} user=sluice dbname=sluice",
-            self.port
+            "host={} port={} user=sluice dbname=sluice",
+            self.host, self.port
         )
     }
 
     /// Runs SQL through `psql` (PostgreSQL's own client, an oracle that shares no code with
     /// Sluice) and returns its unaligned, tuples-only output.
     pub fn psql(&self, sql: &str) -> Result<String, TestkitError> {
-        let out = Command::new(self.bin.join("psql"))
-            .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"])
-            .arg(self.url())
+        let mut cmd = Command::new(self.bin.join("psql"));
+        cmd.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1"]);
+        if self.namespaced {
+            cmd.args(["-h", &self.client_host(), "-p", &self.port.to_string()])
+                .args(["-U", "sluice", "-d", "sluice"]);
+        } else {
+            cmd.arg(self.url());
+        }
+        let out = cmd
             .args(["-c", sql])
             .output()
             .map_err(|source| TestkitError::Io {

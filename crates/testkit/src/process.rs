@@ -55,8 +55,12 @@ pub(crate) fn wait_ready(
 }
 
 pub(crate) fn accepts(port: u16) -> bool {
+    accepts_at(std::net::IpAddr::from([127, 0, 0, 1]), port)
+}
+
+pub(crate) fn accepts_at(host: std::net::IpAddr, port: u16) -> bool {
     TcpStream::connect_timeout(
-        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        &std::net::SocketAddr::from((host, port)),
         Duration::from_millis(200),
     )
     .is_ok()
