@@ -11,6 +11,8 @@
 #                              b: Kafka -> keyed sum -> Kafka (transactions)
 #   SLUICE_CAMPAIGN_SEED  replays a campaign (every run prints its seed)
 #   SLUICE_CAMPAIGN_STOP_MIN_MS / _MAX_MS [8000 / 15000]  how long a process stays stopped
+#   SLUICE_CAMPAIGN_HEARTBEAT_TIMEOUT_MS [5000]  the processes' --heartbeat-timeout: a stopped
+#                                       or partitioned peer silent this long is lost
 #   SLUICE_CAMPAIGN_NO_PROGRESS_S [30]  the driver restarts all when no checkpoint completes this
 #                                       long after a partition or stop ended
 #   SLUICE_CAMPAIGN_CHECKPOINT_MS [500]  SLUICE_CAMPAIGN_DEADLINE_S [3600] per job

@@ -94,6 +94,8 @@ fn ci_campaign_kills_partitions_and_stops_across_namespaces_lose_and_duplicate_n
             no_progress: Duration::from_secs(15),
             stall: Duration::from_secs(90),
             checkpoint_interval_ms: 200,
+            // Below the stop (3-5 s): the stopped process's peers declare it lost.
+            heartbeat_timeout_ms: 2_000,
             deadline: Duration::from_secs(200),
             postgres: true,
             kafka: true,
@@ -136,6 +138,8 @@ fn full_campaign() {
             no_progress: Duration::from_secs(env_num("SLUICE_CAMPAIGN_NO_PROGRESS_S", 30)),
             stall: Duration::from_secs(180),
             checkpoint_interval_ms: env_num("SLUICE_CAMPAIGN_CHECKPOINT_MS", 500),
+            // Below every stop (8-15 s) and most partitions (2-15 s).
+            heartbeat_timeout_ms: env_num("SLUICE_CAMPAIGN_HEARTBEAT_TIMEOUT_MS", 5_000),
             deadline: Duration::from_secs(env_num("SLUICE_CAMPAIGN_DEADLINE_S", 3_600)),
             postgres: jobs.contains('a'),
             kafka: jobs.contains('b'),

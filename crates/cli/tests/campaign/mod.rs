@@ -57,6 +57,9 @@ pub struct Settings {
     /// No new checkpoint this long with no fault at all: a hang (reported, then restarted).
     pub stall: Duration,
     pub checkpoint_interval_ms: u64,
+    /// The processes' `--heartbeat-timeout`: a stopped or partitioned peer silent this long
+    /// is lost (the job fails and the driver restarts it), what "time to detect" measures.
+    pub heartbeat_timeout_ms: u64,
     /// Whole-campaign deadline per job.
     pub deadline: Duration,
     /// Job (a), Kafka -> PostgreSQL (two-phase commit), and job (b), Kafka -> Kafka
@@ -588,6 +591,8 @@ pub fn run(lab: &Lab, job: Job, s: &Settings, rng: &mut Rng) -> Outcome {
         "--no-progress",
         "--job-id",
         &job_id,
+        "--heartbeat-timeout",
+        &s.heartbeat_timeout_ms.to_string(),
         "--peers",
         &peers,
     ]
