@@ -273,7 +273,10 @@ impl CheckpointHub {
         match HubMessage::decode(bytes)? {
             HubMessage::Trigger(b) => self.trigger(b.barrier()?),
             // The leader sends only completions that may be committed.
-            HubMessage::Completed(id) => self.publish_completed(id),
+            HubMessage::Completed(id) => {
+                self.record_completed(id, Vec::new(), 0, None);
+                self.publish_completed(id);
+            }
             HubMessage::FinalAfter(id) => self.final_after.store(id, Ordering::Release),
             HubMessage::StopSavepoint(id) => self.stop_savepoint.store(id, Ordering::SeqCst),
             HubMessage::TaskFinishedElsewhere => {
@@ -646,6 +649,16 @@ impl CheckpointHub {
         size: u64,
         path: Option<String>,
     ) {
+        self.record_completed(id, acks, size, path);
+        if kind == CheckpointKind::Savepoint && !self.is_stop_savepoint(id) {
+            return;
+        }
+        self.publish_completed(id);
+        self.relay_as(HubRole::Leader, || HubMessage::Completed(id));
+    }
+
+    /// Checkpoint `id` completed: its statistics.
+    fn record_completed(&self, id: u64, acks: Vec<TaskAck>, size: u64, path: Option<String>) {
         {
             let mut stats = self.stats.lock().unwrap_or_else(|p| p.into_inner());
             let latest_ack = acks.iter().map(|a| a.ack_ms).max();
@@ -672,11 +685,6 @@ impl CheckpointHub {
             stats.completed += 1;
             stats.latest_completed = Some(id);
         }
-        if kind == CheckpointKind::Savepoint && !self.is_stop_savepoint(id) {
-            return;
-        }
-        self.publish_completed(id);
-        self.relay_as(HubRole::Leader, || HubMessage::Completed(id));
     }
 
     /// Checkpoint `id` completed and may be committed: sinks publish what they pre-committed up
