@@ -74,6 +74,9 @@ pub fn run_one_input<T: Data>(
                 return Err(OperatorError::Cancelled);
             }
         };
+        // Every item, events too: with no buffer timeout an idle input's only items are
+        // barriers, and a sink must not wait for the next record to commit.
+        completions.notify(head)?;
         match next {
             None => break,
             Some(GateItem::Buffer(mut buf)) => {
@@ -101,7 +104,6 @@ pub fn run_one_input<T: Data>(
                     head.collect_batch(&mut buf.records)?;
                 }
                 gate.release(buf);
-                completions.notify(head)?;
                 seen += n;
                 if let Some(limit) = ctx.fail_after_records {
                     if seen >= limit {
@@ -121,9 +123,10 @@ pub fn run_one_input<T: Data>(
                     ChannelEvent::Watermark(w) => valve.on_watermark(channel, w.0),
                     ChannelEvent::Idleness(true) => valve.mark_idle(channel),
                     ChannelEvent::EndOfPartition => {
-                        if let Some(done) = aligner.on_end(channel, &mut gate) {
-                            done.pass(head, services)?;
-                        }
+                        // An unaligned checkpoint this end completes is acknowledged before a
+                        // newer aligned one it completes too passes the chain (whose barrier
+                        // starts new snapshots).
+                        aligner.ended[channel] = true;
                         if let Some(u) = &mut unaligned {
                             u.received[channel] = true;
                         }
@@ -133,6 +136,9 @@ pub fn run_one_input<T: Data>(
                             &mut aligner.last,
                             services,
                         );
+                        if let Some(done) = aligner.on_end(channel, &mut gate) {
+                            done.pass(head, services)?;
+                        }
                         valve.mark_idle(channel)
                     }
                     ChannelEvent::Idleness(false) => valve.mark_active(channel),
@@ -204,7 +210,6 @@ pub fn run_one_input<T: Data>(
             }
             Some(GateItem::Idle) => {
                 seen_epoch = epoch.load(std::sync::atomic::Ordering::Relaxed);
-                completions.notify(head)?;
                 head.flush()?
             }
         }
@@ -440,7 +445,7 @@ fn finish_unaligned<T: Data>(
     }
     let u = u.take().expect("checked above");
     let id = u.barrier.checkpoint_id;
-    *last = id;
+    *last = (*last).max(id);
     if let Some(c) = services.checkpoints() {
         c.store_channel_state(id, Box::new(u.in_flight));
     }
@@ -656,5 +661,21 @@ mod tests {
         let r = t.thread.join().unwrap();
         assert!(matches!(r, Err(OperatorError::Cancelled)), "{r:?}");
         assert_eq!(t.seen.lock().unwrap().completed, vec![1, 3]);
+    }
+
+    #[test]
+    fn with_no_buffer_timeout_a_completion_reaches_the_chain_with_the_next_event() {
+        // The task's buffer timeout is zero (no idle wake-ups): after its last record only
+        // events come, and the sink must not wait for a record to commit.
+        let t = task();
+        send(&t.senders[0], 0);
+        wait_until(&t.seen, "record 0", |s| s.records.contains(&0));
+        t.hub
+            .complete(1, CheckpointKind::Aligned, Vec::new(), 0, None);
+        t.senders[1]
+            .send_event(ChannelEvent::Watermark(sluice_types::Watermark(5)))
+            .unwrap();
+        wait_until(&t.seen, "the completion of 1", |s| s.completed == [1]);
+        let _ = finish(t);
     }
 }

@@ -77,6 +77,21 @@ fn writer_tag(attempt: u64) -> String {
     format!("{started}-{attempt}-{}", h.finish())
 }
 
+/// Whether part file `name` was written in attempt `attempt` of the job whose hub was created at
+/// `created_ms` (µs start times of a sink instance are at least the hub's creation).
+fn written_by(name: &str, (created_ms, attempt): (u64, u64)) -> bool {
+    let mut f = name
+        .strip_prefix("part-")
+        .unwrap_or("")
+        .split('-')
+        .skip(1)
+        .map(|x| x.trim_end_matches(PENDING).parse::<u64>().ok());
+    let (Some(Some(started)), Some(Some(att))) = (f.next(), f.next()) else {
+        return false;
+    };
+    att == attempt && started / 1000 >= created_ms
+}
+
 /// The subtask index of part file `name` (pending or not), `None` if it is no part file.
 fn part_subtask(name: &str) -> Option<usize> {
     name.strip_prefix("part-")?.split('-').next()?.parse().ok()
@@ -164,7 +179,12 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
         std::fs::create_dir_all(&dir)
             .map_err(|e| io(format!("creating output directory {}", dir.display()), e))?;
         let hub = crate::TaskServices::of(ctx).and_then(|s| s.hub().cloned());
-        let writer = writer_tag(hub.as_ref().map_or(0, |h| h.attempt()));
+        let attempt = hub.as_ref().map_or(0, |h| h.attempt());
+        let writer = writer_tag(attempt);
+        // Sinks of this very attempt (another sink writing the same directory, built on its
+        // own task thread while this one's task may already write) are alive: their files
+        // are theirs. Any other attempt's, of this job or another run, are dead.
+        let live = hub.as_ref().map(|h| (h.created_ms(), attempt));
         let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
         // Old subtasks whose files this subtask takes care of.
         let mut owned = vec![me];
@@ -196,7 +216,7 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
             let Some(sub) = name.strip_suffix(PENDING).and_then(part_subtask) else {
                 continue;
             };
-            if owned.contains(&sub) {
+            if owned.contains(&sub) && !live.is_some_and(|l| written_by(&name, l)) {
                 std::fs::remove_file(entry.path())
                     .map_err(|e| io(format!("removing {}", entry.path().display()), e))?;
                 changed = true;
@@ -480,6 +500,35 @@ mod tests {
             "{after:?}"
         );
         new.first().map(|n| n.to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_sink_starting_beside_a_live_one_of_the_same_attempt_keeps_its_pending_files() {
+        // Two sinks of one job writing one directory: each task builds its chain on its own
+        // thread, so one may write while the other starts. The starting one used to delete
+        // every pending file of its subtask index, the live one's too, whose commit then
+        // found nothing (taken for "committed before") and lost its lines.
+        let dir = tempdir("live");
+        let hub = CheckpointHub::new(CheckpointConfig::default(), dir.join("chk"));
+        let out = dir.join("out");
+        let mut a = sink(&out, Some(&hub));
+        a.collect("from a".to_string()).unwrap();
+        let _b = sink(&out, Some(&hub));
+        a.emit_event(barrier(1)).unwrap();
+        hub.complete(1, CheckpointKind::Aligned, Vec::new(), 0, None);
+        a.emit_event(ControlEvent::CheckpointComplete(1)).unwrap();
+        assert_eq!(committed_lines(&out).unwrap(), ["from a"]);
+        // Another attempt's pending files are still cleaned up.
+        let mut c = sink(&out, Some(&hub));
+        c.collect("lost with its attempt".to_string()).unwrap();
+        c.emit_event(barrier(2)).unwrap();
+        hub.reset_for_attempt();
+        let _d = sink(&out, Some(&hub));
+        assert!(
+            names(&out).iter().all(|n| !n.ends_with(PENDING)),
+            "{:?}",
+            names(&out)
+        );
     }
 
     #[test]

@@ -124,13 +124,16 @@ impl SourceContext {
         Ok(())
     }
 
-    /// Whether a barrier is waiting to be injected (cheap: ask it per record, so a source
-    /// that is backpressured still injects barriers between two records).
+    /// Whether a barrier is waiting to be injected, or a completed checkpoint to be told to the
+    /// chain (cheap, two loads: ask it per record, so a source that is backpressured still
+    /// injects barriers between two records, and a sink chained to it commits without waiting
+    /// for the next barrier); [`checkpoint_if_due`](Self::checkpoint_if_due) does both.
     #[inline]
     pub fn barrier_pending(&self) -> bool {
-        self.checkpoints
-            .as_ref()
-            .is_some_and(|h| h.barrier_pending(self.last_barrier.get()))
+        self.checkpoints.as_ref().is_some_and(|h| {
+            h.barrier_pending(self.last_barrier.get())
+                || h.completed_checkpoint() > self.notified.get()
+        })
     }
 
     #[cold]
@@ -322,5 +325,51 @@ impl RangeCursor {
             offset = hi;
         }
         Ok(RangeCursor { ranges })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use sluice_types::{CheckpointKind, OperatorContext, ServicesHandle, VecCollector};
+
+    use super::SourceContext;
+    use crate::checkpoint::{CheckpointConfig, CheckpointHub};
+    use crate::{JobControl, TaskMetrics};
+
+    #[test]
+    fn a_completed_checkpoint_is_pending_work_for_a_source_that_asks_before_checkpointing() {
+        // Sources that call `checkpoint_if_due` only when `barrier_pending` says so (the Kafka
+        // reader, the text file and socket sources) must tell a chained sink of a completion
+        // without waiting for the next barrier.
+        let hub = CheckpointHub::new(CheckpointConfig::default(), std::env::temp_dir());
+        let ctx = SourceContext {
+            op: OperatorContext {
+                operator_name: "source".into(),
+                task_name: "source".into(),
+                subtask_index: 0,
+                parallelism: 1,
+                max_parallelism: 128,
+                operator_id: "source".into(),
+                services: ServicesHandle::none(),
+                options: Vec::new(),
+            },
+            control: JobControl::new(std::time::Duration::ZERO),
+            metrics: Arc::new(TaskMetrics::default()),
+            emitted: Arc::default(),
+            checkpoints: Some(hub.clone()),
+            last_barrier: std::cell::Cell::new(0),
+            dead_letters: std::cell::Cell::new(0),
+            notified: std::cell::Cell::new(0),
+        };
+        assert!(!ctx.barrier_pending());
+        hub.complete(1, CheckpointKind::Aligned, Vec::new(), 0, None);
+        assert!(ctx.barrier_pending());
+        let mut out = VecCollector::<u64>::default();
+        ctx.checkpoint_if_due(&mut out, || Ok(Vec::new())).unwrap();
+        assert_eq!(out.completed, vec![1]);
+        assert!(out.barriers.is_empty());
+        assert!(!ctx.barrier_pending(), "told once");
     }
 }

@@ -360,6 +360,12 @@ impl LiveJob {
             (savepoint, last_out)
         });
         let savepoint = savepoint?;
+        // Its checkpoint id: the new plan's own checkpoints count on from it.
+        let savepoint_id = old
+            .control
+            .checkpoints()
+            .and_then(|h| h.stats().latest_savepoint)
+            .map_or(0, |r| r.id);
         let generation = s.generation + 1;
         let launch = |fixes: &[Fix], generation: u32| -> Result<JobHandle, String> {
             let env = fresh_env(
@@ -402,7 +408,7 @@ impl LiveJob {
             // A plan that committed a checkpoint published output after the savepoint:
             // restarting the previous plan from the savepoint would publish it again. Its
             // handle stays: waiting on the job returns its failure.
-            if let Some(n) = committed_after_restore(&s.monitor) {
+            if let Some(n) = committed_after(&s.monitor, savepoint_id) {
                 let dir = self
                     .config_for(generation, None)
                     .checkpoint_dir
@@ -441,13 +447,12 @@ impl LiveJob {
     }
 }
 
-/// The newest checkpoint the running plan completed (and its sinks committed) after the one it
-/// restored from, if any.
-fn committed_after_restore(monitor: &JobMonitor) -> Option<u64> {
-    let hub = monitor.control.checkpoints()?;
-    let restored = hub.stats().restored_from.map_or(0, |(id, _, _)| id);
-    let done = hub.completed_checkpoint();
-    (done > restored).then_some(done)
+/// The newest checkpoint the running plan completed (and its sinks committed) after savepoint
+/// `savepoint_id` it started from, if any (also when it restarted from one of its own
+/// checkpoints meanwhile).
+fn committed_after(monitor: &JobMonitor, savepoint_id: u64) -> Option<u64> {
+    let done = monitor.control.checkpoints()?.completed_checkpoint();
+    (done > savepoint_id).then_some(done)
 }
 
 /// Why a job whose bounded input ended on some task cannot change its plan: a savepoint needs
