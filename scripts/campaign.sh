@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 31's full campaign: exactly once under SIGKILLs, network partitions and SIGSTOPs of a job
 # split over 3 processes in 3 network namespaces (Kafka and PostgreSQL in a 4th), the same
-# driver as the suite's short `ci_campaign` (crates/cli/tests/campaign/mod.rs) with larger
+# driver as the suite's short `ci_campaign` (crates/cli/tests/it/campaign/mod.rs) with larger
 # settings, in a release build. Needs root and iproute2's `ip`.
 #
 # Settings (environment, defaults in brackets):
@@ -27,4 +27,5 @@ cd "$(dirname "$0")/.."
 export SLUICE_TANSU="${SLUICE_TANSU:-$(scripts/install-tansu.sh)}"
 PROFILE=(--release)
 [ "${SLUICE_CAMPAIGN_PROFILE:-release}" = debug ] && PROFILE=()
-exec cargo test "${PROFILE[@]}" -p sluice-cli --test exactly_once_campaign -- --ignored --nocapture full_campaign
+exec cargo test "${PROFILE[@]}" -p sluice-cli --test it -- --ignored --nocapture \
+  exactly_once_campaign::full_campaign

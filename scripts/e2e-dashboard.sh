@@ -2,20 +2,24 @@
 # End-to-end test of the web dashboard in headless Chromium: starts live jobs (skew, the
 # under-provisioned scenario, the blocking scenario as is and with its async fix), drives the dashboard with playwright-core (installed into target/e2e
 # by npm if missing; never downloads a browser: it uses Debian's /usr/bin/chromium) and saves a
-# screenshot per scenario under target/e2e/. Requires node, npm and /usr/bin/chromium.
+# screenshot per scenario under target/e2e/. Requires node, npm and /usr/bin/chromium: without
+# them it fails under CI=true and skips loudly elsewhere (scripts/lib/require.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/require.sh
 
 E2E=target/e2e
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 PORT=${E2E_PORT:-18082}
-[ -x "$CHROMIUM" ] || { echo "e2e-dashboard: $CHROMIUM is required (apt-get install chromium)"; exit 1; }
-command -v node >/dev/null || { echo "e2e-dashboard: node is required"; exit 1; }
+[ -x "$CHROMIUM" ] || require_or_skip "the browser" "no $CHROMIUM (apt-get install chromium)"
+command -v node >/dev/null || require_or_skip "the browser driver" "node is not installed"
+command -v npm >/dev/null || require_or_skip "the browser driver" "npm is not installed"
 
 mkdir -p "$E2E"
 if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
   [ -f "$E2E/package.json" ] || echo '{"private":true}' > "$E2E/package.json"
-  (cd "$E2E" && npm install --no-audit --no-fund --silent playwright-core@1)
+  (cd "$E2E" && npm install --no-audit --no-fund --silent playwright-core@1) ||
+    require_or_skip "the browser driver" "npm install playwright-core@1 failed"
 fi
 [ -x target/debug/sluice ] || cargo build -q -p sluice-cli
 

@@ -3,13 +3,17 @@
 # generated request must get an answer that is not a server error (5xx) and matches the schema.
 # Installs schemathesis (pinned) into target/venv-schemathesis on first use. The job runs with
 # --keep-rest so that a fuzzed PATCH (cancel) does not take the server down with the job.
+# Without python3 or schemathesis it fails under CI=true and skips loudly elsewhere
+# (scripts/lib/require.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/require.sh
 
 VENV=target/venv-schemathesis
 if [ ! -x "$VENV/bin/schemathesis" ]; then
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q "schemathesis==4.32.5"
+  command -v python3 >/dev/null || require_or_skip "the REST fuzzer (schemathesis)" "python3 is not installed"
+  { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q "schemathesis==4.32.5"; } ||
+    require_or_skip "the REST fuzzer (schemathesis)" "installing schemathesis==4.32.5 into $VENV failed"
 fi
 
 cargo build -q -p sluice-cli

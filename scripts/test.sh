@@ -21,6 +21,11 @@ if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && [ -z "${SLUICE_PG_
   apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null
 fi
 
+# Every link in the book, README, ARCHITECTURE and CHANGELOG, and every citation of a book page
+# from code (`docs/src/…md#anchor`), resolves.
+python3 docs/check-links.py
+# The dependency-graph invariants of ARCHITECTURE.md's code map.
+python3 scripts/check-deps.py
 scripts/validate-kubernetes.sh
 cargo test --workspace
 # The credit gate's park / wake / credit logic, model-checked with loom (crates/channel/src/

@@ -1,4 +1,4 @@
-"""DuckDB oracle for the Nexmark queries (spec nexmark.md section 4).
+"""DuckDB oracle for the Nexmark queries (docs/src/reference/nexmark-generator.md#correctness).
 
 Usage: nexmark_oracle.py EVENTS_CSV OUT_DIR QUERY [QUERY ...]   (writes OUT_DIR/<query>.csv)
 

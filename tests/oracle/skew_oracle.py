@@ -2,7 +2,8 @@
 
 Usage: skew_oracle.py INPUT_CSV MAP_WORK
 INPUT_CSV has a header `key,value`: the generator's records exactly as Sluice's source emits them.
-Applies the skew map (spec/skew-workload.md: MAP_WORK rounds of a 64-bit multiply/xor-shift,
+Applies the skew map (docs/src/reference/skew-workload.md: MAP_WORK rounds of a 64-bit
+multiply/xor-shift,
 wrap-around done in UHUGEINT modulo 2^64, then `& 0xFFFFF`) in SQL and prints `key,sum` sorted by key.
 """
 import sys

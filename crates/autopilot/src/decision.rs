@@ -14,11 +14,20 @@ pub enum Outcome {
     /// Re-measured: both figures rose by the policy's gain; the change stays.
     Kept,
     /// Re-measured: a figure did not rise enough; the change was undone and is not retried.
-    RolledBack { reason: String },
+    RolledBack {
+        /// Why the change was undone (a figure short of the gain, an inconclusive measurement).
+        reason: String,
+    },
     /// The proposal was not applied (a limit, known to be ineffective, low confidence).
-    Skipped { reason: String },
+    Skipped {
+        /// The limit or rule that held it back.
+        reason: String,
+    },
     /// Applying the change failed (the server refused it); it is not retried.
-    Failed { reason: String },
+    Failed {
+        /// The executor's error.
+        reason: String,
+    },
     /// The fix is not a change the target can apply (a code change): printed as advice.
     Advised,
 }
@@ -58,6 +67,7 @@ pub struct Decision {
     pub decided_ms: Option<u64>,
     /// The doctor's cause name (`under-provisioned`, `key-skew`, …) and verdict line.
     pub cause: String,
+    /// See `cause`: the doctor's verdict line.
     pub verdict: String,
     /// The change in machine form, when the fix is a plan change.
     pub change: Option<PlanChange>,
@@ -65,8 +75,11 @@ pub struct Decision {
     pub change_text: String,
     /// The doctor's evidence for the diagnosis.
     pub evidence: Vec<String>,
+    /// The job measured before the change was applied.
     pub before: Option<Measurement>,
+    /// The job re-measured once the change settled; `None` until judged.
     pub after: Option<Measurement>,
+    /// Where the decision stands.
     pub outcome: Outcome,
     /// What the executor reported (plan diff, time to reach a new parallelism, …).
     pub notes: Vec<String>,
@@ -82,6 +95,7 @@ impl Decision {
         ))
     }
 
+    /// The decision as the autopilot's JSON log entry (kebab-case keys).
     pub fn to_json(&self) -> Value {
         let round3 = |x: f64| (x * 1000.0).round() / 1000.0;
         json!({

@@ -3,9 +3,14 @@
 //! Main types: [`Autopilot`] (the decision loop as a pure state machine), [`Policy`] (window,
 //! stabilisation, cooldown, gain, limits), [`Measurement`] (the two figures a decision compares),
 //! [`Decision`] (one log entry with its evidence and [`Outcome`]), [`Proposal`] and [`Verdict`]
-//! (what the caller must do next). No threads, no I/O, no clock: the caller (the CLI's
-//! `sluice doctor --apply`, `sluice run --autopilot`) samples the job's REST API, applies changes
-//! through it and hands the autopilot the averaged windows and the current time.
+//! (what the caller must do next). No threads, no I/O, no clock in the decisions: the caller
+//! samples the job, applies changes and hands the autopilot the averaged windows and the
+//! current time. The [`driver`] is that caller against a REST API (`sluice doctor --apply`,
+//! `sluice run --autopilot`): [`driver::run_loop`] measures through the doctor's one call
+//! ([`sluice_doctor::examine()`]) and applies through an [`driver::Actuator`] for Sluice or Flink.
+//!
+//! Invariant: the decision modules (`pilot`, `decision`, `measure`, `policy`) do no I/O and read
+//! no clock; only [`driver`] talks HTTP (through `sluice-client`), and it prints nothing.
 //!
 //! ## The loop
 //!
@@ -51,13 +56,17 @@
 //!   the bottleneck elsewhere without helping, and is undone.
 //! - the autopilot never lowers a parallelism except to undo its own change; a scale-down is not
 //!   a fix the doctor proposes.
+#![warn(missing_docs)]
 
 mod decision;
+pub mod driver;
+mod error;
 mod measure;
 mod pilot;
 mod policy;
 
 pub use decision::{gain, Decision, Outcome};
+pub use error::AutopilotError;
 pub use measure::{measure, source_rate, vertex_of, Measurement};
 pub use pilot::{
     policy_json, Autopilot, Ineffective, Proposal, Verdict, MAX_REMEASURE, MIN_CONFIDENCE,

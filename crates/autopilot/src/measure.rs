@@ -23,6 +23,7 @@ pub struct Measurement {
 }
 
 impl Measurement {
+    /// The measurement as JSON for the decision log (kebab-case keys, rates rounded).
     pub fn to_json(&self) -> Value {
         json!({
             "bottleneck": self.bottleneck,

@@ -8,7 +8,7 @@ use crate::decision::gain;
 use crate::{measure, Decision, Outcome, Policy};
 
 /// The operator Sluice's two-phase rewrite puts where the aggregation's records arrive
-/// (`sluice_graph`'s `two_phase`; the combiner is `<aggregation> (combine)`).
+/// (`sluice_datastream`'s `two_phase`; the combiner is `<aggregation> (combine)`).
 pub const TWO_PHASE_PRE_AGGREGATE: &str = "pre-aggregate (salted)";
 
 /// The doctor's confidence below which the autopilot does not act.
@@ -20,25 +20,44 @@ pub enum Proposal {
     /// Nothing to change (no bottleneck, waiting, or a proposal skipped — then logged); why.
     Nothing(String),
     /// Print this advice (a code change the target cannot apply itself); logged.
-    Advice { decision: u64, text: String },
+    Advice {
+        /// The logged decision's id.
+        decision: u64,
+        /// The advice to print.
+        text: String,
+    },
     /// Apply `change`, then report with [`Autopilot::applied`].
-    Apply { decision: u64, change: PlanChange },
+    Apply {
+        /// The logged decision's id, to report back with.
+        decision: u64,
+        /// The plan change to apply.
+        change: PlanChange,
+    },
 }
 
 /// What [`Autopilot::judge`] concluded after re-measuring.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Still stabilising until this time (ms): measure later.
-    NotYet { until_ms: u64 },
+    NotYet {
+        /// When the job counts as settled (the caller's clock).
+        until_ms: u64,
+    },
     /// Nothing was applied: nothing to judge.
     Idle,
     /// The change helped: it stays.
-    Keep { decision: u64 },
+    Keep {
+        /// The kept decision's id.
+        decision: u64,
+    },
     /// The change did not help: undo it, with `to` when the way back is itself a plan change
     /// (a parallelism back to its old value), else the executor's own undo of `change`.
     RollBack {
+        /// The rolled-back decision's id.
         decision: u64,
+        /// The change that was applied.
         change: PlanChange,
+        /// The change that restores the old plan, when there is one.
         to: Option<PlanChange>,
     },
 }
@@ -46,12 +65,14 @@ pub enum Verdict {
 /// A change found not to help (or refused), never proposed again.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ineffective {
+    /// The operator the change targeted.
     pub operator: String,
     /// The plan change's kind (`parallelism`, `two-phase`, …).
     pub kind: String,
     /// For a parallelism: the value tried; this and every higher one are not retried (Flink's
     /// autoscaler blocks further scale-ups of a vertex whose last one was ineffective).
     pub parallelism: Option<usize>,
+    /// Why it is not retried (the rollback's or failure's reason).
     pub reason: String,
 }
 
@@ -71,7 +92,7 @@ fn kind(c: &PlanChange) -> &'static str {
     match c {
         PlanChange::Parallelism { .. } => "parallelism",
         PlanChange::TwoPhase { .. } => "two-phase",
-        PlanChange::AsyncIo { .. } => "async-io",
+        PlanChange::AsyncCapacity { .. } => "async-io",
         PlanChange::SinkOption { .. } => "sink-option",
         PlanChange::LookupCache { .. } => "lookup-cache",
     }
@@ -106,6 +127,7 @@ pub struct Autopilot {
 }
 
 impl Autopilot {
+    /// An autopilot ready to propose at once, with an empty log.
     pub fn new(policy: Policy) -> Autopilot {
         Autopilot {
             policy,
@@ -115,6 +137,7 @@ impl Autopilot {
         }
     }
 
+    /// The policy it decides by.
     pub fn policy(&self) -> &Policy {
         &self.policy
     }
@@ -241,7 +264,7 @@ impl Autopilot {
             revert = Some(PlanChange::Parallelism {
                 operator: operator.clone(),
                 parallelism: b.parallelism,
-                ship: ship.clone(),
+                ship: *ship,
             });
             decision.change_text = format!(
                 "parallelism of `{operator}` {} -> {parallelism} behind {ship}",

@@ -1,7 +1,7 @@
 //! The decision loop on synthetic jobs diagnosed by the real doctor.
 
 use proptest::prelude::*;
-use sluice_doctor::{diagnose, JobView, PlanChange, SubtaskSample, VertexView};
+use sluice_doctor::{diagnose, JobView, PlanChange, ShipStrategy, SubtaskSample, VertexView};
 
 use super::*;
 
@@ -144,7 +144,7 @@ fn source_ceiling_job_tries_a_parallelism_finds_it_ineffective_and_rolls_back() 
         Some(PlanChange::Parallelism {
             operator: "heavy-map".into(),
             parallelism: 1,
-            ship: "REBALANCE".into()
+            ship: ShipStrategy::Rebalance
         })
     );
     ap.rolled_back(1, Ok(vec!["heavy-map back at parallelism 1".into()]));

@@ -6,11 +6,17 @@ use crate::wait_stacks::{WaitPoint, WaitStacks};
 /// measurable. Readers (metrics, tests) may read them at any time from any thread.
 #[derive(Debug, Default)]
 pub struct ChannelCounters {
+    /// Records shipped by the sender.
     pub records_out: AtomicU64,
+    /// Estimated bytes shipped by the sender.
     pub bytes_out: AtomicU64,
+    /// Buffers shipped by the sender.
     pub buffers_out: AtomicU64,
+    /// Records taken by the receiver.
     pub records_in: AtomicU64,
+    /// Estimated bytes taken by the receiver.
     pub bytes_in: AtomicU64,
+    /// Buffers taken by the receiver.
     pub buffers_in: AtomicU64,
     /// Buffers shipped and not yet released by the receiver (queued or being processed).
     pub buffers_in_flight: AtomicU64,
@@ -40,6 +46,7 @@ pub struct ChannelCounters {
 }
 
 impl ChannelCounters {
+    /// Reads a counter (relaxed: counters are statistics, not synchronization).
     pub fn get(v: &AtomicU64) -> u64 {
         v.load(Relaxed)
     }
@@ -65,9 +72,13 @@ pub fn mono_ns() -> u64 {
 /// gauges do.
 #[derive(Debug, Default)]
 pub struct WaitTimes {
+    /// Total time spent waiting for input, ns.
     pub idle_ns: AtomicU64,
+    /// Total time spent waiting for output credit, ns.
     pub backpressured_ns: AtomicU64,
+    /// Start of the input wait in progress on [`mono_ns`]; 0 when not waiting.
     pub idle_since: AtomicU64,
+    /// Start of the credit wait in progress on [`mono_ns`]; 0 when not waiting.
     pub backpressured_since: AtomicU64,
     /// Longest single backpressure wait, reset by the reader (Flink's `maxHardBackPressureTimeMs`).
     pub max_backpressured_ns: AtomicU64,
@@ -85,6 +96,7 @@ impl WaitTimes {
         self.stacks.at_wait(WaitPoint::Input, now);
         now
     }
+    /// Ends the idle wait that [`begin_idle`](Self::begin_idle) started, adding its length.
     pub fn end_idle(&self, started: u64) {
         self.idle_since.store(0, Relaxed);
         self.idle_ns

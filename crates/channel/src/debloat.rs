@@ -1,5 +1,6 @@
 //! Buffer debloating (Flink's `BufferDebloater`, `BufferSizeEMA`, `ThroughputCalculator`,
-//! spec §4.1): every period an input gate measures its throughput over the time it was not idle,
+//! see docs/src/reference/flink-formats.md#buffer-debloating): every period an input gate measures
+//! its throughput over the time it was not idle,
 //! wants `throughput × target` bytes in flight, divides that by the buffers in use, smooths the
 //! result with an exponential moving average over `samples` periods, clamps it to
 //! `[min_bytes, max_bytes]` and announces it to its senders when it moved by at least
@@ -96,6 +97,7 @@ pub struct ThroughputCalculator {
 }
 
 impl ThroughputCalculator {
+    /// Counts `bytes` received at `now` (ns), starting a measurement if none runs.
     pub fn incoming(&mut self, bytes: u64, now: u64) {
         if self.started.is_none() {
             self.started = Some(now);
@@ -110,6 +112,7 @@ impl ThroughputCalculator {
         }
     }
 
+    /// The gate has input again: active time counts from `now`.
     pub fn resume(&mut self, now: u64) {
         if self.started.is_none() {
             self.started = Some(now);
@@ -148,6 +151,7 @@ pub struct BufferDebloater {
 }
 
 impl BufferDebloater {
+    /// A debloater for a gate whose buffers hold at most `max_bytes`, starting at the configured size.
     pub fn new(cfg: &DebloatConfig, max_bytes: usize) -> BufferDebloater {
         let min = cfg.min_bytes.clamp(1, max_bytes.max(1));
         let start = cfg.starting_size(max_bytes);
@@ -209,15 +213,18 @@ impl BufferDebloater {
 pub struct DebloatGauges {
     /// The announced buffer size in bytes (the configured size until debloating changes it).
     pub buffer_size: AtomicU64,
+    /// Flink's `estimatedTimeToConsumeBuffersMs`, as last computed.
     pub estimated_time_to_consume_ms: AtomicU64,
     /// Whether the gate runs the debloater at all.
     pub enabled: std::sync::atomic::AtomicBool,
 }
 
 impl DebloatGauges {
+    /// The announced buffer size in bytes.
     pub fn buffer_size(&self) -> u64 {
         self.buffer_size.load(Relaxed)
     }
+    /// The last estimated time to consume the buffers in flight, ms.
     pub fn estimated_time_to_consume_ms(&self) -> u64 {
         self.estimated_time_to_consume_ms.load(Relaxed)
     }

@@ -48,10 +48,12 @@ enum Credit {
 pub enum ChannelEvent {
     /// The upstream subtask finished; nothing follows on this channel.
     EndOfPartition,
+    /// Event-time progress of the upstream subtask.
     Watermark(Watermark),
     /// The upstream subtask became idle (`true`) or active again (`false`): Flink's
     /// `WatermarkStatus`. An idle channel does not hold back the receiver's watermark.
     Idleness(bool),
+    /// A checkpoint barrier.
     Barrier(Barrier),
 }
 
@@ -273,6 +275,7 @@ impl<T: Send> Cancel for Shared<T> {
 pub struct GateCanceller(Arc<dyn Cancel>);
 
 impl GateCanceller {
+    /// Cancels the gate: blocked threads wake, further operations fail.
     pub fn cancel(&self) {
         self.0.cancel()
     }
@@ -321,6 +324,7 @@ impl<T: Send> Wake for Shared<T> {
 pub struct GateWaker(Arc<dyn Wake>);
 
 impl GateWaker {
+    /// Makes the receiver's current or next wait return [`GateItem::Idle`].
     pub fn wake(&self) {
         self.0.wake()
     }
@@ -336,7 +340,9 @@ impl std::fmt::Debug for GateWaker {
 /// processed: that returns the credit to the sender.
 #[derive(Debug)]
 pub struct ReceivedBuffer<T> {
+    /// Which input channel it came from.
     pub channel: usize,
+    /// Its records, in the order the sender wrote them.
     pub records: Vec<T>,
     credit: Credit,
     /// Bytes the buffer held when it arrived (the records may be drained before release).
@@ -346,9 +352,13 @@ pub struct ReceivedBuffer<T> {
 /// What [`InputGate::next`] yields.
 #[derive(Debug)]
 pub enum GateItem<T> {
+    /// A buffer of records.
     Buffer(ReceivedBuffer<T>),
+    /// A control event of one channel.
     Event {
+        /// The channel it came from.
         channel: usize,
+        /// The event.
         event: ChannelEvent,
     },
     /// No input arrived within the gate's wake-up interval, or a [`GateWaker`] asked; the
@@ -361,10 +371,15 @@ pub enum GateItem<T> {
     /// `behind` buffers it overtook at the sender, which arrive after it (after the overtaken
     /// ones) and belong to the checkpoint's channel state as well.
     UnalignedBarrier {
+        /// The channel whose barrier this is.
         channel: usize,
+        /// The barrier.
         barrier: Barrier,
+        /// Entries of the channel it overtook (buffers and events).
         overtaken: usize,
+        /// How many of those are buffers.
         overtaken_buffers: usize,
+        /// Buffers overtaken at a remote sender, still to arrive.
         behind: usize,
     },
 }
@@ -473,6 +488,7 @@ impl<T: Send + 'static> InputGate<T> {
         self.wake_interval = every;
     }
 
+    /// How many input channels the gate has.
     pub fn num_channels(&self) -> usize {
         self.shared.counters.len()
     }
@@ -482,10 +498,12 @@ impl<T: Send + 'static> InputGate<T> {
         self.open_channels
     }
 
+    /// Each channel's traffic counters, by channel index.
     pub fn counters(&self) -> Vec<Arc<ChannelCounters>> {
         self.shared.counters.clone()
     }
 
+    /// A handle that cancels this gate from another thread.
     pub fn canceller(&self) -> GateCanceller {
         GateCanceller(self.shared.clone())
     }
@@ -574,8 +592,8 @@ impl<T: Send + 'static> InputGate<T> {
     }
 
     /// The next buffer or event from any channel; `Ok(None)` once every channel has ended.
-    #[allow(clippy::should_implement_trait)]
     /// Blocks (parked, counted as idle time) while no channel has data.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<GateItem<T>>, Cancelled> {
         if self.debloat.is_some() {
             let now = mono_ns();
@@ -609,7 +627,11 @@ impl<T: Send + 'static> InputGate<T> {
             };
             if let Some(ch) = next_ready {
                 let chan = &mut st.channels[ch];
-                let entry = chan.queue.pop_front().expect("ready channel has an entry");
+                // A ready channel has an entry; should one ever not, it is no longer ready.
+                let Some(entry) = chan.queue.pop_front() else {
+                    chan.in_ready = false;
+                    continue;
+                };
                 if chan.queue.is_empty() {
                     chan.in_ready = false;
                 } else {
@@ -847,10 +869,12 @@ impl<T: Send + 'static> Drop for Permit<'_, T> {
 }
 
 impl<T: Send + 'static> ChannelSender<T> {
+    /// The index of the channel this sender writes.
     pub fn channel(&self) -> usize {
         self.channel
     }
 
+    /// The channel's traffic counters.
     pub fn counters(&self) -> Arc<ChannelCounters> {
         self.shared.counters[self.channel].clone()
     }
@@ -861,6 +885,7 @@ impl<T: Send + 'static> ChannelSender<T> {
         Arc::downgrade(&shared)
     }
 
+    /// A writer that batches records into buffers of the configured size for this sender.
     pub fn into_writer(
         self,
         cfg: &ExchangeConfig,
@@ -1174,6 +1199,11 @@ impl<T: Send + 'static> ChannelSender<T> {
 
 // Real threads and timing: not under loom, whose primitives work only inside a model.
 #[cfg(all(test, not(loom)))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap fails the test"
+)]
 #[path = "gate_wake_tests.rs"]
 mod wake_tests;
 

@@ -2,7 +2,8 @@
 //!
 //! Records cross thread boundaries in **buffers** (`Vec<T>` filled to an estimated byte size,
 //! 32 KiB by default). Every downstream subtask owns one [`InputGate`] with one logical channel per
-//! upstream subtask. Flow control follows Flink's credit model (spec §4):
+//! upstream subtask. Flow control follows Flink's credit model
+//! (docs/src/reference/flink-formats.md#credit-flow-control):
 //!
 //! - each channel owns `exclusive` credits (default 2), and the gate owns a pool of `floating`
 //!   credits (default 8) any of its channels may borrow;
@@ -49,6 +50,8 @@
 //! got.sort();
 //! assert_eq!(got, vec![7, 8]);
 //! ```
+
+#![warn(missing_docs)]
 
 mod config;
 mod counters;

@@ -38,6 +38,7 @@ const SHIPPED: usize = 1;
 const ONE_OWED: usize = 2;
 
 impl OutputDebt {
+    /// A fresh debt, shared by the output budgets of one task.
     pub fn new() -> Arc<OutputDebt> {
         Arc::new(OutputDebt::default())
     }
@@ -148,6 +149,7 @@ pub struct OverdraftBudget {
 }
 
 impl OverdraftBudget {
+    /// A budget of `limit` buffers beyond credit for one output gate of `task`.
     pub fn new(limit: usize, task: Arc<OutputDebt>) -> Arc<OverdraftBudget> {
         if limit > 0 {
             task.budgets.fetch_add(1, Ordering::Relaxed);
@@ -172,6 +174,7 @@ impl OverdraftBudget {
         self.task.shipped()
     }
 
+    /// How many buffers may go out beyond credit at once.
     pub fn limit(&self) -> usize {
         self.limit
     }

@@ -178,6 +178,11 @@ impl WaitStacks {
 
 // Real threads and std locks: not under loom, whose primitives work only inside a model.
 #[cfg(all(test, not(loom)))]
+#[allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests: a failed unwrap fails the test"
+)]
 mod tests {
     use super::*;
 

@@ -21,6 +21,7 @@ pub struct ChannelWriter<T: Send + 'static> {
 }
 
 impl<T: Send + 'static> ChannelWriter<T> {
+    /// A writer for `sender`, shipping buffers of at most `capacity` records.
     pub fn new(sender: ChannelSender<T>, capacity: usize, waits: Arc<WaitTimes>) -> Self {
         let capacity = capacity.max(1);
         waits.stacks.wake_on_run_start(sender.parked_on());
@@ -67,10 +68,12 @@ impl<T: Send + 'static> ChannelWriter<T> {
         self.buffer.len()
     }
 
+    /// The sender it writes through.
     pub fn sender(&self) -> &ChannelSender<T> {
         &self.sender
     }
 
+    /// Appends a record, shipping the buffer when full; blocks for credit, fails once cancelled.
     #[inline]
     pub fn push(&mut self, record: T) -> Result<(), Cancelled> {
         self.buffer.push(record);

@@ -69,54 +69,10 @@ pub struct RunArgs {
     /// default, 99 a second, unless given), to compare rates in one benchmark.
     #[arg(long, global = true, value_parser = clap::value_parser!(i32).range(1..=999))]
     pub profile_hz: Option<i32>,
-    /// Run the autopilot on the job while it runs: the same loop as `sluice doctor --apply
-    /// --watch`, against the job's own REST API (needs it; not with --no-rest). Decisions go to
-    /// stderr and to GET /jobs/:jid/autopilot (the dashboard's timeline of changes).
-    #[arg(long, global = true, conflicts_with = "no_rest")]
-    pub autopilot: bool,
-    /// Run the job over N local processes (TaskManagers): every process builds the same job
-    /// and runs the subtasks placed on it (subtask k in slot k, the slots filling the
-    /// processes in order); channels between processes go over TCP on loopback with Flink's
-    /// credit-based protocol. Process 0 serves the REST API (with the subtasks it runs); a
-    /// skew job's `--output` is the merge of every process's sums.
-    #[arg(long, global = true, value_name = "N", default_value_t = 1,
-          value_parser = clap::value_parser!(u16).range(1..=64),
-          conflicts_with_all = ["autopilot", "process_index"])]
-    pub processes: u16,
-    /// This process's index in a job split over processes (`--processes` sets it in the
-    /// processes it starts; a Kubernetes StatefulSet passes `from-hostname`: the pod's ordinal,
-    /// the number after the hostname's last `-`).
-    #[arg(long, global = true, value_name = "I|from-hostname", requires = "peers",
-          value_parser = crate::processes::parse_process_index)]
-    pub process_index: Option<crate::processes::ProcessIndex>,
-    /// Every process's address, by index, as HOST:PORT (names are resolved, and retried until
-    /// they resolve, for up to a minute: a StatefulSet's pods appear one by one).
-    #[arg(
-        long,
-        global = true,
-        value_name = "HOST:PORT,...",
-        value_delimiter = ',',
-        requires = "process_index"
-    )]
-    pub peers: Vec<String>,
-    /// The job's id (32 hex digits), instead of a fresh one: what the processes of a split job
-    /// share (`--processes` passes its own to every process; give one to a StatefulSet), and
-    /// where its checkpoints go (`--checkpoint-dir`/ID/chk-N), so a restart finds them.
-    #[arg(long, global = true, value_name = "ID", value_parser = parse_job_id)]
-    pub job_id: Option<sluice_types::JobId>,
-    /// How long a silent peer process goes unnoticed at most, in ms [heartbeat.timeout] (50 s):
-    /// every connection between the processes of a split job carries a heartbeat every fifth
-    /// of it [heartbeat.interval], and a peer from which nothing arrived for this long (a
-    /// partitioned network, a stopped process) is lost: the job fails and its processes
-    /// restart. At least 1 s.
-    #[arg(long, global = true, value_name = "MS", default_value_t = 50_000,
-          value_parser = clap::value_parser!(u64).range(1_000..=3_600_000))]
-    pub heartbeat_timeout: u64,
-}
-
-fn parse_job_id(s: &str) -> Result<sluice_types::JobId, String> {
-    sluice_types::Id128::parse_hex(s)
-        .ok_or_else(|| format!("'{s}' is not a job id (32 hexadecimal digits)"))
+    /// `--processes`, `--process-index`, `--peers`, `--job-id`, `--heartbeat-timeout`,
+    /// `--autopilot`.
+    #[command(flatten)]
+    pub processes: sluice::ProcessArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -168,7 +124,7 @@ pub struct ScenarioArgs {
     pub keys: Option<u64>,
     /// blocking only: look up in a PostgreSQL table instead of the in-process HTTP service,
     /// postgres://USER@HOST:PORT/DB?table=T (columns `key` bigint, `score` bigint).
-    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_lookup)]
+    #[arg(long, value_name = "URL", value_parser = sluice_jobs::connectors::parse_lookup)]
     pub lookup: Option<sluice_jobs::blocking::PostgresTable>,
     /// source-ceiling only: the input comes in N parts that cannot be cut further (as files, or
     /// partitions of a system that does not report them); subtasks beyond N read nothing.
@@ -176,14 +132,14 @@ pub struct ScenarioArgs {
     pub splits: Option<u64>,
     /// On a real source (source-ceiling, input-limited): kafka://HOST:PORT/TOPIC of
     /// `key,value` lines.
-    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]
-    pub from: Option<crate::endpoints::FromUrl>,
+    #[arg(long, value_name = "URL", value_parser = sluice_jobs::connectors::parse_from)]
+    pub from: Option<sluice_jobs::connectors::FromUrl>,
     /// With a Kafka --from: stop at the end offsets seen at start.
     #[arg(long, requires = "from")]
     pub bounded: bool,
     /// On a real sink (slow-sink): postgres://USER@HOST:PORT/DB?table=T.
-    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_to)]
-    pub to: Option<crate::endpoints::ToUrl>,
+    #[arg(long, value_name = "URL", value_parser = sluice_jobs::connectors::parse_to)]
+    pub to: Option<sluice_jobs::connectors::ToUrl>,
     /// Apply the doctor's blocking-calls fix before the start: OPERATOR (a lookup join or an
     /// async operator, e.g. blocking's `blocking-call`) keeps N requests in flight, ordered.
     #[arg(long, value_name = "OPERATOR=N")]
@@ -239,8 +195,8 @@ pub struct SkewArgs {
     pub output: Option<PathBuf>,
     /// Read the records instead of generating them: kafka://HOST:PORT/TOPIC (`key,value`
     /// lines, as `sluice produce skew` writes them) or socket://HOST:PORT.
-    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_from)]
-    pub from: Option<crate::endpoints::FromUrl>,
+    #[arg(long, value_name = "URL", value_parser = sluice_jobs::connectors::parse_from)]
+    pub from: Option<sluice_jobs::connectors::FromUrl>,
     /// With a Kafka --from: stop at the end offsets seen at start (a bounded run).
     #[arg(long, requires = "from")]
     pub bounded: bool,
@@ -248,8 +204,8 @@ pub struct SkewArgs {
     /// postgres://USER@HOST:PORT/DB?table=T (upserted by key; the table is created if missing;
     /// `&append`: one row per running sum, exactly once by two-phase commit under checkpoints)
     /// or kafka://HOST:PORT/TOPIC[?exactly-once][&partitions=P] (`key,sum` lines keyed by key).
-    #[arg(long, value_name = "URL", value_parser = crate::endpoints::parse_to)]
-    pub to: Option<crate::endpoints::ToUrl>,
+    #[arg(long, value_name = "URL", value_parser = sluice_jobs::connectors::parse_to)]
+    pub to: Option<sluice_jobs::connectors::ToUrl>,
     #[command(flatten)]
     pub env: EnvArgs,
 }
@@ -281,62 +237,9 @@ pub struct BenchArgs {
     /// A connector benchmark instead of the reference jobs.
     #[command(subcommand)]
     pub target: Option<crate::bench_connectors::BenchTarget>,
-    /// Records per run for the passthrough jobs.
-    #[arg(long, default_value_t = 50_000_000)]
-    pub passthrough_records: u64,
-    /// Records per run for the skew job.
-    #[arg(long, default_value_t = 20_000_000)]
-    pub skew_records: u64,
-    /// Runs per case; the median is reported.
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
-    #[arg(short = 'p', long, default_value_t = 2)]
-    pub parallelism: usize,
-    /// Measure the profiler instead: the skew and passthrough jobs with 5 s flame graph
-    /// sampling windows between 5 s windows without sampling, in one run
-    /// (`sluice run --profile-all`), and the on / off ratios of throughput and CPU-ns/record.
-    #[arg(long)]
-    pub profiler: bool,
-    /// With `--profiler`: the sampling rate of the "on" runs (`sluice run --profile-hz`).
-    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=999))]
-    pub profile_hz: Option<i32>,
-    /// With `--profiler`: records of the passthrough job (enough for it to run ~40 s on an
-    /// idle 2-core machine: 4 sampling windows of 5 s between off windows).
-    #[arg(long, default_value_t = 8_000_000_000)]
-    pub profiler_passthrough_records: u64,
-    /// With `--profiler`: records of the skew job (~40 s on an idle 2-core machine).
-    #[arg(long, default_value_t = 500_000_000)]
-    pub profiler_skew_records: u64,
-    /// Instead of the reference cases: the autopilot on live jobs (`sluice run … --autopilot`):
-    /// an under-provisioned map at parallelism 1, a source whose input is one split, the skew
-    /// job; each case's first decision with its throughput before and after the change.
-    #[arg(long)]
-    pub autopilot: bool,
-    /// Instead of the reference cases: the buffer-debloating comparison — a sink ~1000× slower
-    /// than its source with aligned checkpoints, run without and with debloating.
-    #[arg(long)]
-    pub debloat: bool,
-    /// Records per run of the debloating comparison (~40 s a run with the default work: long
-    /// enough for the debloated size to settle and for aligned checkpoints to complete without
-    /// debloating, where each waits for ~20 s of buffered records to drain).
-    #[arg(long, default_value_t = 150_000)]
-    pub debloat_records: u64,
-    /// Sink CPU burn per record in the debloating comparison (rounds, ~2 µs per 1000 here):
-    /// 1000× the source's.
-    #[arg(long, default_value_t = 250_000)]
-    pub debloat_sink_work: u32,
-    /// Source CPU burn per record in the debloating comparison (rounds): ~0.5 µs, the cost of a
-    /// source that parses what it reads (~2 M records/s a core).
-    #[arg(long, default_value_t = 250)]
-    pub debloat_source_work: u32,
-    /// The floor program's release binary (`shared/floor`, `cargo build --release` there): run
-    /// right before each skew run with the same record count, so every skew row also shows its
-    /// throughput as a fraction of floor (c) measured in the same minute.
-    #[arg(long, value_name = "PATH")]
-    pub floor: Option<std::path::PathBuf>,
-    /// Debloating target in the comparison, ms (Flink's default 1000).
-    #[arg(long, default_value_t = 1000)]
-    pub debloat_target_ms: u64,
+    /// The reference jobs' settings.
+    #[command(flatten)]
+    pub cases: sluice_bench::BenchCases,
 }
 
 #[derive(Args, Debug)]

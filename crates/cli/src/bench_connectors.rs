@@ -103,7 +103,7 @@ fn postgres(a: &PostgresBenchArgs) -> anyhow::Result<ExitCode> {
     if !query.is_empty() {
         anyhow::bail!("--url {url}: takes no parameters (the benchmark makes its own tables)");
     }
-    sluice_postgres::Endpoint::parse(conn, crate::endpoints::PG_CONNECT_TIMEOUT)?;
+    sluice_postgres::Endpoint::parse(conn, sluice_jobs::connectors::PG_CONNECT_TIMEOUT)?;
     let scratch =
         std::env::temp_dir().join(format!("sluice-bench-postgres-{}", std::process::id()));
     let target = Target {

@@ -11,8 +11,8 @@ use clap::Parser;
 use sluice_doctor::Cause;
 
 use crate::args::{Cli, Command, JobCmd};
-use crate::doctor_cmd::{prove_fix, render_diagnosis, sample_and_diagnose, LiveJob, LiveSource};
-use crate::http_client::Endpoint;
+use crate::doctor_cmd::{prove_fix, render_diagnosis, sample_and_diagnose, start_live, LiveSource};
+use sluice_client::Endpoint;
 
 /// Arguments of `sluice demo`.
 #[derive(clap::Args, Debug)]
@@ -74,7 +74,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     println!(
         "  80% of the records carry key 0, so one subtask of the sum gets ~90% of the work.\n"
     );
-    let live = LiveJob::start(&cmd)?;
+    let live = start_live(&cmd)?;
     println!(
         "  REST API (Flink-compatible): {}/   try: sluice top --url {}",
         live.url, live.url

@@ -3,14 +3,14 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use sluice_graph::fixer::{apply, Fix};
-use sluice_graph::plan::{job_graph_dot, job_graph_text, job_plan_json};
+use sluice_datastream::fixer::{apply, PlanChange};
+use sluice_datastream::plan::{job_graph_dot, job_graph_text, job_plan_json};
 use sluice_types::{Id128, ShipStrategy};
 
 use crate::args::{FixArgs, PlanFormatArg};
 use crate::run::{build_job, BuiltJob};
 
-fn parse_fix(a: &FixArgs) -> anyhow::Result<Fix> {
+fn parse_fix(a: &FixArgs) -> anyhow::Result<PlanChange> {
     match (&a.set_parallelism, &a.two_phase_at) {
         (Some(_), Some(_)) => bail!("give one change: --set-parallelism or --two-phase-at"),
         (None, None) => {
@@ -25,7 +25,7 @@ fn parse_fix(a: &FixArgs) -> anyhow::Result<Fix> {
                 .with_context(|| format!("--set-parallelism: '{n}' is not a parallelism"))?;
             let ship = ShipStrategy::parse(&a.ship)
                 .with_context(|| format!("--ship: unknown ship strategy '{}'", a.ship))?;
-            Ok(Fix::Parallelism {
+            Ok(PlanChange::Parallelism {
                 operator: op.to_string(),
                 parallelism,
                 ship,
@@ -40,7 +40,7 @@ fn parse_fix(a: &FixArgs) -> anyhow::Result<Fix> {
                 ),
                 None => (tp.as_str(), 16),
             };
-            Ok(Fix::TwoPhase {
+            Ok(PlanChange::TwoPhase {
                 operator: op.to_string(),
                 buckets,
             })

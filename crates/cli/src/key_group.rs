@@ -3,7 +3,7 @@
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-use sluice_graph::partition::{
+use sluice_datastream::partition::{
     default_max_parallelism, key_group_csv_header, key_group_line, KeyType,
 };
 

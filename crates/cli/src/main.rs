@@ -3,26 +3,17 @@
 mod args;
 mod autopilot_cmd;
 mod bench;
-mod bench_autopilot;
 mod bench_connectors;
-mod child_output;
-mod connectors;
 mod demo;
 mod doctor_cmd;
-mod endpoints;
 mod fix_cmd;
-mod http_client;
-mod in_flight;
 mod key_group;
 mod nexmark_cmd;
 mod plan_cmd;
 mod preflight;
-mod processes;
-mod procstat;
 mod produce;
 mod profile_cmd;
 mod progress;
-mod real_scenarios;
 mod run;
 mod savepoint_cmd;
 mod top;
@@ -55,10 +46,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
-            if e.downcast_ref::<processes::Refused>().is_some() {
-                ExitCode::from(processes::REFUSED_EXIT)
-            } else {
-                ExitCode::FAILURE
+            // A process of a split job refused before its start exits so that its launcher
+            // does not restart it.
+            match e.downcast_ref::<sluice::SluiceError>() {
+                Some(e) => e.exit_code(),
+                None => ExitCode::FAILURE,
             }
         }
     }

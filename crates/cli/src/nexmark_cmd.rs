@@ -1,18 +1,17 @@
 //! `sluice nexmark`: run a Nexmark query, export the events for the DuckDB oracle, or benchmark
 //! every implemented query.
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::Args;
-use sluice_graph::StreamEnv;
+use sluice_datastream::StreamEnv;
 use sluice_jobs::nexmark::{NexmarkJob, OutputKind, Query};
 
-use crate::procstat;
 use crate::progress::{human, Progress};
+use sluice_bench::procstat;
 
 #[derive(Args, Debug)]
 pub struct NexmarkArgs {
@@ -149,43 +148,12 @@ fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
 
 fn bench(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()?;
-    println!(
-        "{:<6} {:>12} {:>14} {:>14} {:>8} {:>14}",
-        "query", "events", "events/s", "per core", "cores", "peak RSS MiB"
-    );
-    for q in Query::ALL {
-        let out = Command::new(&exe)
-            .args(["nexmark", "--stats-json", "--query", q.name()])
-            .args(["--events", &a.events.to_string()])
-            .args(["--rate", &a.rate.to_string()])
-            .args(["-p", &a.parallelism.to_string()])
-            .args(
-                a.checkpoint_interval
-                    .map(|ms| vec!["--checkpoint-interval".to_string(), ms.to_string()])
-                    .unwrap_or_default(),
-            )
-            .output()?;
-        if !out.status.success() {
-            anyhow::bail!(
-                "{} failed: {}",
-                q.name(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        let line = String::from_utf8_lossy(&out.stdout);
-        let v: serde_json::Value = serde_json::from_str(line.trim())
-            .with_context(|| format!("parsing the stats of {}: {line}", q.name()))?;
-        let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        println!(
-            "{:<6} {:>12} {:>14} {:>14} {:>8.2} {:>14.1}",
-            q.name(),
-            human(f("events")),
-            human(f("events_per_sec")),
-            human(f("events_per_core_sec")),
-            f("cores"),
-            f("peak_rss_kib") / 1024.0
-        );
-        let _ = std::io::stdout().flush();
-    }
+    let settings = sluice_bench::nexmark::Settings {
+        events: a.events,
+        rate: a.rate,
+        parallelism: a.parallelism,
+        checkpoint_interval: a.checkpoint_interval,
+    };
+    sluice_bench::nexmark::bench_queries(&exe, &settings)?;
     Ok(ExitCode::SUCCESS)
 }

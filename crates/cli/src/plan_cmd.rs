@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use sluice_graph::plan::{job_graph_dot, job_graph_text, job_plan_json};
+use sluice_datastream::plan::{job_graph_dot, job_graph_text, job_plan_json};
 use sluice_types::Id128;
 
 use crate::args::{PlanArgs, PlanFormatArg};

@@ -3,17 +3,19 @@
 //! folded stacks or as an SVG drawn by `inferno`. The server samples (the first request answers
 //! `endTimestamp: -3`, "sampling"); this command asks again until the graph is there.
 //!
-//! [`fetch_flame_graph`] is shared with `sluice doctor`, which reads the bottleneck's graphs.
+//! The fetching is the doctor's ([`fetch_flame_graph`], which `sluice doctor` uses for the
+//! bottleneck's graphs); this module is flags, folding and drawing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde_json::Value;
-use sluice_doctor::FlameTree;
+use sluice_client::LiveSource;
+use sluice_doctor::examine::{fetch_flame_graph, FlameType as DoctorFlameType};
+use sluice_doctor::{FlameTree, RestSource};
 
-use crate::doctor_cmd::{LiveSource, RestSource};
 use crate::top::pick_job;
 
 /// Flink's flame graph types.
@@ -30,12 +32,18 @@ pub enum FlameType {
 }
 
 impl FlameType {
-    pub fn as_str(self) -> &'static str {
+    /// The doctor's name for it.
+    pub fn doctor(self) -> DoctorFlameType {
         match self {
-            FlameType::Full => "full",
-            FlameType::OnCpu => "on_cpu",
-            FlameType::OffCpu => "off_cpu",
+            FlameType::Full => DoctorFlameType::Full,
+            FlameType::OnCpu => DoctorFlameType::OnCpu,
+            FlameType::OffCpu => DoctorFlameType::OffCpu,
         }
+    }
+
+    /// The name in Flink's `?type=` query.
+    pub fn as_str(self) -> &'static str {
+        self.doctor().as_str()
     }
 }
 
@@ -48,7 +56,7 @@ pub struct ProfileArgs {
     #[arg(long, default_value = "http://127.0.0.1:8081")]
     pub url: String,
     #[command(flatten)]
-    pub client: crate::http_client::ClientArgs,
+    pub client: sluice_client::ClientArgs,
     /// Job id; default: the first RUNNING job, else the most recently started one.
     #[arg(long)]
     pub job: Option<String>,
@@ -117,50 +125,6 @@ pub fn find_vertex(job: &Value, wanted: &str) -> anyhow::Result<(String, String)
     }
 }
 
-/// Asks for a vertex's flame graph until it has data (Flink's `-3` means "sampling"), for at
-/// most `wait`. Returns the answer's tree and its `endTimestamp`.
-pub fn fetch_flame_graph(
-    src: &dyn RestSource,
-    jid: &str,
-    vid: &str,
-    ty: FlameType,
-    subtask: Option<usize>,
-    wait: Duration,
-) -> anyhow::Result<(FlameTree, i64)> {
-    let mut path = format!("/jobs/{jid}/vertices/{vid}/flamegraph?type={}", ty.as_str());
-    if let Some(i) = subtask {
-        path.push_str(&format!("&subtaskindex={i}"));
-    }
-    let started = Instant::now();
-    loop {
-        let answer = src.get(&path)?.ok_or_else(|| {
-            anyhow::anyhow!(
-                "{} has no flame graph endpoint (404 for {path}); on Flink set \
-                 rest.flamegraph.enabled: true",
-                src.describe()
-            )
-        })?;
-        let end = answer.get("endTimestamp").and_then(Value::as_i64);
-        match (end, FlameTree::from_answer(&answer)) {
-            (Some(ts), Some(tree)) if ts >= 0 => return Ok((tree, ts)),
-            (Some(-1), _) => anyhow::bail!("the vertex's tasks are not running (endTimestamp -1)"),
-            (Some(-2), _) => anyhow::bail!(
-                "the server has flame graphs disabled (endTimestamp -2: rest.flamegraph.enabled)"
-            ),
-            (Some(-3), _) | (Some(_), None) => {}
-            _ => anyhow::bail!("{path}: not a flame graph answer: {answer}"),
-        }
-        if started.elapsed() >= wait {
-            // The same words whatever the wait, so a saved `-3` answer (`doctor --from-dir`)
-            // reads as the live one did.
-            anyhow::bail!(
-                "no flame graph: the server was still sampling (`sluice profile --seconds` waits longer)"
-            );
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
-
 /// Brendan Gregg's folded format of a tree: one `a;b;c self-count` line per frame with self
 /// samples (the root left out; `;` in a frame name becomes `:`).
 pub fn folded(tree: &FlameTree) -> String {
@@ -219,7 +183,7 @@ pub fn profile(args: ProfileArgs) -> anyhow::Result<ExitCode> {
         &src,
         &jid,
         &vid,
-        args.flame_type,
+        args.flame_type.doctor(),
         args.subtask,
         Duration::from_secs(args.seconds),
     )?;
@@ -252,7 +216,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../../tests/fixtures/flink/flink-rest"
         );
-        crate::http_client::parse_json(&std::fs::read(format!("{dir}/{p}")).unwrap()).unwrap()
+        sluice_client::parse_json(&std::fs::read(format!("{dir}/{p}")).unwrap()).unwrap()
     }
 
     #[test]
@@ -298,16 +262,5 @@ mod tests {
         );
         let e = find_vertex(&job, "-").unwrap_err().to_string();
         assert!(e.contains("several"), "{e}");
-    }
-
-    #[test]
-    fn deep_json_is_read_and_too_deep_json_refused() {
-        let deep = "[".repeat(300) + &"]".repeat(300);
-        assert!(crate::http_client::parse_json(deep.as_bytes()).is_ok());
-        let hostile = "[".repeat(5000) + &"]".repeat(5000);
-        let e = crate::http_client::parse_json(hostile.as_bytes()).unwrap_err();
-        assert!(e.contains("5000 levels"), "{e}");
-        let quoted = format!("\"{}\"", "[".repeat(5000));
-        assert!(crate::http_client::parse_json(quoted.as_bytes()).is_ok());
     }
 }

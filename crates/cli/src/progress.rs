@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
-use sluice_graph::JobMonitor;
+use sluice_datastream::JobMonitor;
 
 /// How often the bar reads the counters and redraws.
 const REFRESH: Duration = Duration::from_millis(100);
@@ -92,15 +92,4 @@ fn bar(total: u64) -> ProgressBar {
     bar
 }
 
-/// 12.3M, 4.5k, 999.
-pub fn human(x: f64) -> String {
-    if x >= 1e9 {
-        format!("{:.2}G", x / 1e9)
-    } else if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
+pub use sluice_bench::human;

@@ -1,6 +1,7 @@
 //! `sluice top`: a live, per-subtask view of where a running job spends its time (busy,
 //! backpressured, idle) and its records/s, read from a Flink-compatible REST API. It uses only
-//! Flink's own paths and metric names (spec §5.3, §9), so it works against Sluice's REST server and
+//! Flink's own paths and metric names (docs/src/reference/flink-formats.md#data-skew and #web-ui),
+//! so it works against Sluice's REST server and
 //! a real Apache Flink cluster alike.
 //!
 //! Three layers: [`fetch`] fills a plain [`Model`] over HTTP (with pure JSON readers that the
@@ -13,9 +14,10 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sluice_doctor::flink_rest::{number, text};
+use sluice_doctor::flink_rest::{shape, shapes};
+use sluice_rest_api::{AggregatedMetric, JobDetails, VertexDetails};
 
-use crate::http_client::Endpoint;
+use sluice_client::Endpoint;
 
 /// Arguments of `sluice top`.
 #[derive(clap::Args, Debug)]
@@ -24,7 +26,7 @@ pub struct TopArgs {
     #[arg(long, default_value = "http://127.0.0.1:8081")]
     pub url: String,
     #[command(flatten)]
-    pub client: crate::http_client::ClientArgs,
+    pub client: sluice_client::ClientArgs,
     /// Job id; default: the first RUNNING job, else the most recently started one.
     #[arg(long)]
     pub job: Option<String>,
@@ -85,7 +87,8 @@ pub struct VertexView {
     pub id: String,
     pub name: String,
     pub parallelism: usize,
-    /// `skew` aggregate of `numRecordsInPerSecond`, in % (spec §9 "Data Skew").
+    /// `skew` aggregate of `numRecordsInPerSecond`, in %
+    /// (docs/src/reference/flink-formats.md#web-ui).
     pub data_skew: Option<f64>,
     /// `sum` aggregates of `numRecords{In,Out}PerSecond`.
     pub records_in: Option<f64>,
@@ -113,7 +116,7 @@ pub struct SubtaskView {
     pub endpoint: Option<String>,
 }
 
-/// Flink's backpressure levels (spec §5.2).
+/// Flink's backpressure levels (docs/src/reference/flink-formats.md#backpressure-levels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackpressureLevel {
     Ok,
@@ -168,7 +171,8 @@ impl VertexView {
         self.max_of(|s| s.busy, self.busy_max)
     }
 
-    /// Vertex level = level of the max subtask ratio (spec §5.2).
+    /// Vertex level = level of the max subtask ratio
+    /// (docs/src/reference/flink-formats.md#backpressure-levels).
     pub fn backpressure_level(&self) -> Option<BackpressureLevel> {
         self.max_backpressured()
             .map(|ms| BackpressureLevel::of_ratio(ms / 1000.0))
@@ -187,26 +191,27 @@ pub fn pick_job(overview: &Value, wanted: Option<&str>, url: &str) -> anyhow::Re
 
 /// The header fields and the vertices (no metrics yet) of `/jobs/:id`.
 pub fn read_job(job: &Value) -> anyhow::Result<(JobSummary, Vec<VertexView>)> {
+    let job: JobDetails = shape(job);
     let vertices = job
-        .get("vertices")
-        .and_then(Value::as_array)
+        .vertices
         .ok_or_else(|| anyhow::anyhow!("the job details have no `vertices` list"))?;
     let summary = JobSummary {
-        id: text(job, "jid"),
-        name: text(job, "name"),
-        state: text(job, "state"),
-        duration_ms: job.get("duration").and_then(number).filter(|d| *d >= 0.0),
+        id: job.jid,
+        name: job.name,
+        state: job.state,
+        duration_ms: job.duration.filter(|d| *d >= 0.0),
     };
     let vertices = vertices
-        .iter()
+        .into_iter()
         .map(|v| VertexView {
-            id: text(v, "id"),
-            name: text(v, "name"),
             parallelism: v
-                .get("parallelism")
-                .and_then(number)
+                .parallelism
+                .as_ref()
+                .and_then(|p| p.number())
                 .filter(|p| *p >= 0.0)
                 .map_or(0, |p| p as usize),
+            id: v.id,
+            name: v.name,
             ..VertexView::default()
         })
         .collect();
@@ -226,16 +231,15 @@ pub struct Aggregate {
 /// `/jobs/:id/vertices/:vid/subtasks/metrics?get=…&agg=…` by metric id.
 pub fn read_aggregates(v: &Value) -> HashMap<String, Aggregate> {
     let mut out = HashMap::new();
-    for m in v.as_array().into_iter().flatten() {
-        let f = |k: &str| m.get(k).and_then(number);
+    for m in shapes::<AggregatedMetric>(v) {
         out.insert(
-            text(m, "id"),
+            m.id,
             Aggregate {
-                min: f("min"),
-                max: f("max"),
-                avg: f("avg"),
-                sum: f("sum"),
-                skew: f("skew"),
+                min: m.min,
+                max: m.max,
+                avg: m.avg,
+                sum: m.sum,
+                skew: m.skew,
             },
         );
     }
@@ -318,12 +322,8 @@ pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
 
 /// Each subtask's `endpoint` in a vertex's answer (`/jobs/:jid/vertices/:vid`), by index.
 pub fn subtask_endpoints(vertex: &Value) -> Vec<Option<String>> {
-    vertex["subtasks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| s["endpoint"].as_str().map(str::to_string))
-        .collect()
+    let vertex: VertexDetails = shape(vertex);
+    vertex.subtasks.into_iter().map(|s| s.endpoint).collect()
 }
 
 /// The metric id of a source vertex's lag (`Source__clicks.pendingRecords`): its first chained
@@ -351,7 +351,8 @@ const FULL: char = '█';
 const EMPTY: char = '░';
 const UNKNOWN: char = '·';
 
-/// `min(round(ms / 10), 100)`: a time per second as the web UI's percentage (spec §9).
+/// `min(round(ms / 10), 100)`: a time per second as the web UI's percentage
+/// (docs/src/reference/flink-formats.md#web-ui).
 fn percent(ms_per_s: f64) -> u32 {
     (ms_per_s / 10.0).round().clamp(0.0, 100.0) as u32
 }
@@ -639,6 +640,7 @@ pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sluice_doctor::flink_rest::number;
 
     const FIXTURES: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),

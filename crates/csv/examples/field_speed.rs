@@ -3,6 +3,8 @@
 //! Formats Nexmark-like text fields (names, URLs, a few needing quotes) into a reused line,
 //! with `push_field` and with the quoter it replaced in the Nexmark canonical rows
 //! (`str::contains` over a char set, then `replace`), interleaved, best of 7 rounds.
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 

@@ -22,6 +22,8 @@
 //! `csv::Writer` per sink would add an `io::Write` layer and buffering of its own. This crate
 //! has no dependencies, so the dependency-free Nexmark generator can use it.
 
+#![warn(missing_docs)]
+
 use std::borrow::Cow;
 
 /// Whether `s` must be quoted under the rule above.

@@ -1,4 +1,4 @@
-//! Checkpoint advice: aligned checkpoints under backpressure (spec: the seeds' restart loop).
+//! Checkpoint advice: aligned checkpoints under backpressure (the restart loop below).
 //!
 //! Under backpressure an aligned barrier waits behind every full buffer on its way, so
 //! checkpoints take ever longer, time out, and a job that restarts on checkpoint failure never
@@ -13,15 +13,21 @@ use crate::JobView;
 /// What a Flink-compatible `/jobs/:id/checkpoints` and `/checkpoints/config` report.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CheckpointStats {
+    /// Whether unaligned checkpoints are on.
     pub unaligned: bool,
     /// `aligned_checkpoint_timeout` in ms (0 = off).
     pub aligned_timeout_ms: u64,
+    /// Checkpoint interval in ms (0 = checkpointing off).
     pub interval_ms: u64,
+    /// Time after which a checkpoint is aborted, ms.
     pub timeout_ms: u64,
+    /// Checkpoints completed so far.
     pub completed: u64,
+    /// Checkpoints failed so far.
     pub failed: u64,
     /// End-to-end duration of completed checkpoints, 90th percentile and maximum (ms).
     pub duration_p90_ms: f64,
+    /// See `duration_p90_ms`: the maximum.
     pub duration_max_ms: f64,
     /// Whether the job's input gates debloat their buffers (Flink serves
     /// `Shuffle.Netty.Input.<n>.debloatedBufferSize` only then; Sluice reports a nonzero

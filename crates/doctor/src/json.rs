@@ -13,12 +13,12 @@ pub fn plan_change_json(c: &PlanChange) -> Value {
             parallelism,
             ship,
         } => {
-            json!({"kind": "parallelism", "operator": operator, "parallelism": parallelism, "ship": ship})
+            json!({"kind": "parallelism", "operator": operator, "parallelism": parallelism, "ship": ship.as_str()})
         }
         PlanChange::TwoPhase { operator, buckets } => {
             json!({"kind": "two-phase", "operator": operator, "buckets": buckets})
         }
-        PlanChange::AsyncIo { operator, capacity } => {
+        PlanChange::AsyncCapacity { operator, capacity } => {
             json!({"kind": "async-io", "operator": operator, "capacity": capacity})
         }
         PlanChange::SinkOption {

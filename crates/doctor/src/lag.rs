@@ -14,6 +14,7 @@ pub const GROWTH_SHARE: f64 = 0.10;
 pub const GROWTH_RECORDS: f64 = 1000.0;
 /// Lag at most this many records, or at most this many seconds of the sources' output, is "about 0".
 pub const NEAR_ZERO_RECORDS: f64 = 100.0;
+/// See [`NEAR_ZERO_RECORDS`]: the seconds of output.
 pub const NEAR_ZERO_SECONDS: f64 = 1.0;
 
 /// The sources' total lag at the start and the end of the window.
@@ -21,6 +22,7 @@ pub const NEAR_ZERO_SECONDS: f64 = 1.0;
 pub struct LagTrend {
     /// Total `pendingRecords` over every reporting source subtask, first and last sample.
     pub first: f64,
+    /// See `first`: the last sample's total.
     pub last: f64,
     /// Samples the trend was read from (1: a single sample, no trend).
     pub samples: usize,
@@ -29,10 +31,14 @@ pub struct LagTrend {
 }
 
 impl LagTrend {
+    /// Whether the lag rose over the window by more than noise ([`GROWTH_SHARE`],
+    /// [`GROWTH_RECORDS`]): the job falls behind its input.
     pub fn growing(&self) -> bool {
         self.samples >= 2 && self.last - self.first >= GROWTH_RECORDS.max(GROWTH_SHARE * self.first)
     }
 
+    /// Whether the last lag is about 0 ([`NEAR_ZERO_RECORDS`], [`NEAR_ZERO_SECONDS`]): the job
+    /// keeps up.
     pub fn near_zero(&self) -> bool {
         self.last <= NEAR_ZERO_RECORDS.max(NEAR_ZERO_SECONDS * self.source_rate)
     }

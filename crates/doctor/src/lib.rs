@@ -3,7 +3,10 @@
 //! their [`SubtaskSample`]s), [`Diagnosis`] (bottleneck, [`Cause`], evidence, [`FixProposal`]);
 //! [`flink_rest`] builds a `JobView` from Flink-compatible REST answers (the CLI's live sampler and
 //! `--from-dir`, tests over captured fixtures), the REST server builds one from its own snapshots;
-//! then [`diagnose`] or [`diagnose_window`]. The causes are an ordered list of rules
+//! then [`diagnose`] or [`diagnose_window`]. [`examine()`] is the one call that does it all over a
+//! [`Probe`] (sampling window, extras, flame graphs, checkpoint advice): the CLI, the REST server
+//! and the autopilot share it, and every fetch and wait is the probe's, so the doctor itself
+//! does no I/O. The causes are an ordered list of rules
 //! (`rules/`), the first that matches the bottleneck's breakdown wins.
 //!
 //! The method: walk the vertices from the sources downstream, skip every vertex that is
@@ -41,11 +44,13 @@
 //! → blocking calls; mostly on CPU in state frames → state access; in serialization frames →
 //! serialization cost.
 //! Times are in ms per second (Flink's `…TimeMsPerSecond`), rates in records per second.
+#![warn(missing_docs)]
 
 use std::fmt;
 
 mod checkpoints;
 mod error;
+pub mod examine;
 pub mod exchange;
 pub mod flink_rest;
 mod json;
@@ -55,6 +60,7 @@ mod rules;
 
 pub use checkpoints::{checkpoint_advice, CheckpointStats};
 pub use error::DoctorError;
+pub use examine::{examine, Examination, ExamineOptions, Probe, RestProbe, RestSource};
 pub use json::{plan_change_json, to_json};
 pub use profile::{FlameTree, ProfileSummary, VertexProfile};
 
@@ -72,10 +78,15 @@ pub const STATE_RATIO: f64 = 0.5;
 /// One subtask's metrics (one sample, or the average over a window). `None`: not reported.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SubtaskSample {
+    /// Time spent processing records, ms/s (`busyTimeMsPerSecond`).
     pub busy: Option<f64>,
+    /// Time blocked on full output buffers, ms/s (`backPressuredTimeMsPerSecond`).
     pub backpressured: Option<f64>,
+    /// Time waiting for input, ms/s (`idleTimeMsPerSecond`).
     pub idle: Option<f64>,
+    /// Records received per second (`numRecordsInPerSecond`).
     pub records_in: Option<f64>,
+    /// Records emitted per second (`numRecordsOutPerSecond`).
     pub records_out: Option<f64>,
     /// CPU time of the task thread, ms/s (Sluice's `cpuTimeMsPerSecond`; Flink has none).
     pub cpu: Option<f64>,
@@ -115,10 +126,12 @@ impl SubtaskSample {
         }
     }
 
+    /// Backpressured ms/s, 0 when not reported.
     pub fn backpressured_ms(&self) -> f64 {
         self.backpressured.unwrap_or(0.0)
     }
 
+    /// Idle ms/s, 0 when not reported.
     pub fn idle_ms(&self) -> f64 {
         self.idle.unwrap_or(0.0)
     }
@@ -136,24 +149,32 @@ impl SubtaskSample {
 /// A heavy key of a keyed vertex and its share of the vertex's records (0..=1).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HotKey {
+    /// The key as the engine prints it.
     pub key: String,
+    /// Its share of the vertex's records, 0..=1.
     pub share: f64,
 }
 
 /// A vertex (a chain of operators) with its subtasks' metrics.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VertexView {
+    /// The engine's vertex id (Flink's job vertex id).
     pub id: String,
+    /// The vertex's name as the engine reports it.
     pub name: String,
+    /// Subtasks the vertex runs.
     pub parallelism: usize,
     /// Upstream vertices (indices into [`JobView::vertices`]), one per input.
     pub inputs: Vec<usize>,
     /// Ship strategy of each input (Flink's strings: `HASH`, `FORWARD`, `REBALANCE`, …).
     pub ship_strategies: Vec<String>,
+    /// Whether the vertex has no inputs (it reads from a connector).
     pub is_source: bool,
+    /// Whether no vertex reads from it (it writes to a connector).
     pub is_sink: bool,
     /// Chained operator names, in chain order.
     pub operators: Vec<String>,
+    /// Metrics of each subtask, by subtask index.
     pub subtasks: Vec<SubtaskSample>,
     /// Heavy keys when the engine reports them; `None`: not reported.
     pub hot_keys: Option<Vec<HotKey>>,
@@ -167,8 +188,11 @@ pub struct VertexView {
 /// A connector option of an operator, as its plan node holds it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ConnectorOption {
+    /// The operator the option belongs to.
     pub operator: String,
+    /// Option name (e.g. `sink.buffer-flush.max-rows`).
     pub key: String,
+    /// Its current value, as written in the plan.
     pub value: String,
 }
 
@@ -181,7 +205,9 @@ pub const BATCH_ROWS: usize = 1000;
 /// A job: its vertices, and the cores a fix may use when known.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JobView {
+    /// The job's vertices; inputs refer to them by index.
     pub vertices: Vec<VertexView>,
+    /// Cores the job may use in total, bounding a proposed parallelism; `None`: unknown.
     pub available_cores: Option<usize>,
 }
 
@@ -193,9 +219,11 @@ pub type Snapshot = Vec<Vec<SubtaskSample>>;
 pub struct Bottleneck {
     /// Index into [`JobView::vertices`].
     pub vertex: usize,
+    /// The vertex's display name.
     pub vertex_name: String,
     /// Subtasks of the vertex.
     pub parallelism: usize,
+    /// The chained operator that takes the busy time, when the metrics single one out.
     pub operator: Option<String>,
     /// Busy, not backpressured subtasks (0-based).
     pub subtasks: Vec<usize>,
@@ -205,7 +233,10 @@ pub struct Bottleneck {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cause {
     /// A few subtasks of a keyed vertex do the work: hot keys.
-    KeySkew { hot_keys: Vec<HotKey> },
+    KeySkew {
+        /// The heavy keys found (empty when the engine does not report keys).
+        hot_keys: Vec<HotKey>,
+    },
     /// A few subtasks of a non-keyed vertex get most of the records.
     UnevenLoad,
     /// All subtasks busy computing: too few of them, or too expensive a function.
@@ -262,50 +293,8 @@ impl fmt::Display for Cause {
     }
 }
 
-/// A plan change in machine form; mirrors `sluice_graph::fixer::Fix` (ship strategies as Flink's
-/// strings) plus async I/O, which the fixer cannot apply yet.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PlanChange {
-    Parallelism {
-        operator: String,
-        parallelism: usize,
-        ship: String,
-    },
-    TwoPhase {
-        operator: String,
-        buckets: u32,
-    },
-    AsyncIo {
-        operator: String,
-        capacity: usize,
-    },
-    /// Set a connector option of `operator` (e.g. `sink.buffer-flush.max-rows`); mirrors
-    /// `sluice_graph::fixer::Fix::SinkOption`.
-    SinkOption {
-        operator: String,
-        key: String,
-        value: String,
-    },
-    /// Give the lookup join `operator` a partial cache of `max_rows` rows (`lookup.cache =
-    /// PARTIAL`); mirrors `sluice_graph::fixer::Fix::LookupCache`.
-    LookupCache {
-        operator: String,
-        max_rows: usize,
-    },
-}
-
-impl PlanChange {
-    /// The operator the change targets.
-    pub fn operator(&self) -> &str {
-        match self {
-            PlanChange::Parallelism { operator, .. }
-            | PlanChange::TwoPhase { operator, .. }
-            | PlanChange::AsyncIo { operator, .. }
-            | PlanChange::SinkOption { operator, .. }
-            | PlanChange::LookupCache { operator, .. } => operator,
-        }
-    }
-}
+/// The plan change a fix proposes: the one type the fixer (`sluice_datastream::fixer`) applies.
+pub use sluice_plan::{PlanChange, ShipStrategy};
 
 /// What a source-ceiling diagnosis found about a partitioned source.
 #[derive(Clone, Debug, PartialEq)]
@@ -319,20 +308,28 @@ pub struct SourceSplits {
 /// A proposed fix: prose, the one-line change, and the machine form when it is a plan change.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FixProposal {
+    /// What the fix does and why, in prose.
     pub description: String,
+    /// The change in one line (a plan edit, or a code change to make).
     pub change: String,
+    /// The change in machine form, when the plan can express it (else a code change).
     pub plan_change: Option<PlanChange>,
 }
 
 /// The doctor's answer.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnosis {
+    /// Where the job is limited; `None` when nothing is busy.
     pub bottleneck: Option<Bottleneck>,
+    /// Why the bottleneck is busy.
     pub cause: Cause,
     /// 0..=1.
     pub confidence: f64,
+    /// The observations the cause was read from, one line each.
     pub evidence: Vec<String>,
+    /// What to change, when there is something to change.
     pub fix: Option<FixProposal>,
+    /// What the fix should do to the job's figures, in prose.
     pub expected_effect: String,
     /// What could not be determined from the data given.
     pub undetermined: Vec<String>,

@@ -14,8 +14,11 @@ use serde_json::Value;
 /// A flame graph node (Flink's `{name, value, children}`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FlameTree {
+    /// The frame (method) name.
     pub name: String,
+    /// Samples in this frame and its callees.
     pub value: u64,
+    /// The frames it called.
     pub children: Vec<FlameTree>,
 }
 
@@ -79,20 +82,27 @@ impl FlameTree {
 /// The flame graphs of a vertex's busy subtasks, as fetched.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct VertexProfile {
+    /// Stacks sampled while running on a CPU.
     pub on_cpu: FlameTree,
+    /// Stacks sampled while waiting (blocked, sleeping, waiting for input or credit).
     pub off_cpu: FlameTree,
 }
 
 /// What a thread waits in, off CPU, when it waits inside the operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlockedIn {
+    /// `Thread.sleep` and the like.
     Sleep,
+    /// Socket or file reads and writes.
     Io,
+    /// Monitors, locks, condition waits.
     Lock,
+    /// A wait the frame names do not classify.
     Other,
 }
 
 impl BlockedIn {
+    /// The wait in words, for evidence lines.
     pub fn describe(self) -> &'static str {
         match self {
             BlockedIn::Sleep => "a sleep",
@@ -109,6 +119,7 @@ pub struct ProfileSummary {
     /// On-CPU samples, and off-CPU samples of the thread's own waits (not for input or credit:
     /// those are idle and backpressured time, which the metrics already tell).
     pub on_cpu: u64,
+    /// See `on_cpu`: the off-CPU samples of the thread's own waits.
     pub blocked: u64,
     /// `blocked / (on_cpu + blocked)`: how much of the working time was spent off CPU.
     pub blocked_share: f64,

@@ -169,7 +169,7 @@ fn uneven_load_behind_a_non_keyed_edge() {
         Some(PlanChange::Parallelism {
             operator: "agg".into(),
             parallelism: 2,
-            ship: "REBALANCE".into()
+            ship: ShipStrategy::Rebalance
         })
     );
 }
@@ -187,7 +187,7 @@ fn under_provisioned_keyed_operator_keeps_hash() {
         Some(PlanChange::Parallelism {
             operator: "agg".into(),
             parallelism: 3,
-            ship: "HASH".into()
+            ship: ShipStrategy::Hash
         })
     );
     assert!(d
@@ -240,7 +240,7 @@ fn expensive_map_in_a_source_chain_is_named() {
         Some(PlanChange::Parallelism {
             operator: "map".into(),
             parallelism: 3,
-            ship: "REBALANCE".into()
+            ship: ShipStrategy::Rebalance
         })
     );
     assert!(
@@ -290,7 +290,7 @@ fn blocking_calls_from_low_cpu() {
     assert_eq!(d.cause, Cause::BlockingCalls);
     assert_eq!(
         d.fix.unwrap().plan_change,
-        Some(PlanChange::AsyncIo {
+        Some(PlanChange::AsyncCapacity {
             operator: "agg".into(),
             // Little's law: 950 ms busy / 50 ms CPU per second = 19, × 1.25 headroom.
             capacity: 24
@@ -351,7 +351,7 @@ fn a_blocking_lookup_whose_keys_repeat_gets_a_cache_before_async() {
     ] {
         assert_eq!(
             d.fix.unwrap().plan_change,
-            Some(PlanChange::AsyncIo {
+            Some(PlanChange::AsyncCapacity {
                 operator: "agg".into(),
                 capacity: 24
             })

@@ -245,7 +245,7 @@ fn a_sink_fed_a_keyed_stream_is_scaled_with_its_keyed_operator_behind_hash() {
         Some(PlanChange::Parallelism {
             operator: "agg".into(),
             parallelism: 3,
-            ship: "HASH".into()
+            ship: ShipStrategy::Hash
         })
     );
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sluice_graph::{Collector, ControlEvent, GraphError, OperatorError, StreamEnv};
+use sluice_datastream::{Collector, ControlEvent, GraphError, OperatorError, StreamEnv};
 use sluice_lookup::{LookupExt, LookupSource, Row};
 use sluice_lookup_service::{Latency, Service, ServiceOptions};
 
@@ -31,6 +31,7 @@ pub const LOOKUP_KEYS: u64 = 100_000;
 pub struct PostgresTable {
     /// `postgres://USER@HOST:PORT/DB` or a libpq connection string.
     pub conn: String,
+    /// The table's name.
     pub table: String,
 }
 
@@ -55,6 +56,7 @@ pub struct LookupOutput {
 }
 
 impl LookupOutput {
+    /// The digests of what reached the sink so far.
     pub fn digest(&self) -> LookupDigest {
         LookupDigest {
             ordered: self.slots.lock().unwrap_or_else(|p| p.into_inner()).clone(),
@@ -118,14 +120,14 @@ pub fn build(
     sunk: Arc<AtomicU64>,
 ) -> Result<LookupOutput, GraphError> {
     if keys == 0 || keys > LOOKUP_KEYS {
-        return Err(GraphError::InvalidConfig(format!(
+        return Err(GraphError::invalid_config(format!(
             "blocking: --keys {keys} must be within 1..={LOOKUP_KEYS} (the rows the service holds)"
         )));
     }
     env.set_parallelism(parallelism);
     if let Some(t) = table {
         let source = LookupSource::postgres(&t.conn, &t.table, KEY_COLUMN)
-            .map_err(|e| GraphError::InvalidConfig(e.to_string()))?;
+            .map_err(|e| GraphError::invalid_config(e.to_string()))?;
         return Ok(with_lookup(env, records, keys, source, None, sunk));
     }
     let service = Arc::new(
@@ -137,10 +139,10 @@ pub fn build(
                 ..ServiceOptions::default()
             },
         )
-        .map_err(|e| GraphError::InvalidConfig(format!("starting the lookup service: {e}")))?,
+        .map_err(|e| GraphError::invalid_config(format!("starting the lookup service: {e}")))?,
     );
     let source = LookupSource::http(&format!("{}/lookup/{{key}}", service.url()))
-        .map_err(|e| GraphError::InvalidConfig(e.to_string()))?;
+        .map_err(|e| GraphError::invalid_config(e.to_string()))?;
     Ok(with_lookup(env, records, keys, source, Some(service), sunk))
 }
 

@@ -1,10 +1,13 @@
 //! generator → map → discard: measures the engine's per-record overhead.
 
-use sluice_graph::{DiscardHandle, GraphError, StreamEnv};
+use sluice_datastream::{DiscardHandle, GraphError, StreamEnv};
 
+/// Settings of the passthrough job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PassthroughConfig {
+    /// Records generated in total.
     pub records: u64,
+    /// Parallelism of every operator.
     pub parallelism: usize,
     /// Put `rebalance()` between the source and the map (otherwise all three chain).
     pub rebalance: bool,
@@ -20,13 +23,16 @@ impl Default for PassthroughConfig {
     }
 }
 
+/// The built passthrough job.
 pub struct PassthroughJob {
+    /// Counts what reached the discarding sink.
     pub discarded: DiscardHandle,
 }
 
+/// Adds the passthrough job to `env`; fails on a parallelism of 0.
 pub fn build(env: &StreamEnv, cfg: &PassthroughConfig) -> Result<PassthroughJob, GraphError> {
     if cfg.parallelism == 0 {
-        return Err(GraphError::InvalidConfig(
+        return Err(GraphError::invalid_config(
             "--parallelism must be at least 1".into(),
         ));
     }

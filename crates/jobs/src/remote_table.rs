@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_graph::{Collector, OperatorError};
+use sluice_datastream::{Collector, OperatorError};
+use sluice_types::duration::{parse_duration, DurationError};
 use sluice_types::{ControlEvent, OperatorContext};
 
 /// Rows per write request (Flink JDBC: `sink.buffer-flush.max-rows`).
@@ -63,9 +64,9 @@ impl TableHandle {
         };
         let interval = match ctx.option(FLUSH_INTERVAL) {
             None => None,
-            Some(v) => parse_interval(v).ok_or_else(|| {
+            Some(v) => flush_interval(v).map_err(|e| {
                 OperatorError::failed(format!(
-                    "{}: option {FLUSH_INTERVAL} must be a duration like 1s or 200ms, got '{v}'",
+                    "{}: option {FLUSH_INTERVAL} must be a duration like 1s or 200ms: {e}",
                     ctx.operator_name
                 ))
             })?,
@@ -81,17 +82,9 @@ impl TableHandle {
     }
 }
 
-/// `1s`, `200ms`, `0` (no interval flush).
-fn parse_interval(v: &str) -> Option<Option<Duration>> {
-    let v = v.trim();
-    let ms = if let Some(n) = v.strip_suffix("ms") {
-        n.trim().parse::<u64>().ok()?
-    } else if let Some(n) = v.strip_suffix('s') {
-        n.trim().parse::<u64>().ok()?.checked_mul(1000)?
-    } else {
-        v.parse::<u64>().ok()?
-    };
-    Some((ms > 0).then(|| Duration::from_millis(ms)))
+/// The flush interval a duration option names; `0` turns the interval flush off (`None`).
+fn flush_interval(v: &str) -> Result<Option<Duration>, DurationError> {
+    parse_duration(v).map(|d| (!d.is_zero()).then_some(d))
 }
 
 /// One subtask's buffered writer.
@@ -164,12 +157,13 @@ mod tests {
 
     #[test]
     fn intervals_parse_as_flink_writes_them() {
-        assert_eq!(parse_interval("1s"), Some(Some(Duration::from_secs(1))));
+        assert_eq!(flush_interval("1s"), Ok(Some(Duration::from_secs(1))));
         assert_eq!(
-            parse_interval("200ms"),
-            Some(Some(Duration::from_millis(200)))
+            flush_interval("200ms"),
+            Ok(Some(Duration::from_millis(200)))
         );
-        assert_eq!(parse_interval("0"), Some(None));
-        assert_eq!(parse_interval("soon"), None);
+        assert_eq!(flush_interval("250"), Ok(Some(Duration::from_millis(250))));
+        assert_eq!(flush_interval("0"), Ok(None));
+        assert!(flush_interval("soon").is_err());
     }
 }

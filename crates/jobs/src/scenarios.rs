@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use sluice_graph::{
+use sluice_datastream::{
     Collector, GraphError, KeyedProcessFunction, OperatorError, ProcessContext, StateBackendKind,
     StreamEnv,
 };
@@ -77,7 +77,9 @@ pub const UNBOUNDED: u64 = 1_000_000_000_000;
 pub struct ScenarioConfig {
     /// One of [`SCENARIOS`].
     pub name: String,
+    /// Records generated in total ([`UNBOUNDED`]: practically endless).
     pub records: u64,
+    /// Default parallelism of every operator.
     pub parallelism: usize,
     /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1–2 µs per
     /// 1000), so a benchmark can make the sink a chosen factor slower than the source.
@@ -114,6 +116,7 @@ impl Default for ScenarioConfig {
 }
 
 impl ScenarioConfig {
+    /// The named scenario with default settings.
     pub fn new(name: &str) -> Self {
         ScenarioConfig {
             name: name.into(),
@@ -156,6 +159,7 @@ impl ScenarioConfig {
 
 /// A built scenario: what its sink received, after (or during) the run.
 pub struct ScenarioJob {
+    /// The scenario's name.
     pub name: String,
     sunk: Arc<AtomicU64>,
     skew: Option<skew::SkewJob>,
@@ -196,7 +200,7 @@ const HEAVY: u32 = 2000;
 
 /// Adds the scenario's job to `env` (job name = scenario name).
 pub fn build(env: &StreamEnv, cfg: &ScenarioConfig) -> Result<ScenarioJob, GraphError> {
-    cfg.validate().map_err(GraphError::InvalidConfig)?;
+    cfg.validate().map_err(GraphError::invalid_config)?;
     let n = cfg.records;
     let sunk: Arc<AtomicU64> = Arc::default();
     let mut skew_job = None;

@@ -1,14 +1,15 @@
-//! The skew workload (spec/skew-workload.md), bit-exact.
+//! The skew workload (docs/src/reference/skew-workload.md), bit-exact.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use sluice_graph::{ControlEvent, DataStream, GraphError, StreamEnv};
+use sluice_datastream::{ControlEvent, DataStream, GraphError, StreamEnv};
 
 /// Settings of the skew job; names match the CLI flags.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SkewConfig {
+    /// Records generated in total.
     pub records: u64,
     /// Share of records carrying the hot key 0 (0.0..=1.0).
     pub hot_key_share: f64,
@@ -18,8 +19,11 @@ pub struct SkewConfig {
     pub map_work: u32,
     /// Default parallelism of every operator.
     pub parallelism: usize,
+    /// The source's parallelism, when not the default.
     pub source_parallelism: Option<usize>,
+    /// The map's parallelism, when not the default.
     pub map_parallelism: Option<usize>,
+    /// The keyed sum's parallelism, when not the default.
     pub sum_parallelism: Option<usize>,
     /// Put `rebalance()` between the source and the map.
     pub rebalance_before_map: bool,
@@ -81,7 +85,7 @@ impl SkewConfig {
     }
 }
 
-/// SplitMix64's finaliser, as the spec's `mix`.
+/// SplitMix64's finaliser: `mix` of docs/src/reference/skew-workload.md#generator.
 #[inline]
 pub fn mix(z: u64) -> u64 {
     let mut z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -181,7 +185,7 @@ pub fn generated_source(
     env: &StreamEnv,
     cfg: &SkewConfig,
 ) -> Result<DataStream<(i64, i64)>, GraphError> {
-    cfg.validate().map_err(GraphError::InvalidConfig)?;
+    cfg.validate().map_err(GraphError::invalid_config)?;
     env.set_parallelism(cfg.parallelism);
     env.set_job_name("skew");
     let generator = RecordGenerator::new(cfg.hot_limit(), cfg.keys);
@@ -201,7 +205,7 @@ pub fn sums(
     cfg: &SkewConfig,
     source: DataStream<(i64, i64)>,
 ) -> Result<DataStream<(i64, i64)>, GraphError> {
-    cfg.validate().map_err(GraphError::InvalidConfig)?;
+    cfg.validate().map_err(GraphError::invalid_config)?;
     // Its one record type crosses processes when the job is split over several (whatever
     // the source: the generator, Kafka, a socket).
     source.env().exchange_type::<(i64, i64)>();
@@ -348,14 +352,14 @@ impl FinalSums {
     fn new(
         out: Arc<Mutex<BTreeMap<i64, i64>>>,
         keys: u64,
-        ctx: &sluice_graph::OperatorContext,
-    ) -> Result<Self, sluice_graph::OperatorError> {
+        ctx: &sluice_datastream::OperatorContext,
+    ) -> Result<Self, sluice_datastream::OperatorError> {
         let mut latest = LatestSums::new(keys);
         if let Some(restored) = sluice_runtime::services::restored_parts(ctx) {
             for (_, bytes) in &restored.parts {
                 let sums: Vec<(i64, i64)> = sluice_runtime::state::layout::decode(bytes)?;
                 for (k, s) in sums {
-                    let mine = sluice_graph::partition::assign_key_to_subtask(
+                    let mine = sluice_datastream::partition::assign_key_to_subtask(
                         &k,
                         ctx.max_parallelism,
                         ctx.parallelism as u32,
@@ -376,13 +380,13 @@ impl FinalSums {
     }
 }
 
-impl sluice_graph::Collector<(i64, i64)> for FinalSums {
+impl sluice_datastream::Collector<(i64, i64)> for FinalSums {
     #[inline]
-    fn collect(&mut self, (k, s): (i64, i64)) -> Result<(), sluice_graph::OperatorError> {
+    fn collect(&mut self, (k, s): (i64, i64)) -> Result<(), sluice_datastream::OperatorError> {
         self.latest.set(k, s);
         Ok(())
     }
-    fn emit_event(&mut self, event: ControlEvent) -> Result<(), sluice_graph::OperatorError> {
+    fn emit_event(&mut self, event: ControlEvent) -> Result<(), sluice_datastream::OperatorError> {
         match event {
             // The final sums are the latest per key at the end of input.
             ControlEvent::EndOfInput => {

@@ -4,6 +4,8 @@
 //! all with both readers, alternated twice (`sluice_kafka::bench`, which `sluice bench
 //! kafka-source --url …` runs on any broker). Prints records/s, CPU-ns per record (process CPU
 //! time, the broker is another process), their ratio, and the peak RSS.
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 

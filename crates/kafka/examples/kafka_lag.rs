@@ -4,13 +4,15 @@
 //! ~20,000 records/s over 2 partitions, and a job reading them through a map that handles
 //! ~5,000/s: open `http://127.0.0.1:PORT/`, click the source vertex and watch the lag per
 //! partition grow (also `sluice top --url http://127.0.0.1:PORT`).
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use sluice_graph::StreamEnv;
+use sluice_datastream::StreamEnv;
 use sluice_kafka::admin::ensure_topic;
 use sluice_kafka::source::{KafkaSource, Lines};
 use sluice_kafka::ClientSettings;

@@ -29,7 +29,9 @@ pub enum Subscription {
 /// A topic and how many partitions it has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicPartitions {
+    /// The topic's name.
     pub topic: String,
+    /// How many partitions it has.
     pub partitions: i32,
 }
 
@@ -121,8 +123,16 @@ pub fn resolve(
 /// What [`ensure_topic`] found or did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopicStatus {
-    Created { partitions: i32 },
-    Existed { partitions: i32 },
+    /// The topic was created.
+    Created {
+        /// Its partitions, as asked.
+        partitions: i32,
+    },
+    /// The topic existed already.
+    Existed {
+        /// Its partitions, as found.
+        partitions: i32,
+    },
 }
 
 /// Creates `topic` with `partitions` partitions (replication 1) unless it exists; an existing

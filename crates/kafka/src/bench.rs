@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::{Message, Offset, TopicPartitionList};
-use sluice_graph::StreamEnv;
+use sluice_datastream::StreamEnv;
 
 use crate::admin::ensure_topic;
 use crate::source::{KafkaSource, Lines, PartitionPlan};
@@ -46,7 +46,9 @@ pub fn peak_rss_mib() -> f64 {
 /// One reader's run over the records.
 #[derive(Debug, Clone, Copy)]
 pub struct Measurement {
+    /// Wall-clock time of the run.
     pub wall: Duration,
+    /// CPU time of the process during the run, ns.
     pub cpu_ns: u64,
 }
 
@@ -209,10 +211,15 @@ fn sluice_source(settings: &ClientSettings, topic: &str) -> Result<(Measurement,
 /// Both readers over the same records.
 #[derive(Debug, Clone)]
 pub struct Comparison {
+    /// The topic read.
     pub topic: String,
+    /// How many partitions it has.
     pub partitions: usize,
+    /// Records read by each reader.
     pub records: u64,
+    /// A bare librdkafka consumer loop over the same records: the floor.
     pub bare: Measurement,
+    /// Sluice's Kafka source in a job.
     pub sluice: Measurement,
 }
 
@@ -280,7 +287,8 @@ pub fn compare(
             Some((bb, sb)) => (bb.better(b), sb.better(s)),
         });
     }
-    let (bare, sluice) = best.expect("at least one round");
+    let (bare, sluice) =
+        best.ok_or_else(|| KafkaError::Config("the benchmark ran no round".to_string()))?;
     Ok(Comparison {
         topic: topic.to_string(),
         partitions: plan.len(),

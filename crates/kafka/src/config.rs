@@ -24,11 +24,14 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct KafkaUrl {
     /// `host:port[,host:port...]`, as librdkafka's `bootstrap.servers` takes it.
     pub bootstrap: String,
+    /// The topic.
     pub topic: String,
+    /// The query parameters, as given.
     pub params: BTreeMap<String, String>,
 }
 
 impl KafkaUrl {
+    /// Reads `kafka://HOST:PORT[,HOST:PORT...]/TOPIC[?name=value&...]`.
     pub fn parse(url: &str) -> Result<KafkaUrl, KafkaError> {
         let bad = |reason: &str| KafkaError::Url {
             url: url.to_string(),
@@ -193,12 +196,16 @@ pub fn check_topic(topic: &str) -> Result<(), String> {
 /// override any of them).
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
+    /// `bootstrap.servers`: `host:port[,host:port...]`.
     pub bootstrap: String,
+    /// How long to wait for the first metadata answer before failing.
     pub connect_timeout: Duration,
+    /// Extra librdkafka properties, applied last.
     pub properties: Vec<(String, String)>,
 }
 
 impl ClientSettings {
+    /// Settings for these brokers with the default connect timeout.
     pub fn new(bootstrap: impl Into<String>) -> ClientSettings {
         ClientSettings {
             bootstrap: bootstrap.into(),
@@ -207,11 +214,13 @@ impl ClientSettings {
         }
     }
 
+    /// Sets the connect timeout.
     pub fn connect_timeout(mut self, timeout: Duration) -> ClientSettings {
         self.connect_timeout = timeout;
         self
     }
 
+    /// Adds a librdkafka property (it overrides this crate's own setting of the same key).
     pub fn property(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.properties.push((key.into(), value.into()));
         self

@@ -12,14 +12,19 @@
 //! - [`config::KafkaUrl`]: the `kafka://HOST:PORT/TOPIC?k=v` URL of the command line;
 //!   [`config::ClientSettings`]: brokers, connect timeout, passthrough properties.
 //! - [`admin`]: metadata within the connect timeout, topic resolution, [`admin::ensure_topic`].
+//! - [`produce`]: keyed UTF-8 lines written as fast as a producer can, placed by Kafka's default
+//!   partitioner (`sluice produce`).
 //! - [`bench`]: the source benchmark beside a bare rdkafka loop (`cargo bench`, `sluice bench
 //!   kafka-source`).
 //! - [`KafkaError`]: the crate's one error type (source, sink, admin, coordinator client).
+
+#![warn(missing_docs)]
 
 pub mod admin;
 pub mod bench;
 pub mod config;
 mod error;
+pub mod produce;
 pub mod sink;
 pub mod source;
 

@@ -13,6 +13,8 @@
 //! Hyper on a current-thread tokio runtime: a request's latency is a timer, not a thread, so
 //! thousands of requests can wait at once and a benchmark measures the client, not the server.
 
+#![warn(missing_docs)]
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -23,26 +25,48 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
+use sluice_types::duration::parse_duration;
 use tokio::sync::watch;
 
 /// Why the service could not start or an option is invalid.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
+    /// A flag is unknown, lacks a value, or its value is out of range.
     #[error("invalid option {option}: {reason}")]
-    Option { option: String, reason: String },
+    Option {
+        /// The flag (`--latency`).
+        option: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The listening socket could not be bound.
     #[error("binding {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// Why binding failed.
         #[source]
         source: std::io::Error,
     },
+    /// The server's runtime or thread could not start.
     #[error("starting the service: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// A duration in Flink's syntax, its error as text. Unlike Flink, the unit is required: a
+/// latency of `10` reads as 10 ms to Flink but is more likely a slip here, and these flags have
+/// always refused it.
+fn duration(s: &str) -> Result<Duration, String> {
+    if s.trim_end().ends_with(|c: char| c.is_ascii_digit()) {
+        return Err(format!("'{s}': a duration needs a unit (us, ms, s)"));
+    }
+    parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// How long the service takes to answer a request.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Latency {
+    /// Always this long.
     Fixed(Duration),
     /// Uniform between the two bounds.
     Uniform(Duration, Duration),
@@ -51,21 +75,22 @@ pub enum Latency {
 }
 
 impl Latency {
-    /// `10ms` (fixed), `uniform:5ms..15ms`, `exp:10ms`; durations in `us`, `ms` or `s`.
+    /// `10ms` (fixed), `uniform:5ms..15ms`, `exp:10ms`; durations in Flink's syntax
+    /// (`sluice_types::duration`), e.g. `250us`, `1.5s`.
     pub fn parse(s: &str) -> Result<Latency, String> {
         if let Some(r) = s.strip_prefix("uniform:") {
             let (a, b) = r
                 .split_once("..")
                 .ok_or_else(|| format!("'{s}': expected uniform:MIN..MAX"))?;
-            let (a, b) = (parse_duration(a)?, parse_duration(b)?);
+            let (a, b) = (duration(a)?, duration(b)?);
             if a > b {
                 return Err(format!("'{s}': MIN is above MAX"));
             }
             Ok(Latency::Uniform(a, b))
         } else if let Some(m) = s.strip_prefix("exp:") {
-            Ok(Latency::Exponential(parse_duration(m)?))
+            Ok(Latency::Exponential(duration(m)?))
         } else {
-            Ok(Latency::Fixed(parse_duration(s)?))
+            Ok(Latency::Fixed(duration(s)?))
         }
     }
 
@@ -89,30 +114,12 @@ impl Latency {
     }
 }
 
-/// `250us`, `10ms`, `2s`, `1.5s`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map(|i| s.split_at(i))
-        .ok_or_else(|| format!("'{s}': a duration needs a unit (us, ms, s)"))?;
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration"))?;
-    let secs = match unit {
-        "us" => v / 1e6,
-        "ms" => v / 1e3,
-        "s" => v,
-        _ => return Err(format!("'{s}': unknown unit '{unit}' (us, ms, s)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("'{s}' is out of range"))
-}
-
 /// What the service does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServiceOptions {
     /// Keys `0..keys` exist; others answer 404.
     pub keys: u64,
+    /// How long each answer takes.
     pub latency: Latency,
     /// Share of requests answered `500` (after the latency).
     pub error_rate: f64,
@@ -120,6 +127,7 @@ pub struct ServiceOptions {
     pub drop_rate: f64,
     /// Share of requests answered only after [`stall`](Self::stall) (past a client's timeout).
     pub stall_rate: f64,
+    /// How long a stalled request waits before its answer.
     pub stall: Duration,
     /// The first this many requests of every key answer `500`: a retry test's deterministic
     /// failures.
@@ -144,6 +152,7 @@ impl Default for ServiceOptions {
 }
 
 impl ServiceOptions {
+    /// Refuses a failure share outside `[0, 1]`, or shares adding up to more than 1, naming the flag.
     pub fn validate(&self) -> Result<(), ServiceError> {
         for (name, r) in [
             ("--error-rate", self.error_rate),
@@ -211,7 +220,7 @@ impl ServiceOptions {
                 "--error-rate" => o.error_rate = num(&value)?,
                 "--drop-rate" => o.drop_rate = num(&value)?,
                 "--stall-rate" => o.stall_rate = num(&value)?,
-                "--stall" => o.stall = parse_duration(&value).map_err(bad)?,
+                "--stall" => o.stall = duration(&value).map_err(bad)?,
                 "--fail-first" => o.fail_first = value.parse().map_err(|_| bad(format!("'{value}' is not a count")))?,
                 "--seed" => o.seed = value.parse().map_err(|_| bad(format!("'{value}' is not a seed")))?,
                 _ => {
@@ -239,18 +248,26 @@ pub fn row(key: u64) -> serde_json::Value {
 /// Request counters (all since start).
 #[derive(Debug, Default)]
 pub struct Stats {
+    /// Requests received, of any path.
     pub requests: AtomicU64,
+    /// Rows answered (`200`).
     pub ok: AtomicU64,
+    /// Keys outside `0..keys` (`404`).
     pub not_found: AtomicU64,
+    /// Injected failures answered `500`.
     pub errors: AtomicU64,
+    /// Connections closed without an answer.
     pub dropped: AtomicU64,
+    /// Requests held past a client's timeout.
     pub stalled: AtomicU64,
     /// Requests being answered now, and the most at once.
     pub in_flight: AtomicU64,
+    /// The most requests in flight at once.
     pub max_in_flight: AtomicU64,
 }
 
 impl Stats {
+    /// The counters as `GET /stats` answers them.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
             "requests": self.requests.load(Relaxed),
@@ -352,6 +369,7 @@ impl Service {
         })
     }
 
+    /// The address the service listens on (its port chosen by the system when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
@@ -361,6 +379,7 @@ impl Service {
         format!("http://{}", self.addr)
     }
 
+    /// The live request counters.
     pub fn stats(&self) -> &Stats {
         &self.state.stats
     }

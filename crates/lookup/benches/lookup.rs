@@ -6,10 +6,12 @@
 //! sync lookup, then async (ordered) at each capacity, and prints records/s, the bound
 //! `capacity ÷ latency`, the share of that bound reached, and the ratio to the sync lookup of
 //! the same run.
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
-use sluice_graph::StreamEnv;
+use sluice_datastream::StreamEnv;
 use sluice_lookup::{LookupExt, LookupOptions, LookupSource};
 use sluice_lookup_service::{Latency, Service, ServiceOptions};
 

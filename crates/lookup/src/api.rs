@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use sluice_graph::DataStream;
+use sluice_datastream::DataStream;
 use sluice_types::Data;
 
 use crate::operator::{JoinFn, KeyFn, LookupOperator};

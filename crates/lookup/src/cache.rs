@@ -13,6 +13,7 @@ use crate::{LookupKey, Row};
 pub enum LookupCache {
     /// Every record asks the source.
     None,
+    /// Recently used rows, per subtask, with Flink's partial-cache options.
     Partial {
         /// Keys kept per subtask (`lookup.partial-cache.max-rows`).
         max_rows: usize,
@@ -26,6 +27,7 @@ pub enum LookupCache {
 }
 
 impl LookupCache {
+    /// No cache: every record asks the source.
     pub fn none() -> Self {
         LookupCache::None
     }
@@ -52,6 +54,7 @@ impl LookupCache {
         self
     }
 
+    /// Whether "no row" answers are cached too (no effect on [`LookupCache::None`]).
     pub fn cache_missing_key(mut self, yes: bool) -> Self {
         if let LookupCache::Partial {
             cache_missing_key, ..

@@ -40,6 +40,7 @@ impl HttpLookup {
         })
     }
 
+    /// The URL template with its `{key}` placeholder.
     pub fn template(&self) -> &str {
         &self.template
     }

@@ -4,7 +4,9 @@ use std::fmt;
 /// integer or text type; the `{key}` of an HTTP URL template).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LookupKey {
+    /// An integer key.
     Int(i64),
+    /// A text key.
     Text(String),
 }
 

@@ -36,6 +36,8 @@
 //!   (`1 − distinct / lookups`, ‰; kept with or without a cache, see `repeat`), the doctor's
 //!   evidence for proposing a cache.
 
+#![warn(missing_docs)]
+
 mod api;
 mod async_fn;
 mod cache;

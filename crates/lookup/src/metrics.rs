@@ -32,15 +32,22 @@ pub struct LookupStats {
 /// A point-in-time copy of [`LookupStats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LookupStatsSnapshot {
+    /// Records answered from the cache.
     pub hits: u64,
+    /// Records the cache did not hold.
     pub misses: u64,
+    /// Requests that got an answer.
     pub loads: u64,
+    /// Requests that failed (each attempt counts).
     pub load_failures: u64,
+    /// Total time of answered requests, in microseconds.
     pub load_time_us: u64,
+    /// The most requests one subtask had in flight at once.
     pub max_in_flight: u64,
 }
 
 impl LookupStats {
+    /// The counters now.
     pub fn snapshot(&self) -> LookupStatsSnapshot {
         LookupStatsSnapshot {
             hits: self.hits.load(Relaxed),
@@ -64,6 +71,7 @@ impl LookupStatsSnapshot {
         }
     }
 
+    /// The mean time of an answered request (zero when none was).
     pub fn mean_load_time(&self) -> Duration {
         Duration::from_micros(self.load_time_us.checked_div(self.loads).unwrap_or(0))
     }

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use sluice_types::duration::{format_duration, parse_duration};
+
 use crate::{LookupCache, LookupError};
 
 /// `true`: async mode; `false`: sync (one request at a time on the task thread).
@@ -16,9 +18,13 @@ pub const CAPACITY: &str = "lookup.async.capacity";
 pub const OUTPUT_MODE: &str = "lookup.async.output-mode";
 /// `NONE` or `PARTIAL`.
 pub const CACHE: &str = "lookup.cache";
+/// Keys kept per subtask by a partial cache.
 pub const MAX_ROWS: &str = "lookup.partial-cache.max-rows";
+/// How long after it was written a cached row expires (`0`: never).
 pub const EXPIRE_AFTER_WRITE: &str = "lookup.partial-cache.expire-after-write";
+/// How long after it was last read a cached row expires (`0`: never).
 pub const EXPIRE_AFTER_ACCESS: &str = "lookup.partial-cache.expire-after-access";
+/// Whether "no row" answers are cached too.
 pub const CACHE_MISSING_KEY: &str = "lookup.partial-cache.cache-missing-key";
 /// Retries after a failed attempt (Flink JDBC's default 3).
 pub const MAX_RETRIES: &str = "lookup.max-retries";
@@ -33,16 +39,26 @@ pub enum LookupMode {
     /// One request at a time; the task thread waits for each.
     Sync,
     /// Up to `capacity` requests in flight per subtask; `ordered`: output in input order.
-    Async { capacity: usize, ordered: bool },
+    Async {
+        /// Requests in flight at most per subtask.
+        capacity: usize,
+        /// Whether output keeps input order.
+        ordered: bool,
+    },
 }
 
 /// A lookup's settings; stored as plan options on its node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LookupOptions {
+    /// Sync or async, and how many requests in flight.
     pub mode: LookupMode,
+    /// Whether and how rows are cached.
     pub cache: LookupCache,
+    /// Retries after a failed attempt.
     pub max_retries: u32,
+    /// How long one attempt may take.
     pub timeout: Duration,
+    /// The pause before a retry.
     pub retry_delay: Duration,
 }
 
@@ -59,6 +75,7 @@ impl Default for LookupOptions {
 }
 
 impl LookupOptions {
+    /// Sync mode with the defaults: one request at a time, no cache.
     pub fn sync() -> Self {
         LookupOptions::default()
     }
@@ -85,21 +102,25 @@ impl LookupOptions {
         }
     }
 
+    /// Sets the cache.
     pub fn cache(mut self, cache: LookupCache) -> Self {
         self.cache = cache;
         self
     }
 
+    /// Sets the retries after a failed attempt.
     pub fn max_retries(mut self, n: u32) -> Self {
         self.max_retries = n;
         self
     }
 
+    /// Sets how long one attempt may take.
     pub fn timeout(mut self, t: Duration) -> Self {
         self.timeout = t;
         self
     }
 
+    /// Sets the pause before a retry.
     pub fn retry_delay(mut self, d: Duration) -> Self {
         self.retry_delay = d;
         self
@@ -194,7 +215,7 @@ impl LookupOptions {
         };
         let duration = |k: &str, default: Duration| match get(k) {
             None => Ok(default),
-            Some(v) => parse_duration(v).map_err(|r| bad(k, v, &r)),
+            Some(v) => parse_duration(v).map_err(|e| bad(k, v, &e.to_string())),
         };
         let d = LookupOptions::default();
         let is_async = boolean(ASYNC, false)?;
@@ -239,43 +260,6 @@ impl LookupOptions {
             timeout,
             retry_delay: duration(RETRY_DELAY, d.retry_delay)?,
         })
-    }
-}
-
-/// `100ms`, `10s`, `2min`, `0` (Flink's forms, a space allowed before the unit).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    if s == "0" {
-        return Ok(Duration::ZERO);
-    }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .ok_or_else(|| format!("'{s}': a duration needs a unit (us, ms, s, min)"))?;
-    let (num, unit) = s.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration"))?;
-    let secs = match unit.trim() {
-        "us" => v / 1e6,
-        "ms" => v / 1e3,
-        "s" => v,
-        "min" => v * 60.0,
-        u => return Err(format!("'{s}': unknown unit '{u}' (us, ms, s, min)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|_| format!("'{s}' is out of range"))
-}
-
-/// The shortest exact form [`parse_duration`] reads.
-pub fn format_duration(d: Duration) -> String {
-    let us = d.as_micros();
-    if us == 0 {
-        "0".into()
-    } else if us.is_multiple_of(1_000_000) {
-        format!("{}s", us / 1_000_000)
-    } else if us.is_multiple_of(1000) {
-        format!("{}ms", us / 1000)
-    } else {
-        format!("{us}us")
     }
 }
 

@@ -1,6 +1,8 @@
 //! `cargo run --release -p sluice-net --example net_bench [records]`: the same figures as
 //! `sluice bench net`, without building the CLI, plus the remote channel's bytes/s as a share
 //! of the bare TCP loop's in the same run (the machine's load moves both alike).
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 fn main() {
     let records = std::env::args()
         .nth(1)

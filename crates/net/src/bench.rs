@@ -23,19 +23,24 @@ use crate::{open_inputs, open_outputs, ChannelId, NetEndpoint, NetError, SerdeMe
 /// One measured case.
 #[derive(Debug, Clone)]
 pub struct BenchCase {
+    /// The case's name as the report prints it.
     pub name: &'static str,
+    /// Records sent.
     pub records: u64,
     /// Bytes that crossed: on the wire for TCP cases, `records × 8` in process.
     pub bytes: u64,
+    /// Wall-clock time of the case.
     pub seconds: f64,
     /// CPU time of the process (all threads, user + system) during the case.
     pub cpu_seconds: Option<f64>,
 }
 
 impl BenchCase {
+    /// Records per second of wall-clock time.
     pub fn records_per_s(&self) -> f64 {
         self.records as f64 / self.seconds
     }
+    /// Bytes per second of wall-clock time.
     pub fn bytes_per_s(&self) -> f64 {
         self.bytes as f64 / self.seconds
     }

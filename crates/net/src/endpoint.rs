@@ -32,10 +32,20 @@ pub(crate) trait Handler: Send + Sync {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ControlEvent {
     /// A message from process `from` (its bytes are the job master's encoding).
-    Message { from: usize, bytes: Vec<u8> },
+    Message {
+        /// The sending process's index.
+        from: usize,
+        /// The message, in the job master's encoding.
+        bytes: Vec<u8>,
+    },
     /// The connection to `process` ended or failed while this endpoint was running: that
     /// process died or cut the link, so the job cannot go on.
-    PeerLost { process: usize, reason: String },
+    PeerLost {
+        /// The lost process's index.
+        process: usize,
+        /// How the connection ended.
+        reason: String,
+    },
 }
 
 /// The control-plane handler.
@@ -259,6 +269,7 @@ impl NetEndpoint {
         Ok(NetEndpoint { inner })
     }
 
+    /// This process's index in the job (0 runs the job master).
     pub fn process(&self) -> usize {
         self.inner.index
     }

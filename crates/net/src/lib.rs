@@ -23,6 +23,8 @@
 //! as a postcard-encoded `Vec<T>` (serde; see [`wire`]); [`SerdeMetrics`] counts the encoding
 //! and decoding time and bytes per vertex, so serialisation cost can be named.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod endpoint;
 pub mod inbound;
@@ -39,24 +41,34 @@ pub use liveness::Liveness;
 pub use outbound::{open_outputs, open_outputs_cancellable};
 pub use wire::{ChannelId, Frame};
 
+/// Why a network exchange or the control plane failed.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {
+    /// A socket operation failed.
     #[error("network I/O: {0}")]
     Io(#[from] std::io::Error),
+    /// A frame does not decode.
     #[error("malformed frame: {0}")]
     Malformed(String),
+    /// A peer sent a frame it must not send now (unknown channel, credit overflow).
     #[error("protocol violation: {0}")]
     Protocol(String),
+    /// A peer was silent for longer than the heartbeat timeout.
     #[error("heartbeat timeout: {0}")]
     HeartbeatTimeout(String),
+    /// A frame or message is over its size limit.
     #[error("too large: {0}")]
     TooLarge(String),
+    /// Records did not encode or decode.
     #[error("record codec (postcard): {0}")]
     Codec(String),
+    /// A peer could not be reached.
     #[error("cannot connect: {0}")]
     Connect(String),
+    /// The addresses or settings given are invalid.
     #[error("network configuration: {0}")]
     Config(String),
+    /// The job was cancelled while the exchange waited.
     #[error("exchange cancelled")]
     Cancelled,
 }
@@ -65,13 +77,21 @@ pub enum NetError {
 /// counts at the sending vertex, the decoder side at the receiving one).
 #[derive(Debug, Default)]
 pub struct SerdeMetrics {
+    /// Time spent encoding outgoing buffers, ns.
     pub encode_ns: AtomicU64,
+    /// Bytes encoded.
     pub encoded_bytes: AtomicU64,
+    /// Records encoded.
     pub encoded_records: AtomicU64,
+    /// Time spent decoding incoming buffers, ns.
     pub decode_ns: AtomicU64,
+    /// Bytes decoded.
     pub decoded_bytes: AtomicU64,
+    /// Records decoded.
     pub decoded_records: AtomicU64,
+    /// Buffers sent.
     pub buffers_out: AtomicU64,
+    /// Buffers received.
     pub buffers_in: AtomicU64,
 }
 

@@ -71,8 +71,11 @@ pub const MAX_CONTROL_MESSAGE_BYTES: u64 = 4 << 30;
 /// One logical channel of a job: its edge and the upstream and downstream subtask.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ChannelId {
+    /// Index of the job edge.
     pub edge: u32,
+    /// The upstream subtask.
     pub from: u32,
+    /// The downstream subtask.
     pub to: u32,
 }
 
@@ -81,29 +84,48 @@ pub struct ChannelId {
 /// place, see [`FrameReader`]).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame<B = Vec<u8>> {
+    /// The first frame on a connection: who is speaking.
     Hello {
+        /// The sender's process index.
         process: u32,
     },
+    /// A receiver asks for a channel's data, granting its first credits.
     PartitionRequest {
+        /// The channel asked for.
         channel: ChannelId,
+        /// Buffers the sender may send before more credit arrives.
         initial_credit: u32,
     },
+    /// A receiver released buffers: the sender may send this many more.
     AddCredit {
+        /// The channel.
         channel: ChannelId,
+        /// Buffers added to the sender's credit.
         credit: u32,
     },
+    /// A buffer of encoded records.
     Buffer {
+        /// The channel.
         channel: ChannelId,
+        /// Buffers queued behind this one at the sender (Flink's backlog).
         backlog: u32,
+        /// Whether the buffer used a credit (`false`: sent in overdraft).
         with_credit: bool,
+        /// The records, encoded.
         records: B,
     },
+    /// A control event of a channel (watermark, barrier, end of partition).
     Event {
+        /// The channel.
         channel: ChannelId,
+        /// The event.
         event: ChannelEvent,
     },
+    /// An unaligned checkpoint barrier, sent ahead of queued buffers.
     PriorityBarrier {
+        /// The channel.
         channel: ChannelId,
+        /// The barrier.
         barrier: Barrier,
         /// Buffers of the channel the barrier overtook at the sender (queued in its outbox or
         /// held by its pump): they follow it on the wire, and the receiver counts them into
@@ -113,11 +135,13 @@ pub enum Frame<B = Vec<u8>> {
     /// A message of the job's control plane (the bytes are the job master's own encoding):
     /// checkpoint triggers, acknowledgements and completions between process 0 and the others.
     Control {
+        /// The message's bytes.
         bytes: B,
     },
     /// A piece of a control message longer than [`CONTROL_PIECE_BYTES`]: the message goes on
     /// in the next `ControlPart` or ends with the bytes of the next `Control` frame.
     ControlPart {
+        /// This piece's bytes.
         bytes: B,
     },
     /// The sender is closing the connection on purpose (its job ended): the end of the
@@ -133,6 +157,7 @@ pub enum Frame<B = Vec<u8>> {
 pub type FrameRef<'a> = Frame<&'a [u8]>;
 
 impl<B: AsRef<[u8]>> Frame<B> {
+    /// The channel a data frame belongs to; `None` for connection-level frames.
     pub fn channel(&self) -> Option<ChannelId> {
         match self {
             Frame::Hello { .. }
@@ -610,6 +635,7 @@ pub fn read_frame(r: &mut impl Read, scratch: &mut Vec<u8>) -> Result<Option<Fra
     Frame::decode(scratch).map(Some)
 }
 
+/// Encodes `frame` and writes it whole.
 pub fn write_frame(w: &mut impl Write, frame: &Frame) -> Result<(), NetError> {
     w.write_all(&frame.encode()?)?;
     Ok(())

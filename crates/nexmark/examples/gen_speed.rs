@@ -5,6 +5,8 @@
 //! threads (default 1), touching every event so nothing is optimised away, and prints
 //! events/s overall and per thread. With `--csv`, also formats every event as a CSV record (into
 //! a reused buffer, no I/O).
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Instant;
 

@@ -1,4 +1,5 @@
-//! Generator configuration (spec §1.2) and its validation.
+//! Generator configuration (docs/src/reference/nexmark-generator.md#configuration) and its
+//! validation.
 
 use std::fmt;
 
@@ -18,7 +19,8 @@ pub const MAX_TOTAL_PROPORTION: u64 = 1_000_000;
 /// Largest accepted `num_in_flight_auctions` / `num_active_people`.
 pub const MAX_POOL_SIZE: u64 = u32::MAX as u64;
 
-/// Parameters of the generator (spec §1.2). [`Default`] gives the benchmark defaults with the
+/// Parameters of the generator (docs/src/reference/nexmark-generator.md#configuration). [`Default`]
+/// gives the benchmark defaults with the
 /// reference-mode base time and a 10 M ev/s rate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratorConfig {
@@ -51,7 +53,8 @@ pub struct GeneratorConfig {
     pub avg_auction_bytes: u64,
     /// Average bid size in bytes (sizes `extra`).
     pub avg_bid_bytes: u64,
-    /// Flink compatibility (spec §1.8, last bullet): `firstEventId = firstEventNumber = 1`,
+    /// Flink compatibility (docs/src/reference/nexmark-generator.md#reference-mode): `firstEventId
+    /// = firstEventNumber = 1`,
     /// bidder ids offset by 2000 instead of 1000, Flink's id-range split with per-split
     /// timelines and Flink's floating-point timestamp formula. Values stay seeded by event id.
     pub flink_compat: bool,

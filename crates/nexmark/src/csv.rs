@@ -1,4 +1,5 @@
-//! One-table CSV export (spec §4 "Generate", step 3), the ground truth DuckDB reads.
+//! One-table CSV export (docs/src/reference/nexmark-generator.md#correctness, step 1), the ground
+//! truth DuckDB reads.
 //!
 //! # Format
 //!

@@ -1,4 +1,4 @@
-//! The three Nexmark event kinds (spec §1.1).
+//! The three Nexmark event kinds (docs/src/reference/nexmark-generator.md#event-kinds).
 
 use std::borrow::Cow;
 

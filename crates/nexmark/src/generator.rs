@@ -1,4 +1,5 @@
-//! Id assignment (spec §1.3–§1.5), timestamps (§1.6), event assembly (§1.7) and parallel splits.
+//! Id assignment, timestamps, event assembly and parallel splits
+//! (docs/src/reference/nexmark-generator.md#numbering to #field-values).
 
 use std::fmt;
 use std::iter::FusedIterator;
@@ -229,13 +230,15 @@ impl NexmarkGenerator {
         self.split(0, 1)
     }
 
-    /// `lastPerson0(e)` of spec §1.4: the newest base-0 person id at event id `e`.
+    /// `lastPerson0(e)` of docs/src/reference/nexmark-generator.md#id-assignment: the newest base-0
+    /// person id at event id `e`.
     #[inline]
     pub fn last_person0(&self, e: u64) -> i64 {
         self.slot(e).last_person0
     }
 
-    /// `lastAuction0(e)` of spec §1.4: the newest base-0 auction id at event id `e` (−1 before
+    /// `lastAuction0(e)` of docs/src/reference/nexmark-generator.md#id-assignment: the newest
+    /// base-0 auction id at event id `e` (−1 before
     /// the first auction).
     #[inline]
     pub fn last_auction0(&self, e: u64) -> i64 {
@@ -349,7 +352,7 @@ impl NexmarkGenerator {
                 v /= 10;
             }
         }
-        let credit_card = std::str::from_utf8(&card).expect("ASCII").to_owned();
+        let credit_card = String::from_utf8_lossy(&card).into_owned();
 
         let city = Text::Borrowed(US_CITIES[rng.below(US_CITIES.len() as u64) as usize]);
         let state = Text::Borrowed(US_STATES[rng.below(US_STATES.len() as u64) as usize]);

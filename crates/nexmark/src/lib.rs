@@ -1,6 +1,7 @@
 //! A deterministic Nexmark event generator: the *reference mode* of the Nexmark specification
-//! (`shared/spec/nexmark.md` §1.8), plus a one-table CSV export for checking query results
-//! against DuckDB (§4).
+//! (docs/src/reference/nexmark-generator.md#reference-mode), plus a one-table CSV export for
+//! checking query results
+//! against DuckDB (#correctness there).
 //!
 //! # The stream
 //!
@@ -18,9 +19,10 @@
 //! [`NexmarkGenerator::event`] is a pure function of the configuration and the event number:
 //!
 //! * event id = event number (`firstEventId = firstEventNumber = 0`, no out-of-order groups);
-//! * ids follow the closed formulas `lastPerson0` / `lastAuction0` (spec §1.4–§1.5);
+//! * ids follow the closed formulas `lastPerson0` / `lastAuction0`
+//!   (docs/src/reference/nexmark-generator.md#id-assignment);
 //! * every random field comes from a small PRNG seeded with the event id and a fixed salt
-//!   (SplitMix64 seeding, wyrand draws; see the `rng` module source) in the draw order of §1.7;
+//!   (SplitMix64 seeding, wyrand draws; see the `rng` module source) in the documented draw order;
 //!   the hot URLs, the 10 000-entry channel URL cache and the 1 MiB buffer `extra` is cut from
 //!   are built once from fixed seeds; prices use a libm-free `10^x`, so output is bit-identical
 //!   on every platform;

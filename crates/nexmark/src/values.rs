@@ -1,4 +1,5 @@
-//! Field-value primitives of spec §1.7: `nextString`, `price()`, `extra`, and the fixed tables
+//! Field-value primitives (docs/src/reference/nexmark-generator.md#field-values): `nextString`,
+//! `price()`, `extra`, and the fixed tables
 //! (hot URLs, channel cache, extra buffer) built once from fixed seeds.
 
 use std::sync::OnceLock;
@@ -42,7 +43,8 @@ pub(crate) fn push_string(rng: &mut Rng, out: &mut String, max: usize, sp: u8) {
     if sp == b' ' {
         s = s.trim_ascii();
     }
-    out.push_str(std::str::from_utf8(s).expect("generated strings are ASCII"));
+    // Generated strings are ASCII, so this never replaces a byte (nor copies: it borrows).
+    out.push_str(&String::from_utf8_lossy(s));
 }
 
 /// `nextString(max, ' ')` as a fresh `String`.
@@ -98,7 +100,8 @@ pub(crate) fn pow10_series(x: f64) -> f64 {
     POW[k] * (e4 * e4)
 }
 
-/// `extra` of spec §1.7: empty when `cur > avg`; otherwise `D = avg − cur`,
+/// `extra` (docs/src/reference/nexmark-generator.md#field-values): empty when `cur > avg`;
+/// otherwise `D = avg − cur`,
 /// `δ = round(0.2·D)`, length `D − δ + U[0, 2δ)` (no draw when `δ = 0`), sliced from the fixed
 /// 1 MiB lowercase buffer at offset `U[0, 1 MiB − length]` (one more draw).
 #[inline]
@@ -191,7 +194,7 @@ pub(crate) fn tables() -> &'static Tables {
         let bytes: Vec<u8> = (0..EXTRA_BUFFER_LEN)
             .map(|_| b'a' + rng.below(26) as u8)
             .collect();
-        let extra = String::from_utf8(bytes).expect("ASCII");
+        let extra: String = bytes.into_iter().map(char::from).collect();
 
         let pow10 = (0..=6 * POW10_STEPS)
             .map(|j| pow10_series(j as f64 / POW10_STEPS as f64))

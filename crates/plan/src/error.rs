@@ -10,9 +10,13 @@ pub enum PlanError {
         "Forward partitioning does not allow change of parallelism. Upstream operation: {upstream} parallelism: {upstream_parallelism}, downstream operation: {downstream} parallelism: {downstream_parallelism}. You must use another partitioning strategy, such as broadcast, rebalance, shuffle or global."
     )]
     ForwardParallelismMismatch {
+        /// The upstream operator's name.
         upstream: String,
+        /// Its parallelism.
         upstream_parallelism: usize,
+        /// The downstream operator's name.
         downstream: String,
+        /// Its parallelism, which differs.
         downstream_parallelism: usize,
     },
     /// The graph is not well-formed (e.g. an operator without a consumer, no sink, a cycle).

@@ -1,4 +1,5 @@
-//! Stream graph → job graph: resolve parallelism and ship strategies, validate, chain (spec §2).
+//! Stream graph → job graph: resolve parallelism and ship strategies, validate, chain
+//! (docs/src/reference/flink-formats.md#chaining).
 
 use std::collections::BTreeMap;
 
@@ -22,11 +23,17 @@ pub struct PlanConfig {
 /// A node with everything resolved.
 #[derive(Clone, Debug)]
 pub struct ResolvedNode {
+    /// The stream-graph node's id.
     pub id: NodeId,
+    /// The operator's name as plans show it.
     pub name: String,
+    /// Source, operator or sink.
     pub kind: NodeKind,
+    /// The parallelism it runs at (the environment's default applied).
     pub parallelism: usize,
+    /// The number of key groups (the default applied).
     pub max_parallelism: u32,
+    /// Whether it may chain to its neighbours.
     pub chaining: ChainingStrategy,
     /// `(upstream node, resolved strategy)` per input, in input order.
     pub inputs: Vec<(NodeId, ShipStrategy)>,
@@ -39,11 +46,15 @@ pub struct ResolvedNode {
 pub struct JobVertex {
     /// Position in [`JobGraph::vertices`] (topological: sources first).
     pub index: usize,
+    /// Flink's 32-hex vertex id (the head node's stable id).
     pub id: JobVertexId,
     /// Flink's chained name: `a -> b`, `a -> (b, c)`.
     pub name: String,
+    /// The number of subtasks (all chained nodes share it).
     pub parallelism: usize,
+    /// The number of key groups.
     pub max_parallelism: u32,
+    /// The first node of the chain: the one network inputs feed.
     pub head: NodeId,
     /// The chain's nodes, head first; every node before its chained successors.
     pub nodes: Vec<NodeId>,
@@ -52,27 +63,37 @@ pub struct JobVertex {
 /// A network edge between two vertices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobEdge {
+    /// Index of the producing vertex in [`JobGraph::vertices`].
     pub from_vertex: usize,
+    /// Index of the consuming vertex in [`JobGraph::vertices`].
     pub to_vertex: usize,
+    /// The node whose output the edge carries.
     pub from_node: NodeId,
+    /// The node that reads it.
     pub to_node: NodeId,
     /// Which input of `to_node` this edge is (position in its inputs).
     pub input: usize,
+    /// How records are partitioned across the consumer's subtasks.
     pub strategy: ShipStrategy,
 }
 
 /// The chained job graph (Flink's `JobGraph`).
 #[derive(Clone, Debug)]
 pub struct JobGraph {
+    /// The job's name.
     pub name: String,
+    /// Every node, resolved, by id.
     pub nodes: BTreeMap<NodeId, ResolvedNode>,
+    /// The chained vertices, sources first.
     pub vertices: Vec<JobVertex>,
+    /// The network edges between vertices.
     pub edges: Vec<JobEdge>,
     /// `(upstream, downstream)` node pairs joined inside a chain.
     pub chained: Vec<(NodeId, NodeId)>,
 }
 
 impl JobGraph {
+    /// The vertex whose chain holds `node`.
     pub fn vertex_of(&self, node: NodeId) -> Option<&JobVertex> {
         self.vertices.iter().find(|v| v.nodes.contains(&node))
     }
@@ -214,7 +235,7 @@ fn topological(nodes: &[StreamNode]) -> Result<Vec<&StreamNode>, PlanError> {
     Ok(order)
 }
 
-/// Spec §2: may the edge `up -> down` be chained?
+/// docs/src/reference/flink-formats.md#chaining: may the edge `up -> down` be chained?
 fn chainable(
     up: &ResolvedNode,
     down: &ResolvedNode,

@@ -106,17 +106,24 @@ pub fn to_jackson_pretty<T: Serialize + ?Sized>(value: &T) -> String {
 /// An ordered JSON value for building REST responses.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Json {
+    /// JSON `null`.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// A whole number, printed without a fraction.
     Int(i64),
+    /// A number with a fraction.
     Float(f64),
+    /// A string.
     Str(String),
+    /// An array.
     Arr(Vec<Json>),
     /// Fields keep their insertion order: Flink's formats are order-sensitive.
     Obj(Vec<(String, Json)>),
 }
 
 impl Json {
+    /// An empty object, to fill with [`Json::with`].
     pub fn obj() -> Json {
         Json::Obj(Vec::new())
     }
@@ -129,6 +136,7 @@ impl Json {
         self
     }
 
+    /// An object's field by name; `None` for a missing field or a non-object.
     pub fn get(&self, key: &str) -> Option<&Json> {
         match self {
             Json::Obj(f) => f.iter().find(|(k, _)| k == key).map(|(_, v)| v),

@@ -1,6 +1,6 @@
 //! # sluice-plan: what a job is, before anything runs
 //!
-//! The pure planning layer between the DataStream API (`sluice-graph`) and the runtime:
+//! The pure planning layer between the DataStream API (`sluice-datastream`) and the runtime:
 //!
 //! 1. **Stream graph** — [`StreamNode`] descriptors (id, name, kind, uid, parallelism, max
 //!    parallelism, [`ChainingStrategy`], inputs with their ship strategy), one per operator as
@@ -8,12 +8,16 @@
 //! 2. **Job graph** — [`job_graph::build`] resolves parallelism, max parallelism and ship
 //!    strategies (FORWARD at equal parallelism, REBALANCE otherwise; an explicit FORWARD across
 //!    different parallelisms is an error naming both operators), then chains operators by Flink's
-//!    rules (spec §2) into [`JobVertex`]es named `a -> b`; the result is a [`JobGraph`].
+//!    rules (docs/src/reference/flink-formats.md#chaining) into [`JobVertex`]es named `a -> b`; the
+//!    result is a [`JobGraph`].
 //! 3. **Plans** — [`plan`] renders Flink's `getExecutionPlan()` JSON, its REST `/plan` JSON, text
 //!    and DOT (`serde_json` values; [`json`] prints them in Jackson's layout and holds the ordered
 //!    [`Json`] builder REST uses).
 //! 4. **Partitioning** — [`partition`] reproduces Flink's placement exactly: Java `hashCode`,
 //!    murmur, key groups, rebalance/rescale channel choice and pointwise wiring.
+//! 5. **Plan changes** — [`PlanChange`], the one named change to a plan (parallelism behind a
+//!    ship strategy, two-phase aggregation, connector option, async capacity, lookup cache) that
+//!    the doctor proposes and the fixer in `sluice-datastream` applies.
 //!
 //! ```
 //! use sluice_plan::{job_graph, ChainingStrategy, NodeKind, PlanConfig, StreamEdge, StreamNode};
@@ -43,6 +47,10 @@
 //! Invariant: pure. No user code (no closures), no runtime types, no threads, no I/O; every
 //! Flink-compatibility formula lives in [`partition`].
 
+#![warn(missing_docs)]
+
+pub mod change;
+/// [`PlanError`](error::PlanError): why a graph cannot be planned.
 pub mod error;
 pub mod job_graph;
 pub mod json;
@@ -50,7 +58,10 @@ pub mod partition;
 pub mod plan;
 pub mod stream_graph;
 
+pub use change::{PlanChange, LOOKUP_CACHE_TTL};
 pub use error::PlanError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, PlanConfig, ResolvedNode};
 pub use json::Json;
+/// The edge partitioner a [`PlanChange::Parallelism`] names (re-exported from `sluice-types`).
+pub use sluice_types::ShipStrategy;
 pub use stream_graph::{ChainingStrategy, IdentityHint, NodeKind, StreamEdge, StreamNode};

@@ -9,16 +9,22 @@ use sluice_types::{NodeId, ShipStrategy};
 /// Flink's chaining strategies: `disable_chaining` = Never, `start_new_chain` = Head.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChainingStrategy {
+    /// Chains to its upstream and downstream when it can (the default).
     Always,
+    /// Starts a new chain but lets downstream operators chain to it.
     Head,
+    /// Never chains.
     Never,
 }
 
 /// What kind of node, for plans (`pact`) and for deployment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NodeKind {
+    /// Produces records; has no inputs.
     Source,
+    /// Transforms its inputs' records.
     Operator,
+    /// Consumes records; has no outputs.
     Sink,
 }
 
@@ -38,25 +44,34 @@ impl NodeKind {
 /// is built.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamEdge {
+    /// The upstream node.
     pub from: NodeId,
+    /// The partitioner the user chose, or `None` for the default.
     pub strategy: Option<ShipStrategy>,
 }
 
 /// One operator of the stream graph.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamNode {
+    /// The node's id, in creation order.
     pub id: NodeId,
+    /// The operator's name (`Map`, `Source: gen`).
     pub name: String,
+    /// Source, operator or sink.
     pub kind: NodeKind,
+    /// The user's stable id (`uid(...)`), which names its state across job versions.
     pub uid: Option<String>,
     /// Set by `set_parallelism`; `None` takes the environment's default.
     pub parallelism: Option<usize>,
     /// Sources that cannot be split (iterators) must run at parallelism 1.
     pub non_parallel: bool,
+    /// Set by `set_max_parallelism`; `None` takes the environment's default.
     pub max_parallelism: Option<u32>,
+    /// Whether it chains (see [`ChainingStrategy`]).
     pub chaining: ChainingStrategy,
+    /// The inputs, in input order.
     pub inputs: Vec<StreamEdge>,
-    /// How the node's stable id is derived beyond its own inputs (see `sluice_graph::operator_id`).
+    /// How the node's stable id is derived beyond its own inputs (see `sluice_datastream::operator_id`).
     pub identity: IdentityHint,
     /// Connector options (`key`, `value`) in declaration order, e.g. a sink's
     /// `sink.buffer-flush.max-rows` (Flink's connector option names): the operator reads them

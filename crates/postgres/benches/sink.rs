@@ -11,6 +11,8 @@
 //! `SLUICE_BENCH_ROWS` (default 200000) sets the rows per case (batch size 1 runs a tenth),
 //! `SLUICE_BENCH_REPS` (default 3) the runs per case, of which the fastest is shown (the
 //! machine may be shared), `SLUICE_BENCH_ONLY` a substring of the cases to run.
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use sluice_postgres::bench::{best, run_copy, run_sink, Target, CASES};
 use sluice_testkit::PostgresCluster;

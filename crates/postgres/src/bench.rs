@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use sluice_graph::StreamEnv;
+use sluice_datastream::StreamEnv;
 
 use crate::{Endpoint, PostgresError, PostgresSink, RowMapping, SinkOptions, UpsertStatement};
 
@@ -166,7 +166,9 @@ impl Target {
 /// One measured case.
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
+    /// Rows written.
     pub rows: u64,
+    /// Rows per second of wall-clock time.
     pub rows_per_s: f64,
     /// This process's CPU per row (the sink's client side), or psql's for `\copy`.
     pub cpu_ns_per_row: f64,

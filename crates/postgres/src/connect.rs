@@ -25,6 +25,7 @@ impl std::fmt::Debug for Endpoint {
 }
 
 impl Endpoint {
+    /// Reads a connection URL or key-value string; each connection attempt may take `connect_timeout`.
     pub fn parse(conn: &str, connect_timeout: Duration) -> Result<Endpoint, PostgresError> {
         let mut config: Config = conn.parse().map_err(|e| {
             PostgresError::Config(format!("connection string: {e} (expected postgres://USER@HOST:PORT/DB or 'host=… port=… user=… dbname=…')"))

@@ -8,35 +8,64 @@ pub enum PostgresError {
     /// The connection URL or string does not parse, or an option is out of range.
     #[error("invalid PostgreSQL sink configuration: {0}")]
     Config(String),
+    /// A duration option's value is not a duration.
+    #[error("invalid PostgreSQL sink configuration: {option}: {source}")]
+    Duration {
+        /// The option's name (`sink.buffer-flush.interval`).
+        option: String,
+        /// Why the value does not read.
+        #[source]
+        source: sluice_types::DurationError,
+    },
     /// No connection within the connect timeout (after the configured retries).
     #[error("cannot connect to PostgreSQL at {address} (after {attempts} attempt(s), connect timeout {timeout_ms} ms): {source}")]
     Connect {
+        /// The server's address (never the password).
         address: String,
+        /// Connection attempts made.
         attempts: u32,
+        /// The limit of each attempt.
         timeout_ms: u64,
+        /// The last attempt's error.
         #[source]
         source: postgres::Error,
     },
     /// The table's columns do not match the row mapping.
     #[error("table {table}: {problem}")]
-    Schema { table: String, problem: String },
+    Schema {
+        /// The table.
+        table: String,
+        /// What does not match.
+        problem: String,
+    },
     /// A statement failed (after the configured retries when the connection was lost).
     #[error("PostgreSQL sink on table {table}: {what} failed: {source}")]
     Statement {
+        /// The table written to.
         table: String,
+        /// The statement's job (`COPY`, `PREPARE TRANSACTION`, an upsert).
         what: String,
+        /// The server's or the driver's error.
         #[source]
         source: postgres::Error,
     },
     /// Two-phase commit needs more prepared transactions than the server has
     /// (`max_prepared_transactions`).
     #[error("PostgreSQL sink on table {table}: {problem}")]
-    PreparedTransactions { table: String, problem: String },
+    PreparedTransactions {
+        /// The table written to.
+        table: String,
+        /// How many are needed and how many the server allows.
+        problem: String,
+    },
     /// A mapped value does not fit its column.
     #[error("table {table}, column {column}: {problem}")]
     Value {
+        /// The table written to.
         table: String,
+        /// The column the value was for.
         column: String,
+        /// Why it does not fit.
         problem: String,
     },
 }

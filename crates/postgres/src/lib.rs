@@ -8,7 +8,7 @@
 //! [`bench`]: the sink benchmark beside `psql \copy` (`cargo bench`, `sluice bench postgres`).
 //!
 //! ```no_run
-//! use sluice_graph::StreamEnv;
+//! use sluice_datastream::StreamEnv;
 //! use sluice_postgres::{PostgresSink, PostgresSinkExt, RowMapping};
 //!
 //! let env = StreamEnv::new();
@@ -83,6 +83,8 @@
 //!   distinct [`PostgresSink::gid_prefix`]es, or one's restore rolls back the other's
 //!   transactions.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 mod connect;
 mod copy_format;
@@ -100,14 +102,14 @@ pub mod xa;
 
 use std::sync::Arc;
 
-use sluice_graph::{DataStream, Sink, SinkDeployment};
+use sluice_datastream::{DataStream, Sink, SinkDeployment};
 use sluice_types::{Data, OperatorError};
 
 pub use connect::Endpoint;
 pub use error::PostgresError;
 pub use mapping::{Column, RowMapping};
 pub use metrics::{SinkMetrics, SinkMetricsSnapshot};
-pub use options::{parse_duration, Mode, SinkOptions, UpsertStatement};
+pub use options::{Mode, SinkOptions, UpsertStatement};
 pub use session::PIPELINE_DEPTH;
 pub use sink::PostgresSinkWriter;
 pub use url::SinkUrl;
@@ -129,6 +131,7 @@ pub struct PostgresSink<T> {
 /// What the sink's [`Sink`] handle holds: its counters (all subtasks).
 #[derive(Clone, Debug)]
 pub struct PostgresSinkHandle {
+    /// Rows, batches, retries and transactions of all subtasks.
     pub metrics: Arc<SinkMetrics>,
 }
 
@@ -148,6 +151,7 @@ impl<T: Data> PostgresSink<T> {
         }
     }
 
+    /// Sets how rows reach the table (append or upsert).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
         self
@@ -169,6 +173,7 @@ impl<T: Data> PostgresSink<T> {
         })
     }
 
+    /// Sets the batching, retry and timeout options.
     pub fn options(mut self, options: SinkOptions) -> Self {
         self.options = options;
         self
@@ -259,6 +264,7 @@ impl<T: Data> PostgresSink<T> {
 
 /// `stream.sink_to_postgres(PostgresSink::builder(…))`.
 pub trait PostgresSinkExt<T: Data> {
+    /// Adds `sink` as this stream's sink and returns its handle (the metrics).
     fn sink_to_postgres(
         &self,
         sink: PostgresSink<T>,

@@ -7,8 +7,11 @@ use crate::value::{ColumnType, PgValue, Value};
 /// One mapped column: its name in the table, its type, whether the mapping can produce NULL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Column {
+    /// The column's name in the table.
     pub name: String,
+    /// The PostgreSQL type the values are written as.
     pub ty: ColumnType,
+    /// Whether the mapping may produce NULL.
     pub nullable: bool,
 }
 
@@ -47,6 +50,7 @@ impl<T> Default for RowMapping<T> {
 }
 
 impl<T> RowMapping<T> {
+    /// A mapping with no columns yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -79,6 +83,7 @@ impl<T> RowMapping<T> {
         self
     }
 
+    /// The mapped columns, in order.
     pub fn columns(&self) -> &[Column] {
         &self.columns
     }

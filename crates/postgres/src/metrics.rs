@@ -32,13 +32,21 @@ pub struct SinkMetrics {
 /// A point-in-time copy of [`SinkMetrics`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SinkMetricsSnapshot {
+    /// Rows written.
     pub rows_written: u64,
+    /// Batches written.
     pub batches: u64,
+    /// Time spent writing batches, ns.
     pub flush_ns: u64,
+    /// The longest single batch write, ns.
     pub max_flush_ns: u64,
+    /// Reconnections after a lost connection.
     pub retries: u64,
+    /// Transactions prepared at barriers.
     pub prepared: u64,
+    /// Prepared transactions committed.
     pub committed: u64,
+    /// Stray prepared transactions rolled back on restore.
     pub rolled_back: u64,
 }
 
@@ -51,6 +59,7 @@ impl SinkMetrics {
         self.max_flush_ns.fetch_max(ns, Relaxed);
     }
 
+    /// The counters now.
     pub fn snapshot(&self) -> SinkMetricsSnapshot {
         SinkMetricsSnapshot {
             rows_written: self.rows_written.load(Relaxed),

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use sluice_types::duration::parse_duration;
+
 use crate::PostgresError;
 
 /// How rows reach the table.
@@ -12,7 +14,10 @@ pub enum Mode {
     Append,
     /// `INSERT … ON CONFLICT (key) DO UPDATE SET …` by the named key columns (the table's
     /// primary key or a unique index on exactly them); idempotent, so a replay converges.
-    Upsert { key: Vec<String> },
+    Upsert {
+        /// The key columns.
+        key: Vec<String>,
+    },
 }
 
 /// How an upsert batch is sent (both are one statement per batch; see the benchmark).
@@ -62,44 +67,29 @@ impl Default for SinkOptions {
     }
 }
 
-/// A duration as Flink writes them: `1s`, `500ms`, `2min`, `0` (a bare number is ms).
-pub fn parse_duration(s: &str) -> Result<Duration, PostgresError> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: u64 = num
-        .parse()
-        .map_err(|_| PostgresError::Config(format!("'{s}' is not a duration (e.g. 1s, 500ms)")))?;
-    let ms = match unit.trim() {
-        "" | "ms" | "milli" | "millis" => n,
-        "s" | "sec" | "second" | "seconds" => n.saturating_mul(1000),
-        "min" | "m" | "minute" | "minutes" => n.saturating_mul(60_000),
-        other => {
-            return Err(PostgresError::Config(format!(
-                "'{s}': unknown duration unit '{other}' (ms, s, min)"
-            )))
-        }
-    };
-    Ok(Duration::from_millis(ms))
-}
-
 impl SinkOptions {
     /// Sets an option by its Flink name: `sink.buffer-flush.max-rows`,
     /// `sink.buffer-flush.interval`, `sink.max-retries`, plus `connection.connect-timeout`
     /// and `sink.retry-backoff`. An unknown name or a bad value is an error naming it.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), PostgresError> {
         let bad = |what: &str| PostgresError::Config(format!("{name} = '{value}': {what}"));
+        let duration = || {
+            parse_duration(value).map_err(|source| PostgresError::Duration {
+                option: name.to_string(),
+                source,
+            })
+        };
         match name {
             "sink.buffer-flush.max-rows" => {
                 self.max_rows = value.trim().parse().map_err(|_| bad("not a row count"))?
             }
-            "sink.buffer-flush.interval" => self.flush_interval = parse_duration(value)?,
+            "sink.buffer-flush.interval" => self.flush_interval = duration()?,
             "sink.max-retries" => {
                 self.max_retries = value.trim().parse().map_err(|_| bad("not a count"))?
             }
-            "sink.retry-backoff" => self.retry_backoff = parse_duration(value)?,
+            "sink.retry-backoff" => self.retry_backoff = duration()?,
             "connection.connect-timeout" => {
-                let t = parse_duration(value)?;
+                let t = duration()?;
                 if t.is_zero() {
                     return Err(bad("must be positive"));
                 }
@@ -148,7 +138,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("sink.nope"));
-        assert_eq!(parse_duration("2min").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("3 weeks").is_err());
+        o.set("sink.retry-backoff", "2min").unwrap();
+        assert_eq!(o.retry_backoff, Duration::from_secs(120));
+        let e = o
+            .set("sink.buffer-flush.interval", "3 weeks")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("sink.buffer-flush.interval") && e.contains("weeks"),
+            "{e}"
+        );
     }
 }

@@ -100,7 +100,10 @@ impl<T: 'static> SinkSpec<T> {
                     self.options.retry_backoff,
                 )?);
             }
-            let client = slot.as_mut().expect("connected above");
+            // Connected just above; should the slot be empty anyway, connect again.
+            let Some(client) = slot.as_mut() else {
+                continue;
+            };
             match f(client) {
                 Ok(r) => return Ok(r),
                 Err(e) if is_connection_loss(&e) && attempt < self.options.max_retries => {
@@ -183,13 +186,14 @@ impl<T: 'static> PostgresSinkWriter<T> {
         let (me, p) = (ctx.subtask_index, ctx.parallelism.max(1));
         let app = format!("sluice sink {} {}/{}", spec.table, me + 1, p);
         let prefix = spec.prefix(&ctx.operator_id);
-        let mut client = Some(spec.endpoint.connect(&app)?);
+        let mut connected = spec.endpoint.connect(&app)?;
         let pg_types = check_table(
-            client.as_mut().expect("connected above"),
+            &mut connected,
             &spec.table,
             spec.mapping.columns(),
             &spec.mode,
         )?;
+        let mut client = Some(connected);
         let columns = spec.mapping.columns();
         let upserter = match &spec.mode {
             Mode::Upsert { key } => Some(Upserter::new(
@@ -358,6 +362,10 @@ impl<T: 'static> PostgresSinkWriter<T> {
         }
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "only called while on_main holds a connection; the callers' error type (postgres::Error) cannot be built here"
+    )]
     fn session(&mut self) -> &mut Session {
         self.session
             .as_mut()
@@ -388,6 +396,10 @@ impl<T: 'static> PostgresSinkWriter<T> {
             }
         }
         let sql = self.copy_sql.clone();
+        #[allow(
+            clippy::expect_used,
+            reason = "only called while on_main holds a connection; postgres::Error cannot be built here"
+        )]
         let session = self
             .session
             .as_mut()

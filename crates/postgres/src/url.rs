@@ -11,12 +11,16 @@ use crate::{Mode, PostgresError, SinkOptions};
 pub struct SinkUrl {
     /// The connection URL without the sink's own parameters.
     pub conn: String,
+    /// The table written to.
     pub table: String,
+    /// Append, or upsert by the `key` parameter's columns.
     pub mode: Mode,
+    /// The `sink.*` and `connection.*` parameters.
     pub options: SinkOptions,
 }
 
 impl SinkUrl {
+    /// Reads `postgres://USER@HOST:PORT/DB?table=T[&key=K1,K2][&sink.…=…]`.
     pub fn parse(url: &str) -> Result<SinkUrl, PostgresError> {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(PostgresError::Config(format!(

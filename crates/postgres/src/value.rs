@@ -53,12 +53,19 @@ impl ColumnType {
 /// One column value of a row; `Null` for SQL NULL.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// SQL NULL.
     Null,
+    /// An `integer`.
     I32(i32),
+    /// A `bigint`.
     I64(i64),
+    /// A `double precision`.
     F64(f64),
+    /// A `text`.
     Text(String),
+    /// A `boolean`.
     Bool(bool),
+    /// A point in time, written to a `timestamp` or `timestamptz` column.
     Timestamp(SystemTime),
 }
 
@@ -140,8 +147,11 @@ impl ToSql for Value {
 /// [`Value`]. Implemented for `i32`, `i64`, `f64`, `String`, `&str`, `bool`, `SystemTime` and
 /// `Option` of each (nullable).
 pub trait PgValue {
+    /// The column type the values are written as.
     const TYPE: ColumnType;
+    /// Whether the type can be NULL (`Option`).
     const NULLABLE: bool = false;
+    /// The value to write.
     fn into_value(self) -> Value;
 }
 

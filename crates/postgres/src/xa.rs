@@ -12,6 +12,7 @@ use postgres::Client;
 /// `undefined_object`: `COMMIT PREPARED` / `ROLLBACK PREPARED` of a gid that does not exist.
 const UNDEFINED_OBJECT: &str = "42704";
 
+/// The gid of `subtask`'s transaction prepared at `checkpoint` (`None`: at end of input) in this attempt.
 pub fn gid(prefix: &str, subtask: usize, checkpoint: Option<u64>, attempt: &str) -> String {
     match checkpoint {
         Some(id) => format!("{prefix}:{subtask}:{id}:{attempt}"),

@@ -1,13 +1,14 @@
-//! Checkpoint statistics in Flink's REST shapes (spec §6.2/§6.3, checked against the Flink 2.3
+//! Checkpoint statistics in Flink's REST shapes (docs/src/reference/flink-formats.md, sections
+//! #checkpoint-statistics and #checkpoint-details; checked against the Flink 2.3
 //! capture): `/jobs/:id/checkpoints`, `/checkpoints/config`, `/checkpoints/details/:cid` and
 //! `/checkpoints/details/:cid/subtasks/:vid`.
 
-use serde_json::{json, Value};
 use sluice_runtime::checkpoint::{CheckpointHub, CheckpointRecord, CheckpointStatus, TaskAck};
 use sluice_runtime::JobMonitor;
 use sluice_types::CheckpointKind;
 
-use crate::api::{ok, vertex_index, ApiError, ApiResult, Ctx};
+use crate::api::{ok_shape, vertex_index, ApiError, ApiResult, Ctx};
+use sluice_rest_api::{self as api, OrderedMap, TriggerResponse};
 
 fn hub(m: &JobMonitor) -> Result<&std::sync::Arc<CheckpointHub>, ApiError> {
     m.control
@@ -16,12 +17,12 @@ fn hub(m: &JobMonitor) -> Result<&std::sync::Arc<CheckpointHub>, ApiError> {
 }
 
 /// Flink's longs: counts and sizes saturate at `i64::MAX`.
-fn int(v: u64) -> i64 {
-    v.min(i64::MAX as u64) as i64
+fn long(v: u64) -> u64 {
+    v.min(i64::MAX as u64)
 }
 
 /// Flink's statistics object: min/max/avg as integers, percentiles as doubles.
-fn summary(values: &[f64]) -> Value {
+fn summary(values: &[f64]) -> api::DurationStats {
     let mut v: Vec<f64> = values.to_vec();
     v.sort_by(f64::total_cmp);
     let pct = |p: f64| -> f64 {
@@ -49,16 +50,18 @@ fn summary(values: &[f64]) -> Value {
     } else {
         v.iter().sum::<f64>() / v.len() as f64
     };
-    json!({
-        "min": min as i64,
-        "max": max as i64,
-        "avg": avg as i64,
-        "p50": pct(0.5),
-        "p90": pct(0.9),
-        "p95": pct(0.95),
-        "p99": pct(0.99),
-        "p999": pct(0.999),
-    })
+    // Cut to whole numbers as Flink's longs are; the shape writes them as JSON integers.
+    let whole = |x: f64| Some((x as i64) as f64);
+    api::DurationStats {
+        min: whole(min),
+        max: whole(max),
+        avg: whole(avg),
+        p50: Some(pct(0.5)),
+        p90: Some(pct(0.9)),
+        p95: Some(pct(0.95)),
+        p99: Some(pct(0.99)),
+        p999: Some(pct(0.999)),
+    }
 }
 
 fn checkpoint_type(k: CheckpointKind) -> &'static str {
@@ -77,42 +80,41 @@ fn status(s: CheckpointStatus) -> (&'static str, &'static str) {
     }
 }
 
-fn entry(r: &CheckpointRecord, num_subtasks: usize, tasks: Value) -> Value {
+fn entry(
+    r: &CheckpointRecord,
+    num_subtasks: usize,
+    tasks: OrderedMap<api::TaskCheckpointStatistics>,
+) -> api::CheckpointStatistics {
     let (class, st) = status(r.status);
-    let mut j = json!({
-        "className": class,
-        "id": int(r.id),
-        "status": st,
-        "is_savepoint": r.kind == CheckpointKind::Savepoint,
-        "savepointFormat": null,
-        "trigger_timestamp": r.trigger_ms,
-        "latest_ack_timestamp": r.latest_ack_ms,
-        "checkpointed_size": int(r.state_size),
-        "state_size": int(r.state_size),
-        "end_to_end_duration": r.end_to_end_ms(),
-        "alignment_buffered": 0,
-        "processed_data": 0,
-        "persisted_data": 0,
-        "num_subtasks": num_subtasks,
-        "num_acknowledged_subtasks": r.acks.len(),
-        "checkpoint_type": checkpoint_type(r.kind),
-        "tasks": tasks,
-    });
-    match r.status {
-        CheckpointStatus::Completed => {
-            j["external_path"] = json!(r
-                .external_path
+    let completed = r.status == CheckpointStatus::Completed;
+    let failed = r.status == CheckpointStatus::Failed;
+    api::CheckpointStatistics {
+        class_name: Some(class.to_string()),
+        id: Some(long(r.id)),
+        status: Some(st.to_string()),
+        is_savepoint: Some(r.kind == CheckpointKind::Savepoint),
+        savepoint_format: None,
+        trigger_timestamp: Some(r.trigger_ms),
+        latest_ack_timestamp: Some(r.latest_ack_ms),
+        checkpointed_size: Some(long(r.state_size)),
+        state_size: Some(long(r.state_size)),
+        end_to_end_duration: Some(r.end_to_end_ms()),
+        alignment_buffered: Some(0),
+        processed_data: Some(0),
+        persisted_data: Some(0),
+        num_subtasks: Some(num_subtasks as u64),
+        num_acknowledged_subtasks: Some(r.acks.len() as u64),
+        checkpoint_type: Some(checkpoint_type(r.kind).to_string()),
+        tasks,
+        external_path: completed.then(|| {
+            r.external_path
                 .clone()
-                .unwrap_or_else(|| "<checkpoint-not-externally-addressable>".into()));
-            j["discarded"] = json!(false);
-        }
-        CheckpointStatus::Failed => {
-            j["failure_timestamp"] = json!(r.latest_ack_ms);
-            j["failure_message"] = json!(r.failure.clone().unwrap_or_default());
-        }
-        CheckpointStatus::InProgress => {}
+                .unwrap_or_else(|| "<checkpoint-not-externally-addressable>".into())
+        }),
+        discarded: completed.then_some(false),
+        failure_timestamp: failed.then_some(r.latest_ack_ms),
+        failure_message: failed.then(|| r.failure.clone().unwrap_or_default()),
     }
-    j
 }
 
 fn total_subtasks(m: &JobMonitor) -> usize {
@@ -126,45 +128,47 @@ pub fn checkpoints(ctx: &Ctx, jid: &str) -> ApiResult {
     let s = h.stats();
     let n = total_subtasks(&m);
     let latest =
-        |r: &Option<CheckpointRecord>| r.as_ref().map_or(Value::Null, |r| entry(r, n, json!({})));
+        |r: &Option<CheckpointRecord>| r.as_ref().map(|r| entry(r, n, OrderedMap::default()));
     let durations: Vec<f64> = s.durations.iter().map(|d| *d as f64).collect();
     let sizes: Vec<f64> = s.sizes.iter().map(|d| *d as f64).collect();
     let zeros = vec![0.0; s.sizes.len()];
-    let restored = match &s.restored_from {
-        Some((id, at, path)) => json!({
-            "id": int(*id),
-            "restore_timestamp": at,
-            "is_savepoint": false,
-            "external_path": path,
-        }),
-        None => Value::Null,
-    };
-    let history: Vec<Value> = s.history.iter().map(|r| entry(r, n, json!({}))).collect();
-    ok(json!({
-        "counts": {
-            "restored": int(s.restored),
-            "total": int(s.completed + s.failed + s.in_progress),
-            "in_progress": int(s.in_progress),
-            "completed": int(s.completed),
-            "failed": int(s.failed),
+    let restored = s
+        .restored_from
+        .as_ref()
+        .map(|(id, at, path)| api::RestoredCheckpoint {
+            id: Some(long(*id)),
+            restore_timestamp: Some(*at),
+            is_savepoint: Some(false),
+            external_path: Some(path.clone()),
+        });
+    ok_shape(&api::CheckpointingStatistics {
+        counts: api::CheckpointCounts {
+            restored: long(s.restored),
+            total: long(s.completed + s.failed + s.in_progress),
+            in_progress: long(s.in_progress),
+            completed: long(s.completed),
+            failed: long(s.failed),
         },
-        "summary": {
-            "checkpointed_size": summary(&sizes),
-            "state_size": summary(&sizes),
-            "end_to_end_duration": summary(&durations),
-            "alignment_buffered": summary(&zeros),
-            "processed_data": summary(&zeros),
-            "persisted_data": summary(&zeros),
+        summary: api::CheckpointSummary {
+            checkpointed_size: summary(&sizes),
+            state_size: summary(&sizes),
+            end_to_end_duration: summary(&durations),
+            alignment_buffered: summary(&zeros),
+            processed_data: summary(&zeros),
+            persisted_data: summary(&zeros),
         },
-        "latest": {
-            "completed": latest(&s.latest_completed),
-            "savepoint": latest(&s.latest_savepoint),
-            "failed": latest(&s.latest_failed),
-            "restored": restored,
+        latest: api::LatestCheckpoints {
+            completed: latest(&s.latest_completed),
+            savepoint: latest(&s.latest_savepoint),
+            failed: latest(&s.latest_failed),
+            restored,
         },
-        "history": history,
+        history: s
+            .history
+            .iter()
+            .map(|r| entry(r, n, OrderedMap::default()))
+            .collect(),
     })
-    .into())
 }
 
 /// `GET /jobs/:jid/checkpoints/config`.
@@ -176,24 +180,28 @@ pub fn checkpoint_config(ctx: &Ctx, jid: &str) -> ApiResult {
         sluice_runtime::state::StateBackendKind::Memory => "HashMapStateBackend",
         sluice_runtime::state::StateBackendKind::Lsm { .. } => "EmbeddedLsmStateBackend",
     };
-    ok(json!({
-        "mode": "exactly_once",
-        "interval": c.interval.map_or(i64::MAX, |i| i.as_millis() as i64),
-        "timeout": c.timeout.as_millis() as i64,
-        "min_pause": c.min_pause.as_millis() as i64,
-        "max_concurrent": c.max_concurrent,
-        "externalization": {"enabled": true, "delete_on_cancellation": false},
-        "state_backend": backend,
-        "checkpoint_storage": "FileSystemCheckpointStorage",
-        "unaligned_checkpoints": c.unaligned,
-        "tolerable_failed_checkpoints": c.tolerable_failures,
-        "aligned_checkpoint_timeout": c.aligned_timeout.as_millis() as i64,
-        "checkpoints_after_tasks_finish": false,
-        "state_changelog_enabled": false,
-        "changelog_periodic_materialization_interval": 600_000,
-        "changelog_storage": "memory",
+    // Milliseconds as Flink's longs (capped at `i64::MAX`); no interval reads as `i64::MAX`.
+    let ms = |d: std::time::Duration| Some(d.as_millis().min(i64::MAX as u128) as u64);
+    ok_shape(&api::CheckpointConfigInfo {
+        mode: "exactly_once".to_string(),
+        interval: c.interval.map_or(Some(i64::MAX as u64), ms),
+        timeout: ms(c.timeout),
+        min_pause: ms(c.min_pause),
+        max_concurrent: Some(c.max_concurrent as u64),
+        externalization: Some(api::Externalization {
+            enabled: Some(true),
+            delete_on_cancellation: Some(false),
+        }),
+        state_backend: Some(backend.to_string()),
+        checkpoint_storage: Some("FileSystemCheckpointStorage".to_string()),
+        unaligned_checkpoints: Some(c.unaligned),
+        tolerable_failed_checkpoints: Some(u64::from(c.tolerable_failures)),
+        aligned_checkpoint_timeout: ms(c.aligned_timeout),
+        checkpoints_after_tasks_finish: Some(false),
+        state_changelog_enabled: Some(false),
+        changelog_periodic_materialization_interval: Some(600_000),
+        changelog_storage: Some("memory".to_string()),
     })
-    .into())
 }
 
 fn find(h: &CheckpointHub, raw: &str) -> Result<CheckpointRecord, ApiError> {
@@ -214,23 +222,23 @@ fn find(h: &CheckpointHub, raw: &str) -> Result<CheckpointRecord, ApiError> {
         })
 }
 
-fn task_stats(m: &JobMonitor, r: &CheckpointRecord, vi: usize) -> Value {
+fn task_stats(m: &JobMonitor, r: &CheckpointRecord, vi: usize) -> api::TaskCheckpointStatistics {
     let acks: Vec<&TaskAck> = r.acks.iter().filter(|a| a.vertex == vi).collect();
     let size: usize = acks.iter().map(|a| a.state_bytes).sum();
     let latest = acks.iter().map(|a| a.ack_ms).max().unwrap_or(r.trigger_ms);
-    json!({
-        "id": int(r.id),
-        "status": status(r.status).1,
-        "latest_ack_timestamp": latest,
-        "checkpointed_size": size,
-        "state_size": size,
-        "end_to_end_duration": (latest - r.trigger_ms).max(0),
-        "alignment_buffered": 0,
-        "processed_data": 0,
-        "persisted_data": 0,
-        "num_subtasks": m.graph.vertices[vi].parallelism,
-        "num_acknowledged_subtasks": acks.len(),
-    })
+    api::TaskCheckpointStatistics {
+        id: Some(long(r.id)),
+        status: Some(status(r.status).1.to_string()),
+        latest_ack_timestamp: Some(latest),
+        checkpointed_size: Some(size as u64),
+        state_size: Some(size as u64),
+        end_to_end_duration: Some((latest - r.trigger_ms).max(0)),
+        alignment_buffered: Some(0),
+        processed_data: Some(0),
+        persisted_data: Some(0),
+        num_subtasks: Some(m.graph.vertices[vi].parallelism as u64),
+        num_acknowledged_subtasks: Some(acks.len() as u64),
+    }
 }
 
 /// `GET /jobs/:jid/checkpoints/details/:cid`.
@@ -238,11 +246,14 @@ pub fn checkpoint_details(ctx: &Ctx, jid: &str, cid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let h = hub(&m)?;
     let r = find(h, cid)?;
-    let mut tasks = serde_json::Map::new();
-    for (vi, v) in m.graph.vertices.iter().enumerate() {
-        tasks.insert(v.id.to_string(), task_stats(&m, &r, vi));
-    }
-    ok(entry(&r, total_subtasks(&m), Value::Object(tasks)).into())
+    let tasks = m
+        .graph
+        .vertices
+        .iter()
+        .enumerate()
+        .map(|(vi, v)| (v.id.to_string(), task_stats(&m, &r, vi)))
+        .collect();
+    ok_shape(&entry(&r, total_subtasks(&m), tasks))
 }
 
 /// `GET /jobs/:jid/checkpoints/details/:cid/subtasks/:vid`: per-subtask sync/async,
@@ -267,45 +278,56 @@ pub fn checkpoint_subtasks(ctx: &Ctx, jid: &str, cid: &str, vid: &str) -> ApiRes
                 sync.push(ms(a.sync_ns));
                 align.push(ms(a.alignment_ns));
                 delay.push(a.start_delay_ms as f64);
-                subtasks.push(json!({
-                    "index": i,
-                    "status": "completed",
-                    "ack_timestamp": a.ack_ms,
-                    "end_to_end_duration": d,
-                    "state_size": size,
-                    "checkpointed_size": size,
-                    "checkpoint": {"sync": (a.sync_ns / 1_000_000) as i64, "async": 0},
-                    "alignment": {
-                        "buffered": 0,
-                        "processed": 0,
-                        "persisted": 0,
-                        "duration": (a.alignment_ns / 1_000_000) as i64,
-                    },
-                    "start_delay": a.start_delay_ms as i64,
-                    "unaligned_checkpoint": r.kind == CheckpointKind::Unaligned,
-                    "aborted": false,
-                }));
+                subtasks.push(api::SubtaskCheckpointStatistics {
+                    index: Some(i as u64),
+                    status: Some("completed".to_string()),
+                    ack_timestamp: Some(a.ack_ms),
+                    end_to_end_duration: Some(d),
+                    state_size: Some(size as u64),
+                    checkpointed_size: Some(size as u64),
+                    checkpoint: Some(api::SubtaskCheckpointDuration {
+                        sync: Some((a.sync_ns / 1_000_000) as i64),
+                        asynchronous: Some(0),
+                    }),
+                    alignment: Some(api::SubtaskAlignment {
+                        buffered: Some(0),
+                        processed: Some(0),
+                        persisted: Some(0),
+                        duration: Some((a.alignment_ns / 1_000_000) as i64),
+                    }),
+                    start_delay: Some(a.start_delay_ms as i64),
+                    unaligned_checkpoint: Some(r.kind == CheckpointKind::Unaligned),
+                    aborted: Some(false),
+                });
             }
-            None => subtasks.push(json!({"index": i, "status": "pending_or_failed"})),
+            None => subtasks.push(api::SubtaskCheckpointStatistics {
+                index: Some(i as u64),
+                status: Some("pending_or_failed".to_string()),
+                ..Default::default()
+            }),
         }
     }
     let zeros = vec![0.0; sizes.len()];
-    let mut j = task_stats(&m, &r, vi);
-    j["summary"] = json!({
-        "checkpointed_size": summary(&sizes),
-        "state_size": summary(&sizes),
-        "end_to_end_duration": summary(&e2e),
-        "checkpoint_duration": {"sync": summary(&sync), "async": summary(&zeros)},
-        "alignment": {
-            "buffered": summary(&zeros),
-            "processed": summary(&zeros),
-            "persisted": summary(&zeros),
-            "duration": summary(&align),
+    ok_shape(&api::TaskCheckpointStatisticsWithSubtaskDetails {
+        task: task_stats(&m, &r, vi),
+        summary: api::SubtaskCheckpointSummary {
+            checkpointed_size: summary(&sizes),
+            state_size: summary(&sizes),
+            end_to_end_duration: summary(&e2e),
+            checkpoint_duration: api::SyncAsyncStats {
+                sync: summary(&sync),
+                asynchronous: summary(&zeros),
+            },
+            alignment: api::AlignmentStats {
+                buffered: summary(&zeros),
+                processed: summary(&zeros),
+                persisted: summary(&zeros),
+                duration: summary(&align),
+            },
+            start_delay: summary(&delay),
         },
-        "start_delay": summary(&delay),
-    });
-    j["subtasks"] = Value::Array(subtasks);
-    ok(j.into())
+        subtasks,
+    })
 }
 
 /// `POST /jobs/:jid/savepoints` (`stop` false: body `target-directory`, `cancel-job`) and
@@ -369,10 +391,14 @@ pub fn trigger_savepoint(
         status: 409,
         message: format!("Savepoint of job {jid} refused: {e}."),
     })?;
-    Ok(crate::http::Response::json(
-        202,
-        json!({ "request-id": id }).to_string(),
-    ))
+    let answer = TriggerResponse {
+        request_id: id.to_string(),
+    };
+    let body = serde_json::to_string(&answer).map_err(|e| ApiError {
+        status: 500,
+        message: format!("Could not write the answer: {e}"),
+    })?;
+    Ok(crate::http::Response::json(202, body))
 }
 
 /// `GET /jobs/:jid/savepoints/:triggerid`.
@@ -400,22 +426,32 @@ pub fn savepoint_status(ctx: &Ctx, jid: &str, trigger: &str) -> ApiResult {
     } else {
         st
     };
-    ok(match st {
-        SavepointStatus::InProgress => json!({"status": {"id": "IN_PROGRESS"}}),
-        SavepointStatus::Completed(path) => json!({
-            "status": {"id": "COMPLETED"},
-            "operation": {"location": format!("file:{}", path.display())},
-        }),
-        SavepointStatus::Failed(why) => json!({
-            "status": {"id": "COMPLETED"},
-            "operation": {
-                "failure-cause": {
-                    "class": "org.apache.flink.runtime.checkpoint.CheckpointException",
-                    "stack-trace": why,
-                    "serialized-throwable": null,
-                }
-            },
-        }),
-    }
-    .into())
+    let status = |id: &str| api::QueueStatus { id: id.to_string() };
+    let operation = |location, failure_cause| {
+        Some(api::SavepointOperation {
+            location,
+            failure_cause,
+        })
+    };
+    ok_shape(&match st {
+        SavepointStatus::InProgress => api::SavepointStatus {
+            status: status("IN_PROGRESS"),
+            operation: None,
+        },
+        SavepointStatus::Completed(path) => api::SavepointStatus {
+            status: status("COMPLETED"),
+            operation: operation(Some(format!("file:{}", path.display())), None),
+        },
+        SavepointStatus::Failed(why) => api::SavepointStatus {
+            status: status("COMPLETED"),
+            operation: operation(
+                None,
+                Some(api::FailureCause {
+                    class: "org.apache.flink.runtime.checkpoint.CheckpointException".to_string(),
+                    stack_trace: why,
+                    serialized_throwable: None,
+                }),
+            ),
+        },
+    })
 }

@@ -6,8 +6,10 @@
 use std::num::NonZeroUsize;
 
 use serde_json::{json, Value};
+use sluice_doctor::examine::ViewProbe;
 use sluice_doctor::{
-    diagnose, ConnectorOption, HotKey, JobView, PlanChange, SubtaskSample, VertexView,
+    examine, ConnectorOption, Diagnosis, ExamineOptions, HotKey, JobView, PlanChange,
+    SubtaskSample, VertexView,
 };
 use sluice_plan::{JobGraph, JobVertex};
 use sluice_runtime::telemetry::{SubtaskSnapshot, VertexSnapshot};
@@ -19,16 +21,15 @@ use crate::http::Response;
 /// What a two-phase aggregation adds in place of the keyed operator.
 pub const TWO_PHASE_ADDS: [&str; 3] = ["salt", "pre-aggregate (salted)", "combine"];
 
+/// `GET /jobs/:jobid/doctor`.
 pub fn doctor(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
-    let snaps = m.vertex_metrics();
-    let Some(view) = m.last_sample_ms().and_then(|_| job_view(&m, &snaps)) else {
+    let Some(d) = diagnosis(&m) else {
         return Ok(Response::json(
             200,
             json!({"status": "no-metrics-yet"}).to_string(),
         ));
     };
-    let d = diagnose(&view);
     let mut body = sluice_doctor::to_json(&d);
     let change = d
         .fix
@@ -39,6 +40,22 @@ pub fn doctor(ctx: &Ctx, jid: &str) -> ApiResult {
         o.insert("plan-change".to_string(), change);
     }
     Ok(Response::json(200, body.to_string()))
+}
+
+/// The doctor's diagnosis of a running job through its one call ([`sluice_doctor::examine`],
+/// as `sluice doctor` and the autopilot make it), over the job's latest metrics sample (already
+/// moving averages, so one view with no series); `None` before the first sample.
+pub fn diagnosis(m: &JobMonitor) -> Option<Diagnosis> {
+    let snaps = m.vertex_metrics();
+    let view = m.last_sample_ms().and_then(|_| job_view(m, &snaps))?;
+    let probe = ViewProbe::new(&m.job_id.to_string(), &m.graph.name, view, "this server");
+    let opts = ExamineOptions {
+        window: 0.0,
+        // The latest flame graphs are in the view when someone sampled them: none are started.
+        flame_graphs: false,
+    };
+    // A view probe neither fetches nor fails, and a zero window is in range.
+    examine(&probe, None, &opts).ok().map(|e| e.diagnosis)
 }
 
 /// The doctor's view of a running job; `None` while some vertex has no sampled subtask.
@@ -194,13 +211,7 @@ fn locate(g: &JobGraph, operator: &str) -> Option<(usize, Option<&'static str>)>
 
 /// The proposed change against the live graph: before/after of what it changes.
 pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
-    let operator = match c {
-        PlanChange::Parallelism { operator, .. }
-        | PlanChange::TwoPhase { operator, .. }
-        | PlanChange::AsyncIo { operator, .. }
-        | PlanChange::SinkOption { operator, .. }
-        | PlanChange::LookupCache { operator, .. } => operator,
-    };
+    let operator = c.operator();
     let at = locate(g, operator);
     let vertex = at.map(|(v, _)| g.vertices[v].id.to_string());
     let vertex_name = at.map(|(v, _)| g.vertices[v].name.clone());
@@ -219,7 +230,7 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
                 "vertex": vertex,
                 "vertex-name": vertex_name,
                 "parallelism": {"before": before, "after": parallelism},
-                "ship-strategy": {"before": at.and_then(|(_, s)| s), "after": ship},
+                "ship-strategy": {"before": at.and_then(|(_, s)| s), "after": ship.as_str()},
             })
         }
         PlanChange::TwoPhase { buckets, .. } => json!({
@@ -231,7 +242,7 @@ pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
             "adds": TWO_PHASE_ADDS,
             "removes": [operator],
         }),
-        PlanChange::AsyncIo { capacity, .. } => json!({
+        PlanChange::AsyncCapacity { capacity, .. } => json!({
             "kind": "async-io",
             "operator": operator,
             "vertex": vertex,

@@ -1,5 +1,6 @@
 //! The request and response values of the API, and what hyper leaves to us: splitting a
-//! request target into percent-decoded path segments and query parameters, and the limits the
+//! request target into percent-decoded path segments and query parameters (decoded by
+//! `percent-encoding`, with malformed escapes and non-UTF-8 refused), and the limits the
 //! server enforces. Everything here is pure (strings in, values out), tested without sockets.
 
 /// Longest request target accepted (path and query); longer → 414.
@@ -15,8 +16,11 @@ pub type Query = Vec<(String, String)>;
 /// A response ready to be sent.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Response {
+    /// The HTTP status code.
     pub status: u16,
+    /// The `Content-Type` header.
     pub content_type: &'static str,
+    /// The body, sent as is.
     pub body: Vec<u8>,
     /// Extra headers (`Allow` on 405, `WWW-Authenticate` on 401).
     pub headers: Vec<(&'static str, String)>,
@@ -27,6 +31,7 @@ pub const PROMETHEUS: &str = "text/plain; version=0.0.4; charset=utf-8";
 pub const HTML: &str = "text/html; charset=utf-8";
 
 impl Response {
+    /// A JSON answer with `status`.
     pub fn json(status: u16, body: String) -> Response {
         Response {
             status,
@@ -115,43 +120,28 @@ pub fn shorten(s: &str) -> String {
     }
 }
 
-fn hex(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
-}
-
-/// Decodes `%XX` escapes (and `+` as space in queries); the result must be UTF-8.
+/// Decodes `%XX` escapes (and `+` as space in queries); the result must be UTF-8. Stricter
+/// than `percent-encoding` alone, which passes a malformed escape (`%zz`, a lone `%`) through:
+/// that is refused here, as a client that sends one has encoded something wrong.
 pub fn percent_decode(s: &str, plus_is_space: bool) -> Result<String, &'static str> {
     let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                let (Some(h), Some(l)) = (
-                    bytes.get(i + 1).copied().and_then(hex),
-                    bytes.get(i + 2).copied().and_then(hex),
-                ) else {
-                    return Err("invalid percent escape");
-                };
-                out.push(h * 16 + l);
-                i += 3;
-            }
-            b'+' if plus_is_space => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
+    for (i, _) in s.match_indices('%') {
+        let hex = |k: usize| bytes.get(i + k).is_some_and(u8::is_ascii_hexdigit);
+        if !(hex(1) && hex(2)) {
+            return Err("invalid percent escape");
         }
     }
-    String::from_utf8(out).map_err(|_| "not valid UTF-8 after percent-decoding")
+    let spaced;
+    let s = if plus_is_space && s.contains('+') {
+        spaced = s.replace('+', " ");
+        spaced.as_str()
+    } else {
+        s
+    };
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|d| d.into_owned())
+        .map_err(|_| "not valid UTF-8 after percent-decoding")
 }
 
 #[cfg(test)]
@@ -172,6 +162,9 @@ mod tests {
         );
         let (segments, _) = parse_target("http://localhost:8081/overview").unwrap();
         assert_eq!(segments, vec!["overview"]);
+        let (segments, query) = parse_target("/a%2Fb/%E2%82%AC?k%3D=v%26w+%2B").unwrap();
+        assert_eq!(segments, vec!["a/b", "€"]);
+        assert_eq!(query, vec![("k=".into(), "v&w +".into())]);
         let (segments, _) = parse_target("//a//b/#frag").unwrap();
         assert_eq!(segments, vec!["a", "b"]);
     }
@@ -187,6 +180,9 @@ mod tests {
             "/%",
             "/%f",
             "/%c0%af",
+            "/a?%",
+            "/a?x=%4",
+            "/a?x=%%41",
         ] {
             let e = parse_target(target).unwrap_err();
             assert_eq!(e.status, 400, "{target}");

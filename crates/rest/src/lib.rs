@@ -1,3 +1,5 @@
+#![warn(missing_docs)]
+
 //! # sluice-rest: Flink's REST monitoring API, served from inside the process
 //!
 //! [`serve`] (or [`serve_with`] and a [`RestConfig`]) starts an HTTP/1.1 server that answers Flink 2.3's REST paths with Flink's JSON
@@ -5,11 +7,11 @@
 //! `tests/fixtures/flink/flink-rest/`) for every job in a [`JobRegistry`], plus Prometheus text
 //! metrics on `/metrics` and an OpenAPI 3.0 description on `/openapi.json`.
 //!
-//! With a job built by the DataStream API (`sluice-graph`, not a dependency of this crate):
+//! With a job built by the DataStream API (`sluice-datastream`, not a dependency of this crate):
 //!
 //! ```ignore
 //! use std::sync::Arc;
-//! use sluice_graph::StreamEnv;
+//! use sluice_datastream::StreamEnv;
 //! use sluice_rest::{serve, JobRegistry};
 //!
 //! let env = StreamEnv::new();
@@ -31,7 +33,10 @@
 //! `subtasks/:subtaskindex`, `subtasks/:subtaskindex/metrics`, `watermarks`, `accumulators`;
 //! `/jobs/:jobid/doctor` (Sluice extension: the doctor's diagnosis of the job's latest metrics);
 //! `/taskmanagers`, `/metrics` (Prometheus), `/openapi.json`. The route table is in
-//! [`routes::ROUTES`]; the OpenAPI document is generated from it, so it lists every path.
+//! [`routes::ROUTES`] (matched by a `matchit` router); the OpenAPI document is generated from
+//! it, so it lists every path. Answers whose shape `sluice-rest-api` defines (`/overview`,
+//! `/jobs`, `/jobs/overview`, the error body) are written from those types, and their OpenAPI
+//! schemas are `utoipa`'s, derived from the same types.
 //!
 //! Metrics follow Flink's names and Java value types: `?get=` values are strings printed as
 //! Java would (`"800"` for the long timer gauges, `"200.0"` for `busyTimeMsPerSecond`), the

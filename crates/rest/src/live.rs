@@ -7,7 +7,7 @@
 //! (Flink's default scheduler cannot change parallelism without a restart either).
 
 use serde_json::{json, Map, Value};
-use sluice_doctor::PlanChange;
+use sluice_doctor::{PlanChange, ShipStrategy};
 use sluice_plan::JobGraph;
 use sluice_types::Id128;
 
@@ -27,23 +27,28 @@ pub enum ApplyRequest {
 /// not allow it now, 500 the engine failed) and Flink's error message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LiveError {
+    /// The HTTP status to answer with.
     pub status: u16,
+    /// Flink-style error message for the `errors` list.
     pub message: String,
 }
 
 impl LiveError {
+    /// 400: the change itself is refused.
     pub fn refused(message: impl Into<String>) -> LiveError {
         LiveError {
             status: 400,
             message: message.into(),
         }
     }
+    /// 409: the job's state does not allow the change now.
     pub fn conflict(message: impl Into<String>) -> LiveError {
         LiveError {
             status: 409,
             message: message.into(),
         }
     }
+    /// 500: the engine failed to apply it.
     pub fn internal(message: impl Into<String>) -> LiveError {
         LiveError {
             status: 500,
@@ -55,6 +60,7 @@ impl LiveError {
 /// How a change ended (Flink's `TerminalState` of a rescale).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RescaleState {
+    /// Applied; the job runs the new plan.
     Completed,
     /// Not applied; the job runs its previous plan again. The reason.
     Failed(String),
@@ -63,7 +69,9 @@ pub enum RescaleState {
 /// One vertex's parallelism in a change (Flink's `VertexParallelismRescaleInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VertexRescale {
+    /// The vertex's id.
     pub id: Id128,
+    /// The vertex's name.
     pub name: String,
     /// `None`: the vertex did not exist before (a rewrite added it).
     pub before: Option<usize>,
@@ -84,12 +92,17 @@ pub struct RescaleRecord {
     pub change: Value,
     /// The uuid of the change a rollback undid.
     pub rollback_of: Option<Id128>,
+    /// When the change started, ms since the epoch.
     pub start_ms: i64,
+    /// When it ended, ms since the epoch.
     pub end_ms: i64,
+    /// How it ended.
     pub state: RescaleState,
+    /// Each vertex's parallelism before and after.
     pub vertices: Vec<VertexRescale>,
     /// Stream nodes before and after ([`plan_nodes`]).
     pub plan_before: Value,
+    /// Stream nodes after the change.
     pub plan_after: Value,
     /// The plan diff, one line per changed node (`~ [4] heavy-map  parallelism 1 -> 2 ...`).
     pub changes: Vec<String>,
@@ -187,9 +200,17 @@ pub fn parse_change(v: &Value) -> Result<PlanChange, String> {
             operator,
             parallelism: size("parallelism")?,
             // `sluice doctor --json` names it `ship`: its object is accepted as it is too.
-            ship: match o.contains_key("ship") && !o.contains_key("ship-strategy") {
-                true => text("ship")?,
-                false => text("ship-strategy")?,
+            ship: {
+                let ship = match o.contains_key("ship") && !o.contains_key("ship-strategy") {
+                    true => text("ship")?,
+                    false => text("ship-strategy")?,
+                };
+                ShipStrategy::parse(&ship).ok_or_else(|| {
+                    format!(
+                        "unknown ship strategy '{}' (REBALANCE, RESCALE, SHUFFLE or HASH)",
+                        crate::http::shorten(&ship)
+                    )
+                })?
             },
         },
         "two-phase" => PlanChange::TwoPhase {
@@ -197,7 +218,7 @@ pub fn parse_change(v: &Value) -> Result<PlanChange, String> {
             buckets: u32::try_from(number("buckets")?)
                 .map_err(|_| "'buckets' is too large".to_string())?,
         },
-        "async-io" => PlanChange::AsyncIo {
+        "async-io" => PlanChange::AsyncCapacity {
             operator,
             capacity: size("capacity")?,
         },
@@ -232,13 +253,13 @@ mod tests {
             PlanChange::Parallelism {
                 operator: "heavy-map".into(),
                 parallelism: 2,
-                ship: "REBALANCE".into(),
+                ship: ShipStrategy::Rebalance,
             },
             PlanChange::TwoPhase {
                 operator: "sum".into(),
                 buckets: 8,
             },
-            PlanChange::AsyncIo {
+            PlanChange::AsyncCapacity {
                 operator: "lookup".into(),
                 capacity: 16,
             },

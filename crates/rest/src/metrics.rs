@@ -101,7 +101,8 @@ impl Subtask<'_> {
         }
         1000.0 - ((self.idle() + self.backpressured()) as f64).min(1000.0)
     }
-    /// Backpressure ratio, idle ratio and busy ratio (spec §5.2).
+    /// Backpressure ratio, idle ratio and busy ratio
+    /// (docs/src/reference/flink-formats.md#backpressure-levels).
     pub fn ratios(&self) -> (f64, f64, f64) {
         (
             self.backpressured() as f64 / 1000.0,

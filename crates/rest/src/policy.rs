@@ -30,6 +30,8 @@ pub struct Policy {
 pub type Refusal = Response;
 
 impl Policy {
+    /// A policy with `token` (an empty one is none) and the extra host names `Host` may carry
+    /// besides loopback ones (compared without case or a trailing dot).
     pub fn new(token: Option<String>, allowed_hosts: &[String]) -> Policy {
         Policy {
             token: token.filter(|t| !t.is_empty()),
@@ -41,6 +43,7 @@ impl Policy {
         }
     }
 
+    /// Whether mutating routes need a bearer token.
     pub fn has_token(&self) -> bool {
         self.token.is_some()
     }
@@ -167,8 +170,11 @@ impl Policy {
 /// The request headers the policy reads.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RequestHeaders<'a> {
+    /// `Content-Type`.
     pub content_type: Option<&'a str>,
+    /// `Origin`.
     pub origin: Option<&'a str>,
+    /// `Authorization`.
     pub authorization: Option<&'a str>,
 }
 

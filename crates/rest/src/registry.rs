@@ -26,6 +26,7 @@ impl std::fmt::Debug for JobRegistry {
 }
 
 impl JobRegistry {
+    /// An empty registry.
     pub fn new() -> JobRegistry {
         JobRegistry::default()
     }
@@ -43,6 +44,7 @@ impl JobRegistry {
         self.jobs.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The job with `id`, if registered.
     pub fn get(&self, id: JobId) -> Option<Arc<JobMonitor>> {
         self.jobs
             .read()

@@ -8,15 +8,17 @@
 use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
-use sluice_doctor::diagnose;
 use sluice_runtime::{JobMonitor, JobOutcome};
 use sluice_types::Id128;
 
-use crate::api::{ApiError, ApiResult, Ctx};
-use crate::doctor_api::job_view;
+use crate::api::{ok_shape, ApiError, ApiResult, Ctx};
+use crate::doctor_api::diagnosis;
 use crate::http::{shorten, Response};
 use crate::live::{
     parse_change, ApplyRequest, LiveControl, LiveError, RescaleRecord, RescaleState,
+};
+use sluice_rest_api::{
+    JobResourceRequirements, ParallelismBounds, RescalesConfig, VertexResourceRequirements,
 };
 
 /// How many rescales a job keeps (Flink: `web.adaptive-scheduler.rescale-history.size`, 0 =
@@ -68,14 +70,19 @@ fn running(m: &JobMonitor) -> Result<(), ApiError> {
 /// requirements).
 pub fn resource_requirements(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
-    let mut out = Map::new();
-    for v in &m.graph.vertices {
-        out.insert(
-            v.id.to_string(),
-            json!({"parallelism": {"lowerBound": 1, "upperBound": v.parallelism}}),
-        );
-    }
-    answer(Value::Object(out))
+    let vertices = m
+        .graph
+        .vertices
+        .iter()
+        .map(|v| {
+            let parallelism = ParallelismBounds {
+                lower_bound: Some(1),
+                upper_bound: Some(v.parallelism as u64),
+            };
+            (v.id.to_string(), VertexResourceRequirements { parallelism })
+        })
+        .collect();
+    ok_shape(&JobResourceRequirements(vertices))
 }
 
 /// Reads a `PUT /jobs/:jid/resource-requirements` body into the vertices whose parallelism
@@ -188,15 +195,10 @@ pub fn doctor_apply(ctx: &Ctx, jid: &str, body: &[u8]) -> ApiResult {
 
 /// The plan change the doctor proposes for the job now; 409 when it proposes none.
 fn current_proposal(m: &JobMonitor) -> Result<sluice_doctor::PlanChange, ApiError> {
-    let snaps = m.vertex_metrics();
-    let view = m
-        .last_sample_ms()
-        .and_then(|_| job_view(m, &snaps))
-        .ok_or_else(|| ApiError {
-            status: 409,
-            message: "The doctor has no metrics for this job yet (the first sample comes after the metrics interval); retry, or give a plan-change.".into(),
-        })?;
-    let d = diagnose(&view);
+    let d = diagnosis(m).ok_or_else(|| ApiError {
+        status: 409,
+        message: "The doctor has no metrics for this job yet (the first sample comes after the metrics interval); retry, or give a plan-change.".into(),
+    })?;
     d.fix
         .as_ref()
         .and_then(|f| f.plan_change.clone())
@@ -348,15 +350,8 @@ pub fn rescales_overview(ctx: &Ctx, jid: &str) -> ApiResult {
 pub fn rescales_config(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let live = ctx.registry.live(m.job_id).is_some();
-    answer(json!({
-        "rescaleHistoryMax": if live { RESCALE_HISTORY_MAX } else { 0 },
-        "schedulerExecutionMode": null,
-        "submissionResourceWaitTimeoutInMillis": 0,
-        "submissionResourceStabilizationTimeoutInMillis": 0,
-        "slotIdleTimeoutInMillis": 0,
-        "executingCooldownTimeoutInMillis": 0,
-        "executingResourceStabilizationTimeoutInMillis": 0,
-        "maximumDelayForTriggeringRescaleInMillis": 0,
-        "rescaleOnFailedCheckpointCount": 0,
-    }))
+    ok_shape(&RescalesConfig {
+        rescale_history_max: if live { RESCALE_HISTORY_MAX as u64 } else { 0 },
+        ..RescalesConfig::default()
+    })
 }

@@ -4,54 +4,97 @@ use crate::api::{self, ApiError, ApiResult, Ctx};
 use crate::http::{Response, HTML, PROMETHEUS};
 use crate::registry::JobRegistry;
 
+/// What a route runs: one variant per served path (the table below maps paths to them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Endpoint {
+    /// The handler of `/`.
     Index,
+    /// The handler of `/config`.
     Config,
+    /// The handler of `/overview`.
     Overview,
+    /// The handler of `/jobs`.
     Jobs,
+    /// The handler of `/jobs/overview`.
     JobsOverview,
+    /// The handler of `/jobs/:jobid`.
     Job,
+    /// The handler of `/jobs/:jobid/config`.
     JobConfig,
+    /// The handler of `/jobs/:jobid/plan`.
     JobPlan,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid`.
     Vertex,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/backpressure`.
     Backpressure,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/subtasktimes`.
     SubtaskTimes,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/taskmanagers`.
     VertexTaskManagers,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/metrics`.
     VertexMetrics,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/subtasks/metrics`.
     SubtasksMetrics,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex`.
     Subtask,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/subtasks/:subtaskindex/metrics`.
     SubtaskMetrics,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/watermarks`.
     Watermarks,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/accumulators`.
     Accumulators,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/hot-keys`.
     HotKeys,
+    /// The handler of `/jobs/:jobid/vertices/:vertexid/flamegraph`.
     FlameGraph,
+    /// The handler of `/taskmanagers/:taskmanagerid/thread-dump`.
     ThreadDump,
+    /// The handler of `/jobs/:jobid/savepoints`.
     Savepoints,
+    /// The handler of `/jobs/:jobid/savepoints/:triggerid`.
     SavepointStatus,
+    /// The handler of `/jobs/:jobid/stop`.
     Stop,
+    /// The handler of `/jobs/:jobid/checkpoints`.
     Checkpoints,
+    /// The handler of `/jobs/:jobid/checkpoints/config`.
     CheckpointConfig,
+    /// The handler of `/jobs/:jobid/checkpoints/details/:checkpointid`.
     CheckpointDetails,
+    /// The handler of `/jobs/:jobid/checkpoints/details/:checkpointid/subtasks/:vertexid`.
     CheckpointSubtasks,
+    /// The handler of `/jobs/:jobid/doctor`.
     Doctor,
+    /// The handler of `/jobs/:jobid/autopilot`.
     Autopilot,
+    /// The handler of `/jobs/:jobid/doctor/apply`.
     DoctorApply,
+    /// The handler of `/jobs/:jobid/resource-requirements`.
     ResourceRequirements,
+    /// The handler of `/jobs/:jobid/rescales/config`.
     RescalesConfig,
+    /// The handler of `/jobs/:jobid/rescales/history`.
     RescalesHistory,
+    /// The handler of `/jobs/:jobid/rescales/overview`.
     RescalesOverview,
+    /// The handler of `/jobs/:jobid/rescales/details/:rescaleuuid`.
     RescaleDetails,
+    /// The handler of `/taskmanagers`.
     TaskManagers,
+    /// The handler of `/metrics`.
     Prometheus,
+    /// The handler of `/openapi.json`.
     OpenApi,
 }
 
 /// A query parameter an endpoint reads.
 #[derive(Clone, Copy, Debug)]
 pub struct QueryParam {
+    /// The parameter's name in the query string.
     pub name: &'static str,
+    /// What it means, for the OpenAPI document.
     pub description: &'static str,
+    /// The shape of its value.
     pub schema: QuerySchema,
 }
 
@@ -68,33 +111,39 @@ pub enum QuerySchema {
     Pattern(&'static str),
 }
 
+/// `get`: the metric names a metrics endpoint answers.
 pub const GET_PARAM: QueryParam = QueryParam {
     name: "get",
     description:
         "Comma-separated metric names; without it the endpoint lists the available metrics.",
     schema: QuerySchema::List,
 };
+/// `agg`: the aggregations of an aggregated metrics endpoint.
 pub const AGG_PARAM: QueryParam = QueryParam {
     name: "agg",
     description: "Comma-separated aggregations: min, max, avg, sum, skew (default: all).",
     schema: QuerySchema::EnumList(&api::AGGREGATIONS),
 };
+/// `subtasks`: the subtasks an aggregated metrics endpoint covers.
 pub const SUBTASKS_PARAM: QueryParam = QueryParam {
     name: "subtasks",
     description: "Comma-separated subtask indices and ranges, e.g. 0,2-4 (default: all). A range must not be reversed (400); a subtask the vertex does not have is 404.",
     schema: QuerySchema::Pattern(r"^\s*[0-9]+(\s*-\s*[0-9]+)?(\s*,\s*[0-9]+(\s*-\s*[0-9]+)?)*\s*$"),
 };
+/// `type`: which threads a flame graph shows.
 pub const FLAME_TYPE_PARAM: QueryParam = QueryParam {
     name: "type",
     description: "Flame graph type: full (default), on_cpu (threads running) or off_cpu (threads waiting); any case.",
     schema: QuerySchema::Enum(&api::FLAME_GRAPH_TYPES),
 };
+/// `subtaskindex`: one subtask's flame graph.
 pub const SUBTASK_INDEX_PARAM: QueryParam = QueryParam {
     name: "subtaskindex",
     description:
         "Only this subtask's samples (0-based; a subtask the vertex does not have is 404).",
     schema: QuerySchema::Pattern("^[0-9]+$"),
 };
+/// `mode`: how `PATCH /jobs/:jobid` ends a job.
 pub const MODE_PARAM: QueryParam = QueryParam {
     name: "mode",
     description: "Termination mode; only 'cancel' (the default) is supported.",
@@ -104,8 +153,11 @@ pub const MODE_PARAM: QueryParam = QueryParam {
 /// One method on one path.
 #[derive(Clone, Copy, Debug)]
 pub struct Operation {
+    /// The HTTP method (`GET`, `POST`, …).
     pub method: &'static str,
+    /// One line for the OpenAPI document.
     pub summary: &'static str,
+    /// The query parameters it reads.
     pub query: &'static [QueryParam],
     /// Changes a job (cancel, stop, savepoints): needs a JSON content type, no foreign origin
     /// and the token when one is configured; never answered with wildcard CORS
@@ -116,8 +168,11 @@ pub struct Operation {
 /// A served path in Flink's notation (`/jobs/:jobid`).
 #[derive(Clone, Copy, Debug)]
 pub struct Route {
+    /// The path, `:name` for a parameter segment.
     pub path: &'static str,
+    /// What serves it.
     pub endpoint: Endpoint,
+    /// The methods it answers.
     pub operations: &'static [Operation],
 }
 
@@ -130,7 +185,7 @@ const fn get(summary: &'static str) -> Operation {
     }
 }
 
-/// Literal routes come before parameterised ones that could match the same path.
+/// Matched by a `matchit` router: literal segments win over parameters whatever the order.
 #[rustfmt::skip]
 pub static ROUTES: &[Route] = &[
     Route { path: "/", endpoint: Endpoint::Index,
@@ -231,24 +286,61 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("This API as an OpenAPI 3.0 document.")] },
 ];
 
-/// Finds the route of a path and its parameters (in path order).
-pub fn match_route(segments: &[String]) -> Option<(&'static Route, Vec<&str>)> {
-    'routes: for r in ROUTES {
-        let pattern: Vec<&str> = r.path.split('/').filter(|s| !s.is_empty()).collect();
-        if pattern.len() != segments.len() {
-            continue;
-        }
-        let mut params = Vec::new();
-        for (p, s) in pattern.iter().zip(segments) {
-            if p.starts_with(':') {
-                params.push(s.as_str());
-            } else if p != s {
-                continue 'routes;
+/// The route table as a `matchit` router (built once): Flink's `:name` parameters become
+/// `{name}`, and a literal segment wins over a parameter (`/jobs/overview` over `/jobs/:jobid`),
+/// whatever the table's order. The value is the route's index in [`ROUTES`].
+fn router() -> Option<&'static matchit::Router<usize>> {
+    static ROUTER: std::sync::OnceLock<Result<matchit::Router<usize>, matchit::InsertError>> =
+        std::sync::OnceLock::new();
+    ROUTER
+        .get_or_init(|| {
+            let mut router = matchit::Router::new();
+            for (i, r) in ROUTES.iter().enumerate() {
+                router.insert(matchit_path(r.path), i)?;
             }
-        }
-        return Some((r, params));
+            Ok(router)
+        })
+        .as_ref()
+        .ok()
+}
+
+/// A route's path in `matchit`'s notation (`/jobs/{jobid}`).
+fn matchit_path(flink: &str) -> String {
+    flink
+        .split('/')
+        .map(|s| match s.strip_prefix(':') {
+            Some(name) => format!("{{{name}}}"),
+            None => s.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Finds the route of a path (its percent-decoded, non-empty segments) and its parameters (in
+/// path order).
+pub fn match_route(segments: &[String]) -> Option<(&'static Route, Vec<&str>)> {
+    // A decoded segment may hold a `/` (`%2F`): escaped again, it stays one segment, and as no
+    // literal segment of the table has a `%`, it can only fill a parameter. Parameters are
+    // then taken from the decoded segments, by position.
+    let mut path = String::new();
+    for s in segments {
+        path.push('/');
+        path.push_str(&s.replace('%', "%25").replace('/', "%2F"));
     }
-    None
+    if path.is_empty() {
+        path.push('/');
+    }
+    let found = router()?.at(&path).ok()?;
+    let route = ROUTES.get(*found.value)?;
+    let params = route
+        .path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .zip(segments)
+        .filter(|(p, _)| p.starts_with(':'))
+        .map(|(_, s)| s.as_str())
+        .collect();
+    Some((route, params))
 }
 
 /// The route and operation a request targets (`HEAD` finds `GET`); `None` when the path is
@@ -410,6 +502,30 @@ mod tests {
         assert_eq!(match_route(&s).unwrap().0.endpoint, Endpoint::Subtask);
         assert!(match_route(&segs("/jobs/a/nope")).is_none());
         assert_eq!(match_route(&segs("/")).unwrap().0.endpoint, Endpoint::Index);
+        // A `/` or `%` inside a decoded segment only ever fills a parameter.
+        let s = vec!["jobs".to_string(), "a/b".to_string()];
+        let (r, p) = match_route(&s).unwrap();
+        assert_eq!((r.endpoint, p), (Endpoint::Job, vec!["a/b"]));
+        let s = vec!["jobs".to_string(), "%2F".to_string(), "plan".to_string()];
+        assert_eq!(match_route(&s).unwrap().1, vec!["%2F"]);
+        let s = vec!["jobs".to_string(), "a/overview".to_string()];
+        assert_eq!(match_route(&s).unwrap().0.endpoint, Endpoint::Job);
+    }
+
+    #[test]
+    fn every_route_is_in_the_router() {
+        assert!(router().is_some());
+        for (i, r) in ROUTES.iter().enumerate() {
+            let concrete: Vec<String> = r
+                .path
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(|s| s.strip_prefix(':').map_or(s, |_| "x").to_string())
+                .collect();
+            let (found, params) = match_route(&concrete).unwrap();
+            assert_eq!(found.path, ROUTES[i].path);
+            assert_eq!(params.len(), r.path.matches(':').count());
+        }
     }
 
     #[test]

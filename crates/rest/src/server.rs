@@ -48,14 +48,19 @@ pub const CLOSE_GRACE: Duration = Duration::from_secs(2);
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum RestError {
+    /// The address could not be bound (in use, not ours).
     #[error("cannot listen on {addr}: {source}")]
     Bind {
+        /// The address asked for.
         addr: SocketAddr,
+        /// What the OS said.
         #[source]
         source: std::io::Error,
     },
+    /// The settings are refused: a non-loopback address without a token.
     #[error("{0}")]
     Insecure(String),
+    /// Another I/O failure while starting (threads, the runtime).
     #[error("cannot start the REST server: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -63,6 +68,7 @@ pub enum RestError {
 /// How a server is set up: where it listens and its security settings (see [`crate::policy`]).
 #[derive(Clone, Debug)]
 pub struct RestConfig {
+    /// Where to listen.
     pub addr: SocketAddr,
     /// Bearer token required by mutating routes; required to bind a non-loopback address.
     pub token: Option<String>,

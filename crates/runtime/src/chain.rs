@@ -293,6 +293,7 @@ pub struct Fanout<T> {
 }
 
 impl<T: Data> Fanout<T> {
+    /// Fans out to `outs`, in order.
     pub fn new(outs: Vec<Box<dyn Collector<T>>>) -> Self {
         Fanout {
             outs,
@@ -368,6 +369,7 @@ impl<C> TimedSink<C> {
         r
     }
 
+    /// Wraps `inner`, sampling its record count and time into `metrics`.
     pub fn new(inner: C, metrics: Arc<OperatorMetrics>) -> Self {
         TimedSink {
             inner,

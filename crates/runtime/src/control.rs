@@ -15,6 +15,7 @@ pub struct DeadLetter {
     pub origin: String,
     /// Where in the input: a file and byte offset, a line number.
     pub location: String,
+    /// Why it was rejected, e.g. the parse error.
     pub reason: String,
 }
 
@@ -99,6 +100,7 @@ impl JobControl {
         let _ = self.checkpoints.set(hub);
     }
 
+    /// The job's checkpoint hub, once one is set (jobs without checkpointing have none).
     pub fn checkpoints(&self) -> Option<&Arc<crate::checkpoint::CheckpointHub>> {
         self.checkpoints.get()
     }
@@ -121,6 +123,7 @@ impl JobControl {
         self.stopped_with_savepoint.get().map(|p| p.as_path())
     }
 
+    /// Whether the user (or a stop-with-savepoint) cancelled the job, so no restart follows.
     pub fn is_user_cancelled(&self) -> bool {
         self.user_cancelled.load(Ordering::SeqCst)
     }
@@ -144,10 +147,12 @@ impl JobControl {
         }
     }
 
+    /// How long a partly filled output buffer may wait before it is flushed.
     pub fn buffer_timeout(&self) -> Duration {
         self.buffer_timeout
     }
 
+    /// The counter the flusher bumps every buffer timeout; a writer flushes when it moved.
     pub fn flush_epoch(&self) -> &AtomicU64 {
         &self.flush_epoch
     }
@@ -156,11 +161,13 @@ impl JobControl {
         self.flush_epoch.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Whether the job is stopping (failure or cancel); one relaxed load, cheap per record.
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.cancelled.load(Ordering::Relaxed)
     }
 
+    /// Registers an input gate to wake on cancel; cancelled at once if the job already is.
     pub fn register_gate(&self, c: GateCanceller) {
         let mut v = self.cancellers.lock().unwrap_or_else(|p| p.into_inner());
         v.push(c.clone());
@@ -190,6 +197,7 @@ impl JobControl {
         self.cancel();
     }
 
+    /// The first failure recorded by [`JobControl::fail`], leaving none behind.
     pub fn take_failure(&self) -> Option<JobError> {
         self.failure
             .lock()
@@ -217,14 +225,30 @@ impl JobControl {
         self.dead_letter_count.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Dead letters counted in all, including those not kept.
     pub fn dead_letter_count(&self) -> u64 {
         self.dead_letter_count.load(Ordering::Relaxed)
     }
 
+    /// A copy of the dead letters kept (at most [`DEAD_LETTERS_KEPT`]).
     pub fn dead_letters(&self) -> Vec<DeadLetter> {
         self.dead_letters
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+}
+
+/// A process link fails the job through its control (a peer lost, a message not sent).
+impl sluice_checkpoint::JobFailer for JobControl {
+    fn fail_job(&self, message: String) {
+        self.fail(JobError::job(message));
+    }
+}
+
+/// Operators waiting outside a gate (the async wait operator) stop when the job is torn down.
+impl sluice_operators::services::JobCancellation for JobControl {
+    fn is_cancelled(&self) -> bool {
+        JobControl::is_cancelled(self)
     }
 }

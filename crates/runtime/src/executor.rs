@@ -11,12 +11,7 @@ use crate::metrics::TaskState;
 use crate::{JobControl, TaskMetrics, TaskServices};
 
 /// Wall-clock milliseconds since the Unix epoch (REST timestamps).
-pub fn epoch_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use sluice_metrics::clock::epoch_ms;
 
 /// A job failed: which subtask, and why.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -24,9 +19,11 @@ pub fn epoch_ms() -> u64 {
 pub struct JobError {
     /// Vertex name, e.g. `Map -> Filter`.
     pub vertex: String,
+    /// Subtask index, from 0 (0 for a failure of the whole job).
     pub subtask: usize,
     /// Display name with index, e.g. `Map -> Filter (2/4)`.
     pub task: String,
+    /// What went wrong, as the operator or runtime reported it.
     pub message: String,
 }
 
@@ -44,10 +41,15 @@ impl JobError {
 
 /// What a running task can see of its environment.
 pub struct TaskContext {
+    /// The job's shared cancel/fail switch.
     pub control: Arc<JobControl>,
+    /// This subtask's live counters.
     pub metrics: Arc<TaskMetrics>,
+    /// The vertex's name, e.g. `Map -> Filter`.
     pub vertex_name: String,
+    /// Subtask index, from 0.
     pub subtask: usize,
+    /// Subtasks of the vertex in all.
     pub parallelism: usize,
     /// Fault injection: fail the task after it received this many records.
     pub fail_after_records: Option<u64>,
@@ -86,17 +88,24 @@ type TaskBody = Box<dyn FnOnce(&TaskContext) -> Result<(), OperatorError> + Send
 /// One subtask to run: its identity, its counters and the closure that is its whole life
 /// (build the chain, run the source or the input loop, finish).
 pub struct TaskSpec {
+    /// The vertex's position in the job graph; results are grouped by it.
     pub vertex_index: usize,
+    /// The vertex's name, e.g. `Map -> Filter`.
     pub vertex_name: String,
+    /// Subtask index, from 0.
     pub subtask: usize,
+    /// Subtasks of the vertex in all.
     pub parallelism: usize,
+    /// This subtask's counters, shared with the monitor and the profiler.
     pub metrics: Arc<TaskMetrics>,
+    /// What the task thread runs, start to end.
     pub body: TaskBody,
     /// Fault injection: fail the task after it received this many records.
     pub fail_after_records: Option<u64>,
 }
 
 impl TaskSpec {
+    /// A subtask with no fault injection.
     pub fn new(
         vertex_index: usize,
         vertex_name: impl Into<String>,
@@ -120,11 +129,14 @@ impl TaskSpec {
 /// A vertex as the result reports it.
 #[derive(Clone, Debug)]
 pub struct VertexInfo {
+    /// The vertex's name, e.g. `Map -> Filter`.
     pub name: String,
+    /// Its number of subtasks.
     pub parallelism: usize,
 }
 
 impl VertexInfo {
+    /// A vertex named `name` with `parallelism` subtasks.
     pub fn new(name: impl Into<String>, parallelism: usize) -> VertexInfo {
         VertexInfo {
             name: name.into(),
@@ -136,13 +148,21 @@ impl VertexInfo {
 /// Per-vertex totals of a finished job.
 #[derive(Clone, Debug, Default)]
 pub struct VertexResult {
+    /// The vertex's name, e.g. `Map -> Filter`.
     pub name: String,
+    /// Its number of subtasks.
     pub parallelism: usize,
+    /// Records received by all its subtasks.
     pub records_in: u64,
+    /// Records emitted by all its subtasks.
     pub records_out: u64,
+    /// Records received, per subtask (by index): shows skew.
     pub subtask_records_in: Vec<u64>,
+    /// Records emitted, per subtask (by index).
     pub subtask_records_out: Vec<u64>,
+    /// Time its subtasks spent waiting for input, summed over subtasks.
     pub idle: Duration,
+    /// Time its subtasks spent blocked on full output buffers, summed over subtasks.
     pub backpressured: Duration,
     /// The hottest keys of a keyed vertex (Space-Saving sketch per subtask), hottest first.
     pub hot_keys: Vec<crate::hotkeys::VertexHotKey>,
@@ -151,14 +171,20 @@ pub struct VertexResult {
 /// The outcome of a job that finished.
 #[derive(Clone, Debug)]
 pub struct JobResult {
+    /// The name the job was submitted with.
     pub job_name: String,
+    /// From the start of the run to the end of the last subtask.
     pub wall_time: Duration,
+    /// Totals per vertex, in job-graph order.
     pub vertices: Vec<VertexResult>,
+    /// Dead letters counted in all.
     pub dead_letters: u64,
+    /// The dead letters kept verbatim (see [`crate::DEAD_LETTERS_KEPT`]).
     pub dead_letter_samples: Vec<crate::DeadLetter>,
 }
 
 impl JobResult {
+    /// The totals of the vertex named `name`, if the job had one.
     pub fn vertex(&self, name: &str) -> Option<&VertexResult> {
         self.vertices.iter().find(|v| v.name == name)
     }

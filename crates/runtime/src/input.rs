@@ -348,7 +348,8 @@ impl Aligner {
                 });
             }
         }
-        let a = self.current.as_mut().expect("alignment started above");
+        // Set by the match above unless it returned.
+        let a = self.current.as_mut()?;
         a.received[channel] = true;
         gate.set_blocked(channel, true);
         self.complete(gate)
@@ -375,7 +376,7 @@ impl Aligner {
         if !all {
             return None;
         }
-        let a = self.current.take().expect("checked above");
+        let a = self.current.take()?;
         gate.unblock_all();
         self.last = a.barrier.checkpoint_id;
         self.newest = self.newest.max(self.last);
@@ -443,7 +444,9 @@ fn finish_unaligned<T: Data>(
     if !done {
         return;
     }
-    let u = u.take().expect("checked above");
+    let Some(u) = u.take() else {
+        return;
+    };
     let id = u.barrier.checkpoint_id;
     *last = (*last).max(id);
     if let Some(c) = services.checkpoints() {

@@ -1,4 +1,4 @@
-//! # sluice-runtime: subtasks on threads, the operator run loop, built-in operators
+//! # sluice-runtime: subtasks on threads, the operator run loop, job control
 //!
 //! The runtime executes a planned job. The [`job_master::JobMaster`] owns a job's life: it takes
 //! the job graph (`sluice-plan`) and a way to build the tasks of an attempt (the DataStream API
@@ -31,6 +31,12 @@
 //!   off-CPU frames) and thread dumps, in Flink's shapes; [`profiler::JobProfiler`] is a job's
 //!   cache of them.
 //!
+//! The runtime is the task execution core; its other rooms are crates of their own, re-exported
+//! here at their old paths: `sluice-metrics` ([`metrics`]), `sluice-state` ([`state`],
+//! [`fasthash`], [`private_dir`]), `sluice-checkpoint` ([`checkpoint`], with the coordinator
+//! thread [`checkpoint::driver`] kept here), `sluice-operators` ([`operators`], [`time`],
+//! [`hotkeys`], [`services`]) and `sluice-profiler` ([`profiler`]).
+//!
 //! Invariant: the runtime never decides placement. The job master reads the job graph to deploy
 //! and restart it, tasks run closures and count; deciding what runs where (chaining,
 //! partitioning, parallelism) belongs to `sluice-plan`.
@@ -48,27 +54,27 @@
 //! let result = run_job("demo", vec![VertexInfo::new("Source: numbers", 1)], vec![task], control).unwrap();
 //! assert_eq!(result.vertices[0].records_out, 3);
 //! ```
+#![warn(missing_docs)]
 
 pub mod chain;
 pub mod checkpoint;
 pub mod control;
 pub mod executor;
-pub mod fasthash;
-pub mod hotkeys;
 pub mod input;
 pub mod job_master;
-pub mod metrics;
-pub mod operators;
-pub mod private_dir;
-pub mod profiler;
 pub mod sched;
-pub mod services;
 pub mod sinks;
 pub mod sources;
-pub mod state;
 pub mod telemetry;
-pub mod time;
 pub mod writer;
+
+// The crates split out of the runtime, at their old paths (`sluice_runtime::state::…`).
+pub use sluice_metrics as metrics;
+pub use sluice_operators as operators;
+pub use sluice_operators::{hotkeys, services, time};
+pub use sluice_profiler as profiler;
+pub use sluice_state as state;
+pub use sluice_state::{fasthash, private_dir};
 
 pub use control::{DeadLetter, JobControl};
 pub use executor::{run_job, JobError, JobResult, TaskContext, TaskSpec, VertexInfo, VertexResult};

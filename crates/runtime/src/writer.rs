@@ -10,9 +10,10 @@ use sluice_types::{Collector, ControlEvent, Data, OperatorError};
 
 use crate::{JobControl, TaskMetrics};
 
-/// Picks the output channel of a record. Implementations live in `sluice-graph` (they encode
+/// Picks the output channel of a record. Implementations live in `sluice-datastream` (they encode
 /// Flink's partitioners); the writer is generic over them so selection is inlined per record.
 pub trait ChannelSelector<T>: Send {
+    /// The index of the channel `record` goes to, below the number of channels.
     fn select(&mut self, record: &T) -> usize;
 }
 
@@ -42,6 +43,7 @@ pub struct RecordWriter<T: Data, S> {
 }
 
 impl<T: Data, S: ChannelSelector<T>> RecordWriter<T, S> {
+    /// A writer sending each record to the one channel `selector` picks.
     pub fn new(
         channels: Vec<ChannelWriter<T>>,
         selector: S,
@@ -105,6 +107,7 @@ impl<T: Data, S: ChannelSelector<T>> RecordWriter<T, S> {
 }
 
 impl<T: Data> RecordWriter<T, BroadcastAll> {
+    /// A writer sending every record to all channels.
     pub fn broadcast(
         channels: Vec<ChannelWriter<T>>,
         control: Arc<JobControl>,

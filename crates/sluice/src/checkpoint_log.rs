@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sluice_graph::JobMonitor;
+use sluice_datastream::JobMonitor;
 use sluice_runtime::checkpoint::CheckpointHub;
 
+/// Says on stderr every failed checkpoint as it happens, from a thread of its own.
 pub struct CheckpointLog {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,

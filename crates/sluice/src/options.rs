@@ -6,13 +6,13 @@
 use std::time::Duration;
 
 use clap::{Args, Parser};
-use sluice_graph::{EnvConfig, StreamEnv};
+use sluice_datastream::{EnvConfig, StreamEnv};
 
 use crate::bounds::{between, MAX_MS};
 use crate::SluiceError;
 
 /// Highest `-p`: Flink's upper bound on max parallelism (32,768). A job's subtasks and
-/// exchange buffers are capped again before launch (`sluice_graph::launch_checks`).
+/// exchange buffers are capped again before launch (`sluice_datastream::launch_checks`).
 pub const MAX_PARALLELISM: usize = 1 << 15;
 /// Most credits per channel or gate a flag takes (Flink's defaults are 2 and 8).
 pub const MAX_CREDITS: usize = 1024;
@@ -121,16 +121,16 @@ pub struct EnvArgs {
     pub from_checkpoint: Option<std::path::PathBuf>,
     /// Fail subtask SUBTASK of the vertex whose name contains VERTEX after it received N records: VERTEX:SUBTASK:N. Repeat for one failure per attempt.
     #[arg(long, value_name = "VERTEX:SUBTASK:N", value_parser = parse_fault)]
-    pub inject_failure: Vec<sluice_graph::FaultSpec>,
+    pub inject_failure: Vec<sluice_datastream::FaultSpec>,
 }
 
 /// `VERTEX:SUBTASK:N` → a fault (the vertex name may itself contain colons).
-pub fn parse_fault(s: &str) -> Result<sluice_graph::FaultSpec, String> {
+pub fn parse_fault(s: &str) -> Result<sluice_datastream::FaultSpec, String> {
     let mut parts = s.rsplitn(3, ':');
     let (Some(n), Some(sub), Some(vertex)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(format!("--inject-failure '{s}': expected VERTEX:SUBTASK:N"));
     };
-    Ok(sluice_graph::FaultSpec {
+    Ok(sluice_datastream::FaultSpec {
         vertex: vertex.to_string(),
         subtask: sub.parse().map_err(|_| {
             format!("--inject-failure '{s}': SUBTASK must be a number, got '{sub}'")
@@ -184,7 +184,7 @@ impl EnvArgs {
             exclusive_credits: a.exclusive_credits,
             floating_credits: a.floating_credits,
             max_overdraft_buffers: a.max_overdraft_buffers_per_gate,
-            buffer_debloat: sluice_graph::DebloatConfig {
+            buffer_debloat: sluice_datastream::DebloatConfig {
                 enabled: a.buffer_debloat,
                 target: Duration::from_millis(a.buffer_debloat_target),
                 period: Duration::from_millis(a.buffer_debloat_period),
@@ -256,10 +256,16 @@ pub struct RestArgs {
 #[derive(Parser, Debug, Clone)]
 #[command(about = "A Sluice job: Flink's settings as flags, the REST API and dashboard built in")]
 pub struct RunOptions {
+    /// The job's settings (`-p`, checkpoints, restarts, metrics, …).
     #[command(flatten)]
     pub env: EnvArgs,
+    /// The REST API's settings.
     #[command(flatten)]
     pub rest: RestArgs,
+    /// `--processes`, `--process-index`, `--peers`, `--job-id`, `--autopilot` (see
+    /// [`crate::launch`]; [`crate::run`] runs the job in this process and ignores them).
+    #[command(flatten)]
+    pub processes: crate::processes::ProcessArgs,
     /// Print nothing but errors (no start and end lines on stderr).
     #[arg(long, global = true)]
     pub quiet: bool,

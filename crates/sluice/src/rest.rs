@@ -8,7 +8,9 @@ use crate::{RestArgs, SluiceError};
 
 /// A running REST server and the registry it serves jobs from.
 pub struct RestApi {
+    /// The server (its address).
     pub server: RestServer,
+    /// The jobs it serves.
     pub registry: Arc<JobRegistry>,
 }
 

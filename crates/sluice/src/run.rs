@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sluice_graph::config::EnvConfig;
-use sluice_graph::{JobExecution, JobHandle, JobMonitor, StreamEnv};
+use sluice_datastream::config::EnvConfig;
+use sluice_datastream::{JobExecution, JobHandle, JobMonitor, StreamEnv};
 
 use crate::live::{BuildFn, LiveJob};
 
@@ -38,7 +38,7 @@ pub struct Running {
     monitor: Arc<JobMonitor>,
     rest: Option<RestApi>,
     log: CheckpointLog,
-    faults: Vec<sluice_graph::FaultSpec>,
+    faults: Vec<sluice_datastream::FaultSpec>,
     started: Instant,
 }
 
@@ -128,6 +128,7 @@ impl Running {
         self.rest.as_ref().map(|r| r.server.local_addr())
     }
 
+    /// The job has ended (finished, failed or cancelled).
     pub fn is_finished(&self) -> bool {
         match &self.launched {
             Launched::Plain(h) => h.is_finished(),
@@ -186,9 +187,11 @@ pub struct Finished {
     pub restarts: u64,
     /// Lines about restarts and injected failures that did not fire.
     pub recovery: Vec<String>,
+    /// From the start to the end.
     pub wall: Duration,
     /// Records the sources emitted (over all plans of a live job).
     pub records: u64,
+    /// The job's metrics and status.
     pub monitor: Arc<JobMonitor>,
     rest: Option<RestApi>,
 }
@@ -224,9 +227,13 @@ impl Finished {
 pub struct RunSummary {
     /// `None` when the job was stopped with a savepoint.
     pub execution: Option<JobExecution>,
+    /// The savepoint the job was stopped with, if it was.
     pub savepoint: Option<PathBuf>,
+    /// Restarts after failures.
     pub restarts: u64,
+    /// Records the sources emitted.
     pub records: u64,
+    /// From the start to the end.
     pub wall: Duration,
 }
 
@@ -244,6 +251,16 @@ pub fn run(env: StreamEnv, options: &RunOptions) -> Result<RunSummary, SluiceErr
     };
     let running = Running::start(&env, &options.rest, say)?;
     let (outcome, finished) = running.wait();
+    summarize(outcome, finished, options)
+}
+
+/// What [`run`] says and returns once the job ended (shared with [`crate::launch`]).
+pub(crate) fn summarize(
+    outcome: Result<JobExecution, SluiceError>,
+    finished: Finished,
+    options: &RunOptions,
+) -> Result<RunSummary, SluiceError> {
+    let announce = !options.quiet;
     if announce {
         for line in &finished.recovery {
             eprintln!("{line}");

@@ -2,7 +2,7 @@
 //! injected failures did not fire (a fault that never fires must not look like a recovery
 //! that worked).
 
-use sluice_graph::FaultSpec;
+use sluice_datastream::FaultSpec;
 
 /// Lines for the summary. `restarts` is how many times the job restarted after a failure;
 /// fault `k` is armed in attempt `k` (0 = the first run), so the faults from `restarts` on did

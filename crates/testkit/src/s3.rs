@@ -125,6 +125,7 @@ impl S3Server {
             .collect())
     }
 
+    /// The server process's id.
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

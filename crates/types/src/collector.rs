@@ -110,6 +110,7 @@ pub enum ControlEvent {
 /// `collect` and `emit_event` return an error only when the record or event cannot be
 /// delivered: the downstream failed or the job is cancelled. Operators propagate it with `?`.
 pub trait Collector<T>: Send {
+    /// Passes one record downstream; an error means it cannot be delivered (see above).
     fn collect(&mut self, record: T) -> Result<(), OperatorError>;
 
     /// A control event (see [`ControlEvent`]). Required: wrappers forward it to what they wrap
@@ -171,7 +172,9 @@ impl<T, C: Collector<T> + ?Sized> CollectorExt<T> for C {}
 /// for embedding.
 #[derive(Debug)]
 pub struct VecCollector<T> {
+    /// Records received, in order.
     pub records: Vec<T>,
+    /// Whether end of input was signalled.
     pub finished: bool,
     /// Watermarks received, in order.
     pub watermarks: Vec<Watermark>,

@@ -11,6 +11,7 @@
 //!   lifecycle hooks (`open`, `finish`).
 //! - [`ShipStrategy`]: how an edge redistributes records, printed exactly as Flink prints it.
 //! - [`ids`]: job, vertex and subtask identifiers, including Flink's 32-hex vertex id format.
+//! - [`duration`]: Flink's duration syntax (`10 s`, `2min`, `250`), one parser for every option.
 //! - [`event`]: the control events that travel with data (end of partition, watermarks, barriers).
 //! - [`ServicesHandle`]: the opaque handle in an [`OperatorContext`] through which an operator
 //!   reaches its task's services (the runtime defines them).
@@ -31,7 +32,10 @@
 //! assert_eq!(out.records, vec![42]);
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod collector;
+pub mod duration;
 pub mod error;
 pub mod event;
 pub mod ids;
@@ -41,6 +45,7 @@ pub mod services;
 pub mod ship;
 
 pub use collector::{Collector, CollectorExt, ControlEvent, VecCollector};
+pub use duration::DurationError;
 pub use error::OperatorError;
 pub use event::{Barrier, CheckpointKind, Watermark};
 pub use ids::{Id128, JobId, JobVertexId, NodeId, SubtaskIndex};
@@ -54,7 +59,8 @@ pub use ship::ShipStrategy;
 pub trait Data: Clone + Send + 'static {}
 impl<T: Clone + Send + 'static> Data for T {}
 
-/// Estimated in-memory size of a record, used to fill buffers "by estimated size" (spec §4):
+/// Estimated in-memory size of a record, used to fill buffers "by estimated size"
+/// (docs/src/reference/flink-formats.md#credit-flow-control):
 /// the shallow size of the type. Heap parts (a `String`'s bytes) are not counted, which keeps
 /// the estimate free to compute on the hot path.
 #[inline]

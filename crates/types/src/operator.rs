@@ -9,8 +9,11 @@ pub struct OperatorContext {
     pub operator_name: String,
     /// The chained vertex's name (e.g. `Source: gen -> Map`).
     pub task_name: String,
+    /// Which subtask this instance is, from 0.
     pub subtask_index: usize,
+    /// How many subtasks the operator runs as.
     pub parallelism: usize,
+    /// The number of key groups: the upper bound for rescaling keyed state.
     pub max_parallelism: u32,
     /// The operator's stable identity for state: its uid when set, else its stream-graph node
     /// id. Checkpoints store each operator's state under it.
@@ -49,6 +52,7 @@ impl OperatorContext {
 /// `open` runs on the subtask's thread before the first record; `finish` runs at end of input
 /// (bounded jobs) and may emit final results before the collector is finished.
 pub trait Operator<In, Out>: Send {
+    /// Handles one record, emitting any output into `out`.
     fn process(&mut self, record: In, out: &mut dyn Collector<Out>) -> Result<(), OperatorError>;
 
     /// [`process`](Self::process) inside a chain, whose output batch is a concrete type: an
@@ -67,10 +71,12 @@ pub trait Operator<In, Out>: Send {
         self.process(record, out)
     }
 
+    /// Prepares the operator (state, connections) before its first record; by default nothing.
     fn open(&mut self, _ctx: &OperatorContext) -> Result<(), OperatorError> {
         Ok(())
     }
 
+    /// Emits any final output at end of input; by default nothing.
     fn finish(&mut self, _out: &mut dyn Collector<Out>) -> Result<(), OperatorError> {
         Ok(())
     }

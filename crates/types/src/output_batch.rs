@@ -17,6 +17,7 @@ pub struct OutputBatch<'a, T> {
 }
 
 impl<'a, T: Send> OutputBatch<'a, T> {
+    /// An output gathering into `buf` and passing on to `out` every `limit` records.
     pub fn new(buf: &'a mut Vec<T>, out: &'a mut dyn Collector<T>, limit: usize) -> Self {
         OutputBatch { buf, out, limit }
     }

@@ -6,13 +6,21 @@ use std::fmt;
 /// string that appears as `ship_strategy` in plans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ShipStrategy {
+    /// One-to-one to the subtask of the same index (chains when parallelisms match).
     Forward,
+    /// Round-robin over all downstream subtasks.
     Rebalance,
+    /// Round-robin over a local subset of downstream subtasks (pointwise).
     Rescale,
+    /// By the key's hash, through key groups.
     Hash,
+    /// Every record to every downstream subtask.
     Broadcast,
+    /// Everything to the first downstream subtask.
     Global,
+    /// Uniformly at random.
     Shuffle,
+    /// By a user-defined partitioner.
     Custom,
 }
 
@@ -23,6 +31,7 @@ impl ShipStrategy {
         matches!(self, ShipStrategy::Forward | ShipStrategy::Rescale)
     }
 
+    /// Flink's spelling (`FORWARD`, `HASH`, ...), as plans print it.
     pub fn as_str(self) -> &'static str {
         match self {
             ShipStrategy::Forward => "FORWARD",

@@ -1,6 +1,8 @@
 //! The example job against real servers: JSON clicks on tansu, including malformed ones, read
 //! to the end (`--bounded`) with checkpoints and an injected failure; the table it upserts must
 //! equal what PostgreSQL itself computes with SQL over the same clicks loaded into a table.
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! The adapter from Flink-compatible REST answers to the doctor's [`JobView`]: pure functions
 //! over already-parsed JSON (`serde_json::Value`s), so a live sampler over HTTP, a directory of
-//! saved answers and tests over captured fixtures build the same view. Uses Flink's paths and
+//! saved answers and tests over captured fixtures build the same view. Each answer is read
+//! through its shape in `sluice-rest-api` (the one definition the server writes with), leniently:
+//! unknown fields are ignored and a field of an unexpected type reads as absent. Uses Flink's paths and
 //! metric names, plus Sluice's extras when the server has them (`cpuTimeMsPerSecond`,
 //! `cpuWaitTimeMsPerSecond`, `stateAccessTimeMsPerSecond`, `serializationTimeMsPerSecond`,
 //! `deserializationTimeMsPerSecond`, `<operator>.busyTimeMsPerSecond`,
@@ -15,13 +17,23 @@
 use std::collections::HashMap;
 
 use serde_json::Value;
+use sluice_rest_api::lenient::{self, Scalar};
+use sluice_rest_api::{
+    CheckpointConfigInfo, CheckpointingStatistics, ClusterOverview, ConfigEntry, HotKeys,
+    JobConfig, JobDetails, JobVertex, JobsOverview, MetricValue,
+};
 
 use crate::{CheckpointStats, DoctorError, HotKey, SubtaskSample, VertexView};
 
+/// Flink's subtask metric: ms per second spent processing records.
 pub const BUSY: &str = "busyTimeMsPerSecond";
+/// Flink's subtask metric: ms per second waiting for an output buffer (backpressure).
 pub const BACKPRESSURED: &str = "backPressuredTimeMsPerSecond";
+/// Flink's subtask metric: ms per second waiting for input.
 pub const IDLE: &str = "idleTimeMsPerSecond";
+/// Flink's subtask metric: records received per second.
 pub const RECORDS_IN: &str = "numRecordsInPerSecond";
+/// Flink's subtask metric: records emitted per second.
 pub const RECORDS_OUT: &str = "numRecordsOutPerSecond";
 /// Sluice's CPU time of the task thread, ms/s (absent on Flink).
 pub const CPU: &str = "cpuTimeMsPerSecond";
@@ -91,30 +103,18 @@ pub fn pick_job(
     wanted: Option<&str>,
     source: &str,
 ) -> Result<String, DoctorError> {
-    let jobs = overview
-        .get("jobs")
-        .and_then(Value::as_array)
-        .ok_or_else(|| DoctorError::NoJobsList {
-            server: source.to_string(),
-        })?;
+    let overview: JobsOverview = shape(overview);
+    let jobs = overview.jobs.ok_or_else(|| DoctorError::NoJobsList {
+        server: source.to_string(),
+    })?;
     if let Some(id) = wanted {
         let id = id.trim();
-        if let Some(j) = jobs
-            .iter()
-            .find(|j| text(j, "jid").eq_ignore_ascii_case(id))
-        {
-            return Ok(text(j, "jid"));
+        if let Some(j) = jobs.iter().find(|j| j.jid.eq_ignore_ascii_case(id)) {
+            return Ok(j.jid.clone());
         }
         let known = jobs
             .iter()
-            .map(|j| {
-                format!(
-                    "{} ({}, {})",
-                    text(j, "jid"),
-                    text(j, "name"),
-                    text(j, "state")
-                )
-            })
+            .map(|j| format!("{} ({}, {})", j.jid, j.name, j.state))
             .collect();
         return Err(DoctorError::UnknownJob {
             id: id.to_string(),
@@ -122,58 +122,63 @@ pub fn pick_job(
             known,
         });
     }
-    if let Some(j) = jobs.iter().find(|j| text(j, "state") == "RUNNING") {
-        return Ok(text(j, "jid"));
+    if let Some(j) = jobs.iter().find(|j| j.state == "RUNNING") {
+        return Ok(j.jid.clone());
     }
     jobs.iter()
-        .max_by(|a, b| {
-            let t = |j: &Value| j.get("start-time").and_then(number).unwrap_or(f64::MIN);
-            t(a).total_cmp(&t(b))
-        })
-        .map(|j| text(j, "jid"))
+        .max_by_key(|j| j.start_time.unwrap_or(i64::MIN))
+        .map(|j| j.jid.clone())
         .ok_or_else(|| DoctorError::NoJobs {
             server: source.to_string(),
         })
+}
+
+/// An answer read as its shape: an object as `T` (leniently), anything else as `T::default()`.
+pub fn shape<'a, T: serde::Deserialize<'a> + Default>(answer: &'a Value) -> T {
+    lenient::object(answer).unwrap_or_default()
+}
+
+/// A list answer read as its elements' shape (not a list: empty).
+pub fn shapes<'a, T: serde::Deserialize<'a> + Default>(answer: &'a Value) -> Vec<T> {
+    lenient::list(answer).unwrap_or_default()
 }
 
 /// The job's vertices from `/jobs/:id` (and the `plan` inside it): ids, names, parallelism,
 /// inputs with their ship strategies, chained operators (the name split at ` -> `), sources
 /// (no inputs) and sinks (no consumers). No metrics yet.
 pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
-    let listed = job
-        .get("vertices")
-        .and_then(Value::as_array)
-        .ok_or(DoctorError::NoVertices)?;
-    let ids: Vec<String> = listed.iter().map(|v| text(v, "id")).collect();
-    let nodes = job["plan"]["nodes"].as_array().cloned().unwrap_or_default();
+    read_graph_of(&shape(job))
+}
+
+/// [`read_graph`] over the answer's shape.
+pub fn read_graph_of(job: &JobDetails) -> Result<Vec<VertexView>, DoctorError> {
+    let listed = job.vertices.as_ref().ok_or(DoctorError::NoVertices)?;
+    let ids: Vec<&str> = listed.iter().map(|v| v.id.as_str()).collect();
     let mut vertices: Vec<VertexView> = listed
         .iter()
         .map(|v| {
-            let id = text(v, "id");
-            let name = text(v, "name");
-            let parallelism = read_parallelism(v, &name)?;
-            let inputs = nodes
+            let parallelism = read_parallelism(v)?;
+            let inputs = job
+                .plan
+                .nodes
                 .iter()
-                .find(|n| n["id"].as_str() == Some(id.as_str()))
-                .and_then(|n| n["inputs"].as_array().cloned())
+                .find(|n| n.id == v.id)
+                .map(|n| n.inputs.as_slice())
                 .unwrap_or_default();
             let (mut upstream, mut ships) = (Vec::new(), Vec::new());
-            for i in &inputs {
-                if let Some(u) = ids
-                    .iter()
-                    .position(|id| Some(id.as_str()) == i["id"].as_str())
-                {
+            for i in inputs {
+                if let Some(u) = ids.iter().position(|id| *id == i.id) {
                     upstream.push(u);
-                    ships.push(i["ship_strategy"].as_str().unwrap_or("").to_string());
+                    ships.push(i.ship_strategy.clone());
                 }
             }
             Ok(VertexView {
                 options: read_options(v),
                 is_source: upstream.is_empty(),
-                operators: name.split(" -> ").map(str::to_string).collect(),
+                operators: v.name.split(" -> ").map(str::to_string).collect(),
                 parallelism,
-                id,
-                name,
+                id: v.id.clone(),
+                name: v.name.clone(),
                 inputs: upstream,
                 ship_strategies: ships,
                 ..VertexView::default()
@@ -189,15 +194,13 @@ pub fn read_graph(job: &Value) -> Result<Vec<VertexView>, DoctorError> {
 
 /// Connector options of a vertex (Sluice's `connector-options` on `/jobs/:id` vertices:
 /// `[{"operator", "key", "value"}]`; Flink has none).
-fn read_options(v: &Value) -> Vec<crate::ConnectorOption> {
-    v["connector-options"]
-        .as_array()
-        .into_iter()
-        .flatten()
+fn read_options(v: &JobVertex) -> Vec<crate::ConnectorOption> {
+    v.connector_options
+        .iter()
         .map(|o| crate::ConnectorOption {
-            operator: text(o, "operator"),
-            key: text(o, "key"),
-            value: text(o, "value"),
+            operator: o.operator.clone(),
+            key: o.key.clone(),
+            value: o.value.clone(),
         })
         .filter(|o| !o.key.is_empty())
         .collect()
@@ -210,14 +213,14 @@ pub const MAX_PARALLELISM: u64 = 1 << 15;
 
 /// A vertex's `parallelism` (absent: 0, no subtasks to read); refused when it is not a whole
 /// number in `0..=`[`MAX_PARALLELISM`].
-fn read_parallelism(v: &Value, vertex: &str) -> Result<usize, DoctorError> {
-    let Some(raw) = v.get("parallelism") else {
+fn read_parallelism(v: &JobVertex) -> Result<usize, DoctorError> {
+    let Some(raw) = &v.parallelism else {
         return Ok(0);
     };
-    match number(raw) {
+    match raw.number() {
         Some(p) if p >= 0.0 && p <= MAX_PARALLELISM as f64 && p.fract() == 0.0 => Ok(p as usize),
         _ => Err(DoctorError::BadParallelism {
-            vertex: vertex.to_string(),
+            vertex: v.name.clone(),
             value: raw.to_string(),
         }),
     }
@@ -270,10 +273,14 @@ pub fn subtask_metrics_path(jid: &str, vertex: &VertexView, n: usize) -> String 
 /// `…/subtasks/:n/metrics?get=…` (`[{"id","value"}]`, values are strings) by metric id; values
 /// that are not finite numbers are left out.
 pub fn read_metric_values(v: &Value) -> HashMap<String, f64> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| Some((text(m, "id"), m.get("value").and_then(number)?)))
+    metric_values_of(&shapes(v))
+}
+
+/// [`read_metric_values`] over the answer's shape.
+pub fn metric_values_of(values: &[MetricValue]) -> HashMap<String, f64> {
+    values
+        .iter()
+        .filter_map(|m| Some((m.id.clone(), m.number()?)))
         .collect()
 }
 
@@ -334,18 +341,18 @@ pub fn hot_keys_path(jid: &str, vertex: &VertexView) -> String {
 /// The heavy keys of a `/hot-keys` answer with their share of the vertex's records (keys that
 /// are not strings are shown as JSON).
 pub fn read_hot_keys(answer: &Value) -> Vec<HotKey> {
-    answer["hot-keys"]
-        .as_array()
+    let answer: HotKeys = shape(answer);
+    answer
+        .hot_keys
         .into_iter()
-        .flatten()
         .filter_map(|k| {
-            let key = match &k["key"] {
-                Value::String(s) => s.clone(),
+            let key = match k.key.unwrap_or(Scalar::Null) {
+                Scalar::Str(s) => s,
                 other => other.to_string(),
             };
             Some(HotKey {
                 key,
-                share: k["share-of-vertex"].as_f64()?,
+                share: k.share_of_vertex?,
             })
         })
         .collect()
@@ -354,18 +361,18 @@ pub fn read_hot_keys(answer: &Value) -> Vec<HotKey> {
 /// Checkpoint statistics from `/jobs/:id/checkpoints` and `/jobs/:id/checkpoints/config`
 /// (fields a server leaves out count as 0 / false).
 pub fn checkpoint_stats(stats: &Value, config: &Value) -> CheckpointStats {
-    let u = |v: &Value| v.as_u64().unwrap_or(0);
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let duration = &stats["summary"]["end_to_end_duration"];
+    let stats: CheckpointingStatistics = shape(stats);
+    let config: CheckpointConfigInfo = shape(config);
+    let duration = &stats.summary.end_to_end_duration;
     CheckpointStats {
-        unaligned: config["unaligned_checkpoints"].as_bool().unwrap_or(false),
-        aligned_timeout_ms: u(&config["aligned_checkpoint_timeout"]),
-        interval_ms: u(&config["interval"]),
-        timeout_ms: u(&config["timeout"]),
-        completed: u(&stats["counts"]["completed"]),
-        failed: u(&stats["counts"]["failed"]),
-        duration_p90_ms: f(&duration["p90"]),
-        duration_max_ms: f(&duration["max"]),
+        unaligned: config.unaligned_checkpoints.unwrap_or(false),
+        aligned_timeout_ms: config.aligned_checkpoint_timeout.unwrap_or(0),
+        interval_ms: config.interval.unwrap_or(0),
+        timeout_ms: config.timeout.unwrap_or(0),
+        completed: stats.counts.completed,
+        failed: stats.counts.failed,
+        duration_p90_ms: duration.p90.unwrap_or(0.0),
+        duration_max_ms: duration.max.unwrap_or(0.0),
         // Not in the checkpoint answers: the caller sets it from the job's configuration
         // (`buffer_debloat_enabled`).
         buffer_debloat: false,
@@ -383,21 +390,21 @@ pub fn buffer_debloat_enabled(
     job_config: Option<&Value>,
     jm_config: Option<&Value>,
 ) -> Option<bool> {
-    let parse = |v: &Value| match v {
-        Value::Bool(b) => Some(*b),
-        Value::String(s) => s.trim().parse::<bool>().ok(),
-        _ => None,
-    };
-    let from_jm = jm_config
-        .and_then(Value::as_array)
-        .and_then(|entries| {
-            entries
-                .iter()
-                .find(|e| e["key"].as_str() == Some(BUFFER_DEBLOAT_KEY))
-        })
-        .and_then(|e| parse(&e["value"]));
+    let from_jm = jm_config.and_then(|c| {
+        let entries: Vec<ConfigEntry> = shapes(c);
+        entries
+            .into_iter()
+            .find(|e| e.key == BUFFER_DEBLOAT_KEY)?
+            .value?
+            .boolean()
+    });
     from_jm.or_else(|| {
-        job_config.and_then(|c| parse(&c["execution-config"]["user-config"][BUFFER_DEBLOAT_KEY]))
+        let config: JobConfig = shape(job_config?);
+        config
+            .execution_config
+            .user_config
+            .get(BUFFER_DEBLOAT_KEY)?
+            .boolean()
     })
 }
 
@@ -405,16 +412,11 @@ pub fn buffer_debloat_enabled(
 /// slot sharing a vertex can have one subtask per slot). Sluice's embedded cluster
 /// (`flink-commit` `sluice-…`) has no fixed slots (a subtask is a thread), so no cap.
 pub fn slot_cap(overview: &Value) -> Option<usize> {
-    if overview["flink-commit"]
-        .as_str()
-        .is_some_and(|c| c.starts_with("sluice-"))
-    {
+    let overview: ClusterOverview = shape(overview);
+    if overview.flink_commit.starts_with("sluice-") {
         return None;
     }
-    overview["slots-total"]
-        .as_u64()
-        .filter(|&n| n > 0)
-        .map(|n| n as usize)
+    (overview.slots_total > 0).then_some(overview.slots_total as usize)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! their facts (assigned splits, send time, connector options) say more than the busy-time shape.
 
 use super::{Breakdown, Finding};
+use crate::ShipStrategy;
 use crate::{
     pct, Cause, FixProposal, PlanChange, SourceSplits, BATCH_ROWS, LOW_CPU_RATIO, MAX_ROWS_OPTION,
 };
@@ -191,7 +192,7 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
             plan_change: Some(PlanChange::Parallelism {
                 operator,
                 parallelism: n,
-                ship: ship.to_string(),
+                ship,
             }),
         }),
         format!(
@@ -206,12 +207,12 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
 /// updates in order, or an upsert's last write per key changes: raise the keyed operator with
 /// HASH kept (its FORWARD successors, the sink among them, move with it). Otherwise REBALANCE
 /// into the sink.
-pub(super) fn scale_target(b: &Breakdown, target: &str) -> (String, &'static str, &'static str) {
+pub(super) fn scale_target(b: &Breakdown, target: &str) -> (String, ShipStrategy, &'static str) {
     const NOTE: &str = "; together with the keyed operator feeding it, HASH kept, so each \
                         key's updates stay in order";
     if b.keyed {
         if let Some(head) = &b.first_op {
-            return (head.clone(), "HASH", NOTE);
+            return (head.clone(), ShipStrategy::Hash, NOTE);
         }
     }
     let v = b.v;
@@ -226,9 +227,9 @@ pub(super) fn scale_target(b: &Breakdown, target: &str) -> (String, &'static str
             .any(|s| s.eq_ignore_ascii_case("HASH"))
         {
             if let Some(head) = u.operators.first() {
-                return (head.clone(), "HASH", NOTE);
+                return (head.clone(), ShipStrategy::Hash, NOTE);
             }
         }
     }
-    (target.to_string(), "REBALANCE", "")
+    (target.to_string(), ShipStrategy::Rebalance, "")
 }

@@ -1,7 +1,7 @@
 //! Rules for a skewed bottleneck: a few subtasks busy, their siblings much less so.
 
 use super::{Breakdown, Finding};
-use crate::{pct, Cause, FixProposal, HotKey, PlanChange};
+use crate::{pct, Cause, FixProposal, HotKey, PlanChange, ShipStrategy};
 
 /// Evidence shared by the skew rules: the hot subtasks against their siblings, and their share
 /// of the records.
@@ -162,7 +162,7 @@ pub(super) fn uneven_load(b: &Breakdown) -> Finding {
         plan_change: Some(PlanChange::Parallelism {
             operator: target,
             parallelism: b.p,
-            ship: "REBALANCE".to_string(),
+            ship: ShipStrategy::Rebalance,
         }),
     };
     Finding::new(

@@ -2,6 +2,7 @@
 //! them does (or in how many there are).
 
 use super::{Breakdown, Finding};
+use crate::ShipStrategy;
 use crate::{
     mean_opt, pct, Cause, FixProposal, PlanChange, LOW_CPU_RATIO, STATE_RATIO, TARGET_BUSY,
 };
@@ -155,7 +156,7 @@ pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
         Some(FixProposal {
             description,
             change,
-            plan_change: Some(PlanChange::AsyncIo {
+            plan_change: Some(PlanChange::AsyncCapacity {
                 operator: op.clone(),
                 capacity,
             }),
@@ -322,7 +323,7 @@ pub(super) fn source_ceiling(b: &Breakdown) -> Option<Finding> {
     let plan_change = (n > p).then(|| PlanChange::Parallelism {
         operator: target.clone(),
         parallelism: n,
-        ship: "REBALANCE".to_string(),
+        ship: ShipStrategy::Rebalance,
     });
     if plan_change.is_none() {
         evidence.push(format!("no free cores beyond the {p} subtasks in use"));
@@ -389,7 +390,7 @@ pub(super) fn sink_limit(b: &Breakdown) -> Option<Finding> {
             plan_change: Some(PlanChange::Parallelism {
                 operator,
                 parallelism: n,
-                ship: ship.to_string(),
+                ship,
             }),
         }),
         format!(
@@ -420,9 +421,9 @@ pub(super) fn under_provisioned(b: &Breakdown) -> Finding {
     // A keyed operator heading its chain keeps HASH; anything else gets REBALANCE (a chained
     // operator raised alone leaves its chain through a redistributing edge).
     let ship = if b.keyed && (b.operator_is_first() || b.operator.is_none()) {
-        "HASH"
+        ShipStrategy::Hash
     } else {
-        "REBALANCE"
+        ShipStrategy::Rebalance
     };
     let (fix, effect) = if n <= p {
         evidence.push(format!("no free cores beyond the {p} subtasks in use"));
@@ -450,7 +451,7 @@ pub(super) fn under_provisioned(b: &Breakdown) -> Finding {
             plan_change: Some(PlanChange::Parallelism {
                 operator: target.clone(),
                 parallelism: n,
-                ship: ship.to_string(),
+                ship,
             }),
         };
         let effect = format!(

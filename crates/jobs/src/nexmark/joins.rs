@@ -1,6 +1,6 @@
 //! Join queries: q3 (regular join), q4 and q9 (auction ⋈ bids within the auction's lifetime).
 
-use sluice_graph::{
+use sluice_datastream::{
     Collector, DataStream, KeyedCoProcessFunction, KeyedProcessFunction, OnTimerContext,
     OperatorError, ProcessContext,
 };
@@ -80,7 +80,8 @@ enum AuctionOrBid {
 }
 
 /// The winning bid of an auction: the highest price; among equal prices the earliest; then
-/// (the spec's tie-break for equal price and millisecond, mirrored by the oracle) the lowest
+/// (the tie-break for equal price and millisecond,
+/// docs/src/reference/nexmark-generator.md#correctness, mirrored by the oracle) the lowest
 /// bidder, then the smallest `extra`.
 fn better(a: &BidRow, b: &BidRow) -> bool {
     use std::cmp::Reverse;

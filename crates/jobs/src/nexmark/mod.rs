@@ -1,6 +1,7 @@
 //! # Nexmark on Sluice
 //!
-//! The Nexmark queries (spec `nexmark.md` §2) written with the public DataStream API, over the
+//! The Nexmark queries (docs/src/reference/nexmark-generator.md#queries) written with the public
+//! DataStream API, over the
 //! deterministic generator of `sluice-nexmark` (reference mode: the same events for the same
 //! count, whatever the parallelism).
 //!
@@ -10,11 +11,11 @@
 //! - Each query's rows implement [`Row`]: one canonical CSV line, the same text the DuckDB
 //!   oracle (`tests/oracle/nexmark_oracle.py`) prints, so outputs compare as sorted lines.
 //! - Updating queries (q4) emit a changelog of upserts; [`final_rows`] replays it into the final
-//!   table, as the spec's bounded check prescribes.
+//!   table, as the bounded check prescribes (docs/src/reference/nexmark-generator.md#correctness).
 //!
 //! ```
 //! use sluice_jobs::nexmark::{NexmarkJob, Query, OutputKind};
-//! let env = sluice_graph::StreamEnv::new();
+//! let env = sluice_datastream::StreamEnv::new();
 //! let job = NexmarkJob { query: Query::Q2, events: 20_000, parallelism: 2, ..NexmarkJob::default() };
 //! let out = job.build(&env, OutputKind::Collect).unwrap();
 //! env.execute().unwrap();
@@ -29,7 +30,7 @@ mod source;
 
 use std::path::PathBuf;
 
-use sluice_graph::{CollectHandle, DataStream, Sink, StreamEnv, WatermarkStrategy};
+use sluice_datastream::{CollectHandle, DataStream, Sink, StreamEnv, WatermarkStrategy};
 use sluice_nexmark::{Event, GeneratorConfig};
 
 pub use rows::{final_rows, Row};
@@ -38,22 +39,36 @@ pub use source::NexmarkSource;
 /// The implemented queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Query {
+    /// Passthrough: every bid, unchanged.
     Q0,
+    /// Currency conversion: bid prices in euros.
     Q1,
+    /// Selection: bids on a few auctions.
     Q2,
+    /// Local item suggestion: sellers in some states joined with their auctions in a category.
     Q3,
+    /// Average closing price per category.
     Q4,
+    /// Hot items: the most-bid auctions per sliding window.
     Q5,
+    /// Highest bid per tumbling window.
     Q7,
+    /// Monitor new users: people who opened auctions in the window they joined.
     Q8,
+    /// Winning bids: each auction's highest valid bid.
     Q9,
+    /// User sessions: bids per bidder per session window.
     Q11,
+    /// Calculation: converted prices in a range, each with its time of day and a count from `extra`.
     Q14,
+    /// Add channel id: each bid's channel mapped to an id (bids without one dropped).
     Q21,
+    /// Get URL directories: each bid's URL split into its directories.
     Q22,
 }
 
 impl Query {
+    /// Every implemented query, in number order.
     pub const ALL: [Query; 13] = [
         Query::Q0,
         Query::Q1,
@@ -70,6 +85,7 @@ impl Query {
         Query::Q22,
     ];
 
+    /// The query's lower-case name (`q5`), as the CLI takes it.
     pub fn name(&self) -> &'static str {
         match self {
             Query::Q0 => "q0",
@@ -113,12 +129,15 @@ impl Query {
 /// One Nexmark run.
 #[derive(Debug, Clone)]
 pub struct NexmarkJob {
+    /// Which query to run.
     pub query: Query,
     /// Events in total (over all source subtasks); must be > 0 (bounded runs only).
     pub events: u64,
     /// Event-time rate (events per second of event time), which sets how many windows the run
-    /// spans. The spec's correctness runs use 10 000; the benchmark 10 000 000.
+    /// spans. Correctness runs use 10 000 (docs/src/reference/nexmark-generator.md#correctness);
+    /// the benchmark 10 000 000.
     pub rate: u64,
+    /// Parallelism of every operator.
     pub parallelism: usize,
 }
 
@@ -149,8 +168,11 @@ pub enum OutputKind {
 
 /// The built job's output handle.
 pub enum QueryOutput {
+    /// The rows were dropped.
     Discarded,
+    /// The rows, collected in memory.
     Collected(Sink<CollectHandle<String>>),
+    /// The rows were written to files.
     Written,
 }
 
@@ -171,6 +193,7 @@ impl QueryOutput {
 pub const OUT_OF_ORDERNESS_MS: u64 = 4_000;
 
 impl NexmarkJob {
+    /// Checks the settings and derives the generator's configuration; the error says what is wrong.
     pub fn validate(&self) -> Result<GeneratorConfig, String> {
         if self.events == 0 {
             return Err("--events must be > 0 (Nexmark runs are bounded)".into());

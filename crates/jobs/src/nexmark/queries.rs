@@ -1,6 +1,6 @@
 //! Stateless and windowed queries: q0, q1, q2, q5, q7, q8, q11, q14, q21, q22.
 
-use sluice_graph::{
+use sluice_datastream::{
     Collector, DataStream, KeyedProcessFunction, OnTimerContext, OperatorError, ProcessContext,
     TimeWindow, WindowAssigner,
 };
@@ -75,12 +75,16 @@ pub fn q2(events: &DataStream<Event>) -> DataStream<(i64, i64)> {
 ///
 /// The window only counts, so only `(auction, dateTime)` crosses the exchange and is copied
 /// into each of an element's five windows (Flink's planner prunes the columns the same way).
+#[allow(
+    clippy::expect_used,
+    reason = "a constant, positive window size (and slide) is always a valid window"
+)]
 pub fn q5(events: &DataStream<Event>) -> DataStream<(i64, u64)> {
     bid_columns(events, |b| (b.auction, b.date_time))
         .key_by(|b: &(i64, i64)| b.0)
         .window(WindowAssigner::sliding(10_000, 2_000).expect("valid window"))
         .count()
-        .key_by(|r: &sluice_graph::WindowResult<i64, u64>| r.window.start)
+        .key_by(|r: &sluice_datastream::WindowResult<i64, u64>| r.window.start)
         .process_event_time(HottestPerWindow::default())
         .name("q5 max per window")
 }
@@ -103,7 +107,7 @@ fn not_registered() -> OperatorError {
     OperatorError::failed("state used before register_states")
 }
 
-impl KeyedProcessFunction<i64, sluice_graph::WindowResult<i64, u64>, (i64, u64)>
+impl KeyedProcessFunction<i64, sluice_datastream::WindowResult<i64, u64>, (i64, u64)>
     for HottestPerWindow
 {
     fn register_states(&mut self, states: &mut KeyedStateStore<i64>) -> Result<(), OperatorError> {
@@ -116,7 +120,7 @@ impl KeyedProcessFunction<i64, sluice_graph::WindowResult<i64, u64>, (i64, u64)>
 
     fn process_element(
         &mut self,
-        r: sluice_graph::WindowResult<i64, u64>,
+        r: sluice_datastream::WindowResult<i64, u64>,
         ctx: &mut ProcessContext<'_, i64>,
         _out: &mut dyn Collector<(i64, u64)>,
     ) -> Result<(), OperatorError> {
@@ -253,6 +257,10 @@ impl KeyedProcessFunction<i64, (i64, bool, Q7Row), Q7Row> for HighestBid {
 /// q8, monitor new users: persons who joined and opened an auction in the same 10 s tumbling
 /// window → `(id, name, window start)`. A windowed co-group (Flink's window join of the two
 /// grouped inputs) of persons by id and auctions by seller.
+#[allow(
+    clippy::expect_used,
+    reason = "a constant, positive window size (and slide) is always a valid window"
+)]
 pub fn q8(events: &DataStream<Event>) -> DataStream<(i64, String, i64)> {
     let persons = events
         .flat_map(|e: Event| match e {
@@ -300,12 +308,16 @@ pub fn q8(events: &DataStream<Event>) -> DataStream<(i64, String, i64)> {
 /// `(bidder, count, session start, session end)`.
 ///
 /// Only `(bidder, dateTime)` crosses the exchange (the session only counts).
+#[allow(
+    clippy::expect_used,
+    reason = "a constant, positive window size (and slide) is always a valid window"
+)]
 pub fn q11(events: &DataStream<Event>) -> DataStream<(i64, u64, i64, i64)> {
     bid_columns(events, |b| (b.bidder, b.date_time))
         .key_by(|b: &(i64, i64)| b.0)
         .window(WindowAssigner::session(10_000).expect("valid window"))
         .count()
-        .map(|r: sluice_graph::WindowResult<i64, u64>| {
+        .map(|r: sluice_datastream::WindowResult<i64, u64>| {
             (r.key, r.value, r.window.start, r.window.end)
         })
         .name("q11")

@@ -3,10 +3,11 @@
 use std::collections::BTreeMap;
 
 /// A query's output row.
-pub trait Row: sluice_graph::Data {
+pub trait Row: sluice_datastream::Data {
     /// Appends the row as one CSV line, without the line end.
     fn write_csv(&self, out: &mut String);
 
+    /// The row as one CSV line, without the line end.
     fn csv(&self) -> String {
         let mut s = String::new();
         self.write_csv(&mut s);

@@ -1,7 +1,7 @@
 //! `Source: Nexmark`: subtask `k` of `n` runs generator split `k` of `n` (reference mode: the
 //! events numbered `≡ k (mod n)`), so the union of all subtasks is the same for every `n`.
 
-use sluice_graph::{DataStream, OperatorError, StreamEnv};
+use sluice_datastream::{DataStream, OperatorError, StreamEnv};
 use sluice_nexmark::{Event, GeneratorConfig, NexmarkGenerator, Split};
 use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
 use sluice_types::Collector;

@@ -70,10 +70,12 @@ impl<T: 'static> KafkaSinkBuilder<T> {
         self.bootstrap = Some(servers.to_string());
         self
     }
+    /// The topic records go to.
     pub fn topic(mut self, topic: &str) -> Self {
         self.topic = Some(topic.to_string());
         self
     }
+    /// How a record becomes a Kafka key and value.
     pub fn serializer(mut self, s: Serializer<T>) -> Self {
         self.serializer = Some(s);
         self

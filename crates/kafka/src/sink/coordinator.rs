@@ -67,8 +67,11 @@ const MAX_RESPONSE: usize = 1 << 20;
 /// A pre-committed transaction, as a checkpoint records it (Flink's `KafkaCommittable`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerTxn {
+    /// The producer's transactional id.
     pub transactional_id: String,
+    /// The producer id the coordinator assigned.
     pub producer_id: i64,
+    /// The producer's epoch (a newer epoch fences older producers).
     pub producer_epoch: i16,
 }
 

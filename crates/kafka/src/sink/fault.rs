@@ -13,6 +13,7 @@
 mod enabled {
     use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+    /// Set to `n`: the process kills itself just before its `n`-th transaction commit (crash tests).
     pub const KILL_BEFORE_COMMIT_ENV: &str = "SLUICE_KAFKA_SINK_KILL_BEFORE_COMMIT";
 
     /// The line's prefix (followed by `<transactional id> checkpoint=<id> records=<n>`).

@@ -9,7 +9,9 @@ use std::sync::Arc;
 /// Names of the gauges each sink subtask adds to its task's metrics (REST:
 /// `/jobs/:id/vertices/:vid/metrics`, Prometheus: `sluice_task_<snake_case>`).
 pub const PENDING_DELIVERIES: &str = "pendingDeliveries";
+/// Deliveries sent and not yet acknowledged.
 pub const COMMIT_LATENCY_MS: &str = "transactionCommitLatencyMs";
+/// The last transaction commit's latency, ms.
 pub const TRANSACTIONS_COMMITTED: &str = "transactionsCommitted";
 
 /// One subtask's gauges on its task (none outside a task).
@@ -64,6 +66,7 @@ pub struct KafkaSinkMetrics {
     /// Sum and maximum of the time `commit_transaction` took (checkpoint completion seen →
     /// commit acknowledged), in ns.
     pub commit_latency_ns_total: AtomicU64,
+    /// The longest commit, ns.
     pub commit_latency_ns_max: AtomicU64,
     /// Transactional ids aborted (fenced) at start-up: lingering transactions of earlier
     /// attempts that no checkpoint holds, probed as Flink's `TransactionAborter` does.
@@ -76,22 +79,27 @@ pub struct KafkaSinkMetrics {
     /// commit had not reached the broker before the crash, or had (committing again is
     /// harmless), and the records in them.
     pub transactions_recovered: AtomicU64,
+    /// Records in the transactions recovered.
     pub recovered_records: AtomicU64,
     /// Transactions named by the restored checkpoint whose commit the coordinator refused
     /// (fenced, aborted, unknown: see [`super::coordinator::EndTxnOutcome`]; or a checkpoint
     /// written without their producer id), and the records in them: lost, each reported by
     /// an `error` event.
     pub unresumable_transactions: AtomicU64,
+    /// Records in the unresumable transactions.
     pub unresumable_records: AtomicU64,
 }
 
 impl KafkaSinkMetrics {
+    /// Records sent so far.
     pub fn records_out(&self) -> u64 {
         self.records_out.load(Relaxed)
     }
+    /// Transactions committed so far.
     pub fn transactions_committed(&self) -> u64 {
         self.transactions_committed.load(Relaxed)
     }
+    /// Records lost in transactions that could not be committed on restore.
     pub fn unresumable_records(&self) -> u64 {
         self.unresumable_records.load(Relaxed)
     }

@@ -87,7 +87,7 @@ mod writer;
 
 use std::sync::Arc;
 
-use sluice_graph::{DataStream, Sink};
+use sluice_datastream::{DataStream, Sink};
 use sluice_types::Data;
 
 pub use config::{DeliveryGuarantee, KafkaSinkBuilder, KafkaSinkConfig};
@@ -106,6 +106,7 @@ pub struct KafkaSink<T> {
 }
 
 impl<T: Data> KafkaSink<T> {
+    /// A builder: bootstrap servers, topic and serializer are required.
     pub fn builder() -> KafkaSinkBuilder<T> {
         KafkaSinkBuilder::new()
     }
@@ -130,6 +131,7 @@ impl<T: Data> KafkaSink<T> {
 
 /// `stream.sink_to_kafka(sink)`: the same as [`KafkaSink::add_to`].
 pub trait KafkaSinkExt<T: Data> {
+    /// Adds `sink` as this stream's sink and returns its metrics.
     fn sink_to_kafka(&self, sink: KafkaSink<T>) -> Sink<Arc<KafkaSinkMetrics>>;
 }
 

@@ -322,8 +322,9 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                 next,
                 ..
             } => {
-                if current.is_none() {
-                    let t = match next.take() {
+                let t = match current {
+                    Some(t) => t,
+                    None => current.insert(match next.take() {
                         Some(o) => o.finish()?,
                         None => {
                             let id = transactional_id(
@@ -333,10 +334,8 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                             );
                             txns::open(&self.cfg, &self.metrics, &self.gauges, &id)?
                         }
-                    };
-                    *current = Some(t);
-                }
-                let t = current.as_mut().expect("opened above");
+                    }),
+                };
                 send(
                     &t.producer,
                     &self.cfg.topic,

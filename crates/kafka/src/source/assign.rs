@@ -5,7 +5,7 @@
 //! and Java's `int` arithmetic. A topic's partitions go round-robin from a topic-dependent start,
 //! so every partition has exactly one owner and a topic's partitions are spread evenly.
 
-use sluice_graph::partition::JavaHash;
+use sluice_datastream::partition::JavaHash;
 
 /// Java's `String.hashCode()`.
 pub fn java_string_hash(s: &str) -> i32 {

@@ -8,9 +8,13 @@ use serde::de::DeserializeOwned;
 /// A record as fetched, borrowed from the consumer's buffer.
 #[derive(Debug, Clone, Copy)]
 pub struct KafkaRecord<'a> {
+    /// The topic it came from.
     pub topic: &'a str,
+    /// Its partition.
     pub partition: i32,
+    /// Its offset in the partition.
     pub offset: i64,
+    /// The record's key, if any.
     pub key: Option<&'a [u8]>,
     /// `None` for a tombstone.
     pub payload: Option<&'a [u8]>,
@@ -20,6 +24,7 @@ pub struct KafkaRecord<'a> {
 
 /// Decodes one Kafka record; `Err(reason)` sends it to the dead-letter output.
 pub trait KafkaDeserializer<T>: Send + Sync + 'static {
+    /// Decodes `record`; `Err(reason)` makes it a dead letter.
     fn deserialize(&self, record: &KafkaRecord<'_>) -> Result<T, String>;
 }
 
@@ -67,6 +72,7 @@ impl KafkaDeserializer<String> for Lines {
 pub struct Json<T>(PhantomData<fn() -> T>);
 
 impl<T> Json<T> {
+    /// A JSON deserializer into `T`.
     pub fn new() -> Self {
         Json(PhantomData)
     }

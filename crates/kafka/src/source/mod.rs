@@ -3,7 +3,7 @@
 //! do not decode, FLIP-33 metrics.
 //!
 //! ```no_run
-//! use sluice_graph::StreamEnv;
+//! use sluice_datastream::StreamEnv;
 //! use sluice_kafka::source::{KafkaSource, Lines, StartingOffsets};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let env = StreamEnv::new();
@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rdkafka::consumer::BaseConsumer;
-use sluice_graph::{DataStream, StreamEnv};
+use sluice_datastream::{DataStream, StreamEnv};
 use sluice_types::Data;
 
 pub use deser::{Json, KafkaDeserializer, KafkaRecord, Lines, RawBytes};
@@ -131,6 +131,7 @@ impl KafkaSource<()> {
         Ok(b)
     }
 
+    /// A builder for a source; see its methods for the settings.
     pub fn builder() -> KafkaSourceBuilder {
         KafkaSourceBuilder {
             settings: ClientSettings::new(""),

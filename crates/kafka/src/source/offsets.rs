@@ -32,7 +32,10 @@ pub enum StartingOffsets {
     Latest,
     /// The group's committed offset, or `fallback` for a partition without one
     /// (`committedOffsets(OffsetResetStrategy)`); needs a group id.
-    Committed { fallback: OffsetFallback },
+    Committed {
+        /// Where a partition without a committed offset starts.
+        fallback: OffsetFallback,
+    },
     /// The first offset whose record timestamp is `>=` this (ms since the epoch), or the end
     /// of the log if none is (`timestamp(ms)`).
     Timestamp(i64),
@@ -41,7 +44,9 @@ pub enum StartingOffsets {
 /// What [`StartingOffsets::Committed`] does for a partition the group never committed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OffsetFallback {
+    /// Start at the first offset still in the log.
     Earliest,
+    /// Start at the end of the log.
     Latest,
     /// Refuse to start, naming the partition (Flink's `OffsetResetStrategy.NONE`).
     Fail,
@@ -50,9 +55,13 @@ pub enum OffsetFallback {
 /// One partition's planned range: read from `start`; in bounded mode stop before `end`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionPlan {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
+    /// The first offset to read.
     pub start: i64,
+    /// In bounded mode, the offset to stop before.
     pub end: Option<i64>,
 }
 

@@ -12,8 +12,11 @@ use super::offsets::PartitionPlan;
 /// One partition's place in a checkpoint: the offset of the next record to read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SplitPosition {
+    /// The topic.
     pub topic: String,
+    /// The partition.
     pub partition: i32,
+    /// The offset of the next record to read.
     pub next: i64,
 }
 

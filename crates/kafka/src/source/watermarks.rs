@@ -53,7 +53,7 @@ impl<T> KafkaWatermarks<T> {
         KafkaWatermarks {
             out_of_orderness_ms: max_out_of_orderness_ms,
             idleness_ms: None,
-            interval: sluice_graph::DEFAULT_WATERMARK_INTERVAL,
+            interval: sluice_datastream::DEFAULT_WATERMARK_INTERVAL,
             event_time: EventTime::KafkaTimestamp,
         }
     }

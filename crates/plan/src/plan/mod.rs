@@ -17,11 +17,14 @@ pub enum PlanFormat {
     Json,
     /// Flink's REST `/jobs/:id/plan` job-graph JSON.
     JobGraph,
+    /// An indented text tree of the chained vertices.
     Text,
+    /// Graphviz `dot`.
     Dot,
 }
 
 impl PlanFormat {
+    /// Reads a `--format` value (`json`, `job-graph`, `text`, `dot`); `None` for others.
     pub fn parse(s: &str) -> Option<PlanFormat> {
         Some(match s {
             "json" => PlanFormat::Json,

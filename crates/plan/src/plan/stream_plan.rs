@@ -4,7 +4,8 @@ use serde_json::{json, Value};
 use crate::stream_graph::{NodeKind, StreamNode};
 use crate::{PlanConfig, PlanError};
 
-/// Flink's `getExecutionPlan()` (spec §1.1): `{"nodes":[...]}` with non-sink nodes by id, then
+/// Flink's `getExecutionPlan()` (docs/src/reference/flink-formats.md#execution-plan):
+/// `{"nodes":[...]}` with non-sink nodes by id, then
 /// sinks by id; fields `id, type, pact, contents, parallelism[, predecessors]`; predecessors
 /// `{id, ship_strategy, side: "second"}` pointing through virtual nodes to real ones.
 pub fn stream_plan_json(nodes: &[StreamNode], cfg: &PlanConfig) -> Result<Value, PlanError> {

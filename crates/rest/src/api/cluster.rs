@@ -1,29 +1,33 @@
 //! Cluster-level endpoints: `/config`, `/overview`, `/jobs`, `/jobs/overview`, `/taskmanagers`,
 //! and the identity of the process's single in-process "task manager".
 
-use sluice_plan::Json;
 use sluice_runtime::{JobMonitor, JobOutcome};
 use sluice_types::Id128;
 
-use super::states::{job_counts, job_state, job_times, last_modification, OVERVIEW_TASKS_ORDER};
-use super::{ok, ApiResult, Ctx, FLINK_API_VERSION, REVISION};
+use sluice_rest_api::{
+    ClusterOverview, DashboardConfig, DashboardFeatures, HardwareDescription, JobIdWithStatus,
+    JobIdsWithStatus, JobOverview, JobsOverview, OrderedMap, ResourceProfile, TaskCounts,
+    TaskManagerInfo, TaskManagersInfo,
+};
+
+use super::states::{job_counts, job_state, job_times, last_modification};
+use super::{ok_shape, ApiResult, Ctx, FLINK_API_VERSION, REVISION};
 use crate::registry::JobRegistry;
 
 pub fn config() -> ApiResult {
-    ok(Json::obj()
-        .with("refresh-interval", 3000i64)
-        .with("timezone-name", "Coordinated Universal Time")
-        .with("timezone-offset", 0i64)
-        .with("flink-version", FLINK_API_VERSION)
-        .with("flink-revision", REVISION)
-        .with(
-            "features",
-            Json::obj()
-                .with("web-submit", false)
-                .with("web-cancel", true)
-                .with("web-rescale", false)
-                .with("web-history", false),
-        ))
+    ok_shape(&DashboardConfig {
+        refresh_interval: Some(3000),
+        timezone_name: "Coordinated Universal Time".to_string(),
+        timezone_offset: Some(0),
+        flink_version: FLINK_API_VERSION.to_string(),
+        flink_revision: REVISION.to_string(),
+        features: DashboardFeatures {
+            web_submit: Some(false),
+            web_cancel: Some(true),
+            web_rescale: Some(false),
+            web_history: Some(false),
+        },
+    })
 }
 
 /// Slots: one per subtask index of the widest vertex of each unfinished job (Flink's default
@@ -45,40 +49,39 @@ fn slots_in_use(reg: &JobRegistry) -> usize {
 
 pub fn overview(ctx: &Ctx) -> ApiResult {
     let jobs = ctx.registry.jobs();
-    let count = |s: &str| jobs.iter().filter(|m| job_state(m) == s).count();
+    let count = |s: &str| jobs.iter().filter(|m| job_state(m) == s).count() as u64;
     let running = jobs
         .iter()
         .filter(|m| m.outcome() == JobOutcome::Running)
         .count();
-    let slots = slots_in_use(ctx.registry);
-    ok(Json::obj()
-        .with("taskmanagers", taskmanager_count(ctx))
-        .with("slots-total", slots)
-        .with("slots-available", 0i64)
-        .with("jobs-running", running)
-        .with("jobs-finished", count("FINISHED"))
-        .with("jobs-cancelled", count("CANCELED"))
-        .with("jobs-failed", count("FAILED"))
-        .with("flink-version", FLINK_API_VERSION)
-        .with("flink-commit", REVISION))
+    ok_shape(&ClusterOverview {
+        taskmanagers: taskmanager_count(ctx) as u64,
+        slots_total: slots_in_use(ctx.registry) as u64,
+        slots_available: 0,
+        jobs_running: running as u64,
+        jobs_finished: count("FINISHED"),
+        jobs_cancelled: count("CANCELED"),
+        jobs_failed: count("FAILED"),
+        flink_version: FLINK_API_VERSION.to_string(),
+        flink_commit: REVISION.to_string(),
+    })
 }
 
 pub fn jobs(ctx: &Ctx) -> ApiResult {
-    let list: Vec<Json> = ctx
+    let jobs = ctx
         .registry
         .jobs()
         .iter()
-        .map(|m| {
-            Json::obj()
-                .with("id", m.job_id.to_string())
-                .with("status", job_state(m))
+        .map(|m| JobIdWithStatus {
+            id: m.job_id.to_string(),
+            status: job_state(m).to_string(),
         })
         .collect();
-    ok(Json::obj().with("jobs", list))
+    ok_shape(&JobIdsWithStatus { jobs })
 }
 
 pub fn jobs_overview(ctx: &Ctx) -> ApiResult {
-    let list: Vec<Json> = ctx
+    let jobs = ctx
         .registry
         .jobs()
         .iter()
@@ -86,28 +89,35 @@ pub fn jobs_overview(ctx: &Ctx) -> ApiResult {
         .map(|m| {
             let t = job_times(m, ctx.now);
             let counts = job_counts(m);
-            let mut tasks = Json::obj();
-            for k in OVERVIEW_TASKS_ORDER {
-                tasks = tasks.with(k, counts.get(k));
-                if k == "canceled" {
-                    tasks = tasks.with("total", counts.total());
-                }
+            let n = |state: &str| counts.get(state) as u64;
+            JobOverview {
+                jid: m.job_id.to_string(),
+                name: m.graph.name.clone(),
+                job_type: Some("STREAMING".to_string()),
+                scheduler_type: Some("Default".to_string()),
+                start_time: Some(t.start),
+                end_time: Some(t.end),
+                duration: Some(t.duration),
+                state: job_state(m).to_string(),
+                last_modification: Some(last_modification(m)),
+                tasks: TaskCounts {
+                    running: n("running"),
+                    canceling: n("canceling"),
+                    canceled: n("canceled"),
+                    total: counts.total() as u64,
+                    created: n("created"),
+                    scheduled: n("scheduled"),
+                    deploying: n("deploying"),
+                    reconciling: n("reconciling"),
+                    finished: n("finished"),
+                    initializing: n("initializing"),
+                    failed: n("failed"),
+                },
+                pending_operators: Some(0),
             }
-            Json::obj()
-                .with("jid", m.job_id.to_string())
-                .with("name", m.graph.name.as_str())
-                .with("jobType", "STREAMING")
-                .with("schedulerType", "Default")
-                .with("start-time", t.start)
-                .with("end-time", t.end)
-                .with("duration", t.duration)
-                .with("state", job_state(m))
-                .with("last-modification", last_modification(m))
-                .with("tasks", tasks)
-                .with("pending-operators", 0i64)
         })
         .collect();
-    ok(Json::obj().with("jobs", list))
+    ok_shape(&JobsOverview { jobs: Some(jobs) })
 }
 
 /// A TaskManager as the REST API names it: its id and Flink's `endpoint` (`host:dataPort`).
@@ -256,17 +266,15 @@ fn meminfo_bytes(key: &str) -> i64 {
 }
 
 pub fn taskmanagers(ctx: &Ctx) -> ApiResult {
-    let resource = |cpu: f64| {
-        Json::obj()
-            .with("cpuCores", cpu)
-            .with("taskHeapMemory", 0i64)
-            .with("taskOffHeapMemory", 0i64)
-            .with("managedMemory", 0i64)
-            .with("networkMemory", 0i64)
-            .with("extendedResources", Json::obj())
+    let resource = |cpu: f64| ResourceProfile {
+        cpu_cores: Some(cpu),
+        task_heap_memory: Some(0),
+        task_off_heap_memory: Some(0),
+        managed_memory: Some(0),
+        network_memory: Some(0),
+        extended_resources: OrderedMap::default(),
     };
-    let mut memory = Json::obj();
-    for k in [
+    let memory: OrderedMap<i64> = [
         "frameworkHeap",
         "taskHeap",
         "frameworkOffHeap",
@@ -277,35 +285,33 @@ pub fn taskmanagers(ctx: &Ctx) -> ApiResult {
         "jvmOverhead",
         "totalFlinkMemory",
         "totalProcessMemory",
-    ] {
-        memory = memory.with(k, 0i64);
-    }
-    let tms: Vec<Json> = taskmanager_rows(ctx)
+    ]
+    .into_iter()
+    .map(|k| (k.to_string(), 0))
+    .collect();
+    let taskmanagers = taskmanager_rows(ctx)
         .into_iter()
-        .map(|r| {
-            Json::obj()
-                .with("id", r.id)
-                .with("path", r.path)
-                .with("dataPort", r.data_port)
-                .with("jmxPort", -1i64)
-                .with("timeSinceLastHeartbeat", r.heartbeat_ms)
-                .with("slotsNumber", r.slots)
-                .with("freeSlots", 0i64)
-                .with("assignedTasks", r.assigned)
-                .with("totalResource", resource(r.cores as f64))
-                .with("freeResource", resource(0.0))
-                .with(
-                    "hardware",
-                    Json::obj()
-                        .with("cpuCores", r.cores)
-                        .with("physicalMemory", r.physical_memory)
-                        .with("freeMemory", r.free_memory)
-                        .with("managedMemory", 0i64),
-                )
-                .with("memoryConfiguration", memory.clone())
+        .map(|r| TaskManagerInfo {
+            id: r.id,
+            path: r.path,
+            data_port: Some(r.data_port),
+            jmx_port: Some(-1),
+            time_since_last_heartbeat: Some(r.heartbeat_ms),
+            slots_number: Some(r.slots as i64),
+            free_slots: Some(0),
+            assigned_tasks: Some(r.assigned as i64),
+            total_resource: resource(r.cores as f64),
+            free_resource: resource(0.0),
+            hardware: HardwareDescription {
+                cpu_cores: Some(r.cores),
+                physical_memory: Some(r.physical_memory),
+                free_memory: Some(r.free_memory),
+                managed_memory: Some(0),
+            },
+            memory_configuration: memory.clone(),
         })
         .collect();
-    ok(Json::obj().with("taskmanagers", tms))
+    ok_shape(&TaskManagersInfo { taskmanagers })
 }
 
 /// Whether `tmid` names this process's own TaskManager (the one whose threads a thread

@@ -1,8 +1,6 @@
 //! Flink's `IOMetricsInfo` (bytes and records in and out, accumulated busy/idle/backpressured
 //! time) of a subtask, or summed over a vertex.
 
-use sluice_plan::Json;
-
 use crate::metrics::{JobData, Subtask};
 
 /// Flink's `IOMetricsInfo` of one subtask or a sum of them.
@@ -44,19 +42,21 @@ impl Io {
         self.idle = self.idle.saturating_add(o.idle);
         self.busy += o.busy;
     }
-    pub fn json(&self) -> Json {
-        Json::obj()
-            .with("read-bytes", self.read_bytes)
-            .with("read-bytes-complete", true)
-            .with("write-bytes", self.write_bytes)
-            .with("write-bytes-complete", true)
-            .with("read-records", self.read_records)
-            .with("read-records-complete", true)
-            .with("write-records", self.write_records)
-            .with("write-records-complete", true)
-            .with("accumulated-backpressured-time", self.backpressured)
-            .with("accumulated-idle-time", self.idle)
-            .with("accumulated-busy-time", self.busy)
+    /// Flink's `IOMetricsInfo` as the shapes hold it.
+    pub fn shape(&self) -> sluice_rest_api::IoMetrics {
+        sluice_rest_api::IoMetrics {
+            read_bytes: Some(self.read_bytes),
+            read_bytes_complete: Some(true),
+            write_bytes: Some(self.write_bytes),
+            write_bytes_complete: Some(true),
+            read_records: Some(self.read_records),
+            read_records_complete: Some(true),
+            write_records: Some(self.write_records),
+            write_records_complete: Some(true),
+            accumulated_backpressured_time: Some(self.backpressured),
+            accumulated_idle_time: Some(self.idle),
+            accumulated_busy_time: Some(self.busy),
+        }
     }
 }
 

@@ -3,20 +3,16 @@
 
 use std::collections::BTreeSet;
 
-use sluice_plan::Json;
+use sluice_rest_api::lenient::Scalar;
+use sluice_rest_api::{AggregatedMetric, MetricId, MetricValue};
 use sluice_runtime::telemetry::data_skew_percent;
 
-use super::{ok, subtask_index, vertex_index, ApiError, ApiResult, Ctx};
+use super::{ok_shape, subtask_index, vertex_index, ApiError, ApiResult, Ctx};
 use crate::http::shorten;
 use crate::metrics::JobData;
 
-fn id_list(names: impl IntoIterator<Item = String>) -> Json {
-    Json::Arr(
-        names
-            .into_iter()
-            .map(|n| Json::obj().with("id", n))
-            .collect(),
-    )
+fn id_list(names: impl IntoIterator<Item = String>) -> Vec<MetricId> {
+    names.into_iter().map(|id| MetricId { id }).collect()
 }
 
 fn not_found_metrics(requested: &[String]) -> ApiError {
@@ -31,20 +27,19 @@ fn values_json(
     requested: &[String],
     lookup: impl Fn(&str) -> Option<crate::metrics::Value>,
 ) -> ApiResult {
-    let found: Vec<Json> = requested
+    let found: Vec<MetricValue> = requested
         .iter()
         .filter_map(|n| {
-            lookup(n).map(|v| {
-                Json::obj()
-                    .with("id", n.as_str())
-                    .with("value", v.to_flink_string())
+            lookup(n).map(|v| MetricValue {
+                id: n.clone(),
+                value: Some(Scalar::Str(v.to_flink_string())),
             })
         })
         .collect();
     if found.is_empty() {
         return Err(not_found_metrics(requested));
     }
-    ok(Json::Arr(found))
+    ok_shape(&found)
 }
 
 /// `/jobs/:id/vertices/:vid/metrics`: ids `<subtask>.<name>`.
@@ -58,7 +53,7 @@ pub fn vertex_metrics(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
             let ids = (0..d.parallelism(vi))
                 .flat_map(|i| names.iter().map(move |n| format!("{i}.{n}")))
                 .collect::<Vec<_>>();
-            ok(id_list(ids))
+            ok_shape(&id_list(ids))
         }
         Some(req) => values_json(&req, |id| {
             let (idx, name) = id.split_once('.')?;
@@ -77,7 +72,7 @@ pub fn subtask_metrics(ctx: &Ctx, jid: &str, vid: &str, idx: &str) -> ApiResult 
     let i = subtask_index(&m, vi, idx)?;
     let d = JobData::new(&m);
     match ctx.list_param("get") {
-        None => ok(id_list(d.metric_names(vi))),
+        None => ok_shape(&id_list(d.metric_names(vi))),
         Some(req) => values_json(&req, |name| d.value(vi, i, name)),
     }
 }
@@ -166,7 +161,7 @@ pub fn subtasks_metrics(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         None => (0..p).collect(),
     };
     let Some(req) = ctx.list_param("get") else {
-        return ok(id_list(d.metric_names(vi)));
+        return ok_shape(&id_list(d.metric_names(vi)));
     };
     let known = d.metric_names(vi);
     let mut out = Vec::new();
@@ -188,21 +183,21 @@ pub fn subtasks_metrics(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         let sum: f64 = values.iter().sum();
         let avg = sum / values.len() as f64;
         let skew = data_skew_percent(&values);
-        let mut j = Json::obj().with("id", name.as_str());
-        for (k, (on, v)) in AGGREGATIONS
-            .iter()
-            .zip(aggs.iter().zip([min, max, avg, sum, skew]))
-        {
-            if *on {
-                j = j.with(k, v);
-            }
-        }
-        out.push(j);
+        // Only the aggregations asked for, in Flink's order (`AGGREGATIONS`).
+        let pick = |i: usize, v: f64| aggs[i].then_some(v);
+        out.push(AggregatedMetric {
+            id: name.clone(),
+            min: pick(0, min),
+            max: pick(1, max),
+            avg: pick(2, avg),
+            sum: pick(3, sum),
+            skew: pick(4, skew),
+        });
     }
     if !any_known {
         return Err(not_found_metrics(&req));
     }
-    ok(Json::Arr(out))
+    ok_shape(&out)
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 //! [`cluster`], [`job`], [`vertex`], [`metric_queries`], [`profiler`] (flame graphs, thread dump); [`states`] and [`io`] are the execution
 //! states/times and IO metrics they report.
 
-use sluice_plan::Json;
 use sluice_runtime::JobMonitor;
 use sluice_types::Id128;
 
@@ -61,8 +60,14 @@ impl ApiError {
 
 pub type ApiResult = Result<Response, ApiError>;
 
-pub fn ok(j: Json) -> ApiResult {
-    Ok(Response::json(200, j.to_compact()))
+/// 200 with one of the shapes of `sluice-rest-api` (the one definition its readers share).
+pub fn ok_shape<T: serde::Serialize>(shape: &T) -> ApiResult {
+    serde_json::to_string(shape)
+        .map(|body| Response::json(200, body))
+        .map_err(|e| ApiError {
+            status: 500,
+            message: format!("Could not write the answer: {e}"),
+        })
 }
 
 pub fn now_ms() -> i64 {

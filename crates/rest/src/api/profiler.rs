@@ -4,10 +4,11 @@
 //! run (the first one answers `endTimestamp: -3` as Flink does), except the thread dump's
 //! 200 ms glance at the running threads' stacks, on a handler thread.
 
-use sluice_plan::Json;
 use sluice_runtime::profiler::{self, FlameGraphAnswer, FlameGraphType, FlameNode};
 
-use super::{ok, subtask_index, vertex_index, ApiError, ApiResult, Ctx};
+use sluice_rest_api::{FlameGraph, FlameGraphNode, ThreadDump, ThreadInfo};
+
+use super::{ok_shape, subtask_index, vertex_index, ApiError, ApiResult, Ctx};
 use crate::http::shorten;
 
 /// Flink's `endTimestamp` sentinels.
@@ -17,15 +18,13 @@ const WAITING_FOR_SAMPLES: i64 = -3;
 /// The `type` values, as Flink's `FlameGraphTypeQueryParameter` takes them (any case).
 pub const FLAME_GRAPH_TYPES: [&str; 3] = ["full", "on_cpu", "off_cpu"];
 
-/// A flame graph node as Flink's JSON: `name`, `value`, `children`.
-pub fn node_json(n: &FlameNode) -> Json {
-    Json::obj()
-        .with("name", n.name.as_str())
-        .with("value", n.value as i64)
-        .with(
-            "children",
-            n.children.iter().map(node_json).collect::<Vec<Json>>(),
-        )
+/// A flame graph node in Flink's shape: `name`, `value`, `children`.
+pub fn node_shape(n: &FlameNode) -> FlameGraphNode {
+    FlameGraphNode {
+        name: n.name.clone(),
+        value: Some(n.value as i64),
+        children: n.children.iter().map(node_shape).collect(),
+    }
 }
 
 /// `GET /jobs/:jobid/vertices/:vertexid/flamegraph?type=&subtaskindex=`.
@@ -45,14 +44,19 @@ pub fn flame_graph(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         None => None,
         Some(raw) => Some(subtask_index(&m, v, raw)?),
     };
-    let body = match m.flame_graph(v) {
-        FlameGraphAnswer::Pending => Json::obj().with("endTimestamp", WAITING_FOR_SAMPLES),
-        FlameGraphAnswer::Terminated => Json::obj().with("endTimestamp", TERMINATED),
-        FlameGraphAnswer::Ready(p) => Json::obj()
-            .with("endTimestamp", p.end_timestamp_ms)
-            .with("data", node_json(&p.tree(ty, subtask))),
+    let only = |at: i64| FlameGraph {
+        end_timestamp: Some(at),
+        data: None,
     };
-    ok(body)
+    let body = match m.flame_graph(v) {
+        FlameGraphAnswer::Pending => only(WAITING_FOR_SAMPLES),
+        FlameGraphAnswer::Terminated => only(TERMINATED),
+        FlameGraphAnswer::Ready(p) => FlameGraph {
+            end_timestamp: Some(p.end_timestamp_ms),
+            data: Some(node_shape(&p.tree(ty, subtask))),
+        },
+    };
+    ok_shape(&body)
 }
 
 /// `GET /taskmanagers/:taskmanagerid/thread-dump`: every thread of the process.
@@ -65,17 +69,15 @@ pub fn thread_dump(ctx: &Ctx, tmid: &str) -> ApiResult {
             .iter()
             .find_map(|m| m.remote_thread_dump(p));
         return match dump {
-            Some(threads) => ok(Json::obj().with(
-                "threadInfos",
-                threads
+            Some(threads) => ok_shape(&ThreadDump {
+                thread_infos: threads
                     .into_iter()
-                    .map(|(name, text)| {
-                        Json::obj()
-                            .with("threadName", name)
-                            .with("stringifiedThreadInfo", text)
+                    .map(|(thread_name, stringified_thread_info)| ThreadInfo {
+                        thread_name,
+                        stringified_thread_info,
                     })
-                    .collect::<Vec<Json>>(),
-            )),
+                    .collect(),
+            }),
             None => Err(ApiError {
                 status: 503,
                 message: format!(
@@ -99,13 +101,12 @@ pub fn thread_dump(ctx: &Ctx, tmid: &str) -> ApiResult {
         }
     }
     let depth = profiler::ProfilerConfig::default().stack_depth;
-    let infos: Vec<Json> = profiler::thread_dump(&tasks, depth)
+    let thread_infos = profiler::thread_dump(&tasks, depth)
         .into_iter()
-        .map(|t| {
-            Json::obj()
-                .with("threadName", t.thread_name)
-                .with("stringifiedThreadInfo", t.stringified)
+        .map(|t| ThreadInfo {
+            thread_name: t.thread_name,
+            stringified_thread_info: t.stringified,
         })
         .collect();
-    ok(Json::obj().with("threadInfos", infos))
+    ok_shape(&ThreadDump { thread_infos })
 }

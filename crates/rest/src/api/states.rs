@@ -1,7 +1,6 @@
 //! Execution states and times: Flink's state names and key orders, per-state subtask counts,
 //! a vertex's aggregate state, job status, and start/end/duration of subtasks, vertices, jobs.
 
-use sluice_plan::Json;
 use sluice_runtime::TaskMetrics;
 use sluice_runtime::{JobMonitor, JobOutcome};
 
@@ -31,20 +30,6 @@ pub(super) const TASKS_KEY_ORDER: [&str; 10] = [
     "RECONCILING",
     "RUNNING",
     "CANCELED",
-];
-
-/// `/jobs/overview` `tasks` key order (lower case).
-pub(super) const OVERVIEW_TASKS_ORDER: [&str; 10] = [
-    "running",
-    "canceling",
-    "canceled",
-    "created",
-    "scheduled",
-    "deploying",
-    "reconciling",
-    "finished",
-    "initializing",
-    "failed",
 ];
 
 /// Job status key order of `/jobs/:id` `timestamps`.
@@ -85,12 +70,12 @@ impl StateCounts {
             self.0[i] += o.0[i];
         }
     }
-    pub(super) fn json(&self) -> Json {
-        let mut j = Json::obj();
-        for k in TASKS_KEY_ORDER {
-            j = j.with(k, self.get(k));
-        }
-        j
+    /// The counts in Flink's key order, as the shapes hold them.
+    pub(super) fn map(&self) -> sluice_rest_api::OrderedMap<u64> {
+        TASKS_KEY_ORDER
+            .into_iter()
+            .map(|k| (k.to_string(), self.get(k) as u64))
+            .collect()
     }
     /// Flink's `ExecutionJobVertex.getAggregateJobVertexState`.
     pub(super) fn aggregate_state(&self, parallelism: usize) -> &'static str {

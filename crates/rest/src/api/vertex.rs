@@ -1,16 +1,21 @@
 //! Vertex-level endpoints: `/jobs/:id/vertices/:vid` and its `subtasks/:n`, `subtasktimes`,
 //! `taskmanagers`, `backpressure`, `accumulators`, `watermarks`, and Sluice's `hot-keys`.
 
-use sluice_plan::Json;
 use sluice_runtime::JobMonitor;
 use sluice_runtime::{TaskMetrics, TaskState};
 
 use super::cluster::{subtask_taskmanager, taskmanagers_of_vertex};
 use super::io::{subtasks_io, Io};
 use super::states::{duration, subtask_counts, subtask_span, subtask_times, TASKS_KEY_ORDER};
-use super::{ok, subtask_index, vertex_index, ApiResult, Ctx};
+use super::{ok_shape, subtask_index, vertex_index, ApiResult, Ctx};
 use crate::format::LongStats;
 use crate::metrics::JobData;
+use sluice_rest_api::lenient::Scalar;
+use sluice_rest_api::{
+    Aggregated, HotKey, HotKeys, MetricValue, StatsSummary, SubtaskBackPressure, SubtaskDetails,
+    SubtaskTimes, SubtasksTimes, VertexAccumulators, VertexBackPressure, VertexDetails,
+    VertexTaskManager, VertexTaskManagers,
+};
 
 /// The 5 pre-terminal state durations of a subtask, in Flink 2.3's key order.
 fn status_durations(m: &JobMonitor, t: &TaskMetrics, now: i64) -> [(&'static str, i64); 5] {
@@ -39,85 +44,87 @@ fn status_durations(m: &JobMonitor, t: &TaskMetrics, now: i64) -> [(&'static str
     ]
 }
 
-fn subtask_json(d: &JobData, vertex: usize, i: usize, now: i64) -> Json {
+fn subtask_shape(d: &JobData, vertex: usize, i: usize, now: i64) -> SubtaskDetails {
     let live = &d.monitor.subtasks[vertex][i];
     let tm = subtask_taskmanager(d.monitor, vertex, i);
     let (start, end) = subtask_times(live);
     let io = d.subtask(vertex, i).map(|s| Io::of(&s)).unwrap_or_default();
-    let mut sd = Json::obj();
-    for (k, v) in status_durations(d.monitor, live, now) {
-        sd = sd.with(k, v);
+    SubtaskDetails {
+        subtask: Some(i as u64),
+        status: live.state().as_str().to_string(),
+        attempt: Some(0),
+        endpoint: Some(tm.endpoint),
+        start_time: Some(start),
+        end_time: Some(end),
+        duration: Some(duration(start, end, now)),
+        metrics: Some(io.shape()),
+        taskmanager_id: Some(tm.id),
+        status_duration: status_durations(d.monitor, live, now)
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        start_time_again: Some(start),
     }
-    Json::obj()
-        .with("subtask", i)
-        .with("status", live.state().as_str())
-        .with("attempt", 0i64)
-        .with("endpoint", tm.endpoint)
-        .with("start-time", start)
-        .with("end-time", end)
-        .with("duration", duration(start, end, now))
-        .with("metrics", io.json())
-        .with("taskmanager-id", tm.id)
-        .with("status-duration", sd)
-        .with("start_time", start)
 }
 
-fn stats_json(values: &[i64]) -> Json {
+fn stats(values: &[i64]) -> StatsSummary {
     let s = LongStats::of(values);
-    Json::obj()
-        .with("p25", s.p25)
-        .with("min", s.min)
-        .with("avg", s.avg)
-        .with("median", s.median)
-        .with("max", s.max)
-        .with("sum", s.sum)
-        .with("p95", s.p95)
-        .with("p75", s.p75)
+    StatsSummary {
+        p25: Some(s.p25),
+        min: Some(s.min),
+        avg: Some(s.avg),
+        median: Some(s.median),
+        max: Some(s.max),
+        sum: Some(s.sum),
+        p95: Some(s.p95),
+        p75: Some(s.p75),
+    }
 }
 
 /// Flink's `aggregated` block: IO metrics and state durations summarised over subtasks.
-fn aggregated_json(d: &JobData, vertex: usize, subtasks: &[usize], now: i64) -> Json {
+pub(super) fn aggregated(d: &JobData, vertex: usize, subtasks: &[usize], now: i64) -> Aggregated {
     let ios: Vec<Io> = subtasks
         .iter()
         .map(|&i| d.subtask(vertex, i).map(|s| Io::of(&s)).unwrap_or_default())
         .collect();
-    let col = |f: fn(&Io) -> i64| ios.iter().map(f).collect::<Vec<_>>();
-    let metrics = Json::obj()
-        .with("write-records", stats_json(&col(|io| io.write_records)))
-        .with(
-            "accumulated-backpressured-time",
-            stats_json(&col(|io| io.backpressured)),
-        )
-        .with("accumulated-idle-time", stats_json(&col(|io| io.idle)))
-        .with("write-bytes", stats_json(&col(|io| io.write_bytes)))
-        .with("read-bytes", stats_json(&col(|io| io.read_bytes)))
-        .with("read-records", stats_json(&col(|io| io.read_records)))
-        .with(
-            "accumulated-busy-time",
-            stats_json(&col(|io| io.busy as i64)),
-        );
+    let col = |f: fn(&Io) -> i64| stats(&ios.iter().map(f).collect::<Vec<_>>());
+    let metrics = [
+        ("write-records", col(|io| io.write_records)),
+        ("accumulated-backpressured-time", col(|io| io.backpressured)),
+        ("accumulated-idle-time", col(|io| io.idle)),
+        ("write-bytes", col(|io| io.write_bytes)),
+        ("read-bytes", col(|io| io.read_bytes)),
+        ("read-records", col(|io| io.read_records)),
+        ("accumulated-busy-time", col(|io| io.busy as i64)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
     let durations: Vec<[(&str, i64); 5]> = subtasks
         .iter()
         .filter_map(|&i| d.monitor.subtasks[vertex].get(i))
         .map(|t| status_durations(d.monitor, t, now))
         .collect();
-    let mut sd = Json::obj();
-    for key in [
+    let status_duration = [
         "CREATED",
         "RUNNING",
         "INITIALIZING",
         "SCHEDULED",
         "DEPLOYING",
-    ] {
+    ]
+    .into_iter()
+    .map(|key| {
         let vals: Vec<i64> = durations
             .iter()
             .map(|ds| ds.iter().find(|(k, _)| *k == key).map_or(0, |(_, v)| *v))
             .collect();
-        sd = sd.with(key, stats_json(&vals));
+        (key.to_string(), stats(&vals))
+    })
+    .collect();
+    Aggregated {
+        metrics,
+        status_duration,
     }
-    Json::obj()
-        .with("metrics", metrics)
-        .with("status-duration", sd)
 }
 
 pub fn vertex(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
@@ -125,20 +132,19 @@ pub fn vertex(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let vi = vertex_index(&m, vid)?;
     let d = JobData::new(&m);
     let v = &m.graph.vertices[vi];
-    let subtasks: Vec<Json> = (0..d.parallelism(vi))
-        .map(|i| subtask_json(&d, vi, i, ctx.now))
-        .collect();
-    ok(Json::obj()
-        .with("id", v.id.to_string())
-        .with("name", v.name.as_str())
-        .with("parallelism", v.parallelism)
-        .with("maxParallelism", v.max_parallelism)
-        .with("now", ctx.now)
-        .with("subtasks", subtasks)
-        .with(
-            "aggregated",
-            aggregated_json(&d, vi, &(0..d.parallelism(vi)).collect::<Vec<_>>(), ctx.now),
-        ))
+    let all: Vec<usize> = (0..d.parallelism(vi)).collect();
+    ok_shape(&VertexDetails {
+        id: v.id.to_string(),
+        name: v.name.clone(),
+        parallelism: Some(v.parallelism as u64),
+        max_parallelism: Some(u64::from(v.max_parallelism)),
+        now: Some(ctx.now),
+        subtasks: all
+            .iter()
+            .map(|&i| subtask_shape(&d, vi, i, ctx.now))
+            .collect(),
+        aggregated: Some(aggregated(&d, vi, &all, ctx.now)),
+    })
 }
 
 pub fn subtask(ctx: &Ctx, jid: &str, vid: &str, idx: &str) -> ApiResult {
@@ -146,41 +152,45 @@ pub fn subtask(ctx: &Ctx, jid: &str, vid: &str, idx: &str) -> ApiResult {
     let vi = vertex_index(&m, vid)?;
     let i = subtask_index(&m, vi, idx)?;
     let d = JobData::new(&m);
-    ok(subtask_json(&d, vi, i, ctx.now))
+    ok_shape(&subtask_shape(&d, vi, i, ctx.now))
 }
 
 pub fn subtask_times_ep(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let vi = vertex_index(&m, vid)?;
     let v = &m.graph.vertices[vi];
-    let subtasks: Vec<Json> = m.subtasks[vi]
+    let subtasks = m.subtasks[vi]
         .iter()
         .enumerate()
         .map(|(i, t)| {
             let (start, end) = subtask_times(t);
             let state = t.state();
-            let mut ts = Json::obj();
-            for k in TASKS_KEY_ORDER {
-                let v = match k {
-                    "CREATED" => m.start_time_ms as i64,
-                    "RUNNING" => start.max(0),
-                    "FINISHED" | "CANCELED" | "FAILED" if state.as_str() == k => end.max(0),
-                    _ => 0,
-                };
-                ts = ts.with(k, v);
+            let timestamps = TASKS_KEY_ORDER
+                .iter()
+                .map(|&k| {
+                    let v = match k {
+                        "CREATED" => m.start_time_ms as i64,
+                        "RUNNING" => start.max(0),
+                        "FINISHED" | "CANCELED" | "FAILED" if state.as_str() == k => end.max(0),
+                        _ => 0,
+                    };
+                    (k.to_string(), v)
+                })
+                .collect();
+            SubtaskTimes {
+                subtask: Some(i as u64),
+                endpoint: subtask_taskmanager(&m, vi, i).endpoint,
+                duration: Some(duration(start, end, ctx.now)),
+                timestamps,
             }
-            Json::obj()
-                .with("subtask", i)
-                .with("endpoint", subtask_taskmanager(&m, vi, i).endpoint)
-                .with("duration", duration(start, end, ctx.now))
-                .with("timestamps", ts)
         })
         .collect();
-    ok(Json::obj()
-        .with("id", v.id.to_string())
-        .with("name", v.name.as_str())
-        .with("now", ctx.now)
-        .with("subtasks", subtasks))
+    ok_shape(&SubtasksTimes {
+        id: v.id.to_string(),
+        name: v.name.clone(),
+        now: Some(ctx.now),
+        subtasks,
+    })
 }
 
 /// `/jobs/:id/vertices/:vid/taskmanagers`: one entry per TaskManager running subtasks of the
@@ -191,31 +201,33 @@ pub fn vertex_taskmanagers(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let vi = vertex_index(&m, vid)?;
     let d = JobData::new(&m);
     let v = &m.graph.vertices[vi];
-    let tms: Vec<Json> = taskmanagers_of_vertex(&m, vi)
+    let taskmanagers = taskmanagers_of_vertex(&m, vi)
         .into_iter()
         .map(|(tm, subtasks)| {
             let counts = subtask_counts(&m, vi, &subtasks);
             let (start, end, dur) = subtask_span(&m, vi, &subtasks, ctx.now);
-            Json::obj()
-                .with("endpoint", tm.endpoint)
-                .with("status", counts.aggregate_state(subtasks.len()))
-                .with("start-time", start)
-                .with("end-time", end)
-                .with("duration", dur)
-                .with("metrics", subtasks_io(&d, vi, &subtasks).json())
-                .with("status-counts", counts.json())
-                .with("taskmanager-id", tm.id)
-                .with("aggregated", aggregated_json(&d, vi, &subtasks, ctx.now))
+            VertexTaskManager {
+                endpoint: tm.endpoint,
+                status: counts.aggregate_state(subtasks.len()).to_string(),
+                start_time: Some(start),
+                end_time: Some(end),
+                duration: Some(dur),
+                metrics: subtasks_io(&d, vi, &subtasks).shape(),
+                status_counts: counts.map(),
+                taskmanager_id: tm.id,
+                aggregated: aggregated(&d, vi, &subtasks, ctx.now),
+            }
         })
         .collect();
-    ok(Json::obj()
-        .with("id", v.id.to_string())
-        .with("name", v.name.as_str())
-        .with("now", ctx.now)
-        .with("taskmanagers", tms))
+    ok_shape(&VertexTaskManagers {
+        id: v.id.to_string(),
+        name: v.name.clone(),
+        now: Some(ctx.now),
+        taskmanagers,
+    })
 }
 
-/// Spec §5.2 level of a backpressure ratio.
+/// The level of a backpressure ratio (docs/src/reference/flink-formats.md#backpressure-levels).
 pub fn backpressure_level(ratio: f64) -> &'static str {
     if ratio <= 0.10 {
         "ok"
@@ -230,7 +242,10 @@ pub fn backpressure(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let vi = vertex_index(&m, vid)?;
     let Some(sampled_at) = m.last_sample_ms() else {
-        return ok(Json::obj().with("status", "deprecated"));
+        return ok_shape(&VertexBackPressure {
+            status: "deprecated".to_string(),
+            ..VertexBackPressure::default()
+        });
     };
     let d = JobData::new(&m);
     let mut max_ratio = 0.0f64;
@@ -240,31 +255,32 @@ pub fn backpressure(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
         let (ratio, idle, busy) = s.ratios();
         max_ratio = max_ratio.max(ratio);
         let level = backpressure_level(ratio);
-        subtasks.push(
-            Json::obj()
-                .with("subtask", i)
-                .with("backpressureLevel", level)
-                .with("ratio", ratio)
-                .with("idleRatio", idle)
-                .with("busyRatio", busy)
-                .with("backpressure-level", level),
-        );
+        subtasks.push(SubtaskBackPressure {
+            subtask: Some(i as u64),
+            backpressure_level: level.to_string(),
+            ratio: Some(ratio),
+            idle_ratio: Some(idle),
+            busy_ratio: Some(busy),
+            backpressure_level_legacy: level.to_string(),
+        });
     }
     let level = backpressure_level(max_ratio);
-    ok(Json::obj()
-        .with("status", "ok")
-        .with("backpressureLevel", level)
-        .with("end-timestamp", sampled_at.min(i64::MAX as u64) as i64)
-        .with("subtasks", subtasks)
-        .with("backpressure-level", level))
+    ok_shape(&VertexBackPressure {
+        status: "ok".to_string(),
+        backpressure_level: Some(level.to_string()),
+        end_timestamp: Some(sampled_at.min(i64::MAX as u64) as i64),
+        subtasks: Some(subtasks),
+        backpressure_level_legacy: Some(level.to_string()),
+    })
 }
 
 pub fn accumulators(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let vi = vertex_index(&m, vid)?;
-    ok(Json::obj()
-        .with("id", m.graph.vertices[vi].id.to_string())
-        .with("user-accumulators", Json::Arr(Vec::new())))
+    ok_shape(&VertexAccumulators {
+        id: m.graph.vertices[vi].id.to_string(),
+        user_accumulators: Vec::new(),
+    })
 }
 
 /// Sluice extension: `{"id", "records", "hot-keys": [{key, count, error, share-of-vertex, subtask,
@@ -274,22 +290,24 @@ pub fn hot_keys(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let vi = vertex_index(&m, vid)?;
     let keys = sluice_runtime::hotkeys::vertex_hot_keys(m.subtasks[vi].iter());
     let records: u64 = m.subtasks[vi].iter().map(|t| t.records_in()).sum();
-    let list = keys
+    // Counts are capped at `i64::MAX`, as Flink's Jackson writes longs.
+    let long = |n: u64| Some(n.min(i64::MAX as u64));
+    let hot_keys = keys
         .iter()
-        .map(|k| {
-            Json::obj()
-                .with("key", k.key.as_str())
-                .with("count", Json::Int(k.count.min(i64::MAX as u64) as i64))
-                .with("error", Json::Int(k.error.min(i64::MAX as u64) as i64))
-                .with("share-of-vertex", k.share_of_vertex)
-                .with("subtask", k.subtask)
-                .with("share-of-subtask", k.share_of_subtask)
+        .map(|k| HotKey {
+            key: Some(Scalar::Str(k.key.clone())),
+            count: long(k.count),
+            error: long(k.error),
+            share_of_vertex: Some(k.share_of_vertex),
+            subtask: Some(k.subtask as u64),
+            share_of_subtask: Some(k.share_of_subtask),
         })
-        .collect::<Vec<_>>();
-    ok(Json::obj()
-        .with("id", m.graph.vertices[vi].id.to_string())
-        .with("records", Json::Int(records.min(i64::MAX as u64) as i64))
-        .with("hot-keys", list))
+        .collect();
+    ok_shape(&HotKeys {
+        id: m.graph.vertices[vi].id.to_string(),
+        records: long(records),
+        hot_keys,
+    })
 }
 
 /// Flink's `JobVertexWatermarksHandler`: one `{"id": "<subtask>.currentInputWatermark",
@@ -300,18 +318,17 @@ pub fn watermarks(ctx: &Ctx, jid: &str, vid: &str) -> ApiResult {
     let vi = vertex_index(&m, vid)?;
     if !m.graph.edges.iter().any(|e| e.to_vertex == vi) {
         // A source task has no input watermark: Flink answers an empty list.
-        return ok(Json::Arr(Vec::new()));
+        return ok_shape(&Vec::<MetricValue>::new());
     }
-    let list = m.subtasks[vi]
+    let list: Vec<MetricValue> = m.subtasks[vi]
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            Json::obj()
-                .with("id", format!("{i}.currentInputWatermark"))
-                .with("value", t.input_watermark.get().to_string())
+        .map(|(i, t)| MetricValue {
+            id: format!("{i}.currentInputWatermark"),
+            value: Some(Scalar::Str(t.input_watermark.get().to_string())),
         })
         .collect();
-    ok(Json::Arr(list))
+    ok_shape(&list)
 }
 
 #[cfg(test)]

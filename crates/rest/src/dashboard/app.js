@@ -35,7 +35,7 @@
   // Flink's UI: min(round(ms_per_s / 10), 100)
   function msToPct(ms) { return ms == null || isNaN(ms) ? NaN : Math.min(Math.round(ms / 10), 100); }
 
-  // ---- Flink's node colour (spec §9) -------------------------------------------------
+  // ---- Flink's node colour (docs/src/reference/flink-formats.md#web-ui) ----------------
   function hex(c) { return [1, 3, 5].map(function (i) { return parseInt(c.substr(i, 2), 16); }); }
   function blend(a, b, t) {
     t = Math.max(0, Math.min(1, t || 0));

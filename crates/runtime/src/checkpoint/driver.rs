@@ -47,6 +47,7 @@ impl CoordinatorThread {
         })
     }
 
+    /// Stops the coordinator and waits for its thread (dropping it does the same).
     pub fn stop(self) {
         drop(self);
     }

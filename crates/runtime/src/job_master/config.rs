@@ -19,6 +19,7 @@ pub const MAX_METRICS_WINDOW_SLOTS: usize = 1000;
 /// job's life (the REST API shows them).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EnvConfig {
+    /// `pipeline.name`: the name shown in results, logs and the REST API.
     pub job_name: String,
     /// `parallelism.default`; Flink's local environments default to the number of cores.
     pub parallelism: usize,
@@ -75,8 +76,11 @@ pub struct EnvConfig {
 /// `after_records` records (for tests and demos of recovery).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FaultSpec {
+    /// A substring of the vertex's name.
     pub vertex: String,
+    /// Which subtask fails, from 0.
     pub subtask: usize,
+    /// Records it receives before failing.
     pub after_records: u64,
 }
 

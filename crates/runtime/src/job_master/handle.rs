@@ -18,16 +18,21 @@ pub struct JobHandle {
 /// A finished job: the runtime's result plus the graph that ran.
 #[derive(Clone, Debug)]
 pub struct JobExecution {
+    /// The job's id (the REST API's `jid`).
     pub job_id: JobId,
+    /// Totals of the run.
     pub result: JobResult,
+    /// The job graph that ran.
     pub graph: JobGraph,
 }
 
 impl JobHandle {
+    /// The live view of the job (status, metrics, checkpoints) while and after it runs.
     pub fn monitor(&self) -> Arc<JobMonitor> {
         self.monitor.clone()
     }
 
+    /// Whether the job thread has ended, so [`JobHandle::wait`] returns at once.
     pub fn is_finished(&self) -> bool {
         self.thread.as_ref().is_none_or(|t| t.is_finished())
     }
@@ -60,8 +65,11 @@ impl JobHandle {
 
     /// Blocks until every subtask has ended.
     pub fn wait(mut self) -> Result<JobExecution, JobError> {
-        let t = self.thread.take().expect("wait is called once");
-        let result = t
+        // `wait` consumes the handle and only `Drop` also takes the thread, so it is here.
+        let result = self
+            .thread
+            .take()
+            .ok_or_else(|| JobError::job("the job coordinator thread was already joined"))?
             .join()
             .map_err(|_| JobError::job("the job coordinator thread panicked"));
         self.monitor.profiler.join_samplers();

@@ -44,8 +44,11 @@ use crate::{JobControl, TaskMetrics, TaskSpec};
 pub struct Attempt<'a> {
     /// 0 for the first run, then one more per restart.
     pub number: usize,
+    /// The job graph to build tasks for.
     pub graph: &'a sluice_plan::JobGraph,
+    /// The job's settings.
     pub config: &'a EnvConfig,
+    /// The job's cancel/fail switch, reset for this attempt.
     pub control: &'a Arc<JobControl>,
     /// `metrics[vertex][subtask]`, the same objects in every attempt.
     pub metrics: &'a [Vec<Arc<TaskMetrics>>],
@@ -58,5 +61,6 @@ pub struct Attempt<'a> {
 /// their task threads. An error (the channels to another process could not be opened) fails
 /// the attempt.
 pub trait AttemptBuilder: Send + 'static {
+    /// The tasks of `attempt`, or why they could not be built.
     fn build(&self, attempt: &Attempt<'_>) -> Result<Vec<TaskSpec>, String>;
 }

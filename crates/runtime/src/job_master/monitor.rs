@@ -14,16 +14,21 @@ use crate::{JobControl, JobError, TaskMetrics};
 
 /// Live view of a running job: its graph, every subtask's counters and their per-second metrics.
 pub struct JobMonitor {
+    /// The job's id (the REST API's `jid`).
     pub job_id: JobId,
+    /// The job graph that runs.
     pub graph: JobGraph,
     /// `subtasks[vertex][subtask]`.
     pub subtasks: Vec<Vec<Arc<TaskMetrics>>>,
     /// Records emitted so far by each source subtask.
     pub source_emitted: Vec<Arc<AtomicU64>>,
+    /// The job's cancel/fail switch.
     pub control: Arc<JobControl>,
+    /// When the job started, for durations.
     pub started: Instant,
     /// Wall-clock start, ms since the Unix epoch.
     pub start_time_ms: u64,
+    /// The job's settings, as validated.
     pub config: EnvConfig,
     /// The job's flame graphs (sampled on request; see [`crate::profiler`]).
     pub profiler: Arc<crate::profiler::JobProfiler>,
@@ -41,10 +46,25 @@ pub struct JobMonitor {
 /// Where a job is in its life (Flink's `JobStatus` subset).
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobOutcome {
+    /// Not ended yet (also while restarting).
     Running,
-    Finished { end_time_ms: u64 },
-    Failed { end_time_ms: u64, message: String },
-    Canceled { end_time_ms: u64 },
+    /// Every subtask ended normally.
+    Finished {
+        /// When, ms since the Unix epoch.
+        end_time_ms: u64,
+    },
+    /// Failed with no restart left.
+    Failed {
+        /// When, ms since the Unix epoch.
+        end_time_ms: u64,
+        /// The failure that ended it.
+        message: String,
+    },
+    /// Cancelled by the user or stopped with a savepoint.
+    Canceled {
+        /// When, ms since the Unix epoch.
+        end_time_ms: u64,
+    },
 }
 
 impl JobOutcome {
@@ -57,6 +77,7 @@ impl JobOutcome {
             JobOutcome::Canceled { .. } => "CANCELED",
         }
     }
+    /// When the job ended, ms since the Unix epoch; `None` while it runs.
     pub fn end_time_ms(&self) -> Option<u64> {
         match self {
             JobOutcome::Running => None,
@@ -150,6 +171,7 @@ impl JobMonitor {
         }
     }
 
+    /// Where the job is in its life now.
     pub fn outcome(&self) -> JobOutcome {
         self.outcome
             .lock()
@@ -161,6 +183,7 @@ impl JobMonitor {
         *self.outcome.lock().unwrap_or_else(|p| p.into_inner()) = outcome;
     }
 
+    /// How the job's per-second metrics are sampled.
     pub fn metrics_config(&self) -> MetricsConfig {
         self.config.metrics
     }
@@ -212,6 +235,7 @@ impl JobMonitor {
             .sum()
     }
 
+    /// Records emitted so far by all source subtasks, across attempts.
     pub fn records_emitted_by_sources(&self) -> u64 {
         self.source_emitted
             .iter()

@@ -17,6 +17,7 @@ impl<T> Clone for CollectHandle<T> {
 }
 
 impl<T> CollectHandle<T> {
+    /// A handle with no subtask slots yet ([`CollectHandle::reset`] makes them).
     pub fn new() -> Self {
         CollectHandle {
             parts: Arc::new(Mutex::new(Vec::new())),
@@ -42,6 +43,7 @@ impl<T> CollectHandle<T> {
         p.iter_mut().map(|s| s.take().unwrap_or_default()).collect()
     }
 
+    /// The sink of subtask `subtask`, which deposits into its slot of this handle.
     pub fn sink(&self, subtask: usize) -> CollectSink<T> {
         CollectSink {
             buf: Vec::new(),

@@ -10,12 +10,16 @@ pub struct DiscardHandle {
 }
 
 impl DiscardHandle {
+    /// Records discarded so far, by all subtasks (each adds its count every 4096 records
+    /// and at the end, so it lags a little while the job runs).
     pub fn count(&self) -> u64 {
         self.count.load(Relaxed)
     }
+    /// Sets the count back to 0 (before a new run).
     pub fn reset(&self) {
         self.count.store(0, Relaxed)
     }
+    /// A sink (one per subtask) that adds to this handle's count.
     pub fn sink(&self) -> DiscardSink {
         DiscardSink {
             local: 0,

@@ -24,6 +24,8 @@ pub struct TextFileSink<F> {
 }
 
 impl<F> TextFileSink<F> {
+    /// A sink writing to `path` (created, with its directory, on the first record), with
+    /// `header` as its first line if given.
     pub fn new(path: PathBuf, header: Option<String>, format: F) -> Self {
         TextFileSink {
             path,
@@ -35,24 +37,23 @@ impl<F> TextFileSink<F> {
     }
 
     fn writer(&mut self) -> Result<&mut BufWriter<File>, OperatorError> {
-        if self.out.is_none() {
-            let shown = self.path.display().to_string();
-            if let Some(dir) = self.path.parent() {
-                if !dir.as_os_str().is_empty() {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        OperatorError::io(format!("creating directory for {shown}"), e)
-                    })?;
-                }
-            }
-            let f = File::create(&self.path)
-                .map_err(|e| OperatorError::io(format!("creating {shown}"), e))?;
-            let mut w = BufWriter::with_capacity(256 * 1024, f);
-            if let Some(h) = &self.header {
-                writeln!(w, "{h}").map_err(|e| OperatorError::io(format!("writing {shown}"), e))?;
-            }
-            self.out = Some(w);
+        if let Some(w) = self.out.take() {
+            return Ok(self.out.insert(w));
         }
-        Ok(self.out.as_mut().expect("just created"))
+        let shown = self.path.display().to_string();
+        if let Some(dir) = self.path.parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| OperatorError::io(format!("creating directory for {shown}"), e))?;
+            }
+        }
+        let f = File::create(&self.path)
+            .map_err(|e| OperatorError::io(format!("creating {shown}"), e))?;
+        let mut w = BufWriter::with_capacity(256 * 1024, f);
+        if let Some(h) = &self.header {
+            writeln!(w, "{h}").map_err(|e| OperatorError::io(format!("writing {shown}"), e))?;
+        }
+        Ok(self.out.insert(w))
     }
 }
 

@@ -10,6 +10,7 @@ pub struct PrintSink {
 }
 
 impl PrintSink {
+    /// The sink of subtask `subtask` (from 0) of `parallelism`.
     pub fn new(subtask: usize, parallelism: usize) -> Self {
         let prefix = if parallelism > 1 {
             format!("{}> ", subtask + 1)

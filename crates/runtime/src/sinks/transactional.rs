@@ -32,6 +32,8 @@ use crate::state::layout;
 
 const PENDING: &str = ".pending";
 
+/// The exactly-once file sink of one subtask (module docs: how files are named, closed and
+/// published).
 pub struct TransactionalFileSink<T, F> {
     dir: PathBuf,
     subtask: usize,
@@ -243,22 +245,23 @@ impl<T, F: Fn(&T, &mut String)> TransactionalFileSink<T, F> {
     }
 
     fn writer(&mut self) -> Result<&mut BufWriter<std::fs::File>, OperatorError> {
-        if self.current.is_none() {
-            let name = format!(
-                "part-{}-{}-{}{PENDING}",
-                self.subtask, self.writer, self.seq
-            );
-            self.seq += 1;
-            let path = self.dir.join(&name);
-            // `create_new`: a name that exists already is never truncated (another writer's).
-            let f = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| io(format!("creating {}", path.display()), e))?;
-            self.current = Some((name, BufWriter::with_capacity(64 * 1024, f)));
+        if let Some(open) = self.current.take() {
+            return Ok(&mut self.current.insert(open).1);
         }
-        Ok(&mut self.current.as_mut().expect("opened above").1)
+        let name = format!(
+            "part-{}-{}-{}{PENDING}",
+            self.subtask, self.writer, self.seq
+        );
+        self.seq += 1;
+        let path = self.dir.join(&name);
+        // `create_new`: a name that exists already is never truncated (another writer's).
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| io(format!("creating {}", path.display()), e))?;
+        let open = (name, BufWriter::with_capacity(64 * 1024, f));
+        Ok(&mut self.current.insert(open).1)
     }
 
     /// Closes the current file (pre-commit), naming the checkpoint that will publish it.

@@ -11,6 +11,7 @@ pub struct VecSource<T> {
 }
 
 impl<T> VecSource<T> {
+    /// The source of subtask `index` of `parallelism` over `data`.
     pub fn new(data: Arc<Vec<T>>, index: usize, parallelism: usize) -> Self {
         let range = split_range(data.len() as u64, index, parallelism);
         VecSource {
@@ -64,6 +65,7 @@ pub struct IterSource<I> {
 }
 
 impl<I> IterSource<I> {
+    /// A source that takes the iterator out of `iter` when it runs: it runs once only.
     pub fn new(iter: Arc<Mutex<Option<I>>>) -> Self {
         IterSource { iter }
     }

@@ -24,6 +24,7 @@ pub struct GeneratorSource<F> {
 }
 
 impl<F> GeneratorSource<F> {
+    /// Generates record `f(i)` for each `i` of `range` (this subtask's share).
     pub fn new(range: Range<u64>, f: Arc<F>) -> Self {
         GeneratorSource {
             cursor: RangeCursor::new(range),

@@ -23,8 +23,11 @@ use crate::{DeadLetter, JobControl, TaskMetrics};
 
 /// What a source sees of the running job.
 pub struct SourceContext {
+    /// The source's operator identity (id, subtask, parallelism) and task services.
     pub op: OperatorContext,
+    /// The job's cancel/fail switch.
     pub control: Arc<JobControl>,
+    /// The source subtask's live counters.
     pub metrics: Arc<TaskMetrics>,
     /// Records this source subtask has emitted (published every [`SOURCE_BATCH`] records), read by
     /// progress displays.
@@ -55,11 +58,13 @@ fn hub_holds(ctx: &SourceContext, id: u64) -> bool {
 }
 
 impl SourceContext {
+    /// Whether the job is stopping; sources check it every [`SOURCE_BATCH`] records.
     #[inline]
     pub fn should_stop(&self) -> bool {
         self.control.is_cancelled()
     }
 
+    /// Publishes `n` more emitted records to [`SourceContext::emitted`].
     pub fn add_emitted(&self, n: u64) {
         self.emitted
             .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
@@ -246,6 +251,7 @@ pub struct RangeCursor {
 }
 
 impl RangeCursor {
+    /// All of `range` still to do.
     pub fn new(range: Range<u64>) -> RangeCursor {
         RangeCursor {
             ranges: [range].into_iter().filter(|r| !r.is_empty()).collect(),
@@ -275,6 +281,7 @@ impl RangeCursor {
         Some(batch)
     }
 
+    /// The remaining ranges, encoded as the source's checkpoint position.
     pub fn position(&self) -> Result<Vec<u8>, OperatorError> {
         let v: Vec<(u64, u64)> = self.ranges.iter().map(|r| (r.start, r.end)).collect();
         crate::state::layout::encode(&v)

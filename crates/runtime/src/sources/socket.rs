@@ -34,7 +34,9 @@ const POLL: Duration = Duration::from_millis(50);
 /// Where and how to read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SocketSourceConfig {
+    /// The server's host name or address.
     pub host: String,
+    /// The server's TCP port.
     pub port: u16,
     /// The line delimiter (Flink: `"\n"`).
     pub delimiter: u8,
@@ -65,6 +67,7 @@ impl SocketSourceConfig {
         }
     }
 
+    /// `host:port`, as connected to and shown in messages.
     pub fn address(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }

@@ -29,6 +29,7 @@ pub struct TextFileSource {
 }
 
 impl TextFileSource {
+    /// The source of subtask `index` of `parallelism` over the file at `path` (opened when it runs).
     pub fn new(path: PathBuf, index: usize, parallelism: usize) -> Self {
         TextFileSource {
             path,

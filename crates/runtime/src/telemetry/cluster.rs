@@ -23,14 +23,17 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 
 use super::snapshot::{SubtaskSnapshot, VertexSnapshot};
-use crate::hotkeys::HotKeysSnapshot;
 use crate::metrics::{GaugeKind, TaskMetrics};
+pub use sluice_metrics::report::{
+    meminfo_bytes, GaugeReport, ProcessReport, ProcessStats, SubtaskReport,
+};
 
 /// One process of a split job as a TaskManager.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskManagerSpec {
     /// Flink's `ResourceID` of a standalone TaskManager: `host:port-` and six hex digits.
     pub id: String,
+    /// The host the process runs on, as the other processes reach it.
     pub host: String,
     /// The port the process exchanges data on (Flink's `dataPort`).
     pub data_port: u16,
@@ -65,87 +68,12 @@ pub struct ClusterLayout {
     pub process_of: Vec<Vec<usize>>,
 }
 
-/// What a process says of itself in every report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProcessStats {
-    pub pid: u32,
-    pub cpu_cores: u32,
-    /// Bytes; -1 where unknown.
-    pub physical_memory: i64,
-    pub free_memory: i64,
-    /// The subtasks it runs.
-    pub subtasks: u32,
-}
-
-impl ProcessStats {
-    /// This process's figures now.
-    pub fn current(subtasks: usize) -> ProcessStats {
-        ProcessStats {
-            pid: std::process::id(),
-            cpu_cores: std::thread::available_parallelism().map_or(1, |n| n.get()) as u32,
-            physical_memory: meminfo_bytes("MemTotal:"),
-            free_memory: meminfo_bytes("MemAvailable:"),
-            subtasks: subtasks as u32,
-        }
-    }
-}
-
-/// A `/proc/meminfo` line's value in bytes, -1 where unavailable.
-pub fn meminfo_bytes(key: &str) -> i64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(key))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<i64>().ok())
-        })
-        .map_or(-1, |kb| kb.saturating_mul(1024))
-}
-
-/// An operator gauge as it crosses.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GaugeReport {
-    pub operator: String,
-    pub name: String,
-    pub counter: bool,
-    pub help: String,
-    pub value: i64,
-}
-
-/// One subtask as its process reports it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SubtaskReport {
-    pub vertex: u32,
-    pub subtask: u32,
-    pub snapshot: SubtaskSnapshot,
-    pub started_ms: u64,
-    pub ended_ms: u64,
-    pub records_in: u64,
-    pub records_out: u64,
-    pub bytes_in: u64,
-    pub bytes_out: u64,
-    pub input_watermark: i64,
-    pub output_watermark: i64,
-    pub late_records_dropped: u64,
-    pub hot_keys: Option<HotKeysSnapshot>,
-    pub connector_gauges: Vec<(String, i64)>,
-    pub gauges: Vec<GaugeReport>,
-}
-
-/// Everything one process reports after a metrics update.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProcessReport {
-    pub process: u32,
-    pub stats: ProcessStats,
-    pub subtasks: Vec<SubtaskReport>,
-}
-
 /// What process 0 last heard from another process.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcessHeard {
     /// When the report arrived, ms since the Unix epoch.
     pub at_ms: u64,
+    /// What the process reported about itself.
     pub stats: ProcessStats,
 }
 
@@ -164,6 +92,7 @@ struct Heard {
 }
 
 impl ClusterView {
+    /// A view of `layout` that has heard from no other process yet.
     pub fn new(layout: ClusterLayout) -> Arc<ClusterView> {
         Arc::new(ClusterView {
             layout,
@@ -171,6 +100,7 @@ impl ClusterView {
         })
     }
 
+    /// Where each subtask of the job runs.
     pub fn layout(&self) -> &ClusterLayout {
         &self.layout
     }
@@ -356,6 +286,7 @@ fn mirror(m: &TaskMetrics, s: &SubtaskReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hotkeys::HotKeysSnapshot;
     use crate::TaskState;
 
     fn layout(process: usize) -> ClusterLayout {

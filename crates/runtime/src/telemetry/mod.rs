@@ -1,4 +1,5 @@
-//! Per-second views of the subtask counters, computed the way Flink computes them (spec §5.1):
+//! Per-second views of the subtask counters, computed the way Flink computes them
+//! (docs/src/reference/flink-formats.md#time-accounting):
 //!
 //! - **time gauges** (`busy/backPressured/idleTimeMsPerSecond`, CPU and per-operator time): every
 //!   update interval (Flink: 5 s) the time spent in the interval goes into a ring of slots (Flink:
@@ -11,12 +12,14 @@
 //! `sluice top` and the doctor read. The thread that calls [`Sampler::tick`] lives with the job.
 
 pub mod cluster;
-mod cpu;
 mod sampler;
-mod snapshot;
 mod window;
 
-pub use cpu::{current_thread_id, thread_cpu_ns, thread_run_queue_ns};
+use sluice_metrics::{cpu, snapshot};
+
 pub use sampler::{MetricsConfig, Sampler};
-pub use snapshot::{data_skew_percent, OperatorSnapshot, SubtaskSnapshot, VertexSnapshot};
+pub use sluice_metrics::cpu::{current_thread_id, thread_cpu_ns, thread_run_queue_ns};
+pub use sluice_metrics::snapshot::{
+    data_skew_percent, OperatorSnapshot, SubtaskSnapshot, VertexSnapshot,
+};
 pub use window::{MeterWindow, TimerWindow};

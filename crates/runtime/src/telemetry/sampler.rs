@@ -15,6 +15,7 @@ use crate::TaskMetrics;
 /// How often metrics update and how long their moving window is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetricsConfig {
+    /// Time between two samples of the counters (one slot of the window).
     pub update_interval: Duration,
     /// Slots in the window: the window is `update_interval × window_slots`.
     pub window_slots: usize,
@@ -39,6 +40,7 @@ impl MetricsConfig {
         }
     }
 
+    /// How far back a rate looks: `update_interval × window_slots`.
     pub fn window(&self) -> Duration {
         self.update_interval * self.window_slots as u32
     }
@@ -94,6 +96,7 @@ pub struct Sampler {
 }
 
 impl Sampler {
+    /// A sampler over `subtasks[vertex][subtask]`, with empty windows sized by `cfg`.
     pub fn new(cfg: MetricsConfig, subtasks: &[Vec<Arc<TaskMetrics>>]) -> Sampler {
         let slots = cfg.window_slots;
         let vertices = subtasks
@@ -137,6 +140,7 @@ impl Sampler {
         Sampler { cfg, vertices }
     }
 
+    /// The settings this sampler runs with.
     pub fn config(&self) -> MetricsConfig {
         self.cfg
     }

@@ -11,6 +11,7 @@ pub struct TimerWindow {
 }
 
 impl TimerWindow {
+    /// An empty ring of `capacity` slots (at least 1).
     pub fn new(capacity: usize) -> Self {
         TimerWindow {
             slots: VecDeque::with_capacity(capacity.max(1)),
@@ -44,6 +45,7 @@ pub struct MeterWindow {
 }
 
 impl MeterWindow {
+    /// A history over `window_slots` intervals (at least 1), all counts 0.
     pub fn new(window_slots: usize) -> Self {
         MeterWindow {
             values: std::iter::repeat_n(0, window_slots.max(1) + 1).collect(),
@@ -55,10 +57,12 @@ impl MeterWindow {
         self.values.len()
     }
 
+    /// Never true: the history always keeps at least two samples.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }
 
+    /// Records the counter's value at the end of an interval, dropping the oldest.
     pub fn push(&mut self, count: u64) {
         self.values.pop_front();
         self.values.push_back(count);

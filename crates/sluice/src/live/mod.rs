@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sluice_graph::config::EnvConfig;
-use sluice_graph::fixer::{self, Fix, PlanDiff};
-use sluice_graph::{JobExecution, JobGraph, JobHandle, JobMonitor, JobOutcome, StreamEnv};
+use sluice_datastream::config::EnvConfig;
+use sluice_datastream::fixer::{self, PlanChange, PlanDiff};
+use sluice_datastream::{JobExecution, JobGraph, JobHandle, JobMonitor, JobOutcome, StreamEnv};
 use sluice_rest::live::{
     change_json, plan_nodes, ApplyRequest, LiveControl, LiveError, RescaleRecord, RescaleState,
 };
@@ -68,7 +68,7 @@ pub struct LiveJob {
     changing: AtomicBool,
 }
 
-fn fresh_env(cfg: EnvConfig, build: &BuildFn, fixes: &[Fix]) -> Result<StreamEnv, String> {
+fn fresh_env(cfg: EnvConfig, build: &BuildFn, fixes: &[PlanChange]) -> Result<StreamEnv, String> {
     let env = StreamEnv::with_config(cfg);
     build(&env)?;
     for f in fixes {
@@ -113,6 +113,7 @@ impl LiveJob {
         Ok(job)
     }
 
+    /// The job's id (the same over all its plans).
     pub fn job_id(&self) -> JobId {
         self.job_id
     }
@@ -211,9 +212,8 @@ impl LiveJob {
         let before_graph = s.monitor.graph.clone();
         let (trigger, new_fixes, fixes, change, rollback_of) = match &request {
             ApplyRequest::Change(c) => {
-                let f = plan::to_fix(c).map_err(LiveError::refused)?;
-                let all = s.log.with(std::slice::from_ref(&f));
-                ("doctor-apply", vec![f], all, change_json(c), None)
+                let all = s.log.with(std::slice::from_ref(c));
+                ("doctor-apply", vec![c.clone()], all, change_json(c), None)
             }
             ApplyRequest::Parallelism(targets) => {
                 let f = plan::rescale_fixes(&before_graph, targets).map_err(LiveError::refused)?;
@@ -329,7 +329,7 @@ impl LiveJob {
 
     /// Stops the running plan with a savepoint and starts `fixes`' plan from it; when the new
     /// plan cannot start, the previous one is started again from the same savepoint.
-    fn switch(&self, s: &mut State, fixes: &[Fix]) -> Result<Switched, LiveError> {
+    fn switch(&self, s: &mut State, fixes: &[PlanChange]) -> Result<Switched, LiveError> {
         let requested = Instant::now();
         let old = s.monitor.clone();
         let watching = AtomicBool::new(true);
@@ -367,7 +367,7 @@ impl LiveJob {
             .and_then(|h| h.stats().latest_savepoint)
             .map_or(0, |r| r.id);
         let generation = s.generation + 1;
-        let launch = |fixes: &[Fix], generation: u32| -> Result<JobHandle, String> {
+        let launch = |fixes: &[PlanChange], generation: u32| -> Result<JobHandle, String> {
             let env = fresh_env(
                 self.config_for(generation, Some(savepoint.clone())),
                 &self.build,

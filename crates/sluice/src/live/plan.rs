@@ -1,60 +1,23 @@
-//! The planning half of a live plan change, pure (no job, no I/O): the fixer's form of a
-//! requested change, the per-vertex rescale of `PUT resource-requirements`, the log of applied
+//! The planning half of a live plan change, pure (no job, no I/O): the per-vertex rescale of `PUT resource-requirements`, the log of applied
 //! changes whose replay on a freshly built job gives the current plan — so the inverse of a
 //! change (its rollback) is the replay without it, exact for every kind, the two-phase rewrite
 //! included — and the per-vertex before/after of a change.
 
 use std::collections::BTreeMap;
 
-use sluice_doctor::PlanChange;
-use sluice_graph::fixer::Fix;
-use sluice_graph::{JobGraph, ShipStrategy};
+use sluice_datastream::fixer::PlanChange;
+use sluice_datastream::{JobGraph, ShipStrategy};
 use sluice_rest::live::VertexRescale;
 use sluice_types::Id128;
-
-/// The fixer's form of a doctor plan change; the error names the bad field.
-pub fn to_fix(change: &PlanChange) -> Result<Fix, String> {
-    Ok(match change {
-        PlanChange::Parallelism {
-            operator,
-            parallelism,
-            ship,
-        } => Fix::Parallelism {
-            operator: operator.clone(),
-            parallelism: *parallelism,
-            ship: ShipStrategy::parse(ship).ok_or_else(|| {
-                format!("unknown ship strategy '{ship}' (REBALANCE, RESCALE, SHUFFLE or HASH)")
-            })?,
-        },
-        PlanChange::TwoPhase { operator, buckets } => Fix::TwoPhase {
-            operator: operator.clone(),
-            buckets: *buckets,
-        },
-        PlanChange::SinkOption {
-            operator,
-            key,
-            value,
-        } => Fix::SinkOption {
-            operator: operator.clone(),
-            key: key.clone(),
-            value: value.clone(),
-        },
-        PlanChange::AsyncIo { operator, capacity } => Fix::AsyncCapacity {
-            operator: operator.clone(),
-            capacity: *capacity,
-        },
-        PlanChange::LookupCache { operator, max_rows } => Fix::LookupCache {
-            operator: operator.clone(),
-            max_rows: *max_rows,
-        },
-    })
-}
 
 /// The fixes that run each given vertex at its new parallelism: its head operator (by node id)
 /// behind HASH when its input is keyed, else behind the redistributing strategy it already has
 /// (REBALANCE / RESCALE / SHUFFLE), else REBALANCE. A source vertex has no input edge: only its
 /// parallelism changes (its readers deal their splits out anew at the restore).
-pub fn rescale_fixes(graph: &JobGraph, targets: &[(Id128, usize)]) -> Result<Vec<Fix>, String> {
+pub fn rescale_fixes(
+    graph: &JobGraph,
+    targets: &[(Id128, usize)],
+) -> Result<Vec<PlanChange>, String> {
     let mut fixes = Vec::new();
     for (id, parallelism) in targets {
         let v = graph
@@ -81,7 +44,7 @@ pub fn rescale_fixes(graph: &JobGraph, targets: &[(Id128, usize)]) -> Result<Vec
                 })
                 .unwrap_or(ShipStrategy::Rebalance)
         };
-        fixes.push(Fix::Parallelism {
+        fixes.push(PlanChange::Parallelism {
             operator: v.head.to_string(),
             parallelism: *parallelism,
             ship,
@@ -93,8 +56,10 @@ pub fn rescale_fixes(graph: &JobGraph, targets: &[(Id128, usize)]) -> Result<Vec
 /// One applied change in the [`ChangeLog`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Applied {
+    /// The id the change was applied under.
     pub uuid: Id128,
-    pub fixes: Vec<Fix>,
+    /// The plan changes it made.
+    pub fixes: Vec<PlanChange>,
     /// Undone by a later rollback.
     pub undone: bool,
 }
@@ -108,7 +73,7 @@ pub struct ChangeLog {
 
 impl ChangeLog {
     /// The fixes in force, in the order they were applied.
-    pub fn active(&self) -> Vec<Fix> {
+    pub fn active(&self) -> Vec<PlanChange> {
         self.entries
             .iter()
             .filter(|e| !e.undone)
@@ -117,14 +82,14 @@ impl ChangeLog {
     }
 
     /// The fixes in force after `fixes` are applied on top.
-    pub fn with(&self, fixes: &[Fix]) -> Vec<Fix> {
+    pub fn with(&self, fixes: &[PlanChange]) -> Vec<PlanChange> {
         let mut all = self.active();
         all.extend_from_slice(fixes);
         all
     }
 
     /// The newest change not undone: what a rollback undoes, and the fixes in force without it.
-    pub fn rollback(&self) -> Option<(Id128, Vec<Fix>)> {
+    pub fn rollback(&self) -> Option<(Id128, Vec<PlanChange>)> {
         let i = self.entries.iter().rposition(|e| !e.undone)?;
         let fixes = self
             .entries
@@ -136,7 +101,8 @@ impl ChangeLog {
         Some((self.entries[i].uuid, fixes))
     }
 
-    pub fn push(&mut self, uuid: Id128, fixes: Vec<Fix>) {
+    /// Records the change `fixes` applied under `uuid`.
+    pub fn push(&mut self, uuid: Id128, fixes: Vec<PlanChange>) {
         self.entries.push(Applied {
             uuid,
             fixes,
@@ -193,8 +159,8 @@ pub fn vertex_rescales(before: &JobGraph, after: &JobGraph) -> Vec<VertexRescale
 mod tests {
     use super::*;
 
-    fn fix(op: &str) -> Fix {
-        Fix::TwoPhase {
+    fn fix(op: &str) -> PlanChange {
+        PlanChange::TwoPhase {
             operator: op.into(),
             buckets: 4,
         }
@@ -216,28 +182,5 @@ mod tests {
         log.undo(a);
         assert!(log.active().is_empty() && log.rollback().is_none());
         assert_eq!(log.with(&[fix("w")]), vec![fix("w")]);
-    }
-
-    #[test]
-    fn doctor_changes_become_fixes() {
-        let c = PlanChange::Parallelism {
-            operator: "m".into(),
-            parallelism: 2,
-            ship: "REBALANCE".into(),
-        };
-        assert_eq!(
-            to_fix(&c),
-            Ok(Fix::Parallelism {
-                operator: "m".into(),
-                parallelism: 2,
-                ship: ShipStrategy::Rebalance
-            })
-        );
-        let bad = PlanChange::Parallelism {
-            operator: "m".into(),
-            parallelism: 2,
-            ship: "SIDEWAYS".into(),
-        };
-        assert!(to_fix(&bad).unwrap_err().contains("SIDEWAYS"));
     }
 }

@@ -1,0 +1,9 @@
+//! The integration tests of `sluice-lookup`, one binary (`it`) with one module per
+//! former test file: one link instead of one per file. Run one module with
+//! `cargo test -p sluice-lookup --test it MODULE::`.
+// Tests, benchmarks and examples may unwrap: a panic there is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod http_lookup;
+mod lookup_exactly_once;
+mod postgres_lookup;
