@@ -18,6 +18,7 @@
 //! Invariant: nothing here depends on the engine (no runtime, channel or DataStream crate): a
 //! plan is data, and the same text always gives the same plan.
 
+pub mod dialect;
 pub mod error;
 pub mod types;
 pub mod value;
