@@ -1,7 +1,7 @@
 //! The figures a decision compares: the bottleneck's processing rate and the job's throughput.
 
-use serde_json::{json, Value};
 use sluice_doctor::{JobView, SubtaskSample, VertexView};
+use sluice_rest_api::DecisionMeasurement;
 
 /// Rates over one window, records per second.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,15 +23,15 @@ pub struct Measurement {
 }
 
 impl Measurement {
-    /// The measurement as JSON for the decision log (kebab-case keys, rates rounded).
-    pub fn to_json(&self) -> Value {
-        json!({
-            "bottleneck": self.bottleneck,
-            "parallelism": self.parallelism,
-            "bottleneck-rate": round1(self.bottleneck_rate),
-            "throughput": round1(self.throughput),
-            "working-subtasks": self.working_subtasks,
-        })
+    /// The measurement for the decision log (kebab-case keys, rates rounded to one decimal).
+    pub fn to_shape(&self) -> DecisionMeasurement {
+        DecisionMeasurement {
+            bottleneck: self.bottleneck.clone(),
+            parallelism: self.parallelism as u64,
+            bottleneck_rate: round1(self.bottleneck_rate),
+            throughput: round1(self.throughput),
+            working_subtasks: self.working_subtasks as u64,
+        }
     }
 }
 

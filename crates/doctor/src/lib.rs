@@ -61,7 +61,7 @@ mod rules;
 pub use checkpoints::{checkpoint_advice, CheckpointStats};
 pub use error::DoctorError;
 pub use examine::{examine, Examination, ExamineOptions, Probe, RestProbe, RestSource};
-pub use json::{plan_change_json, to_json};
+pub use json::{plan_change_json, plan_change_spec, to_json, to_shape};
 pub use profile::{FlameTree, ProfileSummary, VertexProfile};
 
 /// A subtask is busy from this many ms/s of busy time.

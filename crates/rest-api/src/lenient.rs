@@ -393,6 +393,31 @@ pub fn write_number<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Er
     }
 }
 
+/// A whole number of any JSON value ([`int`]), else 0; for `i64` fields such as timestamps.
+pub fn int_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    Ok(int(d)?.unwrap_or(0))
+}
+
+/// A finite number of any JSON value ([`number`]), else 0; for `f64` fields.
+pub fn number_or_zero<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(number(d)?.unwrap_or(0.0))
+}
+
+/// A JSON boolean ([`flag`]), else `false`; for `bool` fields.
+pub fn flag_or_false<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(flag(d)?.unwrap_or(false))
+}
+
+/// `null` as `None`, an object read as `Some(T)` (anything else as `Some(T::default())`); for
+/// nullable nested-object fields, where `null` means "none" (unlike [`some_object`]).
+pub fn object_or_null<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<Lax<T>>::deserialize(d)?.map(|l| l.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::Scalar;

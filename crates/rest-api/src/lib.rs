@@ -14,7 +14,10 @@
 //! [`DashboardConfig`], [`VertexBackPressure`], [`SubtasksTimes`], [`VertexAccumulators`],
 //! [`FlameGraph`], [`ThreadDump`], the savepoint requests and answers
 //! ([`SavepointTriggerRequest`], [`StopWithSavepointRequest`], [`TriggerResponse`],
-//! [`SavepointStatus`]); [`lenient::Scalar`] for fields whose JSON type varies between servers
+//! [`SavepointStatus`]); Sluice's extensions: the doctor's [`DoctorAnswer`] (a [`Diagnosis`]
+//! with its [`PlanChangeDiff`]) and [`DoctorStatus`], the rescale history
+//! ([`JobRescaleDetails`], [`RescalesOverview`], [`SluiceRescaleRecord`]) and the autopilot's
+//! [`AutopilotLog`] / [`AutopilotDecision`]; [`lenient::Scalar`] for fields whose JSON type varies between servers
 //! and [`OrderedMap`] for objects whose key order Flink fixes.
 //!
 //! ## Reading is tolerant
@@ -31,9 +34,11 @@
 //! client and the doctor can all depend on it without depending on each other.
 //!
 
+mod autopilot;
 mod checkpoint_details;
 mod checkpoints;
 mod cluster;
+mod doctor;
 mod error;
 mod hot_keys;
 mod job;
@@ -42,10 +47,14 @@ mod metrics;
 mod openapi;
 mod ordered_map;
 mod profiler;
+mod rescale_history;
 mod rescales;
 mod savepoints;
 mod vertex;
 
+pub use autopilot::{
+    AutopilotDecision, AutopilotLog, DecisionAccepted, DecisionGain, DecisionMeasurement,
+};
 pub use checkpoint_details::{
     AlignmentStats, CheckpointStatistics, SubtaskAlignment, SubtaskCheckpointDuration,
     SubtaskCheckpointStatistics, SubtaskCheckpointSummary, SyncAsyncStats,
@@ -60,6 +69,10 @@ pub use cluster::{
     JobIdsWithStatus, JobOverview, JobsOverview, ResourceProfile, TaskCounts, TaskManagerInfo,
     TaskManagersInfo,
 };
+pub use doctor::{
+    Diagnosis, DiagnosisBottleneck, DiagnosisFix, DiagnosisHotKey, DoctorAnswer, DoctorStatus,
+    ParallelismDiff, PlanChangeDiff, PlanChangeSpec, ShipStrategyDiff, SourceLag, SourceSplits,
+};
 pub use error::ErrorBody;
 pub use hot_keys::{HotKey, HotKeys};
 pub use job::{
@@ -70,6 +83,11 @@ pub use metrics::{AggregatedMetric, MetricId, MetricValue};
 pub use openapi::component_schemas;
 pub use ordered_map::OrderedMap;
 pub use profiler::{FlameGraph, FlameGraphNode, ThreadDump, ThreadInfo};
+pub use rescale_history::{
+    JobRescaleDetails, LatestRescales, ParallelismBeforeAfter, PlanBeforeAfter, PlanNodeInput,
+    PlanNodeState, RecordedChange, RescalesCounts, RescalesOverview, SluiceRescaleRecord,
+    UnmodelledObject, VertexParallelism, VertexParallelismRescaleInfo, VertexRescale,
+};
 pub use rescales::{
     JobResourceRequirements, ParallelismBounds, RescalesConfig, VertexResourceRequirements,
 };

@@ -43,13 +43,28 @@ use crate::*;
     SubtaskDetails,
     VertexTaskManagers,
     TaskManagersInfo,
+    DoctorAnswer,
+    DoctorStatus,
+    Diagnosis,
+    SluiceRescaleRecord,
+    JobRescaleDetails,
+    RescalesOverview,
+    AutopilotLog,
+    AutopilotDecision,
+    DecisionAccepted,
 )))]
 struct Shapes;
 
 /// The shapes the document describes as closed (`additionalProperties: false`): the metric
-/// answers, so that a fuzzer checking the server's answers flags any stray field. Readers
-/// still accept extra fields (serde ignores them); only the document is strict.
-const CLOSED: [&str; 3] = ["MetricId", "MetricValue", "AggregatedMetric"];
+/// answers and the doctor's status, so that a fuzzer checking the server's answers flags any
+/// stray field. Readers still accept extra fields (serde ignores them); only the document is
+/// strict.
+const CLOSED: [&str; 4] = [
+    "MetricId",
+    "MetricValue",
+    "AggregatedMetric",
+    "DoctorStatus",
+];
 
 /// The component schemas by name (`ClusterOverview`, `JobOverview`, …), in name order, in
 /// OpenAPI 3.1 form (`utoipa`'s; a 3.0 document needs `nullable` for `Option` fields, see

@@ -6,16 +6,18 @@
 //! decision here, one at a time, as it is taken and again as its outcome settles (`PUT` upserts
 //! by the decision's `id`). So the server holds the log whoever runs the loop, and the log
 //! survives the autopilot's process. The server keeps the last [`MAX_DECISIONS`] and counts the
-//! ones it dropped.
+//! ones it dropped. It keeps each decision as it was reported (an [`AutopilotLog`] of JSON
+//! values): what an autopilot reports is a `sluice_rest_api::AutopilotDecision`, which the
+//! document describes.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use serde_json::{json, Value};
+use serde_json::Value;
+use sluice_rest_api::{AutopilotLog, DecisionAccepted};
 use sluice_types::JobId;
 
-use crate::api::{ApiError, ApiResult, Ctx};
-use crate::http::Response;
+use crate::api::{ok_shape, ApiError, ApiResult, Ctx};
 
 /// Decisions kept per job; older ones are dropped (and counted).
 pub const MAX_DECISIONS: usize = 200;
@@ -63,21 +65,26 @@ impl AutopilotLogs {
         }
     }
 
-    fn get(&self, job: JobId) -> Value {
+    /// The job's log, each decision as it was reported.
+    fn get(&self, job: JobId) -> AutopilotLog<Value> {
         let logs = self.logs.lock().unwrap_or_else(|p| p.into_inner());
         match logs.get(&job) {
-            Some(l) => json!({"decisions": l.decisions, "dropped": l.dropped}),
-            None => json!({"decisions": [], "dropped": 0}),
+            Some(l) => AutopilotLog {
+                decisions: l.decisions.clone(),
+                dropped: l.dropped,
+            },
+            None => AutopilotLog {
+                decisions: Vec::new(),
+                dropped: 0,
+            },
         }
     }
 }
 
+/// `GET`: the job's [`AutopilotLog`].
 pub fn autopilot_log(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
-    Ok(Response::json(
-        200,
-        ctx.registry.autopilot.get(m.job_id).to_string(),
-    ))
+    ok_shape(&ctx.registry.autopilot.get(m.job_id))
 }
 
 /// `PUT`: one decision (`sluice_autopilot::Decision::to_json`): an object with a positive
@@ -105,5 +112,5 @@ pub fn put_decision(ctx: &Ctx, jid: &str, body: &[u8]) -> ApiResult {
         return Err(bad("`change-text` must be a string"));
     }
     ctx.registry.autopilot.upsert(m.job_id, d, id);
-    Ok(Response::json(200, json!({"id": id}).to_string()))
+    ok_shape(&DecisionAccepted { id })
 }

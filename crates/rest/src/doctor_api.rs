@@ -1,11 +1,11 @@
 //! `GET /jobs/:jobid/doctor` (Sluice extension): the doctor (`sluice_doctor`) run in-process on
-//! the job's latest metrics sample (already moving averages), answered with the doctor's JSON
-//! ([`sluice_doctor::to_json`], the CLI's `sluice doctor --json` shape) plus `plan-change`: the
-//! proposed change against the live job graph, for display.
+//! the job's latest metrics sample (already moving averages), answered as a
+//! [`DoctorAnswer`]: the doctor's diagnosis ([`sluice_doctor::to_shape`], the CLI's
+//! `sluice doctor --json` shape) plus `plan-change`: the proposed change against the live job
+//! graph, for display.
 
 use std::num::NonZeroUsize;
 
-use serde_json::{json, Value};
 use sluice_doctor::examine::ViewProbe;
 use sluice_doctor::{
     examine, ConnectorOption, Diagnosis, ExamineOptions, HotKey, JobView, PlanChange,
@@ -15,8 +15,11 @@ use sluice_plan::{JobGraph, JobVertex};
 use sluice_runtime::telemetry::{SubtaskSnapshot, VertexSnapshot};
 use sluice_runtime::JobMonitor;
 
-use crate::api::{ApiResult, Ctx};
-use crate::http::Response;
+use sluice_rest_api::{
+    DoctorAnswer, DoctorStatus, ParallelismDiff, PlanChangeDiff, ShipStrategyDiff,
+};
+
+use crate::api::{ok_shape, ApiResult, Ctx};
 
 /// What a two-phase aggregation adds in place of the keyed operator.
 pub const TWO_PHASE_ADDS: [&str; 3] = ["salt", "pre-aggregate (salted)", "combine"];
@@ -25,21 +28,17 @@ pub const TWO_PHASE_ADDS: [&str; 3] = ["salt", "pre-aggregate (salted)", "combin
 pub fn doctor(ctx: &Ctx, jid: &str) -> ApiResult {
     let m = ctx.job(jid)?;
     let Some(d) = diagnosis(&m) else {
-        return Ok(Response::json(
-            200,
-            json!({"status": "no-metrics-yet"}).to_string(),
-        ));
+        return ok_shape(&DoctorStatus::no_metrics_yet());
     };
-    let mut body = sluice_doctor::to_json(&d);
-    let change = d
+    let plan_change = d
         .fix
         .as_ref()
         .and_then(|f| f.plan_change.as_ref())
-        .map_or(Value::Null, |c| plan_change(&m.graph, c));
-    if let Value::Object(o) = &mut body {
-        o.insert("plan-change".to_string(), change);
-    }
-    Ok(Response::json(200, body.to_string()))
+        .map(|c| plan_change(&m.graph, c));
+    ok_shape(&DoctorAnswer {
+        diagnosis: sluice_doctor::to_shape(&d),
+        plan_change,
+    })
 }
 
 /// The doctor's diagnosis of a running job through its one call ([`sluice_doctor::examine`],
@@ -198,7 +197,7 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
 
 /// The vertex running `operator` and the ship strategy of its input edge(s) into that operator
 /// (`None` for a source).
-fn locate(g: &JobGraph, operator: &str) -> Option<(usize, Option<&'static str>)> {
+pub(crate) fn locate(g: &JobGraph, operator: &str) -> Option<(usize, Option<&'static str>)> {
     let (id, _) = g.nodes.iter().find(|(_, n)| n.name == operator)?;
     let v = g.vertices.iter().position(|v| v.nodes.contains(id))?;
     let edge = g
@@ -210,69 +209,58 @@ fn locate(g: &JobGraph, operator: &str) -> Option<(usize, Option<&'static str>)>
 }
 
 /// The proposed change against the live graph: before/after of what it changes.
-pub fn plan_change(g: &JobGraph, c: &PlanChange) -> Value {
-    let operator = c.operator();
-    let at = locate(g, operator);
+pub fn plan_change(g: &JobGraph, c: &PlanChange) -> PlanChangeDiff {
+    let operator = c.operator().to_string();
+    let at = locate(g, &operator);
     let vertex = at.map(|(v, _)| g.vertices[v].id.to_string());
     let vertex_name = at.map(|(v, _)| g.vertices[v].name.clone());
+    let node = g.nodes.values().find(|n| n.name == operator);
     match c {
         PlanChange::Parallelism {
             parallelism, ship, ..
-        } => {
-            let before = g
-                .nodes
-                .values()
-                .find(|n| n.name == *operator)
-                .map(|n| n.parallelism);
-            json!({
-                "kind": "parallelism",
-                "operator": operator,
-                "vertex": vertex,
-                "vertex-name": vertex_name,
-                "parallelism": {"before": before, "after": parallelism},
-                "ship-strategy": {"before": at.and_then(|(_, s)| s), "after": ship.as_str()},
-            })
-        }
-        PlanChange::TwoPhase { buckets, .. } => json!({
-            "kind": "two-phase",
-            "operator": operator,
-            "vertex": vertex,
-            "vertex-name": vertex_name,
-            "buckets": buckets,
-            "adds": TWO_PHASE_ADDS,
-            "removes": [operator],
-        }),
-        PlanChange::AsyncCapacity { capacity, .. } => json!({
-            "kind": "async-io",
-            "operator": operator,
-            "vertex": vertex,
-            "vertex-name": vertex_name,
-            "capacity": capacity,
-        }),
-        PlanChange::LookupCache { max_rows, .. } => json!({
-            "kind": "lookup-cache",
-            "operator": operator,
-            "vertex": vertex,
-            "vertex-name": vertex_name,
-            "max-rows": max_rows,
-        }),
-        PlanChange::SinkOption { key, value, .. } => {
-            let before = g
-                .nodes
-                .values()
-                .find(|n| n.name == *operator)
+        } => PlanChangeDiff::Parallelism {
+            vertex,
+            vertex_name,
+            parallelism: ParallelismDiff {
+                before: node.map(|n| n.parallelism as u64),
+                after: *parallelism as u64,
+            },
+            ship_strategy: ShipStrategyDiff {
+                before: at.and_then(|(_, s)| s).map(str::to_string),
+                after: ship.as_str().to_string(),
+            },
+            operator,
+        },
+        PlanChange::TwoPhase { buckets, .. } => PlanChangeDiff::TwoPhase {
+            vertex,
+            vertex_name,
+            buckets: u64::from(*buckets),
+            adds: TWO_PHASE_ADDS.iter().map(|a| a.to_string()).collect(),
+            removes: vec![operator.clone()],
+            operator,
+        },
+        PlanChange::AsyncCapacity { capacity, .. } => PlanChangeDiff::AsyncIo {
+            operator,
+            vertex,
+            vertex_name,
+            capacity: *capacity as u64,
+        },
+        PlanChange::LookupCache { max_rows, .. } => PlanChangeDiff::LookupCache {
+            operator,
+            vertex,
+            vertex_name,
+            max_rows: *max_rows as u64,
+        },
+        PlanChange::SinkOption { key, value, .. } => PlanChangeDiff::SinkOption {
+            before: node
                 .and_then(|n| n.options.iter().rfind(|(k, _)| k == key))
-                .map(|(_, v)| v.clone());
-            json!({
-                "kind": "sink-option",
-                "operator": operator,
-                "vertex": vertex,
-                "vertex-name": vertex_name,
-                "key": key,
-                "before": before,
-                "after": value,
-            })
-        }
+                .map(|(_, v)| v.clone()),
+            operator,
+            vertex,
+            vertex_name,
+            key: key.clone(),
+            after: value.clone(),
+        },
     }
 }
 

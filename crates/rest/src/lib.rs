@@ -34,9 +34,10 @@
 //! `/jobs/:jobid/doctor` (Sluice extension: the doctor's diagnosis of the job's latest metrics);
 //! `/taskmanagers`, `/metrics` (Prometheus), `/openapi.json`. The route table is in
 //! [`routes::ROUTES`] (matched by a `matchit` router); the OpenAPI document is generated from
-//! it, so it lists every path. Answers whose shape `sluice-rest-api` defines (`/overview`,
-//! `/jobs`, `/jobs/overview`, the error body) are written from those types, and their OpenAPI
-//! schemas are `utoipa`'s, derived from the same types.
+//! it, so it lists every path. Every JSON answer is written from a shape of `sluice-rest-api`
+//! (Flink's answers, the error body, and Sluice's extensions: the doctor's diagnosis, the
+//! rescale history and record, the autopilot's log), into which the handlers convert their
+//! domain types; the answers' OpenAPI schemas are `utoipa`'s, derived from the same types.
 //!
 //! Metrics follow Flink's names and Java value types: `?get=` values are strings printed as
 //! Java would (`"800"` for the long timer gauges, `"200.0"` for `busyTimeMsPerSecond`), the
@@ -105,6 +106,8 @@ mod rescale_api;
 pub mod routes;
 mod savepoint_dir;
 mod server;
+#[cfg(test)]
+mod shape_tests;
 
 pub use http::Response;
 pub use registry::JobRegistry;

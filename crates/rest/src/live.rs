@@ -6,9 +6,12 @@
 //! `/jobs/:jid/rescales/...` endpoints call it; a job without one answers 409 with the reason
 //! (Flink's default scheduler cannot change parallelism without a restart either).
 
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use sluice_doctor::{PlanChange, ShipStrategy};
 use sluice_plan::JobGraph;
+use sluice_rest_api::{OrderedMap, PlanNodeInput};
+// The record's shapes, for the job runner that builds records (it depends on no shapes crate).
+pub use sluice_rest_api::{PlanNodeState, RecordedChange, VertexParallelism};
 use sluice_types::Id128;
 
 /// What to change in a running job.
@@ -88,8 +91,8 @@ pub struct RescaleRecord {
     pub attempt: u64,
     /// What asked: `resource-requirements`, `doctor-apply` or `rollback`.
     pub trigger: &'static str,
-    /// The change as JSON ([`change_json`]); for a rollback the change it undid.
-    pub change: Value,
+    /// The change ([`change_json`]); for a rollback the change it undid (`None` when unknown).
+    pub change: Option<RecordedChange>,
     /// The uuid of the change a rollback undid.
     pub rollback_of: Option<Id128>,
     /// When the change started, ms since the epoch.
@@ -101,9 +104,9 @@ pub struct RescaleRecord {
     /// Each vertex's parallelism before and after.
     pub vertices: Vec<VertexRescale>,
     /// Stream nodes before and after ([`plan_nodes`]).
-    pub plan_before: Value,
+    pub plan_before: Vec<PlanNodeState>,
     /// Stream nodes after the change.
-    pub plan_after: Value,
+    pub plan_after: Vec<PlanNodeState>,
     /// The plan diff, one line per changed node (`~ [4] heavy-map  parallelism 1 -> 2 ...`).
     pub changes: Vec<String>,
     /// Milliseconds in which nothing was processed: from the last record the old plan's last
@@ -126,44 +129,74 @@ pub trait LiveControl: Send + Sync {
     fn history(&self) -> Vec<RescaleRecord>;
 }
 
-/// The stream nodes of a plan: `[{id, name, parallelism, inputs: [{id, ship_strategy}],
-/// options: {key: value}}]`, in id order (the last value of an option wins, as it takes effect).
-pub fn plan_nodes(g: &JobGraph) -> Value {
-    Value::Array(
-        g.nodes
-            .iter()
-            .map(|(id, n)| {
-                let mut options = Map::new();
-                for (k, v) in &n.options {
-                    options.insert(k.clone(), Value::String(v.clone()));
+/// The stream nodes of a plan (`id`, `name`, `parallelism`, `inputs: [{id, ship_strategy}]`,
+/// `options: {key: value}`), in id order (the last value of an option wins, as it takes effect).
+pub fn plan_nodes(g: &JobGraph) -> Vec<PlanNodeState> {
+    g.nodes
+        .iter()
+        .map(|(id, n)| {
+            let mut options: Vec<(String, String)> = Vec::new();
+            for (k, v) in &n.options {
+                match options.iter_mut().find(|(key, _)| key == k) {
+                    Some(o) => o.1 = v.clone(),
+                    None => options.push((k.clone(), v.clone())),
                 }
-                json!({
-                    "id": id,
-                    "name": n.name,
-                    "parallelism": n.parallelism,
-                    "inputs": n.inputs.iter().map(|(from, s)| json!({
-                        "id": from,
-                        "ship_strategy": s.as_str(),
-                    })).collect::<Vec<_>>(),
-                    "options": options,
-                })
-            })
-            .collect(),
-    )
+            }
+            PlanNodeState {
+                id: u64::from(*id),
+                name: n.name.clone(),
+                parallelism: n.parallelism as u64,
+                inputs: n
+                    .inputs
+                    .iter()
+                    .map(|(from, s)| PlanNodeInput {
+                        id: u64::from(*from),
+                        ship_strategy: s.as_str().to_string(),
+                    })
+                    .collect(),
+                options: OrderedMap(options),
+            }
+        })
+        .collect()
 }
 
-/// A plan change as JSON: `{"kind", "operator", ...}` with the change's own fields
-/// (`parallelism` + `ship-strategy`, `buckets`, `capacity`, `key` + `value`, `max-rows`) —
-/// what [`parse_change`] reads back.
-pub fn change_json(c: &PlanChange) -> Value {
+/// A plan change as the record holds it: `{"kind", "operator", ...}` with the change's own
+/// fields (`parallelism` + `ship-strategy`, `buckets`, `capacity`, `key` + `value`,
+/// `max-rows`) — what [`parse_change`] reads back.
+pub fn change_json(c: &PlanChange) -> RecordedChange {
     // The doctor's machine form, with the ship strategy under Flink's REST name.
-    let mut v = sluice_doctor::plan_change_json(c);
-    if let Some(o) = v.as_object_mut() {
-        if let Some(ship) = o.remove("ship") {
-            o.insert("ship-strategy".into(), ship);
-        }
+    match c {
+        PlanChange::Parallelism {
+            operator,
+            parallelism,
+            ship,
+        } => RecordedChange::Parallelism {
+            operator: operator.clone(),
+            parallelism: *parallelism as u64,
+            ship_strategy: ship.as_str().to_string(),
+        },
+        PlanChange::TwoPhase { operator, buckets } => RecordedChange::TwoPhase {
+            operator: operator.clone(),
+            buckets: u64::from(*buckets),
+        },
+        PlanChange::AsyncCapacity { operator, capacity } => RecordedChange::AsyncIo {
+            operator: operator.clone(),
+            capacity: *capacity as u64,
+        },
+        PlanChange::SinkOption {
+            operator,
+            key,
+            value,
+        } => RecordedChange::SinkOption {
+            operator: operator.clone(),
+            key: key.clone(),
+            value: value.clone(),
+        },
+        PlanChange::LookupCache { operator, max_rows } => RecordedChange::LookupCache {
+            operator: operator.clone(),
+            max_rows: *max_rows as u64,
+        },
     }
-    v
 }
 
 /// Reads a plan change: [`change_json`]'s shape, or the `plan-change` object of
@@ -246,6 +279,7 @@ pub fn parse_change(v: &Value) -> Result<PlanChange, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn changes_round_trip_and_the_doctors_shape_is_read() {
@@ -274,7 +308,8 @@ mod tests {
             },
         ];
         for c in &all {
-            assert_eq!(parse_change(&change_json(c)).as_ref(), Ok(c));
+            let v = serde_json::to_value(change_json(c)).unwrap();
+            assert_eq!(parse_change(&v).as_ref(), Ok(c));
         }
         let doctor = json!({"kind": "parallelism", "operator": "heavy-map", "vertex": "ab",
             "parallelism": {"before": 1, "after": 2},

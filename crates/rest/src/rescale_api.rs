@@ -7,9 +7,9 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use sluice_runtime::{JobMonitor, JobOutcome};
-use sluice_types::Id128;
+use sluice_types::{Id128, JobId};
 
 use crate::api::{ok_shape, ApiError, ApiResult, Ctx};
 use crate::doctor_api::diagnosis;
@@ -18,15 +18,18 @@ use crate::live::{
     parse_change, ApplyRequest, LiveControl, LiveError, RescaleRecord, RescaleState,
 };
 use sluice_rest_api::{
-    JobResourceRequirements, ParallelismBounds, RescalesConfig, VertexResourceRequirements,
+    JobRescaleDetails, JobResourceRequirements, LatestRescales, OrderedMap, ParallelismBeforeAfter,
+    ParallelismBounds, PlanBeforeAfter, RescalesConfig, RescalesCounts, RescalesOverview,
+    SluiceRescaleRecord, VertexParallelismRescaleInfo, VertexRescale, VertexResourceRequirements,
 };
 
 /// How many rescales a job keeps (Flink: `web.adaptive-scheduler.rescale-history.size`, 0 =
 /// off by default there; Sluice records every change, this many answered).
 pub const RESCALE_HISTORY_MAX: usize = 100;
 
-fn answer(v: Value) -> ApiResult {
-    Ok(Response::json(200, v.to_string()))
+/// Flink's answer to an accepted `PUT /jobs/:jid/resource-requirements`: an empty object.
+fn empty_answer() -> ApiResult {
+    Ok(Response::json(200, "{}".to_string()))
 }
 
 impl From<LiveError> for ApiError {
@@ -146,17 +149,17 @@ pub fn put_resource_requirements(ctx: &Ctx, jid: &str, body: &[u8]) -> ApiResult
     let (m, control) = live(ctx, jid)?;
     let changes = parse_requirements(&m, body)?;
     if changes.is_empty() {
-        return answer(json!({}));
+        return empty_answer();
     }
     running(&m)?;
     control.apply(ApplyRequest::Parallelism(changes))?;
-    answer(json!({}))
+    empty_answer()
 }
 
 /// `POST /jobs/:jid/doctor/apply`. Body: `{}` (or none) — the doctor's current proposal;
 /// `{"plan-change": {...}}` — that change (the doctor's `plan-change` object or
 /// `{"kind", "operator", ...}`); `{"rollback": true}` — undo the newest change. Answers with the
-/// change's record ([`record_json`]).
+/// change's record ([`record_shape`]).
 pub fn doctor_apply(ctx: &Ctx, jid: &str, body: &[u8]) -> ApiResult {
     let (m, control) = live(ctx, jid)?;
     let bad = |msg: String| ApiError::bad_request(format!("Bad request: {msg}"));
@@ -190,7 +193,7 @@ pub fn doctor_apply(ctx: &Ctx, jid: &str, body: &[u8]) -> ApiResult {
     };
     running(&m)?;
     let record = control.apply(request)?;
-    answer(record_json(&record))
+    ok_shape(&record_shape(&record))
 }
 
 /// The plan change the doctor proposes for the job now; 409 when it proposes none.
@@ -213,75 +216,88 @@ fn current_proposal(m: &JobMonitor) -> Result<sluice_doctor::PlanChange, ApiErro
 
 /// Sluice's view of one change: `doctor/apply`'s answer and the `sluice` field of a history
 /// entry.
-pub fn record_json(r: &RescaleRecord) -> Value {
+pub fn record_shape(r: &RescaleRecord) -> SluiceRescaleRecord {
     let (state, failure) = match &r.state {
-        RescaleState::Completed => ("COMPLETED", Value::Null),
-        RescaleState::Failed(why) => ("FAILED", Value::String(why.clone())),
+        RescaleState::Completed => ("COMPLETED", None),
+        RescaleState::Failed(why) => ("FAILED", Some(why.clone())),
     };
-    json!({
-        "rescaleUuid": r.uuid.to_string(),
-        "rescaleAttemptId": r.attempt,
-        "trigger": r.trigger,
-        "change": r.change,
-        "rollbackOf": r.rollback_of.map(|u| u.to_string()),
-        "state": state,
-        "failure": failure,
-        "startTimestampInMillis": r.start_ms,
-        "endTimestampInMillis": r.end_ms,
-        "pauseMillis": r.pause_ms,
-        "sourcesPausedMillis": r.sources_paused_ms,
-        "savepoint": r.savepoint,
-        "vertices": r.vertices.iter().map(|v| json!({
-            "id": v.id.to_string(),
-            "name": v.name,
-            "parallelism": {"before": v.before, "after": v.after},
-        })).collect::<Vec<_>>(),
-        "plan": {"before": r.plan_before, "after": r.plan_after},
-        "changes": r.changes,
-    })
+    SluiceRescaleRecord {
+        rescale_uuid: r.uuid.to_string(),
+        rescale_attempt_id: r.attempt,
+        trigger: r.trigger.to_string(),
+        change: r.change.clone(),
+        rollback_of: r.rollback_of.map(|u| u.to_string()),
+        state: state.to_string(),
+        failure,
+        start_timestamp_in_millis: r.start_ms,
+        end_timestamp_in_millis: r.end_ms,
+        pause_millis: r.pause_ms,
+        sources_paused_millis: r.sources_paused_ms,
+        savepoint: r.savepoint.clone(),
+        vertices: r
+            .vertices
+            .iter()
+            .map(|v| VertexRescale {
+                id: v.id.to_string(),
+                name: v.name.clone(),
+                parallelism: ParallelismBeforeAfter {
+                    before: v.before.map(|p| p as u64),
+                    after: v.after.map(|p| p as u64),
+                },
+            })
+            .collect(),
+        plan: PlanBeforeAfter {
+            before: r.plan_before.clone(),
+            after: r.plan_after.clone(),
+        },
+        changes: r.changes.clone(),
+    }
 }
 
 /// One history entry in Flink's `JobRescaleDetails` shape; `vertices` only with `detailed`
 /// (Flink's history leaves them empty, the details endpoint fills them).
-fn flink_details(m: &JobMonitor, r: &RescaleRecord, detailed: bool) -> Value {
+pub(crate) fn flink_details(job: JobId, r: &RescaleRecord, detailed: bool) -> JobRescaleDetails {
     let slot_group =
-        Id128::hash_of(format!("slot-sharing-group:default:{}", m.job_id).as_bytes()).to_string();
-    let mut vertices = Map::new();
-    if detailed {
-        for v in &r.vertices {
-            vertices.insert(
-                v.id.to_string(),
-                json!({
-                    "jobVertexId": v.id.to_string(),
-                    "jobVertexName": v.name,
-                    "slotSharingGroupId": slot_group,
-                    "slotSharingGroupName": "default",
-                    "desiredParallelism": v.after.or(v.before),
-                    "sufficientParallelism": 1,
-                    "preRescaleParallelism": v.before,
-                    "postRescaleParallelism": v.after,
-                }),
-            );
-        }
-    }
+        Id128::hash_of(format!("slot-sharing-group:default:{job}").as_bytes()).to_string();
+    let vertices = match detailed {
+        false => OrderedMap::default(),
+        true => r
+            .vertices
+            .iter()
+            .map(|v| {
+                let info = VertexParallelismRescaleInfo {
+                    job_vertex_id: v.id.to_string(),
+                    job_vertex_name: v.name.clone(),
+                    slot_sharing_group_id: slot_group.clone(),
+                    slot_sharing_group_name: "default".to_string(),
+                    desired_parallelism: v.after.or(v.before).map(|p| p as u64),
+                    sufficient_parallelism: 1,
+                    pre_rescale_parallelism: v.before.map(|p| p as u64),
+                    post_rescale_parallelism: v.after.map(|p| p as u64),
+                };
+                (v.id.to_string(), info)
+            })
+            .collect(),
+    };
     let (terminal, reason) = match r.state {
         RescaleState::Completed => ("COMPLETED", "SUCCEEDED"),
         RescaleState::Failed(_) => ("FAILED", "EXCEPTION_OCCURRED"),
     };
-    json!({
-        "rescaleUuid": r.uuid.to_string(),
-        "resourceRequirementsUuid": Id128::hash_of(format!("requirements:{}", r.uuid).as_bytes()).to_string(),
-        "rescaleAttemptId": r.attempt,
-        "vertices": vertices,
-        "slots": {},
-        "schedulerStates": [],
-        "startTimestampInMillis": r.start_ms,
-        "endTimestampInMillis": r.end_ms,
-        "terminalState": terminal,
-        "triggerCause": "UPDATE_REQUIREMENT",
-        "terminatedReason": reason,
-        "sluice": record_json(r),
-    })
+    JobRescaleDetails {
+        rescale_uuid: r.uuid.to_string(),
+        resource_requirements_uuid: Id128::hash_of(format!("requirements:{}", r.uuid).as_bytes())
+            .to_string(),
+        rescale_attempt_id: r.attempt,
+        vertices,
+        slots: OrderedMap::default(),
+        scheduler_states: Vec::new(),
+        start_timestamp_in_millis: r.start_ms,
+        end_timestamp_in_millis: r.end_ms,
+        terminal_state: terminal.to_string(),
+        trigger_cause: "UPDATE_REQUIREMENT".to_string(),
+        terminated_reason: reason.to_string(),
+        sluice: Some(record_shape(r)),
+    }
 }
 
 fn history_of(ctx: &Ctx, jid: &str) -> Result<(Arc<JobMonitor>, Vec<RescaleRecord>), ApiError> {
@@ -300,12 +316,12 @@ fn history_of(ctx: &Ctx, jid: &str) -> Result<(Arc<JobMonitor>, Vec<RescaleRecor
 /// `GET /jobs/:jid/rescales/history`: every change, newest first (Flink's order).
 pub fn rescales_history(ctx: &Ctx, jid: &str) -> ApiResult {
     let (m, h) = history_of(ctx, jid)?;
-    answer(Value::Array(
-        h.iter()
-            .rev()
-            .map(|r| flink_details(&m, r, false))
-            .collect(),
-    ))
+    let history: Vec<JobRescaleDetails> = h
+        .iter()
+        .rev()
+        .map(|r| flink_details(m.job_id, r, false))
+        .collect();
+    ok_shape(&history)
 }
 
 /// `GET /jobs/:jid/rescales/details/:rescaleuuid`: one change with its vertices.
@@ -321,7 +337,7 @@ pub fn rescale_details(ctx: &Ctx, jid: &str, uuid: &str) -> ApiResult {
         .iter()
         .find(|r| r.uuid == id)
         .ok_or_else(|| ApiError::not_found(format!("No rescale {id} in job {}.", m.job_id)))?;
-    answer(flink_details(&m, r, true))
+    ok_shape(&flink_details(m.job_id, r, true))
 }
 
 /// `GET /jobs/:jid/rescales/overview`: counts by terminal state and the latest of each.
@@ -330,18 +346,27 @@ pub fn rescales_overview(ctx: &Ctx, jid: &str) -> ApiResult {
     let count = |failed: bool| {
         h.iter()
             .filter(|r| matches!(r.state, RescaleState::Failed(_)) == failed)
-            .count()
+            .count() as u64
     };
     let latest = |failed: bool| {
         h.iter()
             .rev()
             .find(|r| matches!(r.state, RescaleState::Failed(_)) == failed)
-            .map_or(Value::Null, |r| flink_details(&m, r, false))
+            .map(|r| flink_details(m.job_id, r, false))
     };
-    answer(json!({
-        "rescalesCounts": {"ignored": 0, "inProgress": 0, "completed": count(false), "failed": count(true)},
-        "latest": {"completed": latest(false), "failed": latest(true), "ignored": null},
-    }))
+    ok_shape(&RescalesOverview {
+        rescales_counts: RescalesCounts {
+            ignored: 0,
+            in_progress: 0,
+            completed: count(false),
+            failed: count(true),
+        },
+        latest: LatestRescales {
+            completed: latest(false),
+            failed: latest(true),
+            ignored: None,
+        },
+    })
 }
 
 /// `GET /jobs/:jid/rescales/config`: the keys of Flink's answer. Sluice rescales as soon as it is

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sluice_client::{ClientError, Endpoint};
 use sluice_doctor::{Diagnosis, PlanChange};
+use sluice_rest_api::SluiceRescaleRecord;
 
 use super::{http, now_ms, Actuator, TIMEOUT};
 use crate::{Decision, Policy};
@@ -28,25 +29,27 @@ impl SluiceActuator {
         let path = format!("/jobs/{}/doctor/apply", self.jid);
         match self.ep.post_json(&path, body, Duration::from_secs(120)) {
             Ok(answer) => {
-                if let Some(f) = answer["failure"].as_str() {
+                // The change's record (lenient: an odd answer reads as an empty record).
+                let record: SluiceRescaleRecord =
+                    serde_json::from_value(answer.clone()).unwrap_or_default();
+                if let Some(f) = &record.failure {
                     return Err(format!("the server could not apply it: {f}"));
                 }
                 let mut notes = Vec::new();
-                if let Some(p) = answer["pauseMillis"].as_f64() {
-                    notes.push(format!(
-                        "applied by the server ({}), pause {p:.0} ms",
-                        answer["state"].as_str().unwrap_or("done")
-                    ));
+                if let Some(p) = record.pause_millis {
+                    let state = match record.state.as_str() {
+                        "" => "done",
+                        s => s,
+                    };
+                    notes.push(format!("applied by the server ({state}), pause {p:.0} ms"));
                 }
-                if let Some(p) = answer["sourcesPausedMillis"].as_f64() {
+                if let Some(p) = record.sources_paused_millis {
                     notes.push(format!(
                         "sources stood still {p:.0} ms (the savepoint's alignment included)"
                     ));
                 }
-                for c in answer["changes"].as_array().into_iter().flatten() {
-                    if let Some(c) = c.as_str() {
-                        notes.push(format!("plan diff: {c}"));
-                    }
+                for c in &record.changes {
+                    notes.push(format!("plan diff: {c}"));
                 }
                 if notes.is_empty() {
                     notes.push(format!("server answered: {answer}"));

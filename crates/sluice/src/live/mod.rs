@@ -24,7 +24,8 @@ use sluice_datastream::config::EnvConfig;
 use sluice_datastream::fixer::{self, PlanChange, PlanDiff};
 use sluice_datastream::{JobExecution, JobGraph, JobHandle, JobMonitor, JobOutcome, StreamEnv};
 use sluice_rest::live::{
-    change_json, plan_nodes, ApplyRequest, LiveControl, LiveError, RescaleRecord, RescaleState,
+    change_json, plan_nodes, ApplyRequest, LiveControl, LiveError, RecordedChange, RescaleRecord,
+    RescaleState, VertexParallelism,
 };
 use sluice_rest::JobRegistry;
 use sluice_types::{Id128, JobId};
@@ -213,16 +214,27 @@ impl LiveJob {
         let (trigger, new_fixes, fixes, change, rollback_of) = match &request {
             ApplyRequest::Change(c) => {
                 let all = s.log.with(std::slice::from_ref(c));
-                ("doctor-apply", vec![c.clone()], all, change_json(c), None)
+                (
+                    "doctor-apply",
+                    vec![c.clone()],
+                    all,
+                    Some(change_json(c)),
+                    None,
+                )
             }
             ApplyRequest::Parallelism(targets) => {
                 let f = plan::rescale_fixes(&before_graph, targets).map_err(LiveError::refused)?;
                 let all = s.log.with(&f);
-                let change = serde_json::json!({
-                    "kind": "resource-requirements",
-                    "vertices": targets.iter().map(|(id, p)| serde_json::json!({"id": id.to_string(), "parallelism": p})).collect::<Vec<_>>(),
-                });
-                ("resource-requirements", f, all, change, None)
+                let change = RecordedChange::ResourceRequirements {
+                    vertices: targets
+                        .iter()
+                        .map(|(id, p)| VertexParallelism {
+                            id: id.to_string(),
+                            parallelism: *p as u64,
+                        })
+                        .collect(),
+                };
+                ("resource-requirements", f, all, Some(change), None)
             }
             ApplyRequest::Rollback => {
                 let (undo, rest) = s
@@ -233,8 +245,7 @@ impl LiveJob {
                     .history
                     .iter()
                     .find(|r| r.uuid == undo)
-                    .map(|r| r.change.clone())
-                    .unwrap_or(serde_json::Value::Null);
+                    .and_then(|r| r.change.clone());
                 ("rollback", Vec::new(), rest, change, Some(undo))
             }
         };
