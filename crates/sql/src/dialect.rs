@@ -3,6 +3,7 @@
 //!
 //! * Identifiers are quoted with backticks (`` `dateTime` ``); double quotes are not identifiers.
 //! * Tables may be read `FOR SYSTEM_TIME AS OF t` (lookup and temporal joins).
+//! * Aggregates take `FILTER (WHERE …)`.
 //! * A table-valued function takes a table as `TABLE name`, as in
 //!   `TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))`. The parser reads such an
 //!   argument as a call of the pseudo-function `TABLE` with the table's name as its one argument
@@ -38,6 +39,11 @@ impl Dialect for FlinkDialect {
     }
 
     fn supports_table_versioning(&self) -> bool {
+        true
+    }
+
+    /// `count(*) FILTER (WHERE …)`, as Nexmark's q15 and q16 write it.
+    fn supports_filter_during_aggregation(&self) -> bool {
         true
     }
 

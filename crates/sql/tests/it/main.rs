@@ -1,0 +1,4 @@
+//! sluice-sql's integration tests: one binary, one module per subject.
+
+mod nexmark;
+mod statements;
