@@ -18,11 +18,22 @@
 //! Invariant: nothing here depends on the engine (no runtime, channel or DataStream crate): a
 //! plan is data, and the same text always gives the same plan.
 
+pub mod bind_expr;
+pub mod cast;
+pub mod datetime;
 pub mod dialect;
 pub mod error;
+pub mod eval;
+pub mod expr;
+pub mod functions;
 pub mod types;
+pub mod typing;
 pub mod value;
 
+pub use bind_expr::{bind_expr, is_aggregate_call, BindContext, Scope, ScopeColumn};
 pub use error::{Position, Result, SqlError};
+pub use expr::{BinaryOp, Expr, IsTest};
+pub use functions::udf::udf_by_identifier;
+pub use functions::{FunctionRegistry, ScalarFunction};
 pub use types::{DataType, LogicalType, RowField, TimestampKind};
 pub use value::{Decimal, Row, Timestamp, Value};
