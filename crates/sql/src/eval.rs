@@ -3,8 +3,8 @@
 //! most; comparisons do not allocate).
 //!
 //! Semantics: NULL propagates through operators and strict functions; `AND`/`OR`/`NOT` use
-//! three-valued logic; integer arithmetic wraps at the result type's width as Java does; integer
-//! division by zero is an error; decimal results that overflow their precision are NULL (Flink).
+//! three-valued logic; integer arithmetic wraps at the result type's width as Java does; any
+//! division by zero is an error (as in Flink); decimal results that overflow their precision are NULL (Flink).
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -428,6 +428,10 @@ fn arithmetic(op: BinaryOp, l: &Value, r: &Value, ty: &DataType) -> Result<Value
             let (Some(a), Some(b)) = (to_f64(l), to_f64(r)) else {
                 return Err(SqlError::eval(format!("{} of non-numbers", op.symbol())));
             };
+            // Flink fails a division by zero for approximate numbers too.
+            if matches!(op, BinaryOp::Divide | BinaryOp::Mod) && b == 0.0 {
+                return Err(division_by_zero());
+            }
             let v = match op {
                 BinaryOp::Plus => a + b,
                 BinaryOp::Minus => a - b,

@@ -405,11 +405,11 @@ fn call(f: &mut fmt::Formatter<'_>, name: &str, args: &[&Expr]) -> fmt::Result {
 }
 
 /// A literal as Calcite's `RexLiteral` prints it: the value, and its type where Flink shows it
-/// (`1007:BIGINT`, `0.908:DECIMAL(4, 3)`; `INTEGER`, `BOOLEAN` and strings plain).
+/// (`1007:BIGINT`, `0.908:DECIMAL(4, 3)`, `_UTF-16LE'apple'`; `INTEGER` and `BOOLEAN` plain).
 fn write_literal(f: &mut fmt::Formatter<'_>, value: &Value, ty: &DataType) -> fmt::Result {
     match (value, &ty.logical) {
         (Value::Null, _) => write!(f, "null:{}", ty.logical),
-        (Value::Str(s), _) => write!(f, "'{}'", s.replace('\'', "''")),
+        (Value::Str(s), _) => write!(f, "_UTF-16LE'{}'", s.replace('\'', "''")),
         (Value::Bool(b), _) => write!(f, "{b}"),
         (Value::Int(i), LogicalType::Int) => write!(f, "{i}"),
         (Value::Decimal(d), _) => write!(f, "{d}:{}", ty.logical),
@@ -432,8 +432,23 @@ impl fmt::Display for Expr {
             Expr::Column { name, .. } => f.write_str(name),
             Expr::Literal { value, ty } => write_literal(f, value, ty),
             Expr::Call { func, args, .. } => {
-                let refs: Vec<&Expr> = args.iter().collect();
-                call(f, &func.display_name, &refs)
+                // Calcite rewrites HOUR(x) and friends to EXTRACT(FLAG(HOUR), x).
+                let flag = match func.display_name.as_str() {
+                    "YEAR" | "QUARTER" | "MONTH" | "WEEK" | "HOUR" | "MINUTE" | "SECOND" => {
+                        Some(func.display_name.as_str())
+                    }
+                    "DAYOFMONTH" => Some("DAY"),
+                    "DAYOFWEEK" => Some("DOW"),
+                    "DAYOFYEAR" => Some("DOY"),
+                    _ => None,
+                };
+                match (flag, args.as_slice()) {
+                    (Some(flag), [arg]) => write!(f, "EXTRACT(FLAG({flag}), {arg})"),
+                    _ => {
+                        let refs: Vec<&Expr> = args.iter().collect();
+                        call(f, &func.display_name, &refs)
+                    }
+                }
             }
             Expr::Cast { expr, ty, safe } => {
                 let name = if *safe { "TRY_CAST" } else { "CAST" };

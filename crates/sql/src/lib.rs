@@ -14,6 +14,23 @@
 //!   so that they can be keys.
 //! * [`SqlError`] (`error`): every refusal names its place ([`Position`]: line and column) and,
 //!   for an unknown name, the nearest known ones.
+//! * [`Expr`] (`expr`): a bound scalar expression — columns by index (name kept for printing),
+//!   typed literals, calls of [`ScalarFunction`]s, `CAST`/`TRY_CAST`, `CASE`, `IN`, `LIKE`/`SIMILAR
+//!   TO`, `IS …`, ROW fields, ARRAY/MAP elements, `AND`/`OR`/`NOT`, arithmetic and comparisons.
+//!   Each node knows its [`DataType`]; `Display` prints it as Flink's `EXPLAIN` does
+//!   (`=(MOD(auction, 123), 0)`, `*(0.908:DECIMAL(4, 3), price)`).
+//! * [`bind_expr()`] (`bind_expr`): `sqlparser`'s `ast::Expr` → [`Expr`] against a [`Scope`] of
+//!   visible columns (qualifier, name, type) in a [`BindContext`] (functions, the text's start in
+//!   the script). Names resolve as in Calcite (`t.col` as table alias first, then ROW field);
+//!   unknown names are refused with the nearest ones; aggregates are left to the planner
+//!   ([`is_aggregate_call`], `Scope::pre_bind`). Type rules (`typing`) follow Flink's
+//!   `LogicalTypeMerging` (DECIMAL precision and scale) and Calcite's common types.
+//! * [`FunctionRegistry`] (`functions`): Flink's built-in scalar functions by case-insensitive
+//!   name, each with its type rule and evaluation, plus Rust user functions
+//!   ([`udf_by_identifier`] maps `CREATE FUNCTION … AS 'com.github.nexmark.flink.udf.CountChar'`).
+//! * `eval`: [`Expr::eval`] over a [`Row`] with three-valued logic, Java's integer wrap-around,
+//!   NULL on decimal overflow, and `CAST` (`cast`) with Flink's rules; `datetime` is the civil
+//!   calendar and the `SimpleDateFormat` patterns, in UTC.
 //!
 //! Invariant: nothing here depends on the engine (no runtime, channel or DataStream crate): a
 //! plan is data, and the same text always gives the same plan.

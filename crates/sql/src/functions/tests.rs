@@ -254,6 +254,13 @@ fn flink_edge_cases_of_functions() {
     assert_eq!(eval("ROUND(1.2345, 2)").to_string_value(), "1.23");
     assert_eq!(eval("CEIL(1.2)").to_string_value(), "2");
     assert!(bind("price / 0").eval(&bid_row(1, "a", "b")).is_err());
+    assert!(bind("CAST(price AS DOUBLE) / 0")
+        .eval(&bid_row(1, "a", "b"))
+        .is_err());
+    assert_eq!(
+        bind("lower(channel) = 'apple' AND HOUR(`dateTime`) >= 8").to_string(),
+        "AND(=(LOWER(channel), _UTF-16LE'apple'), >=(EXTRACT(FLAG(HOUR), dateTime), 8))"
+    );
 }
 
 #[test]
