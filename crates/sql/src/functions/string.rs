@@ -1,0 +1,420 @@
+//! String built-ins with Flink's edge cases: `LOWER`, `UPPER`, `INITCAP`, `TRIM`/`LTRIM`/`RTRIM`,
+//! `CHAR_LENGTH`, `SUBSTRING`/`SUBSTR`, `CONCAT`, `CONCAT_WS`, `REPLACE`, `POSITION`/`LOCATE`,
+//! `LPAD`/`RPAD`, `REPEAT`, `REVERSE`, `REGEXP_EXTRACT`, `REGEXP_REPLACE`, `REGEXP`,
+//! `SPLIT_INDEX`.
+//!
+//! Regular expressions are Java's in Flink and Rust's `regex` here. They agree on the common syntax
+//! (classes, groups, alternation, quantifiers, anchors); Rust's has no backreferences (`\1`) and no
+//! look-around (`(?=…)`, `(?<=…)`): such a literal pattern is refused when the statement is bound,
+//! a computed one gives NULL. In replacements Java writes `$1` as Rust does.
+
+use super::{
+    any_nullable, int_arg, is_integer, is_string, str_arg, string_len, FunctionRegistry, Prepared,
+    ScalarFunction,
+};
+use crate::types::{DataType, LogicalType};
+use crate::value::Value;
+
+fn string_type(nullable: bool) -> DataType {
+    DataType::string().with_nullable(nullable)
+}
+
+fn varchar(len: u32, nullable: bool) -> DataType {
+    DataType::new(LogicalType::Varchar { length: len }).with_nullable(nullable)
+}
+
+fn s(v: &str) -> Value {
+    Value::str(v)
+}
+
+/// Compiles a regex, `Err` naming the problem.
+pub(crate) fn compile_regex(pattern: &str) -> std::result::Result<regex::Regex, String> {
+    regex::Regex::new(pattern).map_err(|e| {
+        format!("the regular expression '{pattern}' is not supported (Sluice uses Rust's regex syntax: no backreferences or look-around): {e}")
+    })
+}
+
+/// Prepares the regex in argument `index` when it is a literal.
+fn prepare_regex_at(
+    lits: &[Option<&Value>],
+    index: usize,
+) -> std::result::Result<Option<Prepared>, String> {
+    match lits.get(index) {
+        Some(Some(Value::Str(p))) => Ok(Some(Prepared::Regex(compile_regex(p)?))),
+        _ => Ok(None),
+    }
+}
+
+/// Runs `f` with the prepared regex, or one compiled now (NULL if it does not compile).
+fn with_regex(
+    prepared: Option<&Prepared>,
+    pattern: &str,
+    f: impl FnOnce(&regex::Regex) -> Value,
+) -> Value {
+    match prepared {
+        Some(Prepared::Regex(re)) => f(re),
+        _ => match regex::Regex::new(pattern) {
+            Ok(re) => f(&re),
+            Err(_) => Value::Null,
+        },
+    }
+}
+
+/// Flink's `SUBSTRING(s, start[, len])`: 1-based; a start of 0 counts as 1; a negative start counts
+/// from the end; a negative length is NULL.
+pub(crate) fn substring(text: &str, start: i64, len: Option<i64>) -> Option<String> {
+    if matches!(len, Some(l) if l < 0) {
+        return None;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let n = chars.len() as i64;
+    let from = if start > 0 {
+        start - 1
+    } else if start == 0 {
+        0
+    } else {
+        (n + start).max(0)
+    };
+    if from >= n {
+        return Some(String::new());
+    }
+    let to = match len {
+        Some(l) => (from + l).min(n),
+        None => n,
+    };
+    Some(chars[from as usize..to.max(from) as usize].iter().collect())
+}
+
+/// Flink's `SPLIT_INDEX(s, sep, i)`: the 0-based `i`-th token (empty tokens kept); NULL when out of
+/// range, when `s` is empty, or when `i` is negative.
+pub(crate) fn split_index(text: &str, sep: &str, index: i64) -> Option<String> {
+    if index < 0 || text.is_empty() {
+        return None;
+    }
+    if sep.is_empty() {
+        return (index == 0).then(|| text.to_string());
+    }
+    text.split(sep).nth(index as usize).map(str::to_string)
+}
+
+fn initcap(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut start = true;
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            if start {
+                out.extend(c.to_uppercase());
+            } else {
+                out.extend(c.to_lowercase());
+            }
+            start = false;
+        } else {
+            out.push(c);
+            start = true;
+        }
+    }
+    out
+}
+
+fn pad(text: &str, len: i64, filler: &str, left: bool) -> Option<String> {
+    if len < 0 {
+        return None;
+    }
+    let len = len as usize;
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() >= len {
+        return Some(chars[..len].iter().collect());
+    }
+    let fill: Vec<char> = filler.chars().collect();
+    if fill.is_empty() {
+        return None;
+    }
+    let padding: String = fill.iter().cycle().take(len - chars.len()).collect();
+    Some(if left {
+        format!("{padding}{text}")
+    } else {
+        format!("{text}{padding}")
+    })
+}
+
+fn one_string_same_type(r: &mut FunctionRegistry, name: &str, f: fn(&str) -> String) {
+    r.register(
+        name,
+        ScalarFunction::new(
+            name,
+            &format!("{name}(<STRING>)"),
+            |t, _| (t.len() == 1 && is_string(&t[0])).then(|| t[0].clone()),
+            move |a, _| Ok(s(&f(str_arg(&a[0])))),
+        ),
+    );
+}
+
+fn trim_fn(r: &mut FunctionRegistry, name: &str, mode: i8) {
+    r.register(
+        name,
+        ScalarFunction::new(
+            name,
+            &format!("{name}(<STRING>), {name}(<STRING>, <STRING>)"),
+            |t, _| {
+                (matches!(t.len(), 1 | 2) && t.iter().all(is_string))
+                    .then(|| varchar(string_len(&t[0]), any_nullable(t)))
+            },
+            move |a, _| {
+                let text = str_arg(&a[0]);
+                let chars: Vec<char> = match a.get(1) {
+                    Some(v) => str_arg(v).chars().collect(),
+                    None => vec![' '],
+                };
+                let is_trim = |c: char| chars.contains(&c);
+                Ok(s(match mode {
+                    -1 => text.trim_start_matches(is_trim),
+                    1 => text.trim_end_matches(is_trim),
+                    _ => text.trim_matches(is_trim),
+                }))
+            },
+        ),
+    );
+}
+
+pub(super) fn register(r: &mut FunctionRegistry) {
+    one_string_same_type(r, "LOWER", str::to_lowercase);
+    one_string_same_type(r, "UPPER", str::to_uppercase);
+    one_string_same_type(r, "INITCAP", initcap);
+    trim_fn(r, "TRIM", 0);
+    trim_fn(r, "BTRIM", 0);
+    trim_fn(r, "LTRIM", -1);
+    trim_fn(r, "RTRIM", 1);
+    for name in ["CHAR_LENGTH", "CHARACTER_LENGTH"] {
+        r.register(
+            name,
+            ScalarFunction::new(
+                name,
+                &format!("{name}(<STRING>)"),
+                |t, _| {
+                    (t.len() == 1 && is_string(&t[0]))
+                        .then(|| DataType::int().with_nullable(t[0].nullable))
+                },
+                |a, _| Ok(Value::Int(str_arg(&a[0]).chars().count() as i64)),
+            ),
+        );
+    }
+    for name in ["SUBSTRING", "SUBSTR"] {
+        r.register(
+            name,
+            ScalarFunction::new(
+                name,
+                &format!("{name}(<STRING>, <INTEGER>), {name}(<STRING>, <INTEGER>, <INTEGER>)"),
+                |t, _| {
+                    (matches!(t.len(), 2 | 3) && is_string(&t[0]) && t[1..].iter().all(is_integer))
+                        .then(|| varchar(string_len(&t[0]), true))
+                },
+                |a, _| {
+                    let len = a.get(2).map(int_arg);
+                    Ok(substring(str_arg(&a[0]), int_arg(&a[1]), len)
+                        .map(|x| s(&x))
+                        .unwrap_or(Value::Null))
+                },
+            ),
+        );
+    }
+    r.register(
+        "CONCAT",
+        ScalarFunction::new(
+            "CONCAT",
+            "CONCAT(<STRING>, …)",
+            |t, _| (!t.is_empty() && t.iter().all(is_string)).then(|| string_type(any_nullable(t))),
+            |a, _| {
+                let mut out = String::new();
+                for v in a {
+                    out.push_str(str_arg(v));
+                }
+                Ok(s(&out))
+            },
+        ),
+    );
+    r.register(
+        "CONCAT_WS",
+        ScalarFunction::new(
+            "CONCAT_WS",
+            "CONCAT_WS(<STRING>, <STRING>, …)",
+            |t, _| (t.len() >= 2 && t.iter().all(is_string)).then(|| string_type(t[0].nullable)),
+            |a, _| {
+                if a[0].is_null() {
+                    return Ok(Value::Null);
+                }
+                let parts: Vec<&str> = a[1..]
+                    .iter()
+                    .filter(|v| !v.is_null())
+                    .map(str_arg)
+                    .collect();
+                Ok(s(&parts.join(str_arg(&a[0]))))
+            },
+        )
+        .non_strict(),
+    );
+    r.register(
+        "REPLACE",
+        ScalarFunction::new(
+            "REPLACE",
+            "REPLACE(<STRING>, <STRING>, <STRING>)",
+            |t, _| (t.len() == 3 && t.iter().all(is_string)).then(|| string_type(any_nullable(t))),
+            |a, _| {
+                let from = str_arg(&a[1]);
+                if from.is_empty() {
+                    return Ok(a[0].clone());
+                }
+                Ok(s(&str_arg(&a[0]).replace(from, str_arg(&a[2]))))
+            },
+        ),
+    );
+    // POSITION(needle IN haystack) is bound as POSITION(needle, haystack); LOCATE(needle,
+    // haystack[, from]). 1-based; 0 when absent.
+    for name in ["POSITION", "LOCATE"] {
+        r.register(
+            name,
+            ScalarFunction::new(
+                name,
+                &format!("{name}(<STRING>, <STRING>[, <INTEGER>])"),
+                |t, _| {
+                    let ok = match t.len() {
+                        2 => is_string(&t[0]) && is_string(&t[1]),
+                        3 => is_string(&t[0]) && is_string(&t[1]) && is_integer(&t[2]),
+                        _ => false,
+                    };
+                    ok.then(|| DataType::int().with_nullable(any_nullable(t)))
+                },
+                |a, _| {
+                    let needle = str_arg(&a[0]);
+                    let hay: Vec<char> = str_arg(&a[1]).chars().collect();
+                    let from = a.get(2).map(int_arg).unwrap_or(1);
+                    if from < 1 {
+                        return Ok(Value::Int(0));
+                    }
+                    let start = (from - 1) as usize;
+                    if start > hay.len() {
+                        return Ok(Value::Int(0));
+                    }
+                    let tail: String = hay[start..].iter().collect();
+                    Ok(Value::Int(match tail.find(needle) {
+                        Some(byte) => (start + tail[..byte].chars().count() + 1) as i64,
+                        None => 0,
+                    }))
+                },
+            ),
+        );
+    }
+    for (name, left) in [("LPAD", true), ("RPAD", false)] {
+        r.register(
+            name,
+            ScalarFunction::new(
+                name,
+                &format!("{name}(<STRING>, <INTEGER>, <STRING>)"),
+                |t, _| {
+                    (t.len() == 3 && is_string(&t[0]) && is_integer(&t[1]) && is_string(&t[2]))
+                        .then(|| string_type(true))
+                },
+                move |a, _| {
+                    Ok(pad(str_arg(&a[0]), int_arg(&a[1]), str_arg(&a[2]), left)
+                        .map(|x| s(&x))
+                        .unwrap_or(Value::Null))
+                },
+            ),
+        );
+    }
+    r.register(
+        "REPEAT",
+        ScalarFunction::new(
+            "REPEAT",
+            "REPEAT(<STRING>, <INTEGER>)",
+            |t, _| {
+                (t.len() == 2 && is_string(&t[0]) && is_integer(&t[1]))
+                    .then(|| string_type(any_nullable(t)))
+            },
+            |a, _| Ok(s(&str_arg(&a[0]).repeat(int_arg(&a[1]).max(0) as usize))),
+        ),
+    );
+    r.register(
+        "REVERSE",
+        ScalarFunction::new(
+            "REVERSE",
+            "REVERSE(<STRING>)",
+            |t, _| (t.len() == 1 && is_string(&t[0])).then(|| string_type(t[0].nullable)),
+            |a, _| Ok(s(&str_arg(&a[0]).chars().rev().collect::<String>())),
+        ),
+    );
+    r.register(
+        "REGEXP_EXTRACT",
+        ScalarFunction::new(
+            "REGEXP_EXTRACT",
+            "REGEXP_EXTRACT(<STRING>, <STRING>[, <INTEGER>])",
+            |t, _| {
+                let ok = match t.len() {
+                    2 => is_string(&t[0]) && is_string(&t[1]),
+                    3 => is_string(&t[0]) && is_string(&t[1]) && is_integer(&t[2]),
+                    _ => false,
+                };
+                ok.then(|| string_type(true))
+            },
+            |a, p| {
+                let group = a.get(2).map(int_arg).unwrap_or(0);
+                if group < 0 {
+                    return Ok(Value::Null);
+                }
+                Ok(with_regex(p, str_arg(&a[1]), |re| {
+                    re.captures(str_arg(&a[0]))
+                        .and_then(|c| c.get(group as usize))
+                        .map(|m| s(m.as_str()))
+                        .unwrap_or(Value::Null)
+                }))
+            },
+        )
+        .with_prepare(|l| prepare_regex_at(l, 1)),
+    );
+    r.register(
+        "REGEXP_REPLACE",
+        ScalarFunction::new(
+            "REGEXP_REPLACE",
+            "REGEXP_REPLACE(<STRING>, <STRING>, <STRING>)",
+            |t, _| (t.len() == 3 && t.iter().all(is_string)).then(|| string_type(true)),
+            |a, p| {
+                Ok(with_regex(p, str_arg(&a[1]), |re| {
+                    s(&re.replace_all(str_arg(&a[0]), str_arg(&a[2])))
+                }))
+            },
+        )
+        .with_prepare(|l| prepare_regex_at(l, 1)),
+    );
+    r.register(
+        "REGEXP",
+        ScalarFunction::new(
+            "REGEXP",
+            "REGEXP(<STRING>, <STRING>)",
+            |t, _| {
+                (t.len() == 2 && t.iter().all(is_string))
+                    .then(|| DataType::boolean().with_nullable(true))
+            },
+            |a, p| {
+                Ok(with_regex(p, str_arg(&a[1]), |re| {
+                    Value::Bool(re.is_match(str_arg(&a[0])))
+                }))
+            },
+        )
+        .with_prepare(|l| prepare_regex_at(l, 1)),
+    );
+    r.register(
+        "SPLIT_INDEX",
+        ScalarFunction::new(
+            "SPLIT_INDEX",
+            "SPLIT_INDEX(<STRING>, <STRING>, <INTEGER>)",
+            |t, _| {
+                (t.len() == 3 && is_string(&t[0]) && is_string(&t[1]) && is_integer(&t[2]))
+                    .then(|| string_type(true))
+            },
+            |a, _| {
+                Ok(split_index(str_arg(&a[0]), str_arg(&a[1]), int_arg(&a[2]))
+                    .map(|x| s(&x))
+                    .unwrap_or(Value::Null))
+            },
+        ),
+    );
+}
