@@ -37,6 +37,8 @@ RULES = [
     ("sluice-client", ENGINE, False, "the REST client has no engine crate"),
     ("sluice-doctor", ENGINE | REST | {"sluice-client"}, False, "the doctor is pure: no engine, no I/O crate"),
     ("sluice-autopilot", ENGINE | REST, False, "the autopilot drives jobs through REST only"),
+    ("sluice-sql", ENGINE | REST | {"sluice-plan", "sluice-doctor", "sluice-jobs", "sluice"}, False,
+     "SQL planning is pure: no engine, no REST, no jobs"),
     ("sluice-nexmark", ENGINE | {"sluice-types", "sluice-plan"}, False, "the generator depends only on sluice-csv"),
 ]
 
