@@ -19,7 +19,10 @@ const MIN_AVG_SCALE: u8 = 6;
 /// `FIRST_VALUE`, `LAST_VALUE` keep the argument's type, except `SUM(DECIMAL(p, s))` →
 /// `DECIMAL(38, s)` and `AVG`/`STDDEV_*`/`VAR_*` of `DECIMAL(p, s)` → `DECIMAL(38, max(s, 6))`;
 /// these are nullable if the argument is or if there is no `GROUP BY`. `LISTAGG` keeps its
-/// argument's type and nullability.
+/// argument's type and nullability (so `LISTAGG` of a `NOT NULL` string is `NOT NULL` even
+/// without `GROUP BY`: Flink's batch answer for an empty input is then `''`; a streaming
+/// aggregation emits no row for an empty input, and [`Accumulator::result`](super::Accumulator)
+/// of an empty `LISTAGG` is NULL).
 ///
 /// Errors: an unknown name is [`SqlError::UnknownName`] with the nearest aggregate names; a
 /// wrong number or type of arguments is [`SqlError::Validation`] worded as Flink words it.
