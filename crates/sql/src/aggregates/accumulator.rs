@@ -649,8 +649,11 @@ fn variance_result(kind: VarianceKind, lane: VarianceLane, count: i64, m2: f64) 
     let var = m2 / denominator as f64;
     let x = if root { var.sqrt() } else { var };
     match lane {
-        // Java's (long) cast truncates toward zero and saturates, as Rust's `as` does.
-        VarianceLane::Int(w) => Value::Int(w.wrap(x as i64)),
+        // Java's casts from double: `(long)` for BIGINT; `(int)` then narrowing for the others.
+        // Both truncate toward zero, saturate and send NaN to 0, as Rust's `as` does; the
+        // narrowing to TINYINT/SMALLINT wraps (Flink: VAR_POP of TINYINT 10, 100 is -23).
+        VarianceLane::Int(IntWidth::I64) => Value::Int(x as i64),
+        VarianceLane::Int(w) => Value::Int(w.wrap(i64::from(x as i32))),
         VarianceLane::Float => Value::Float(x as f32),
         VarianceLane::Double => Value::Double(x),
         VarianceLane::Decimal { result_scale } => {

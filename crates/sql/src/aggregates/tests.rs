@@ -556,6 +556,76 @@ fn variances_compute_in_the_arguments_type() {
 }
 
 #[test]
+fn variances_are_welfords_in_double_then_cast() {
+    let names = ["VAR_POP", "VAR_SAMP", "STDDEV_POP", "STDDEV_SAMP"];
+    let all = |arg: DataType, rows: &[Value]| -> Vec<Value> {
+        names
+            .iter()
+            .map(|n| run(&call(n, std::slice::from_ref(&arg), false, false), rows))
+            .collect()
+    };
+    // SELECT VAR_POP(x), VAR_SAMP(x), STDDEV_POP(x), STDDEV_SAMP(x) FROM (VALUES
+    //   (CAST(1 AS INT)), (CAST(2 AS INT))) => [INT ×4] | +I[0, 0, 0, 0]
+    // (the textbook integer rewrite would give VAR_SAMP = (5 - 9/2) / 1 = 1)
+    assert_eq!(all(int(), &[i(1), i(2)]), [i(0), i(0), i(0), i(0)]);
+    // … (CAST(100000 AS INT)), (CAST(200000 AS INT)), (CAST(400000 AS INT))
+    //   => +I[2147483647, 2147483647, 124721, 152752]   (Java's (int) saturates)
+    assert_eq!(
+        all(int(), &[i(100_000), i(200_000), i(400_000)]),
+        [i(2147483647), i(2147483647), i(124721), i(152752)]
+    );
+    // SELECT VAR_POP(x), VAR_SAMP(x) FROM (VALUES (CAST(10 AS TINYINT)), (CAST(100 AS TINYINT)))
+    //   => [TINYINT, TINYINT] | +I[-23, -46]
+    let tiny = ty(LogicalType::TinyInt);
+    assert_eq!(all(tiny, &[i(10), i(100)])[..2], [i(-23), i(-46)]);
+    // … DOUBLE 0.1, 0.2, 0.3, 0.4, 1e9
+    //   => +I[1.5999999992E17, 1.999999999E17, 3.999999999E8, 4.4721359538815457E8]
+    let d = [0.1, 0.2, 0.3, 0.4, 1e9].map(Value::Double);
+    let got: Vec<String> = all(DataType::double(), &d)
+        .iter()
+        .map(|v| crate::cast::java_double(as_f64(v)))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "1.5999999992E17",
+            "1.999999999E17",
+            "3.999999999E8",
+            "4.4721359538815457E8"
+        ]
+    );
+    // … FLOAT 0.1, 0.2, 0.7 => [FLOAT ×4] | +I[0.06888889, 0.10333333, 0.26246694, 0.32145503]
+    let f = [0.1f32, 0.2, 0.7].map(Value::Float);
+    let got: Vec<String> = all(ty(LogicalType::Float), &f)
+        .iter()
+        .map(|v| crate::cast::java_float(as_f32(v)))
+        .collect();
+    assert_eq!(
+        got,
+        ["0.06888889", "0.10333333", "0.26246694", "0.32145503"]
+    );
+    // … DECIMAL(20, 8) 1.12345678, 2, 3.5 => [DECIMAL(38, 8) ×4]
+    //   | +I[0.96292063, 1.44438095, 0.98128519, 1.20182401]
+    let d20 = DataType::decimal(20, 8);
+    assert_eq!(
+        call("VAR_POP", std::slice::from_ref(&d20), false, false)
+            .result_type
+            .to_string(),
+        "DECIMAL(38, 8)"
+    );
+    let rows = [
+        dec(112_345_678, 8),
+        dec(200_000_000, 8),
+        dec(350_000_000, 8),
+    ];
+    let got: Vec<String> = all(d20, &rows).iter().map(avg_text).collect();
+    assert_eq!(
+        got,
+        ["0.96292063", "1.44438095", "0.98128519", "1.20182401"]
+    );
+}
+
+#[test]
 fn merged_variances_agree_up_to_rounding() {
     let c = call("VAR_SAMP", &[DataType::double()], false, true);
     let rows: Vec<Value> = (1..=20)
