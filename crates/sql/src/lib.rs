@@ -28,6 +28,10 @@
 //! * [`FunctionRegistry`] (`functions`): Flink's built-in scalar functions by case-insensitive
 //!   name, each with its type rule and evaluation, plus Rust user functions
 //!   ([`udf_by_identifier`] maps `CREATE FUNCTION … AS 'com.github.nexmark.flink.udf.CountChar'`).
+//! * [`AggregateCall`] (`aggregates`): Flink's built-in aggregate functions (`COUNT`, `SUM`,
+//!   `AVG`, `MIN`, `MAX`, `FIRST_VALUE`, `LAST_VALUE`, `LISTAGG`, `STDDEV_*`, `VAR_*`, with
+//!   `DISTINCT`) resolved with Flink's result types ([`resolve_aggregate`]), computed by
+//!   serializable, mergeable [`Accumulator`]s with Flink's overflow and division semantics.
 //! * `eval`: [`Expr::eval`] over a [`Row`] with three-valued logic, Java's integer wrap-around,
 //!   NULL on decimal overflow, and `CAST` (`cast`) with Flink's rules; `datetime` is the civil
 //!   calendar and the `SimpleDateFormat` patterns, in UTC.
@@ -50,6 +54,7 @@
 //! Invariant: nothing here depends on the engine (no runtime, channel or DataStream crate): a
 //! plan is data, and the same text always gives the same plan.
 
+pub mod aggregates;
 pub mod bind_expr;
 pub mod cast;
 pub mod catalog;
@@ -69,6 +74,7 @@ pub mod types;
 pub mod typing;
 pub mod value;
 
+pub use aggregates::{resolve_aggregate, Accumulator, AggregateCall, AggregateFunction};
 pub use bind_expr::{bind_expr, is_aggregate_call, BindContext, Scope, ScopeColumn};
 pub use catalog::{Catalog, CatalogTable, FunctionDef, ObjectPath, ViewDef};
 pub use config::SessionConfig;
