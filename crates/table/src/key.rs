@@ -60,7 +60,10 @@ fn value_hash(v: &Value) -> i32 {
             }
             let u = d.unscaled as u128;
             let folded = (u as u64) ^ ((u >> 64) as u64);
-            (folded as i64).java_hash_code().wrapping_mul(31) + i32::from(d.scale)
+            (folded as i64)
+                .java_hash_code()
+                .wrapping_mul(31)
+                .wrapping_add(i32::from(d.scale))
         }
         Value::Str(s) => s.as_ref().java_hash_code(),
         Value::Bytes(b) => b.iter().fold(1i32, |h, x| {

@@ -50,14 +50,23 @@ impl Default for ScanSettings {
 
 impl ScanSettings {
     /// The settings a session's `SET`s give (Flink's defaults otherwise; an idle timeout of 0
-    /// is Flink's "disabled").
-    pub fn from_config(config: &SessionConfig) -> ScanSettings {
-        ScanSettings {
-            watermark_interval: config
-                .duration("pipeline.auto-watermark-interval")
-                .unwrap_or(DEFAULT_WATERMARK_INTERVAL),
+    /// is Flink's "disabled"). `pipeline.auto-watermark-interval` is not one of the keys the
+    /// session checks when set, so a value that is not a duration is refused here, naming it.
+    pub fn from_config(config: &SessionConfig) -> Result<ScanSettings> {
+        const INTERVAL: &str = "pipeline.auto-watermark-interval";
+        let watermark_interval = match config.get(INTERVAL) {
+            None => DEFAULT_WATERMARK_INTERVAL,
+            Some(v) => config.duration(INTERVAL).ok_or_else(|| {
+                SqlError::validation(
+                    None,
+                    format!("'{INTERVAL}' must be a duration (like '200 ms'), found '{v}'"),
+                )
+            })?,
+        };
+        Ok(ScanSettings {
+            watermark_interval,
             idle_timeout: config.source_idle_timeout().filter(|d| !d.is_zero()),
-        }
+        })
     }
 }
 
@@ -251,4 +260,31 @@ fn unreachable_metadata(name: &str) -> Result<Expr> {
         None,
         format!("metadata column '{name}'"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_flinks_keys() {
+        let mut c = SessionConfig::new();
+        let at = sluice_sql::Position::default();
+        assert_eq!(
+            ScanSettings::from_config(&c).unwrap(),
+            ScanSettings::default()
+        );
+        c.set("pipeline.auto-watermark-interval", "1 s", at)
+            .unwrap();
+        c.set("table.exec.source.idle-timeout", "5 s", at).unwrap();
+        let s = ScanSettings::from_config(&c).unwrap();
+        assert_eq!(s.watermark_interval, Duration::from_secs(1));
+        assert_eq!(s.idle_timeout, Some(Duration::from_secs(5)));
+        c.set("pipeline.auto-watermark-interval", "soon", at)
+            .unwrap();
+        assert!(ScanSettings::from_config(&c)
+            .unwrap_err()
+            .to_string()
+            .contains("soon"));
+    }
 }

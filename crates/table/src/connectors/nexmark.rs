@@ -402,3 +402,58 @@ impl SourceFunction<Row> for NexmarkRows {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sql::RowField;
+
+    #[test]
+    fn columns_and_fields_are_matched_by_name_in_any_order() {
+        let bid = DataType::new(LogicalType::Row(vec![
+            RowField {
+                name: "price".into(),
+                ty: DataType::bigint(),
+            },
+            RowField {
+                name: "auction".into(),
+                ty: DataType::bigint(),
+            },
+        ]));
+        let schema = PhysicalSchema::new(
+            "t",
+            vec![("bid".into(), bid), ("event_type".into(), DataType::int())],
+        );
+        let given = vec![
+            ("connector".to_string(), "nexmark".to_string()),
+            ("events.num".to_string(), "100".to_string()),
+        ];
+        let spec = NexmarkSpec::new(&Options::new("t", &given), &schema).unwrap();
+        let g = NexmarkGenerator::new(spec.config.clone()).unwrap();
+        let (_, event) = g.iter().find(|(_, e)| matches!(e, Event::Bid(_))).unwrap();
+        let Event::Bid(b) = &event else {
+            unreachable!()
+        };
+        assert_eq!(
+            spec.row_of(&event),
+            Row(vec![
+                Value::Row(vec![Value::Int(b.price), Value::Int(b.auction)].into()),
+                Value::Int(2)
+            ])
+        );
+        let wrong = PhysicalSchema::new("t", vec![("bids".into(), DataType::bigint())]);
+        let e = NexmarkSpec::new(&Options::new("t", &given), &wrong).unwrap_err();
+        assert!(e.to_string().contains("Did you mean 'bid'"), "{e}");
+        let typed = PhysicalSchema::new(
+            "t",
+            vec![(
+                "bid".into(),
+                DataType::new(LogicalType::Row(vec![RowField {
+                    name: "price".into(),
+                    ty: DataType::string(),
+                }])),
+            )],
+        );
+        assert!(NexmarkSpec::new(&Options::new("t", &given), &typed).is_err());
+    }
+}

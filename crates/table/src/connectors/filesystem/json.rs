@@ -135,4 +135,32 @@ mod tests {
         assert_eq!(read_row(&line, &names, &types).unwrap(), row);
         assert!(read_row("{\"a\": \"x\"}", &names, &types).is_err());
     }
+
+    #[test]
+    fn rows_arrays_and_maps_nest() {
+        use sluice_sql::RowField;
+        let ty = DataType::new(LogicalType::Row(vec![
+            RowField {
+                name: "xs".into(),
+                ty: DataType::new(LogicalType::Array(Box::new(DataType::int()))),
+            },
+            RowField {
+                name: "m".into(),
+                ty: DataType::new(LogicalType::Map(
+                    Box::new(DataType::string()),
+                    Box::new(DataType::double()),
+                )),
+            },
+        ]));
+        let v = Value::Row(
+            vec![
+                Value::Array(vec![Value::Int(1), Value::Null].into()),
+                Value::Map(vec![(Value::str("k"), Value::Double(1.5))].into()),
+            ]
+            .into(),
+        );
+        let j = to_json(&v, &ty);
+        assert_eq!(j.to_string(), r#"{"xs":[1,null],"m":{"k":1.5}}"#);
+        assert_eq!(from_json(&j, &ty).unwrap(), v);
+    }
 }
