@@ -146,6 +146,7 @@ fn q2_over_the_datagen_table_equals_duckdb() {
         assert_eq!(got.len(), oracle.len(), "p={p}");
         assert_eq!(got, oracle, "p={p}");
         assert_eq!(errors.count(), 0);
+        eprintln!("q2 p={p}: {} rows equal DuckDB's", got.len());
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
