@@ -40,6 +40,8 @@ RULES = [
     ("sluice-sql", ENGINE | REST | {"sluice-plan", "sluice-doctor", "sluice-jobs", "sluice"}, False,
      "SQL planning is pure: no engine, no REST, no jobs"),
     ("sluice-nexmark", ENGINE | {"sluice-types", "sluice-plan"}, False, "the generator depends only on sluice-csv"),
+    ("sluice-table", REST | {"sluice", "sluice-doctor", "sluice-autopilot", "sluice-jobs"}, False,
+     "the SQL runtime is built on the DataStream API alone, below the user's crate"),
 ]
 
 # Crates no engine, REST or doctor crate may depend on (normal dependencies).
@@ -47,6 +49,7 @@ LEAVES = {
     "sluice-jobs": "the built-in jobs are a library of jobs, never part of the engine",
     "sluice-testkit": "the test servers are a dev-dependency only",
     "sluice-cli": "the binary is a leaf",
+    "sluice-table": "SQL runs on the engine, never inside it",
 }
 # Only the binary (and tests, examples) may use anyhow.
 ANYHOW_OK = {"sluice-cli", "sluice-examples", "sluice-example-kafka-to-postgres"}

@@ -1,0 +1,243 @@
+//! Flink's `Calc`: a projection (one expression per output column) and an optional condition,
+//! over rows.
+//!
+//! Per row: the condition first (a row for which it is not TRUE is dropped); then the computed
+//! projections, into a scratch buffer the operator keeps (no allocation per row); then the
+//! output row, its one allocation, takes the computed values and moves the input's columns that
+//! are projected bare exactly once (cloning only a column projected twice). A row whose
+//! evaluation fails (a cast that cannot hold, a division by zero) is counted in [`RowErrors`]
+//! with its error and dropped — Sluice's rule for malformed records; Flink fails the job.
+
+use sluice_datastream::DataStream;
+use sluice_sql::{DataType, Expr, Row, Value};
+use sluice_types::{Collector, Operator, OperatorError, OutputBatch};
+
+use crate::row_errors::RowErrors;
+
+/// A projection and an optional condition, both over the input row.
+#[derive(Clone, Debug)]
+pub struct Calc {
+    /// One expression per output column.
+    pub projections: Vec<Expr>,
+    /// Rows for which this is not TRUE are dropped.
+    pub condition: Option<Expr>,
+}
+
+impl Calc {
+    /// A Calc of these projections and condition.
+    pub fn new(projections: Vec<Expr>, condition: Option<Expr>) -> Calc {
+        Calc {
+            projections,
+            condition,
+        }
+    }
+
+    /// The output columns' types.
+    pub fn output_types(&self) -> Vec<DataType> {
+        self.projections.iter().map(Expr::data_type).collect()
+    }
+
+    /// Flink's operator name: `Calc(select=[auction, price], where=[=(MOD(auction, 123), 0)])`,
+    /// a projection that is not its output's name written `expr AS name`.
+    pub fn flink_name(&self, output_names: &[String]) -> String {
+        let select: Vec<String> = self
+            .projections
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                let text = e.to_string();
+                match output_names.get(i) {
+                    Some(n) if *n != text => format!("{text} AS {n}"),
+                    _ => text,
+                }
+            })
+            .collect();
+        match &self.condition {
+            Some(c) => format!("Calc(select=[{}], where=[{c}])", select.join(", ")),
+            None => format!("Calc(select=[{}])", select.join(", ")),
+        }
+    }
+}
+
+/// Where an output column comes from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Slot {
+    /// Input column moved out (projected bare exactly once).
+    Move(usize),
+    /// Input column cloned (projected bare more than once).
+    Clone(usize),
+    /// The `k`-th computed projection.
+    Eval(usize),
+}
+
+/// The Calc as an operator.
+struct CalcOp {
+    name: String,
+    slots: Vec<Slot>,
+    computed: Vec<Expr>,
+    condition: Option<Expr>,
+    scratch: Vec<Value>,
+    errors: RowErrors,
+}
+
+impl CalcOp {
+    fn new(name: String, calc: &Calc, errors: RowErrors) -> CalcOp {
+        let bare = |e: &Expr| match e {
+            Expr::Column { index, .. } => Some(*index),
+            _ => None,
+        };
+        let mut computed = Vec::new();
+        let slots = calc
+            .projections
+            .iter()
+            .map(|e| match bare(e) {
+                Some(j) => {
+                    let uses = calc
+                        .projections
+                        .iter()
+                        .filter(|p| bare(p) == Some(j))
+                        .count();
+                    if uses == 1 {
+                        Slot::Move(j)
+                    } else {
+                        Slot::Clone(j)
+                    }
+                }
+                None => {
+                    computed.push(e.clone());
+                    Slot::Eval(computed.len() - 1)
+                }
+            })
+            .collect();
+        CalcOp {
+            name,
+            slots,
+            scratch: Vec::with_capacity(computed.len()),
+            computed,
+            condition: calc.condition.clone(),
+            errors,
+        }
+    }
+
+    /// The output row, or `None` when the row is filtered out or failed.
+    #[inline]
+    fn apply(&mut self, mut row: Row) -> Option<Row> {
+        if let Some(c) = &self.condition {
+            match c.eval_predicate(&row) {
+                Ok(true) => {}
+                Ok(false) => return None,
+                Err(e) => {
+                    self.errors.record(|| format!("{}: {e}", self.name));
+                    return None;
+                }
+            }
+        }
+        self.scratch.clear();
+        for e in &self.computed {
+            match e.eval(&row) {
+                Ok(v) => self.scratch.push(v),
+                Err(err) => {
+                    self.errors.record(|| format!("{}: {err}", self.name));
+                    return None;
+                }
+            }
+        }
+        let mut computed = self.scratch.drain(..);
+        let mut out = Vec::with_capacity(self.slots.len());
+        for slot in &self.slots {
+            out.push(match *slot {
+                Slot::Move(j) => row
+                    .0
+                    .get_mut(j)
+                    .map_or(Value::Null, |v| std::mem::replace(v, Value::Null)),
+                Slot::Clone(j) => row.get(j).clone(),
+                Slot::Eval(_) => computed.next().unwrap_or(Value::Null),
+            });
+        }
+        Some(Row(out))
+    }
+}
+
+impl Operator<Row, Row> for CalcOp {
+    #[inline]
+    fn process(&mut self, row: Row, out: &mut dyn Collector<Row>) -> Result<(), OperatorError> {
+        match self.apply(row) {
+            Some(r) => out.collect(r),
+            None => Ok(()),
+        }
+    }
+
+    #[inline]
+    fn process_into(
+        &mut self,
+        row: Row,
+        out: &mut OutputBatch<'_, Row>,
+    ) -> Result<(), OperatorError> {
+        match self.apply(row) {
+            Some(r) => out.push(r),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Adds `calc` after `input`, named as Flink names it ([`Calc::flink_name`]); failed rows are
+/// counted in `errors`. The output has no event-time reader: set it on the rowtime column with
+/// [`crate::scan::with_rowtime`] if the projection keeps one.
+pub fn calc(
+    input: &DataStream<Row>,
+    calc: &Calc,
+    output_names: &[String],
+    errors: &RowErrors,
+) -> DataStream<Row> {
+    let name = calc.flink_name(output_names);
+    let (c, errors, op_name) = (calc.clone(), errors.clone(), name.clone());
+    input.transform(&name, move |_| {
+        CalcOp::new(op_name.clone(), &c, errors.clone())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sql::{bind_expr, BindContext, FunctionRegistry, Scope};
+    use sluice_types::VecCollector;
+
+    fn bind(text: &str, scope: &Scope) -> Expr {
+        let f = FunctionRegistry::builtins();
+        let ast = sqlparser::parser::Parser::new(&sluice_sql::dialect::FlinkDialect)
+            .try_with_sql(text)
+            .unwrap()
+            .parse_expr()
+            .unwrap();
+        bind_expr(&ast, scope, &BindContext::new(&f)).unwrap()
+    }
+
+    #[test]
+    fn filters_projects_and_counts_failures() {
+        let scope = Scope::of(&[("a", DataType::bigint()), ("s", DataType::string())]);
+        let c = Calc::new(
+            vec![
+                bind("s", &scope),
+                bind("a * 2", &scope),
+                bind("10 / a", &scope),
+            ],
+            Some(bind("MOD(a, 2) = 0", &scope)),
+        );
+        assert_eq!(
+            c.flink_name(&["s".into(), "x".into(), "y".into()]),
+            "Calc(select=[s, *(a, 2) AS x, /(10, a) AS y], where=[=(MOD(a, 2), 0)])"
+        );
+        let errors = RowErrors::new();
+        let mut op = CalcOp::new("Calc".into(), &c, errors.clone());
+        let mut out = VecCollector::default();
+        for a in [1i64, 2, 0] {
+            op.process(Row(vec![Value::Int(a), Value::str("t")]), &mut out)
+                .unwrap();
+        }
+        assert_eq!(
+            out.records,
+            vec![Row(vec![Value::str("t"), Value::Int(4), Value::Int(5)])]
+        );
+        assert_eq!(errors.count(), 1, "10 / 0 is a dead letter");
+    }
+}

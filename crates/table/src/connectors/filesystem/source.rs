@@ -1,0 +1,178 @@
+//! The filesystem source: subtask `k` of `p` reads the files `i ≡ k (mod p)` of the sorted
+//! listing, record by record; a record that does not parse is a dead letter with its file and
+//! byte offset. Its checkpoint position is (file of its share, byte offset of the next record);
+//! a restore at the same parallelism resumes there.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use sluice_datastream::{DataStream, OperatorError, StreamEnv};
+use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
+use sluice_sql::Row;
+use sluice_types::Collector;
+
+use super::{FilesystemSpec, Format};
+
+/// Whether a file is data (not hidden, not in progress).
+fn is_data(path: &Path) -> bool {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    !(name.starts_with('.') || name.starts_with('_') || name.ends_with(".pending"))
+}
+
+/// The data files under `path` (itself if a file), sorted, recursively.
+fn list(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if path.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    entries.sort();
+    for e in entries {
+        if !is_data(&e) {
+            continue;
+        }
+        if e.is_dir() {
+            list(&e, out)?;
+        } else {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn stream(spec: FilesystemSpec, env: &StreamEnv) -> DataStream<Row> {
+    env.add_source("filesystem", move |k, p| {
+        Ok(FileRows {
+            spec: spec.clone(),
+            subtask: k,
+            parallelism: p,
+            position: (0, 0),
+        })
+    })
+}
+
+struct FileRows {
+    spec: FilesystemSpec,
+    subtask: usize,
+    parallelism: usize,
+    /// (index in this subtask's share of the files, byte offset of the next record).
+    position: (usize, u64),
+}
+
+impl FileRows {
+    fn encode(position: (usize, u64)) -> Result<Vec<u8>, OperatorError> {
+        sluice_runtime::state::layout::encode(&(position.0 as u64, position.1))
+    }
+}
+
+impl SourceFunction<Row> for FileRows {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        let root = self.spec.path.clone();
+        let mut files = Vec::new();
+        list(&root, &mut files)
+            .map_err(|e| OperatorError::io(format!("listing {}", root.display()), e))?;
+        let mine: Vec<PathBuf> = files
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % self.parallelism == self.subtask)
+            .map(|(_, f)| f)
+            .collect();
+        let csv = matches!(self.spec.format, Format::Csv { .. });
+        let mut n = 0u64;
+        while self.position.0 < mine.len() {
+            let path = &mine[self.position.0];
+            let shown = path.display().to_string();
+            let io = |e| OperatorError::io(format!("reading {shown}"), e);
+            let mut file = File::open(path).map_err(io)?;
+            file.seek(SeekFrom::Start(self.position.1)).map_err(io)?;
+            let mut reader = BufReader::with_capacity(64 * 1024, file);
+            let mut record = String::new();
+            let mut bytes = Vec::with_capacity(256);
+            loop {
+                if ctx.barrier_pending() {
+                    let at = self.position;
+                    ctx.checkpoint_if_due(out, || Self::encode(at))?;
+                }
+                let start = self.position.1;
+                record.clear();
+                // A csv record goes on past a line end inside quotes.
+                loop {
+                    bytes.clear();
+                    let read = reader.read_until(b'\n', &mut bytes).map_err(io)?;
+                    if read == 0 {
+                        break;
+                    }
+                    self.position.1 += read as u64;
+                    match std::str::from_utf8(&bytes) {
+                        Ok(s) => record.push_str(s),
+                        Err(e) => {
+                            record.clear();
+                            ctx.dead_letter(
+                                format!("{shown} at byte {start}"),
+                                format!("not valid UTF-8 ({e})"),
+                            );
+                            break;
+                        }
+                    }
+                    if !(csv && super::csv::open_quote(&record)) {
+                        break;
+                    }
+                }
+                if self.position.1 == start {
+                    break;
+                }
+                let text = record.strip_suffix('\n').unwrap_or(&record);
+                let text = text.strip_suffix('\r').unwrap_or(text);
+                if text.trim().is_empty() {
+                    continue;
+                }
+                match self.spec.parse_record(text) {
+                    Ok(row) => out.collect(row)?,
+                    Err(reason) => ctx.dead_letter(format!("{shown} at byte {start}"), reason),
+                }
+                n += 1;
+                if n == SOURCE_BATCH {
+                    ctx.add_emitted(n);
+                    n = 0;
+                    if ctx.should_stop() {
+                        return Err(OperatorError::Cancelled);
+                    }
+                }
+            }
+            self.position = (self.position.0 + 1, 0);
+        }
+        ctx.add_emitted(n);
+        let at = self.position;
+        ctx.await_final_checkpoint(out, || Self::encode(at))
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        if parts.len() != op.parallelism {
+            return Err(OperatorError::failed(format!(
+                "the filesystem source was checkpointed at parallelism {} and cannot resume at {}",
+                parts.len(),
+                op.parallelism
+            )));
+        }
+        for (i, bytes) in parts {
+            if *i == op.subtask_index {
+                let (file, offset): (u64, u64) = sluice_runtime::state::layout::decode(bytes)?;
+                self.position = (file as usize, offset);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,149 @@
+//! Sources and sinks by a table's `'connector'` option, with Flink's option names.
+//!
+//! | connector    | source | sink | module |
+//! |--------------|--------|------|--------|
+//! | `nexmark`    | yes    |      | [`nexmark`] |
+//! | `datagen`    | yes    |      | [`datagen`] |
+//! | `filesystem` | yes    | yes  | [`filesystem`] (`format` = `csv` or `json`) |
+//! | `print`      |        | yes  | [`print`] |
+//! | `blackhole`  |        | yes  | (drops rows) |
+//!
+//! `kafka`, `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in
+//! the table's physical column order ([`PhysicalSchema`]).
+
+pub mod datagen;
+pub mod filesystem;
+pub mod nexmark;
+pub mod print;
+pub mod seeded;
+
+use sluice_datastream::{DataStream, Sink, StreamEnv};
+use sluice_sql::{Result, Row, SqlError, TableDef};
+
+use crate::options::Options;
+use crate::schema::PhysicalSchema;
+
+/// The connectors Sluice runs.
+const KNOWN: &[&str] = &["nexmark", "datagen", "filesystem", "print", "blackhole"];
+
+/// Connectors Flink has that come later.
+const LATER: &[&str] = &["kafka", "upsert-kafka", "jdbc"];
+
+/// A table's `'connector'`, checked.
+fn connector_of(def: &TableDef, options: &Options) -> Result<String> {
+    let name = options.required("connector")?.to_string();
+    if LATER.contains(&name.as_str()) {
+        return Err(SqlError::unsupported(
+            Some(def.pos),
+            format!(
+                "connector '{name}' of table '{}' is not supported yet (supported: {})",
+                def.name,
+                KNOWN.join(", ")
+            ),
+        ));
+    }
+    if !KNOWN.contains(&name.as_str()) {
+        let close = sluice_sql::catalog::nearest(&name, KNOWN.iter().copied());
+        let hint = if close.is_empty() {
+            format!(" Known connectors: {}.", KNOWN.join(", "))
+        } else {
+            let q: Vec<String> = close.iter().map(|k| format!("'{k}'")).collect();
+            format!(" Did you mean {}?", q.join(", "))
+        };
+        return Err(options.bad("connector", format!("unknown connector '{name}'.{hint}")));
+    }
+    Ok(name)
+}
+
+/// A table's source, its options checked.
+#[derive(Clone, Debug)]
+pub enum SourceConnector {
+    /// The Nexmark generator.
+    Nexmark(nexmark::NexmarkSpec),
+    /// Flink's `datagen`.
+    Datagen(datagen::DatagenSpec),
+    /// Files, read once (bounded).
+    Filesystem(filesystem::FilesystemSpec),
+}
+
+impl SourceConnector {
+    /// The source of `def` (refused, naming the option, if its options are not right).
+    pub fn for_table(def: &TableDef) -> Result<SourceConnector> {
+        let options = Options::new(&def.name.to_string(), &def.options);
+        let schema = PhysicalSchema::of(def)?;
+        match connector_of(def, &options)?.as_str() {
+            "nexmark" => Ok(SourceConnector::Nexmark(nexmark::NexmarkSpec::new(
+                &options, &schema,
+            )?)),
+            "datagen" => Ok(SourceConnector::Datagen(datagen::DatagenSpec::new(
+                &options, &schema,
+            )?)),
+            "filesystem" => Ok(SourceConnector::Filesystem(
+                filesystem::FilesystemSpec::new(&options, &schema)?,
+            )),
+            other => Err(SqlError::unsupported(
+                Some(def.pos),
+                format!(
+                    "connector '{other}' of table '{}' is a sink only: it cannot be read",
+                    def.name
+                ),
+            )),
+        }
+    }
+
+    /// The source's rows, in the table's physical column order.
+    pub fn stream(&self, env: &StreamEnv) -> DataStream<Row> {
+        match self {
+            SourceConnector::Nexmark(s) => s.stream(env),
+            SourceConnector::Datagen(s) => s.stream(env),
+            SourceConnector::Filesystem(s) => s.stream(env),
+        }
+    }
+}
+
+/// A table's sink, its options checked.
+#[derive(Clone, Debug)]
+pub enum SinkConnector {
+    /// Part files under a directory.
+    Filesystem(filesystem::FilesystemSpec),
+    /// Flink's print sink.
+    Print(print::PrintSpec),
+    /// Drops every row.
+    Blackhole,
+}
+
+impl SinkConnector {
+    /// The sink of `def` (refused, naming the option, if its options are not right).
+    pub fn for_table(def: &TableDef) -> Result<SinkConnector> {
+        let options = Options::new(&def.name.to_string(), &def.options);
+        let schema = PhysicalSchema::of(def)?;
+        match connector_of(def, &options)?.as_str() {
+            "filesystem" => Ok(SinkConnector::Filesystem(filesystem::FilesystemSpec::new(
+                &options, &schema,
+            )?)),
+            "print" => Ok(SinkConnector::Print(print::PrintSpec::new(
+                &options, &schema,
+            )?)),
+            "blackhole" => {
+                options.check_known("blackhole", &["connector"])?;
+                Ok(SinkConnector::Blackhole)
+            }
+            other => Err(SqlError::unsupported(
+                Some(def.pos),
+                format!(
+                    "connector '{other}' of table '{}' is a source only: it cannot be written",
+                    def.name
+                ),
+            )),
+        }
+    }
+
+    /// Writes `rows` (already cast to the table's physical columns) through the connector.
+    pub fn write(&self, rows: &DataStream<Row>) -> Sink<()> {
+        match self {
+            SinkConnector::Filesystem(s) => s.write(rows),
+            SinkConnector::Print(s) => s.write(rows),
+            SinkConnector::Blackhole => rows.sink_fn("BlackHole", |_| Ok(())),
+        }
+    }
+}

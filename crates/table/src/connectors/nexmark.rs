@@ -1,0 +1,459 @@
+//! `'connector' = 'nexmark'`: the Nexmark generator (sluice-nexmark) as a table, with the
+//! official `NexmarkSourceOptions` names, producing the official `datagen` table's rows:
+//! `event_type INT`, `person ROW<…>`, `auction ROW<…>`, `bid ROW<…>`, the rows of the other two
+//! kinds NULL. Columns (and ROW fields) are matched by name and type-checked, so a DDL may
+//! declare them in any order or leave some out.
+//!
+//! Options (Flink's defaults): `first-event.rate` / `next-event.rate` (10000; events per second
+//! of event time: they space the timestamps; the two must be equal, Sluice's generator has one
+//! rate), `events.num` (0 = unbounded), `person.proportion` (1), `auction.proportion` (3),
+//! `bid.proportion` (46), `bid.hot-ratio.auctions` (2), `bid.hot-ratio.bidders` (4),
+//! `auction.hot-ratio.sellers` (4), `person.avg-size` (200b), `auction.avg-size` (500b),
+//! `bid.avg-size` (100b); `rate.shape`, `rate.period`, `rate.limited` (only `false`),
+//! `keep-alive` (only `false`), `stop-at` (only `-1`) and `max-emit-speed` (only `true`) are
+//! accepted at the values Sluice runs. Sluice's own: `sluice.base-time` (the first event's time,
+//! ms since the epoch; default 2015-07-15T00:00:00Z, so runs are reproducible, where Flink's
+//! generator starts at the wall clock) and `sluice.flink-compat` (Flink's id and timestamp
+//! numbering, default `false`: the numbering of Sluice's hand-written Nexmark queries).
+
+use std::sync::Arc;
+
+use sluice_datastream::{DataStream, OperatorError, StreamEnv};
+use sluice_nexmark::{Event, GeneratorConfig, NexmarkGenerator, Split};
+use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
+use sluice_sql::{DataType, LogicalType, Result, Row, SqlError, Timestamp, Value};
+use sluice_types::Collector;
+
+use crate::options::{parse_memory_size, Options};
+use crate::schema::PhysicalSchema;
+
+const KNOWN: &[&str] = &[
+    "connector",
+    "first-event.rate",
+    "next-event.rate",
+    "events.num",
+    "person.proportion",
+    "auction.proportion",
+    "bid.proportion",
+    "bid.hot-ratio.auctions",
+    "bid.hot-ratio.bidders",
+    "auction.hot-ratio.sellers",
+    "person.avg-size",
+    "auction.avg-size",
+    "bid.avg-size",
+    "rate.shape",
+    "rate.period",
+    "rate.limited",
+    "keep-alive",
+    "stop-at",
+    "max-emit-speed",
+    "sluice.base-time",
+    "sluice.flink-compat",
+];
+
+/// The official table's person fields.
+const PERSON: &[&str] = &[
+    "id",
+    "name",
+    "emailAddress",
+    "creditCard",
+    "city",
+    "state",
+    "dateTime",
+    "extra",
+];
+/// The official table's auction fields.
+const AUCTION: &[&str] = &[
+    "id",
+    "itemName",
+    "description",
+    "initialBid",
+    "reserve",
+    "dateTime",
+    "expires",
+    "seller",
+    "category",
+    "extra",
+];
+/// The official table's bid fields.
+const BID: &[&str] = &[
+    "auction", "bidder", "price", "channel", "url", "dateTime", "extra",
+];
+
+/// The type of an official field (by its name; all BIGINT, VARCHAR or TIMESTAMP(3)).
+fn field_type(name: &str) -> DataType {
+    match name {
+        "dateTime" | "expires" => DataType::timestamp(3),
+        "name" | "emailAddress" | "creditCard" | "city" | "state" | "extra" | "itemName"
+        | "description" | "channel" | "url" => DataType::string(),
+        _ => DataType::bigint(),
+    }
+}
+
+/// What one column of the table takes from an event.
+#[derive(Clone, Debug, PartialEq)]
+enum Pick {
+    /// `event_type`.
+    EventType,
+    /// `person`, with the official field index of each of the declared fields.
+    Person(Vec<usize>),
+    /// `auction`, likewise.
+    Auction(Vec<usize>),
+    /// `bid`, likewise.
+    Bid(Vec<usize>),
+}
+
+/// Whether a declared type holds what the official type produces (lengths and nullability
+/// aside).
+fn compatible(declared: &LogicalType, official: &LogicalType) -> bool {
+    use LogicalType as L;
+    match (declared, official) {
+        (L::Varchar { .. } | L::Char { .. }, L::Varchar { .. }) => true,
+        (L::Timestamp { precision: a, .. }, L::Timestamp { precision: b, .. }) => a == b,
+        (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+    }
+}
+
+/// The field picks of a declared `ROW` column against the official field names.
+fn row_picks(schema: &PhysicalSchema, column: usize, official: &[&str]) -> Result<Vec<usize>> {
+    let name = &schema.names[column];
+    let LogicalType::Row(fields) = &schema.types[column].logical else {
+        return Err(SqlError::validation(
+            None,
+            format!(
+                "column '{name}' of nexmark table '{}' must be a ROW of the official fields, not {}",
+                schema.table, schema.types[column]
+            ),
+        ));
+    };
+    fields
+        .iter()
+        .map(|f| {
+            let i = official.iter().position(|o| *o == f.name).ok_or_else(|| {
+                SqlError::UnknownName {
+                    pos: None,
+                    kind: "Nexmark field",
+                    name: format!("{name}.{}", f.name),
+                    nearest_names: sluice_sql::catalog::nearest(&f.name, official.iter().copied()),
+                }
+            })?;
+            let want = field_type(official[i]);
+            if !compatible(&f.ty.logical, &want.logical) {
+                return Err(SqlError::validation(
+                    None,
+                    format!(
+                        "field '{name}.{}' of nexmark table '{}' is declared {} but the generator produces {}",
+                        f.name, schema.table, f.ty, want
+                    ),
+                ));
+            }
+            Ok(i)
+        })
+        .collect()
+}
+
+/// A `nexmark` table's generator configuration and column picks.
+#[derive(Clone, Debug)]
+pub struct NexmarkSpec {
+    /// The generator's configuration, from the options.
+    pub config: GeneratorConfig,
+    picks: Vec<Pick>,
+}
+
+impl NexmarkSpec {
+    /// Reads and checks the options and the table's columns.
+    pub fn new(options: &Options, schema: &PhysicalSchema) -> Result<NexmarkSpec> {
+        options.check_known("nexmark", KNOWN)?;
+        let count = "a whole number";
+        let mut config = GeneratorConfig::default();
+        let first: u64 = options.parse("first-event.rate", count)?.unwrap_or(10_000);
+        let next: u64 = options.parse("next-event.rate", count)?.unwrap_or(first);
+        if next != first {
+            return Err(options.bad(
+                "next-event.rate",
+                format!("must equal 'first-event.rate' ({first}): Sluice's generator has one rate"),
+            ));
+        }
+        config.rate = first;
+        config.events = options.parse("events.num", count)?.unwrap_or(0);
+        let set = |key: &str, field: &mut u64| -> Result<()> {
+            if let Some(v) = options.parse(key, count)? {
+                *field = v;
+            }
+            Ok(())
+        };
+        set("person.proportion", &mut config.person_proportion)?;
+        set("auction.proportion", &mut config.auction_proportion)?;
+        set("bid.proportion", &mut config.bid_proportion)?;
+        set("bid.hot-ratio.auctions", &mut config.hot_auction_ratio)?;
+        set("bid.hot-ratio.bidders", &mut config.hot_bidders_ratio)?;
+        set("auction.hot-ratio.sellers", &mut config.hot_sellers_ratio)?;
+        for (key, field) in [
+            ("person.avg-size", &mut config.avg_person_bytes),
+            ("auction.avg-size", &mut config.avg_auction_bytes),
+            ("bid.avg-size", &mut config.avg_bid_bytes),
+        ] {
+            if let Some(v) = options.get(key) {
+                *field = parse_memory_size(v).ok_or_else(|| {
+                    options.bad(
+                        key,
+                        format!("expected a memory size like '200b', found '{v}'"),
+                    )
+                })?;
+            }
+        }
+        let fixed = |key: &str, ok: &str| -> Result<()> {
+            match options.get(key) {
+                Some(v) if !v.trim().eq_ignore_ascii_case(ok) => Err(options.bad(
+                    key,
+                    format!("only '{ok}' is supported (Sluice generates as fast as it can), found '{v}'"),
+                )),
+                _ => Ok(()),
+            }
+        };
+        fixed("rate.limited", "false")?;
+        fixed("keep-alive", "false")?;
+        fixed("stop-at", "-1")?;
+        fixed("max-emit-speed", "true")?;
+        options.one_of("rate.shape", &["SQUARE", "SINE"])?;
+        if let Some(t) = options.parse::<i64>("sluice.base-time", "milliseconds since the epoch")? {
+            config.base_time_ms = t;
+        }
+        config.flink_compat = options.bool("sluice.flink-compat")?.unwrap_or(false);
+        config
+            .validate()
+            .map_err(|e| options.bad("connector", format!("invalid generator settings: {e}")))?;
+        let picks = schema
+            .names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| match name.as_str() {
+                "event_type" => {
+                    if schema.types[i].is_integer() {
+                        Ok(Pick::EventType)
+                    } else {
+                        Err(SqlError::validation(
+                            None,
+                            format!(
+                                "column 'event_type' of nexmark table '{}' must be INT",
+                                schema.table
+                            ),
+                        ))
+                    }
+                }
+                "person" => row_picks(schema, i, PERSON).map(Pick::Person),
+                "auction" => row_picks(schema, i, AUCTION).map(Pick::Auction),
+                "bid" => row_picks(schema, i, BID).map(Pick::Bid),
+                other => Err(SqlError::UnknownName {
+                    pos: None,
+                    kind: "Nexmark column",
+                    name: other.to_string(),
+                    nearest_names: sluice_sql::catalog::nearest(
+                        other,
+                        ["event_type", "person", "auction", "bid"],
+                    ),
+                }),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(NexmarkSpec { config, picks })
+    }
+
+    /// The table's rows: subtask `k` of `n` runs generator split `k` of `n`.
+    pub fn stream(&self, env: &StreamEnv) -> DataStream<Row> {
+        let config = self.config.clone();
+        let picks: Arc<[Pick]> = self.picks.clone().into();
+        env.add_source("nexmark", move |k, n| {
+            let generator = NexmarkGenerator::new(config.clone())
+                .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
+            Ok(NexmarkRows {
+                split: generator.split(k, n),
+                emitted: 0,
+                picks: picks.clone(),
+            })
+        })
+    }
+
+    /// One event as the table's row (what the source emits for it).
+    pub fn row_of(&self, event: &Event) -> Row {
+        event_row(&self.picks, event)
+    }
+}
+
+fn ts(ms: i64) -> Value {
+    Value::Timestamp(Timestamp::from_millis(ms))
+}
+
+fn person_field(p: &sluice_nexmark::Person, i: usize) -> Value {
+    match i {
+        0 => Value::Int(p.id),
+        1 => Value::str(&p.name),
+        2 => Value::str(&p.email_address),
+        3 => Value::str(&p.credit_card),
+        4 => Value::str(&p.city),
+        5 => Value::str(&p.state),
+        6 => ts(p.date_time),
+        _ => Value::str(&p.extra),
+    }
+}
+
+fn auction_field(a: &sluice_nexmark::Auction, i: usize) -> Value {
+    match i {
+        0 => Value::Int(a.id),
+        1 => Value::str(&a.item_name),
+        2 => Value::str(&a.description),
+        3 => Value::Int(a.initial_bid),
+        4 => Value::Int(a.reserve),
+        5 => ts(a.date_time),
+        6 => ts(a.expires),
+        7 => Value::Int(a.seller),
+        8 => Value::Int(a.category),
+        _ => Value::str(&a.extra),
+    }
+}
+
+fn bid_field(b: &sluice_nexmark::Bid, i: usize) -> Value {
+    match i {
+        0 => Value::Int(b.auction),
+        1 => Value::Int(b.bidder),
+        2 => Value::Int(b.price),
+        3 => Value::str(&b.channel),
+        4 => Value::str(&b.url),
+        5 => ts(b.date_time),
+        _ => Value::str(&b.extra),
+    }
+}
+
+fn event_row(picks: &[Pick], event: &Event) -> Row {
+    let values = picks
+        .iter()
+        .map(|pick| match (pick, event) {
+            (Pick::EventType, e) => Value::Int(i64::from(e.event_type())),
+            (Pick::Person(f), Event::Person(p)) => {
+                Value::Row(f.iter().map(|i| person_field(p, *i)).collect())
+            }
+            (Pick::Auction(f), Event::Auction(a)) => {
+                Value::Row(f.iter().map(|i| auction_field(a, *i)).collect())
+            }
+            (Pick::Bid(f), Event::Bid(b)) => {
+                Value::Row(f.iter().map(|i| bid_field(b, *i)).collect())
+            }
+            _ => Value::Null,
+        })
+        .collect();
+    Row(values)
+}
+
+/// One generator split as rows. Its checkpoint position is the number of events emitted; a
+/// restore at the same parallelism skips them (another parallelism is refused: the splits are
+/// `n ≡ k mod p`).
+struct NexmarkRows {
+    split: Split,
+    emitted: u64,
+    picks: Arc<[Pick]>,
+}
+
+impl SourceFunction<Row> for NexmarkRows {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        loop {
+            if ctx.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            let emitted = self.emitted;
+            ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&emitted))?;
+            let mut n = 0;
+            for (_, e) in self.split.by_ref().take(SOURCE_BATCH as usize) {
+                out.collect(event_row(&self.picks, &e))?;
+                n += 1;
+            }
+            self.emitted += n;
+            ctx.add_emitted(n);
+            if n < SOURCE_BATCH {
+                let emitted = self.emitted;
+                return ctx.await_final_checkpoint(out, || {
+                    sluice_runtime::state::layout::encode(&emitted)
+                });
+            }
+        }
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        if parts.len() != op.parallelism {
+            return Err(OperatorError::failed(format!(
+                "the nexmark source was checkpointed at parallelism {} and cannot resume at {}",
+                parts.len(),
+                op.parallelism
+            )));
+        }
+        for (i, bytes) in parts {
+            if *i == op.subtask_index {
+                let emitted: u64 = sluice_runtime::state::layout::decode(bytes)?;
+                self.split.skip_events(emitted);
+                self.emitted = emitted;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_sql::RowField;
+
+    #[test]
+    fn columns_and_fields_are_matched_by_name_in_any_order() {
+        let bid = DataType::new(LogicalType::Row(vec![
+            RowField {
+                name: "price".into(),
+                ty: DataType::bigint(),
+            },
+            RowField {
+                name: "auction".into(),
+                ty: DataType::bigint(),
+            },
+        ]));
+        let schema = PhysicalSchema::new(
+            "t",
+            vec![("bid".into(), bid), ("event_type".into(), DataType::int())],
+        );
+        let given = vec![
+            ("connector".to_string(), "nexmark".to_string()),
+            ("events.num".to_string(), "100".to_string()),
+        ];
+        let spec = NexmarkSpec::new(&Options::new("t", &given), &schema).unwrap();
+        let g = NexmarkGenerator::new(spec.config.clone()).unwrap();
+        let (_, event) = g.iter().find(|(_, e)| matches!(e, Event::Bid(_))).unwrap();
+        let Event::Bid(b) = &event else {
+            unreachable!()
+        };
+        assert_eq!(
+            spec.row_of(&event),
+            Row(vec![
+                Value::Row(vec![Value::Int(b.price), Value::Int(b.auction)].into()),
+                Value::Int(2)
+            ])
+        );
+        let wrong = PhysicalSchema::new("t", vec![("bids".into(), DataType::bigint())]);
+        let e = NexmarkSpec::new(&Options::new("t", &given), &wrong).unwrap_err();
+        assert!(e.to_string().contains("Did you mean 'bid'"), "{e}");
+        let typed = PhysicalSchema::new(
+            "t",
+            vec![(
+                "bid".into(),
+                DataType::new(LogicalType::Row(vec![RowField {
+                    name: "price".into(),
+                    ty: DataType::string(),
+                }])),
+            )],
+        );
+        assert!(NexmarkSpec::new(&Options::new("t", &given), &typed).is_err());
+    }
+}

@@ -1,0 +1,40 @@
+#![warn(missing_docs)]
+
+//! # sluice-table: Flink SQL's runtime side, over the DataStream API
+//!
+//! What a physical SQL plan is translated into: every step here takes and gives a
+//! `DataStream<Row>` ([`sluice_sql::Row`]), so a SQL job is a DataStream job and gets what
+//! DataStream jobs get (checkpoints, REST, the doctor).
+//!
+//! * [`key`]: [`SqlKey`], the key of a SQL keyed operator (a `Row` of key columns or a single
+//!   `Value`), with the traits keyed streams and keyed state need.
+//! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
+//!   missing → `SqlError::BadOption` naming the key and the nearest known keys).
+//! * [`connectors`]: sources and sinks by the `'connector'` option, with Flink's option names:
+//!   `nexmark`, `datagen`, `filesystem` (csv, json), `print`, `blackhole`.
+//! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
+//!   rowtime column being the record timestamp.
+//! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
+//! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
+//! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
+//!
+//! Invariant: pure translation targets — this crate plans nothing (that is `sluice-sql`'s) and
+//! its operators only use the DataStream API's public surface; a malformed input record or a
+//! row whose evaluation fails is counted as a dead letter, never silently changed.
+
+pub mod calc;
+pub mod connectors;
+pub mod key;
+pub mod options;
+pub mod row_errors;
+pub mod scan;
+pub mod schema;
+pub mod sink;
+
+pub use calc::{calc, Calc};
+pub use connectors::{SinkConnector, SourceConnector};
+pub use key::SqlKey;
+pub use row_errors::RowErrors;
+pub use scan::{ScanSettings, TableScan};
+pub use schema::PhysicalSchema;
+pub use sink::{insert_into, SinkCast};

@@ -1,0 +1,290 @@
+//! A table scan ([`TableScan`]): the connector's rows (physical columns) → the computed columns
+//! (each bound against the physical columns, in declared order, as Flink does) → the watermark
+//! of `WATERMARK FOR rowtime AS expr`.
+//!
+//! The watermark is Flink SQL's periodic one: every `pipeline.auto-watermark-interval` (200 ms
+//! by default) each source subtask emits the largest value of `expr` over the rows it has seen
+//! (no `- 1` as the DataStream bounded-out-of-orderness strategy has), and with
+//! `table.exec.source.idle-timeout` a subtask without rows for that long is marked idle. It runs
+//! on the DataStream API's watermark operator, and the stream's event timestamp is the rowtime
+//! column's value, so windows and timers downstream see event time as in a DataStream job. A
+//! row whose rowtime or watermark expression is NULL (or fails) does not move the watermark; a
+//! NULL rowtime reads as the smallest timestamp (Flink fails the job on it downstream).
+
+use std::time::Duration;
+
+use sluice_datastream::{DataStream, StreamEnv};
+use sluice_runtime::operators::WatermarkAssignerOp;
+use sluice_runtime::time::watermarks::BoundedOutOfOrderness;
+use sluice_sql::ddl::ColumnKind;
+use sluice_sql::{
+    bind_expr, BindContext, DataType, Expr, LogicalType, Result, Row, Scope, ScopeColumn,
+    SessionConfig, SqlError, TableDef, TimestampKind, Value,
+};
+
+use crate::calc::{calc, Calc};
+use crate::connectors::SourceConnector;
+use crate::row_errors::RowErrors;
+use crate::schema::PhysicalSchema;
+
+/// Flink's default `pipeline.auto-watermark-interval`.
+pub const DEFAULT_WATERMARK_INTERVAL: Duration = Duration::from_millis(200);
+
+/// The session settings a scan reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanSettings {
+    /// `pipeline.auto-watermark-interval`.
+    pub watermark_interval: Duration,
+    /// `table.exec.source.idle-timeout` (none: a quiet source holds the watermark back).
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ScanSettings {
+    fn default() -> ScanSettings {
+        ScanSettings {
+            watermark_interval: DEFAULT_WATERMARK_INTERVAL,
+            idle_timeout: None,
+        }
+    }
+}
+
+impl ScanSettings {
+    /// The settings a session's `SET`s give (Flink's defaults otherwise; an idle timeout of 0
+    /// is Flink's "disabled"). `pipeline.auto-watermark-interval` is not one of the keys the
+    /// session checks when set, so a value that is not a duration is refused here, naming it.
+    pub fn from_config(config: &SessionConfig) -> Result<ScanSettings> {
+        const INTERVAL: &str = "pipeline.auto-watermark-interval";
+        let watermark_interval = match config.get(INTERVAL) {
+            None => DEFAULT_WATERMARK_INTERVAL,
+            Some(v) => config.duration(INTERVAL).ok_or_else(|| {
+                SqlError::validation(
+                    None,
+                    format!("'{INTERVAL}' must be a duration (like '200 ms'), found '{v}'"),
+                )
+            })?,
+        };
+        Ok(ScanSettings {
+            watermark_interval,
+            idle_timeout: config.source_idle_timeout().filter(|d| !d.is_zero()),
+        })
+    }
+}
+
+/// Milliseconds of a timestamp value (`None` for NULL or another value).
+fn millis(v: &Value) -> Option<i64> {
+    match v {
+        Value::Timestamp(ts) => Some(ts.millis),
+        _ => None,
+    }
+}
+
+/// Reads the rowtime column of a row as its event timestamp.
+pub fn with_rowtime(stream: DataStream<Row>, column: usize) -> DataStream<Row> {
+    stream.with_timestamps(move |r: &Row| millis(r.get(column)).unwrap_or(i64::MIN))
+}
+
+/// A table's scan, planned: its source, its output columns and its watermark.
+#[derive(Clone, Debug)]
+pub struct TableScan {
+    /// The table's name.
+    pub table: String,
+    /// The source connector.
+    pub source: SourceConnector,
+    /// The connector's columns.
+    pub physical: PhysicalSchema,
+    /// The scan's output columns, in declared order (physical and computed), the rowtime
+    /// column typed `*ROWTIME*`.
+    pub columns: Vec<ScopeColumn>,
+    /// The rowtime column's index in the output, if the table declares a watermark.
+    pub rowtime: Option<usize>,
+    /// Physical columns by reference and computed ones by expression, over the physical row.
+    projection: Vec<Expr>,
+    /// The watermark expression, over the output row.
+    watermark: Option<Expr>,
+    settings: ScanSettings,
+}
+
+impl TableScan {
+    /// Plans the scan of `def`: its connector's options are checked, its computed columns and
+    /// watermark bound (errors name their place in the script through `ctx`).
+    pub fn new(def: &TableDef, ctx: &BindContext<'_>, settings: ScanSettings) -> Result<TableScan> {
+        let source = SourceConnector::for_table(def)?;
+        let physical = PhysicalSchema::of(def)?;
+        let physical_scope = Scope::of(
+            &physical
+                .names
+                .iter()
+                .map(String::as_str)
+                .zip(physical.types.iter().cloned())
+                .collect::<Vec<_>>(),
+        );
+        let mut projection = Vec::with_capacity(def.columns.len());
+        let mut columns = Vec::with_capacity(def.columns.len());
+        let mut next_physical = 0;
+        for c in &def.columns {
+            let e = match &c.kind {
+                ColumnKind::Physical(ty) => {
+                    next_physical += 1;
+                    Expr::Column {
+                        index: next_physical - 1,
+                        name: c.name.clone(),
+                        ty: ty.clone(),
+                    }
+                }
+                ColumnKind::Computed(ast) => bind_expr(ast, &physical_scope, ctx)?,
+                ColumnKind::Metadata { .. } => unreachable_metadata(&c.name)?,
+            };
+            columns.push(ScopeColumn {
+                qualifier: None,
+                name: c.name.clone(),
+                ty: e.data_type(),
+            });
+            projection.push(e);
+        }
+        let (rowtime, watermark) = match &def.watermark {
+            None => (None, None),
+            Some(w) => {
+                let i = columns
+                    .iter()
+                    .position(|c| c.name == w.column)
+                    .ok_or_else(|| SqlError::UnknownName {
+                        pos: Some(w.pos),
+                        kind: "Rowtime column",
+                        name: w.column.clone(),
+                        nearest_names: sluice_sql::catalog::nearest(
+                            &w.column,
+                            columns.iter().map(|c| c.name.as_str()),
+                        ),
+                    })?;
+                let ty = columns[i].ty.clone();
+                let LogicalType::Timestamp { precision, .. } = ty.logical else {
+                    return Err(SqlError::validation(
+                        Some(w.pos),
+                        format!(
+                            "Invalid data type of time field for watermark definition. The field must be of type TIMESTAMP(p) or TIMESTAMP_LTZ(p), the supported precision 'p' is from 0 to 3, but the time field type is {ty}"
+                        ),
+                    ));
+                };
+                let wm = bind_expr(&w.expr, &Scope::new(columns.clone()), ctx)?;
+                columns[i].ty = DataType {
+                    logical: LogicalType::Timestamp {
+                        precision,
+                        kind: TimestampKind::Rowtime,
+                    },
+                    nullable: ty.nullable,
+                };
+                (Some(i), Some(wm))
+            }
+        };
+        Ok(TableScan {
+            table: def.name.to_string(),
+            source,
+            physical,
+            columns,
+            rowtime,
+            projection,
+            watermark,
+            settings,
+        })
+    }
+
+    /// The output columns' names.
+    pub fn names(&self) -> Vec<String> {
+        self.columns.iter().map(|c| c.name.clone()).collect()
+    }
+
+    /// The output columns' types.
+    pub fn types(&self) -> Vec<DataType> {
+        self.columns.iter().map(|c| c.ty.clone()).collect()
+    }
+
+    /// The scan: the table's source, then [`apply_to`](Self::apply_to).
+    pub fn stream(&self, env: &StreamEnv, errors: &RowErrors) -> DataStream<Row> {
+        self.apply_to(self.source.stream(env), errors)
+    }
+
+    /// The scan over rows of the physical columns from elsewhere (a stream turned into a
+    /// table): computed columns, then the watermark.
+    pub fn apply_to(&self, physical_rows: DataStream<Row>, errors: &RowErrors) -> DataStream<Row> {
+        let identity = self.projection.len() == self.physical.len()
+            && self
+                .projection
+                .iter()
+                .enumerate()
+                .all(|(i, e)| matches!(e, Expr::Column { index, .. } if *index == i));
+        let rows = if identity {
+            physical_rows
+        } else {
+            calc(
+                &physical_rows,
+                &Calc::new(self.projection.clone(), None),
+                &self.names(),
+                errors,
+            )
+        };
+        let (Some(rowtime), Some(wm)) = (self.rowtime, self.watermark.clone()) else {
+            return rows;
+        };
+        let settings = self.settings;
+        let name = format!(
+            "WatermarkAssigner(rowtime=[{}], watermark=[{wm}])",
+            self.columns[rowtime].name
+        );
+        let assigned = rows.transform(&name, move |_| {
+            let mut generator = BoundedOutOfOrderness::new(0);
+            if let Some(idle) = settings.idle_timeout {
+                generator = generator.with_idleness(idle.as_millis() as u64);
+            }
+            let wm = wm.clone();
+            // The generator's watermark is `max - 0 - 1`: feed it `expr + 1` so that it emits
+            // max(expr), Flink SQL's watermark.
+            WatermarkAssignerOp::new(
+                move |r: &Row| {
+                    wm.eval(r)
+                        .ok()
+                        .as_ref()
+                        .and_then(millis)
+                        .map_or(i64::MIN, |ms| ms.saturating_add(1))
+                },
+                generator,
+                settings.watermark_interval,
+            )
+        });
+        with_rowtime(assigned, rowtime)
+    }
+}
+
+/// Metadata columns were refused by [`PhysicalSchema::of`] already.
+fn unreachable_metadata(name: &str) -> Result<Expr> {
+    Err(SqlError::unsupported(
+        None,
+        format!("metadata column '{name}'"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_read_flinks_keys() {
+        let mut c = SessionConfig::new();
+        let at = sluice_sql::Position::default();
+        assert_eq!(
+            ScanSettings::from_config(&c).unwrap(),
+            ScanSettings::default()
+        );
+        c.set("pipeline.auto-watermark-interval", "1 s", at)
+            .unwrap();
+        c.set("table.exec.source.idle-timeout", "5 s", at).unwrap();
+        let s = ScanSettings::from_config(&c).unwrap();
+        assert_eq!(s.watermark_interval, Duration::from_secs(1));
+        assert_eq!(s.idle_timeout, Some(Duration::from_secs(5)));
+        c.set("pipeline.auto-watermark-interval", "soon", at)
+            .unwrap();
+        assert!(ScanSettings::from_config(&c)
+            .unwrap_err()
+            .to_string()
+            .contains("soon"));
+    }
+}
