@@ -1,4 +1,5 @@
 //! sluice-sql's integration tests: one binary, one module per subject.
 
 mod nexmark;
+mod plan;
 mod statements;
