@@ -1048,6 +1048,9 @@ impl<'a> QueryBinder<'a> {
         if let Some(h) = &s.having {
             find_aggregates(h, &mut aggs);
         }
+        // The same call written twice (SELECT and HAVING) is computed once.
+        let mut seen = BTreeSet::new();
+        aggs.retain(|a| seen.insert(a.to_string()));
         if group_exprs.is_empty() && aggs.is_empty() {
             if let Some(h) = &s.having {
                 return Err(SqlError::validation(
@@ -1169,6 +1172,8 @@ impl<'a> QueryBinder<'a> {
         let mut legacy: Option<(WindowKind, Expr)> = None;
         let mut keys: Vec<(&ast::Expr, Expr)> = Vec::new();
         let mut bounds: Vec<(WindowPropertyKind, &ast::Expr, usize)> = Vec::new();
+        // `GROUP BY …, window_time`: allowed, it is a window property, not a key.
+        let mut time_item: Option<(&ast::Expr, usize)> = None;
         for g in &group_exprs {
             if let ast::Expr::Function(f) = g {
                 let name = f.name.to_string().to_uppercase();
@@ -1221,8 +1226,10 @@ impl<'a> QueryBinder<'a> {
                 if let Some(p) = &fields[*index].window {
                     if p.kind != WindowPropertyKind::Time {
                         bounds.push((p.kind, *g, *index));
-                        continue;
+                    } else {
+                        time_item = Some((*g, *index));
                     }
+                    continue;
                 }
             }
             keys.push((*g, e));
@@ -1375,6 +1382,7 @@ impl<'a> QueryBinder<'a> {
             // Flink's order: the GROUP BY items as written, then the aggregate arguments.
             let mut key_iter = keys.iter();
             let mut ordered_keys = Vec::new();
+            let mut legacy_time: Option<(usize, String, bool)> = None;
             for g in &group_exprs {
                 if let Some(b) = bounds.iter().find(|b| std::ptr::eq(b.1, *g)) {
                     let e = remap(&column(b.2, &fields[b.2]), &map, &rel.schema);
@@ -1390,13 +1398,29 @@ impl<'a> QueryBinder<'a> {
                 } else if keys.iter().any(|k| std::ptr::eq(k.0, *g)) {
                     if let Some((g2, e)) = key_iter.next() {
                         let e = remap(e, &map, &rel.schema);
-                        let name = if legacy.is_some() {
-                            format!("$f{}", proj.len())
-                        } else {
-                            key_name(g2, &e, proj.len())
+                        // Flink names a legacy window's key `$fN` unless it reads a
+                        // table column as is.
+                        let name = match (&legacy, &e) {
+                            (Some(_), Expr::Column { index, .. })
+                                if !passes_through(&rel, *index) =>
+                            {
+                                format!("$f{}", proj.len())
+                            }
+                            _ => key_name(g2, &e, proj.len()),
                         };
                         ordered_keys.push(proj.len());
                         proj.push((e, name));
+                    }
+                } else if let Some((_, t)) = &legacy {
+                    // The window call's place holds its time attribute.
+                    let t = remap(t, &map, &rel.schema);
+                    if let Expr::Column { index, name, ty } = &t {
+                        legacy_time = Some((
+                            proj.len(),
+                            name.clone(),
+                            ty.time_attribute() == TimestampKind::Proctime,
+                        ));
+                        proj.push((column(*index, &rel.schema[*index]), name.clone()));
                     }
                 }
             }
@@ -1406,19 +1430,16 @@ impl<'a> QueryBinder<'a> {
                 }
             }
             push_args(&mut proj, &mut calls);
-            let window = if let Some((kind, t)) = &legacy {
-                let t = remap(t, &map, &rel.schema);
-                let Expr::Column { index, name, ty } = t else {
+            let window = if let Some((kind, _)) = &legacy {
+                let Some((at, name, proctime)) = legacy_time.clone() else {
                     unreachable_leaf()?
                 };
-                let at = proj.len();
-                proj.push((column(index, &rel.schema[index]), name.clone()));
                 WindowSpec {
                     kind: kind.clone(),
                     time: WindowTime::TimeColumn {
                         index: at,
                         name,
-                        proctime: ty.time_attribute() == TimestampKind::Proctime,
+                        proctime,
                     },
                 }
             } else {
@@ -1459,10 +1480,10 @@ impl<'a> QueryBinder<'a> {
                 ty: kind.result_type(arg_ty),
             });
         }
-        let uses_time = s
-            .projection
-            .iter()
-            .any(|p| p.to_string().contains("window_time"))
+        let uses_time = time_item.is_some()
+            || s.projection
+                .iter()
+                .any(|p| p.to_string().contains("window_time"))
             || s.having
                 .as_ref()
                 .is_some_and(|h| h.to_string().contains("window_time"));
@@ -1597,6 +1618,15 @@ impl<'a> QueryBinder<'a> {
                 1 => b.0 == WindowPropertyKind::End,
                 _ => false,
             });
+            if let (2, Some((g, i))) = (j, time_item) {
+                post.columns.push(ScopeColumn {
+                    qualifier: flat.columns[i].qualifier.clone(),
+                    name: flat.columns[i].name.clone(),
+                    ty: f.ty.clone(),
+                });
+                post.pre_bind(g, at);
+                continue;
+            }
             let (q, n) = match bound {
                 Some(b) => (
                     flat.columns[b.2].qualifier.clone(),
@@ -1813,7 +1843,17 @@ impl<'a> QueryBinder<'a> {
                         }
                     }
                 }
-                let regular = window_join.is_none();
+                // An event-time interval join: both rowtimes bounded against each other.
+                let interval = if window_join.is_none() {
+                    interval_bounds(&rest, lw, &fields_l, &fields_r)
+                } else {
+                    None
+                };
+                if let Some((lt, rt, _, _)) = interval {
+                    req_l.insert(lt);
+                    req_r.insert(rt);
+                }
+                let regular = window_join.is_none() && interval.is_none();
                 let (lrel, lmap) = self.materialize(*left, lc, &req_l, regular)?;
                 let (rrel, rmap) = self.materialize(*right, rc, &req_r, regular)?;
                 let lo = lrel.schema.len();
@@ -1847,7 +1887,18 @@ impl<'a> QueryBinder<'a> {
                             _ => JoinKind::Regular,
                         }
                     }
-                    None => JoinKind::Regular,
+                    None => match interval {
+                        Some((lt, rt, lower_ms, upper_ms)) => match (lmap[lt], rmap[rt]) {
+                            (Some(left_time), Some(right_time)) => JoinKind::Interval {
+                                left_time,
+                                right_time,
+                                lower_ms,
+                                upper_ms,
+                            },
+                            _ => JoinKind::Regular,
+                        },
+                        None => JoinKind::Regular,
+                    },
                 };
                 if matches!(kind, JoinKind::Regular) && equi.is_empty() {
                     return Err(SqlError::unsupported(
@@ -2016,6 +2067,91 @@ impl<'a> QueryBinder<'a> {
     }
 }
 
+/// A rowtime column plus a constant: `(column, offset ms)` for `col`, `col + INTERVAL`,
+/// `col - INTERVAL`.
+fn time_ref(e: &Expr, fields: &dyn Fn(usize) -> Option<bool>) -> Option<(usize, i64)> {
+    match e {
+        Expr::Column { index, .. } if fields(*index) == Some(true) => Some((*index, 0)),
+        Expr::Binary {
+            op: op @ (BinaryOp::Plus | BinaryOp::Minus),
+            left,
+            right,
+            ..
+        } => {
+            let (i, o) = time_ref(left, fields)?;
+            let Some(Value::IntervalMillis(c)) = right.as_literal() else {
+                return None;
+            };
+            Some((i, if *op == BinaryOp::Plus { o + c } else { o - c }))
+        }
+        _ => None,
+    }
+}
+
+/// The bounds of an event-time interval join, if `conds` bound a left rowtime against a right
+/// rowtime from below and above: `(left time, right time (right index), lower, upper)` with
+/// `right + lower <= left <= right + upper`.
+fn interval_bounds(
+    conds: &[Expr],
+    lw: usize,
+    fields_l: &[Field],
+    fields_r: &[Field],
+) -> Option<(usize, usize, i64, i64)> {
+    let is_rowtime = |i: usize| {
+        let f = if i < lw {
+            fields_l.get(i)
+        } else {
+            fields_r.get(i - lw)
+        };
+        f.map(|f| f.ty.time_attribute() == TimestampKind::Rowtime)
+    };
+    let (mut lower, mut upper): (Option<(usize, usize, i64)>, Option<(usize, usize, i64)>) =
+        (None, None);
+    for c in conds {
+        let Expr::Binary {
+            op, left, right, ..
+        } = c
+        else {
+            continue;
+        };
+        if !matches!(
+            op,
+            BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq
+        ) {
+            continue;
+        }
+        let (Some((a, ca)), Some((b, cb))) =
+            (time_ref(left, &is_rowtime), time_ref(right, &is_rowtime))
+        else {
+            continue;
+        };
+        // Normalise to `L - R op k`.
+        let (l, r, op, k) = if a < lw && b >= lw {
+            (a, b - lw, *op, cb - ca)
+        } else if b < lw && a >= lw {
+            let flipped = match op {
+                BinaryOp::Lt => BinaryOp::Gt,
+                BinaryOp::LtEq => BinaryOp::GtEq,
+                BinaryOp::Gt => BinaryOp::Lt,
+                _ => BinaryOp::LtEq,
+            };
+            (b, a - lw, flipped, ca - cb)
+        } else {
+            continue;
+        };
+        match op {
+            BinaryOp::GtEq => lower = Some((l, r, k)),
+            BinaryOp::Gt => lower = Some((l, r, k + 1)),
+            BinaryOp::LtEq => upper = Some((l, r, k)),
+            _ => upper = Some((l, r, k - 1)),
+        }
+    }
+    match (lower, upper) {
+        (Some((l1, r1, lo)), Some((l2, r2, hi))) if l1 == l2 && r1 == r2 => Some((l1, r1, lo, hi)),
+        _ => None,
+    }
+}
+
 fn unreachable_leaf<T>() -> Result<T> {
     Err(SqlError::validation(
         None,
@@ -2027,6 +2163,23 @@ fn unreachable_leaf<T>() -> Result<T> {
 enum SelectItem<'q> {
     Expr(&'q ast::Expr, String),
     Column(usize, String),
+}
+
+/// Whether column `index` of `rel` is a table column read as is (not computed on the way).
+fn passes_through(rel: &Rel, index: usize) -> bool {
+    match &rel.node {
+        RelNode::TableScan(t) => !matches!(
+            t.columns.get(index),
+            Some((_, ScanColumnSource::Computed(_)))
+        ),
+        RelNode::Calc(c) => match c.projection.get(index) {
+            Some((Expr::Column { index: i, .. }, _)) => {
+                rel.inputs.first().is_some_and(|r| passes_through(r, *i))
+            }
+            _ => false,
+        },
+        _ => true,
+    }
 }
 
 /// Makes a projection's names unique as Calcite's validator does (`dateTime`, `dateTime0`).

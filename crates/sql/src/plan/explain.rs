@@ -190,6 +190,14 @@ fn agg_select(agg: &WindowAggregate, input: &[Field], out: &[Field]) -> Vec<Stri
     sel
 }
 
+/// One accumulator by its name, several as a tuple (`(sum$2, count$3)` for AVG).
+fn acc_tuple(names: &[&str]) -> String {
+    match names {
+        [one] => (*one).to_string(),
+        _ => format!("({})", names.join(", ")),
+    }
+}
+
 fn props_select(agg: &WindowAggregate, out: &[Field], legacy: bool) -> Vec<String> {
     let first = agg.group.len() + agg.aggs.len();
     let mut sel = Vec::new();
@@ -203,7 +211,8 @@ fn props_select(agg: &WindowAggregate, out: &[Field], legacy: bool) -> Vec<Strin
             match agg.properties.get(j - first) {
                 Some(WindowPropertyKind::Start) => "start",
                 Some(WindowPropertyKind::End) => "end",
-                _ => "window_time",
+                _ if agg.window.is_proctime() => "proctime",
+                _ => "rowtime",
             }
         };
         sel.push(format!("{func}('w$) AS {}", f.name));
@@ -312,10 +321,10 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
             let accs = local_accumulators(&agg.aggs);
             let mut k = 0;
             for a in &agg.aggs {
-                for _ in a.kind.accumulators() {
-                    sel.push(format!("{} AS {}", a.call_text(), accs[k].0));
-                    k += 1;
-                }
+                let n = a.kind.accumulators().len();
+                let names: Vec<&str> = accs[k..k + n].iter().map(|a| a.0.as_str()).collect();
+                k += n;
+                sel.push(format!("{} AS {}", a.call_text(), acc_tuple(&names)));
             }
             let end = node
                 .schema
@@ -342,11 +351,13 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
             let accs = local_accumulators(&agg.aggs);
             let mut k = 0;
             for (i, a) in agg.aggs.iter().enumerate() {
-                let acc = &accs[k].0;
-                k += a.kind.accumulators().len();
+                let n = a.kind.accumulators().len();
+                let names: Vec<&str> = accs[k..k + n].iter().map(|a| a.0.as_str()).collect();
+                k += n;
                 sel.push(format!(
-                    "{}({acc}) AS {}",
+                    "{}({}) AS {}",
                     a.kind.name(),
+                    acc_tuple(&names),
                     node.schema[agg.group.len() + i].name
                 ));
             }
@@ -406,8 +417,13 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
                         names(&node.schema)
                     )
                 }
-                JoinKind::Interval { lower_ms, upper_ms, .. } => format!(
-                    "IntervalJoin(joinType=[InnerJoin], windowBounds=[isRowTime=true, leftLowerBound={lower_ms}, leftUpperBound={upper_ms}], where=[{w}], select=[{}])",
+                JoinKind::Interval {
+                    lower_ms,
+                    upper_ms,
+                    left_time,
+                    right_time,
+                } => format!(
+                    "IntervalJoin(joinType=[InnerJoin], windowBounds=[isRowTime=true, leftLowerBound={lower_ms}, leftUpperBound={upper_ms}, leftTimeIndex={left_time}, rightTimeIndex={right_time}], where=[{w}], select=[{}])",
                     names(&node.schema)
                 ),
                 _ => format!(

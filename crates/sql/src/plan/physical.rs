@@ -216,6 +216,81 @@ fn renamed_calc(c: &Calc, input: &[Field]) -> Calc {
     }
 }
 
+/// A Calc over a window table function: as Flink does, the function's input is first projected
+/// to the columns read above it and the time attribute.
+fn calc_over_window_function(
+    c: &Calc,
+    w: &super::window::WindowSpec,
+    tvf: &Rel,
+    schema: &[Field],
+) -> PhysicalNode {
+    let input = &tvf.inputs[0];
+    let n = input.schema.len();
+    let mut cols: Vec<usize> = c.projection.iter().flat_map(|(e, _)| e.columns()).collect();
+    if let Some(cond) = &c.condition {
+        cols.extend(cond.columns());
+    }
+    let time = match &w.time {
+        WindowTime::TimeColumn { index, .. } => *index,
+        WindowTime::Bounds { start, .. } => start.0,
+    };
+    cols.push(time);
+    let mut below: Vec<usize> = cols.iter().copied().filter(|&i| i < n).collect();
+    below.sort_unstable();
+    below.dedup();
+    let proj: Vec<(Expr, String)> = below
+        .iter()
+        .map(|&i| (column(i, &input.schema[i]), input.schema[i].name.clone()))
+        .collect();
+    let pruned = Rel {
+        node: RelNode::Calc(Calc {
+            projection: proj,
+            condition: None,
+        }),
+        inputs: vec![input.clone()],
+        schema: below.iter().map(|&i| input.schema[i].clone()).collect(),
+    };
+    let child = translate(&merge_calcs(pruned), None);
+    let at = |i: usize| {
+        if i < n {
+            below.iter().position(|&b| b == i).unwrap_or(0)
+        } else {
+            below.len() + (i - n)
+        }
+    };
+    let mut window = w.clone();
+    if let WindowTime::TimeColumn { index, .. } = &mut window.time {
+        *index = at(*index);
+    }
+    let mut tvf_schema = child.schema.clone();
+    tvf_schema.extend(tvf.schema[n..].iter().cloned());
+    let tvf_node = PhysicalNode {
+        op: PhysicalOp::WindowTableFunction(window),
+        inputs: vec![child],
+        schema: tvf_schema,
+    };
+    let remap = |e: &Expr| e.substitute_columns(&|i, _| column(at(i), &tvf_node.schema[at(i)]));
+    let calc = renamed_calc(
+        &Calc {
+            projection: c
+                .projection
+                .iter()
+                .map(|(e, n)| (remap(e), n.clone()))
+                .collect(),
+            condition: c.condition.as_ref().map(remap),
+        },
+        &tvf_node.schema,
+    );
+    if is_identity(&calc, &tvf_node.schema) {
+        return tvf_node;
+    }
+    PhysicalNode {
+        op: PhysicalOp::Calc(calc),
+        inputs: vec![tvf_node],
+        schema: schema.to_vec(),
+    }
+}
+
 /// Translates a relational plan into Flink's physical shape.
 pub fn to_physical(rel: &Rel) -> PhysicalNode {
     translate(rel, None)
@@ -261,6 +336,9 @@ fn translate(rel: &Rel, used: Option<&[usize]>) -> PhysicalNode {
                     inputs: vec![node],
                     schema: rel.schema.clone(),
                 };
+            }
+            if let RelNode::WindowTableFunction(w) = &input.node {
+                return calc_over_window_function(c, w, input, &rel.schema);
             }
             let child = translate(input, None);
             let c = renamed_calc(c, &child.schema);
@@ -405,7 +483,9 @@ fn scan_nodes(
             }
         }
     }
-    let all_physical_in_order = !has_computed && keep.iter().all(|k| *k);
+    // Without computed columns the source feeds the WatermarkAssigner directly; the Calc
+    // above picks the columns (as in Flink's plans of plain tables).
+    let all_physical_in_order = !has_computed;
     let (mut node, map) = if all_physical_in_order {
         (source, (0..n).map(Some).collect::<Vec<_>>())
     } else if !has_computed {

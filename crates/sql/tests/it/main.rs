@@ -2,4 +2,5 @@
 
 mod nexmark;
 mod plan;
+mod plan_errors;
 mod statements;

@@ -173,6 +173,91 @@ fn differences_from_flinks_explain_are_reported() {
     eprintln!("{report}\n{same} of {total} Flink plan lines identical");
 }
 
+const EXTRAS: &[&str] = &["x1", "x2", "x3", "x4", "x5", "x6", "x7"];
+
+/// Plans the last statement (a SELECT) of `tests/golden/flink-explain/extra/<x>.sql`.
+fn plan_extra(x: &str) -> Result<String, SqlError> {
+    let path = golden_dir("flink-explain")
+        .join("extra")
+        .join(format!("{x}.sql"));
+    let script =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut s = Session::new();
+    let stmts = s.execute_script(&script, &BTreeMap::new())?;
+    let Some(PlannedStatement::Query(q)) = stmts.into_iter().last() else {
+        panic!("{x}: the script ends with a SELECT")
+    };
+    sluice_sql::plan::plan_query(&s, &q).map(|p| explain_plan(&p))
+}
+
+/// Compares the physical and execution sections line by line; returns the report and the
+/// counts of identical and all Flink lines.
+fn diff_sections(name: &str, ours: &str, flink: &str) -> (String, usize, usize) {
+    let mut report = String::new();
+    let (mut same, mut total) = (0, 0);
+    for sec in ["Optimized Physical Plan", "Optimized Execution Plan"] {
+        let o = section(ours, sec);
+        let t = section(flink, sec);
+        for (i, line) in t.iter().enumerate() {
+            total += 1;
+            match o.get(i) {
+                Some(l) if l == line => same += 1,
+                Some(l) => report.push_str(&format!(
+                    "{name} [{sec}] line {i}:\n  flink:  {line}\n  sluice: {l}\n"
+                )),
+                None => report.push_str(&format!(
+                    "{name} [{sec}] line {i}:\n  flink:  {line}\n  sluice: (none)\n"
+                )),
+            }
+        }
+        for l in o.iter().skip(t.len()) {
+            report.push_str(&format!("{name} [{sec}] extra:\n  sluice: {l}\n"));
+        }
+    }
+    (report, same, total)
+}
+
+#[test]
+fn the_extra_shapes_plan_as_their_goldens_say_and_differences_from_flink_are_reported() {
+    let update = std::env::var("UPDATE_GOLDEN").is_ok();
+    let mut report = String::new();
+    let (mut same, mut total) = (0, 0);
+    let mut failures = Vec::new();
+    for x in EXTRAS {
+        let text = match plan_extra(x) {
+            Ok(t) => t,
+            Err(e) => {
+                failures.push(format!("{x}: {e}"));
+                continue;
+            }
+        };
+        let path = golden_dir("sluice-explain")
+            .join("extra")
+            .join(format!("{x}.txt"));
+        if update {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &text).unwrap();
+        } else if std::fs::read_to_string(&path).unwrap_or_default() != text {
+            failures.push(format!(
+                "{x}: EXPLAIN differs from {}:\n{text}",
+                path.display()
+            ));
+        }
+        let flink = std::fs::read_to_string(
+            golden_dir("flink-explain")
+                .join("extra")
+                .join(format!("{x}.txt")),
+        )
+        .unwrap_or_default();
+        let (r, s, t) = diff_sections(x, &text, &flink);
+        report.push_str(&r);
+        same += s;
+        total += t;
+    }
+    eprintln!("{report}\n{same} of {total} Flink plan lines identical");
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 #[test]
 fn operators_have_flink_names_and_stable_ids() {
     let Some(dir) = queries_dir() else { return };
