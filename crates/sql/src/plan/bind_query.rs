@@ -2105,8 +2105,9 @@ fn interval_bounds(
         };
         f.map(|f| f.ty.time_attribute() == TimestampKind::Rowtime)
     };
-    let (mut lower, mut upper): (Option<(usize, usize, i64)>, Option<(usize, usize, i64)>) =
-        (None, None);
+    // (left time, right time, bound) from below and from above.
+    let mut lower: Option<(usize, usize, i64)> = None;
+    let mut upper: Option<(usize, usize, i64)> = None;
     for c in conds {
         let Expr::Binary {
             op, left, right, ..
