@@ -95,8 +95,9 @@ pub fn bind_insert(session: &Session, insert: &InsertStatement) -> Result<Rel> {
     if query.schema.len() != columns.len() {
         return Err(mismatch());
     }
-    // Flink adds a cast for every column whose type differs (ignoring nullability and time
-    // attributes); when it adds any, time attributes are materialized too.
+    // Flink adds a cast for every column whose type differs from the sink's (nullability and
+    // time attributes aside); when it adds any, it also casts the time attributes and the
+    // NOT NULL values written into nullable columns (Calcite's full type equality).
     let differs =
         |q: &Field, t: &crate::types::DataType| q.ty.without_time_attribute().logical != t.logical;
     for (q, (_, t)) in query.schema.iter().zip(&columns) {
@@ -121,11 +122,13 @@ pub fn bind_insert(session: &Session, insert: &InsertStatement) -> Result<Rel> {
                     name: q.name.clone(),
                     ty: q.ty.clone(),
                 };
-                let needs = differs(q, t) || explain::is_time_attribute(&q.ty);
+                let needs = differs(q, t)
+                    || explain::is_time_attribute(&q.ty)
+                    || (!q.ty.nullable && t.nullable);
                 let e = if needs {
                     Expr::Cast {
                         expr: Box::new(c),
-                        ty: t.clone().with_nullable(q.ty.nullable || t.nullable),
+                        ty: t.clone(),
                         safe: false,
                     }
                 } else {
