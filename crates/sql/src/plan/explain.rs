@@ -563,6 +563,75 @@ pub fn physical_text(root: &PhysicalNode, style: Style) -> String {
     out
 }
 
+/// A subtree's digest: its nodes' exec descriptions, inputs nested.
+fn digest(n: &PhysicalNode) -> String {
+    let kids: Vec<String> = n.inputs.iter().map(digest).collect();
+    format!("{}[{}]", describe(n, Style::Exec), kids.join(";"))
+}
+
+/// The execution plan with Flink's sub-plan reuse marks: a subtree that occurs more than once
+/// (and is not inside a larger repeated subtree) prints `(reuse_id=[n])` where it first occurs
+/// and `Reused(reference_id=[n])` at its later occurrences (Flink's
+/// `table.optimizer.reuse-sub-plan-enabled`, on by default).
+pub fn exec_text_with_reuse(roots: &[PhysicalNode]) -> String {
+    use std::collections::BTreeMap;
+    fn count(n: &PhysicalNode, counts: &mut BTreeMap<String, usize>) {
+        *counts.entry(digest(n)).or_default() += 1;
+        n.inputs.iter().for_each(|c| count(c, counts));
+    }
+    let mut counts = BTreeMap::new();
+    roots.iter().for_each(|r| count(r, &mut counts));
+    struct Printer<'a> {
+        counts: &'a BTreeMap<String, usize>,
+        ids: BTreeMap<String, usize>,
+        out: String,
+    }
+    impl Printer<'_> {
+        fn node(
+            &mut self,
+            n: &PhysicalNode,
+            parent_count: usize,
+            line_prefix: &str,
+            child_prefix: &str,
+        ) {
+            let d = digest(n);
+            let c = self.counts.get(&d).copied().unwrap_or(1);
+            let reuse_point = c >= 2 && parent_count < c;
+            if reuse_point {
+                if let Some(id) = self.ids.get(&d) {
+                    self.out
+                        .push_str(&format!("{line_prefix}Reused(reference_id=[{id}])\n"));
+                    return;
+                }
+                let id = self.ids.len() + 1;
+                self.ids.insert(d, id);
+                self.out.push_str(&format!(
+                    "{line_prefix}{}(reuse_id=[{id}])\n",
+                    describe(n, Style::Exec)
+                ));
+            } else {
+                self.out
+                    .push_str(&format!("{line_prefix}{}\n", describe(n, Style::Exec)));
+            }
+            for (i, k) in n.inputs.iter().enumerate() {
+                let last = i + 1 == n.inputs.len();
+                let lp = format!("{child_prefix}{}", if last { "+- " } else { ":- " });
+                let cp = format!("{child_prefix}{}", if last { "   " } else { ":  " });
+                self.node(k, c, &lp, &cp);
+            }
+        }
+    }
+    let mut p = Printer {
+        counts: &counts,
+        ids: BTreeMap::new(),
+        out: String::new(),
+    };
+    for r in roots {
+        p.node(r, 0, "", "");
+    }
+    p.out
+}
+
 fn dollar(e: &Expr) -> String {
     e.substitute_columns(&|i, _| Expr::Column {
         index: i,
@@ -750,9 +819,7 @@ pub fn explain_text(logical: &[Rel], physical: &[PhysicalNode]) -> String {
         out.push('\n');
     }
     out.push_str("== Optimized Execution Plan ==\n");
-    for p in physical {
-        out.push_str(&physical_text(p, Style::Exec));
-    }
+    out.push_str(&exec_text_with_reuse(physical));
     out
 }
 
