@@ -3,4 +3,5 @@
 mod nexmark;
 mod plan;
 mod plan_errors;
+mod plan_shapes;
 mod statements;
