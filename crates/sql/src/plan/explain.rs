@@ -49,7 +49,77 @@ fn exec_type(ty: &crate::types::DataType) -> String {
         .replace(" CHARACTER SET \"UTF-16LE\"", "")
 }
 
+/// A value inside a printed `Sarg[…]`.
+fn sarg_value(v: &Value, ty: &crate::types::DataType) -> String {
+    match v {
+        Value::Str(s) => format!("_UTF-16LE'{}'", s.replace('\'', "''")),
+        other => exec_literal(other, ty),
+    }
+}
+
+/// Flink's `SEARCH(x, Sarg[…])` for what Calcite folds into a search argument: `x IN (literals)`,
+/// an OR of `x = literal` (a printing of the same test). Ranges (`BETWEEN`, which Flink also
+/// prints as a `Sarg`) are left as their comparisons: the binder has expanded them already.
+fn exec_search(e: &Expr) -> Option<String> {
+    let points = |x: &Expr, lits: Vec<&Expr>| -> Option<String> {
+        let mut vals: Vec<(&Value, &crate::types::DataType)> = Vec::new();
+        for l in lits {
+            let Expr::Literal { value, ty } = l else {
+                return None;
+            };
+            if matches!(value, Value::Null) {
+                return None;
+            }
+            vals.push((value, ty));
+        }
+        vals.sort_by(|a, b| a.0.cmp(b.0));
+        vals.dedup_by(|a, b| a.0 == b.0);
+        let body: Vec<String> = vals.iter().map(|(v, t)| sarg_value(v, t)).collect();
+        Some(format!(
+            "SEARCH({}, Sarg[{}])",
+            exec_expr(x),
+            body.join(", ")
+        ))
+    };
+    match e {
+        Expr::InList {
+            expr,
+            list,
+            negated: false,
+            ..
+        } if list.len() > 1 => points(expr, list.iter().collect()),
+        Expr::Or(args) if args.len() > 1 => {
+            let mut x: Option<&Expr> = None;
+            let mut lits = Vec::new();
+            for a in args {
+                let Expr::Binary {
+                    op: BinaryOp::Eq,
+                    left,
+                    right,
+                    ..
+                } = a
+                else {
+                    return None;
+                };
+                if !matches!(right.as_ref(), Expr::Literal { .. }) {
+                    return None;
+                }
+                match x {
+                    Some(x0) if x0.to_string() != left.to_string() => return None,
+                    _ => x = Some(left),
+                }
+                lits.push(right.as_ref());
+            }
+            points(x?, lits)
+        }
+        _ => None,
+    }
+}
+
 fn exec_expr(e: &Expr) -> String {
+    if let Some(s) = exec_search(e) {
+        return s;
+    }
     let list = |args: &[&Expr]| {
         args.iter()
             .map(|a| exec_expr(a))
