@@ -631,3 +631,122 @@ pub fn local_accumulators(aggs: &[AggCall]) -> Vec<(String, crate::types::DataTy
     }
     out
 }
+
+impl PhysicalNode {
+    /// Checks that every expression reads columns its input has, with the input's types (time
+    /// attributes and nullability aside), and that keys and indexes are in range: what the
+    /// runtime relies on when it evaluates a node's expressions over its input rows. The
+    /// global phase of a window aggregate reads the local phase's output (keys first, then the
+    /// accumulators, then the slice end), not the aggregate's own `group`/`args` indexes.
+    pub fn check(&self) -> crate::error::Result<()> {
+        let bad = |what: String| {
+            Err(crate::error::SqlError::validation(
+                None,
+                format!("internal plan error: {what}"),
+            ))
+        };
+        let check_expr = |e: &Expr, input: &[Field], node: &str| -> crate::error::Result<()> {
+            let mut err = None;
+            e.visit(&mut |x| {
+                if let Expr::Column { index, name, ty } = x {
+                    match input.get(*index) {
+                        None => {
+                            err = Some(format!(
+                                "{node}: column {name} (#{index}) of {} inputs",
+                                input.len()
+                            ))
+                        }
+                        Some(f)
+                            if f.ty.without_time_attribute().logical
+                                != ty.without_time_attribute().logical =>
+                        {
+                            err = Some(format!(
+                                "{node}: column {name} (#{index}) typed {ty}, input has {}",
+                                f.ty
+                            ))
+                        }
+                        _ => {}
+                    }
+                }
+            });
+            match err {
+                Some(e) => bad(e),
+                None => Ok(()),
+            }
+        };
+        let input = |i: usize| {
+            self.inputs
+                .get(i)
+                .map(|n| n.schema.as_slice())
+                .unwrap_or(&[])
+        };
+        let name = super::explain::transformation_name(self);
+        match &self.op {
+            PhysicalOp::Calc(c) => {
+                for (e, _) in &c.projection {
+                    check_expr(e, input(0), name)?;
+                }
+                if let Some(w) = &c.condition {
+                    check_expr(w, input(0), name)?;
+                }
+            }
+            PhysicalOp::WatermarkAssigner { rowtime, expr } => {
+                check_expr(expr, input(0), name)?;
+                if *rowtime >= input(0).len() {
+                    return bad(format!("{name}: rowtime #{rowtime}"));
+                }
+            }
+            PhysicalOp::Exchange(Distribution::Hash(keys)) => {
+                if keys.iter().any(|k| *k >= input(0).len()) {
+                    return bad(format!("{name}: key out of range"));
+                }
+            }
+            PhysicalOp::LocalWindowAggregate(a)
+            | PhysicalOp::WindowAggregate(a)
+            | PhysicalOp::GroupWindowAggregate(a) => {
+                let n = input(0).len();
+                let args = a.aggs.iter().flat_map(|c| c.args.iter());
+                if a.group.iter().chain(args).any(|i| *i >= n) {
+                    return bad(format!("{name}: key or argument out of range"));
+                }
+                let time = match &a.window.time {
+                    WindowTime::TimeColumn { index, .. } => vec![*index],
+                    WindowTime::Bounds { start, end } => vec![start.0, end.0],
+                };
+                if time.iter().any(|i| *i >= n) {
+                    return bad(format!("{name}: window time out of range"));
+                }
+            }
+            PhysicalOp::Join(j) | PhysicalOp::IntervalJoin(j) | PhysicalOp::WindowJoin(j) => {
+                let (l, r) = (input(0).len(), input(1).len());
+                if j.equi.iter().any(|(a, b)| *a >= l || *b >= r) {
+                    return bad(format!("{name}: key out of range"));
+                }
+                if let Some(c) = &j.condition {
+                    check_expr(c, &self.schema, name)?;
+                }
+            }
+            PhysicalOp::LookupJoin { join, table } => {
+                if let JoinKind::Lookup { keys } = &join.kind {
+                    if keys
+                        .iter()
+                        .any(|(r, l)| *r >= table.columns.len() || *l >= input(0).len())
+                    {
+                        return bad(format!("{name}: key out of range"));
+                    }
+                }
+            }
+            PhysicalOp::Sink(s) => {
+                if s.columns.len() != input(0).len() {
+                    return bad(format!(
+                        "{name}: {} columns into {}",
+                        input(0).len(),
+                        s.columns.len()
+                    ));
+                }
+            }
+            _ => {}
+        }
+        self.inputs.iter().try_for_each(PhysicalNode::check)
+    }
+}

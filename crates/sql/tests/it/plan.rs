@@ -79,6 +79,9 @@ fn plan_query_file(
         .unwrap_or_else(|| panic!("{q} has no INSERT"));
     match plan_insert(&s, &insert) {
         Ok(plan) => {
+            for r in &plan.roots {
+                r.check().unwrap_or_else(|e| panic!("{q}: {e}"));
+            }
             let text = explain_plan(&plan);
             (s, Ok(text), Some(plan.roots))
         }
@@ -187,7 +190,12 @@ fn plan_extra(x: &str) -> Result<String, SqlError> {
     let Some(PlannedStatement::Query(q)) = stmts.into_iter().last() else {
         panic!("{x}: the script ends with a SELECT")
     };
-    sluice_sql::plan::plan_query(&s, &q).map(|p| explain_plan(&p))
+    sluice_sql::plan::plan_query(&s, &q).map(|p| {
+        for r in &p.roots {
+            r.check().unwrap_or_else(|e| panic!("{x}: {e}"));
+        }
+        explain_plan(&p)
+    })
 }
 
 /// Compares the physical and execution sections line by line; returns the report and the
