@@ -286,3 +286,29 @@ fn operators_have_flink_names_and_stable_ids() {
         "Calc(select=[bid.auction AS auction, bid.price AS price], where=[((event_type = 2) AND (MOD(bid.auction, 123) = 0))])"
     );
 }
+
+/// q23 (added upstream in December 2025) does not parse on Flink 2.3 (`A.dateTime` without
+/// backticks); Sluice must refuse it too, never plan it.
+#[test]
+fn q23_is_refused_as_flink_refuses_it() {
+    let Some(dir) = queries_dir() else { return };
+    if !dir.join("q23.sql").is_file() {
+        return;
+    }
+    let mut s = Session::new();
+    let mut script = String::new();
+    for f in ["ddl_gen.sql", "ddl_views.sql", "q23.sql"] {
+        script.push_str(&std::fs::read_to_string(dir.join(f)).unwrap());
+        script.push_str(";\n");
+    }
+    let out = s.execute_script(&script, &vars());
+    let refused = match out {
+        Err(e) => Some(e),
+        Ok(stmts) => stmts.into_iter().find_map(|p| match p {
+            PlannedStatement::Insert(i) => plan_insert(&s, &i).err(),
+            _ => None,
+        }),
+    };
+    let e = refused.expect("q23 must be refused");
+    eprintln!("q23: {e}");
+}
