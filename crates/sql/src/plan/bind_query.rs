@@ -148,10 +148,19 @@ fn column(index: usize, f: &Field) -> Expr {
     }
 }
 
-/// Re-points an expression's columns through `map` at `schema`'s columns (names and types).
-fn remap(e: &Expr, map: &[Option<usize>], schema: &[Field]) -> Expr {
+/// Columns a join's input filter fixed to a constant (`category = 10`): `(column, value)`.
+type Constants = Vec<(usize, Expr)>;
+
+/// Re-points an expression's columns through `map` at `schema`'s columns (names and types);
+/// a column fixed to a constant reads the constant.
+fn remap(e: &Expr, map: &[Option<usize>], consts: &[(usize, Expr)], schema: &[Field]) -> Expr {
     e.substitute_columns(&|i, name| match map.get(i).copied().flatten() {
         Some(j) => column(j, &schema[j]),
+        None if consts.iter().any(|c| c.0 == i) => consts
+            .iter()
+            .find(|c| c.0 == i)
+            .map(|c| c.1.clone())
+            .unwrap_or_else(|| column(i, &schema[0])),
         None => Expr::Column {
             index: i,
             name: name.to_string(),
@@ -1142,10 +1151,10 @@ impl<'a> QueryBinder<'a> {
         for (e, _) in &proj {
             required.extend(e.columns());
         }
-        let (rel, map) = self.materialize(tree, where_conds, &required, false)?;
+        let (rel, map, consts) = self.materialize(tree, where_conds, &required, false)?;
         let proj = unique_names(
             proj.iter()
-                .map(|(e, n)| (remap(e, &map, &rel.schema), n.clone()))
+                .map(|(e, n)| (remap(e, &map, &consts, &rel.schema), n.clone()))
                 .collect(),
         );
         let n = items.len();
@@ -1375,7 +1384,7 @@ impl<'a> QueryBinder<'a> {
             for b in &bounds {
                 required.insert(b.2);
             }
-            let (rel, map) = self.materialize(tree, where_conds, &required, false)?;
+            let (rel, map, consts) = self.materialize(tree, where_conds, &required, false)?;
             let mut proj: Vec<(Expr, String)> = Vec::new();
             let mut start_end = (0, 0);
             let mut bound_names = (String::new(), String::new());
@@ -1385,7 +1394,7 @@ impl<'a> QueryBinder<'a> {
             let mut legacy_time: Option<(usize, String, bool)> = None;
             for g in &group_exprs {
                 if let Some(b) = bounds.iter().find(|b| std::ptr::eq(b.1, *g)) {
-                    let e = remap(&column(b.2, &fields[b.2]), &map, &rel.schema);
+                    let e = remap(&column(b.2, &fields[b.2]), &map, &consts, &rel.schema);
                     let name = rel.schema[map[b.2].unwrap_or(0)].name.clone();
                     if b.0 == WindowPropertyKind::Start {
                         start_end.0 = proj.len();
@@ -1397,7 +1406,7 @@ impl<'a> QueryBinder<'a> {
                     proj.push((e, name));
                 } else if keys.iter().any(|k| std::ptr::eq(k.0, *g)) {
                     if let Some((g2, e)) = key_iter.next() {
-                        let e = remap(e, &map, &rel.schema);
+                        let e = remap(e, &map, &consts, &rel.schema);
                         // Flink names a legacy window's key `$fN` unless it reads a
                         // table column as is.
                         let name = match (&legacy, &e) {
@@ -1413,7 +1422,7 @@ impl<'a> QueryBinder<'a> {
                     }
                 } else if let Some((_, t)) = &legacy {
                     // The window call's place holds its time attribute.
-                    let t = remap(t, &map, &rel.schema);
+                    let t = remap(t, &map, &consts, &rel.schema);
                     if let Expr::Column { index, name, ty } = &t {
                         legacy_time = Some((
                             proj.len(),
@@ -1426,7 +1435,7 @@ impl<'a> QueryBinder<'a> {
             }
             for c in calls.iter_mut() {
                 for a in c.3.iter_mut() {
-                    *a = remap(a, &map, &rel.schema);
+                    *a = remap(a, &map, &consts, &rel.schema);
                 }
             }
             push_args(&mut proj, &mut calls);
@@ -1700,7 +1709,7 @@ impl<'a> QueryBinder<'a> {
         conds: Vec<Expr>,
         required: &BTreeSet<usize>,
         materialize_time: bool,
-    ) -> Result<(Rel, Vec<Option<usize>>)> {
+    ) -> Result<(Rel, Vec<Option<usize>>, Constants)> {
         match tree {
             FromTree::Leaf(b) => {
                 let n = b.rel.schema.len();
@@ -1721,7 +1730,7 @@ impl<'a> QueryBinder<'a> {
                             .iter()
                             .any(|f| f.ty.time_attribute() != TimestampKind::Regular))
                 {
-                    return Ok((rel, (0..n).map(Some).collect()));
+                    return Ok((rel, (0..n).map(Some).collect(), Vec::new()));
                 }
                 let mut map = vec![None; n];
                 let mut proj = Vec::new();
@@ -1740,7 +1749,7 @@ impl<'a> QueryBinder<'a> {
                     map[i] = Some(proj.len());
                     proj.push((e, f.name.clone()));
                 }
-                Ok((calc(rel, proj, condition), map))
+                Ok((calc(rel, proj, condition), map, Vec::new()))
             }
             FromTree::Join {
                 left,
@@ -1854,8 +1863,45 @@ impl<'a> QueryBinder<'a> {
                     req_r.insert(rt);
                 }
                 let regular = window_join.is_none() && interval.is_none();
-                let (lrel, lmap) = self.materialize(*left, lc, &req_l, regular)?;
-                let (rrel, rmap) = self.materialize(*right, rc, &req_r, regular)?;
+                // A column an input filter fixes (`category = 10`) and that the join itself
+                // does not read is not carried through the join: the constant is read above
+                // it (Calcite's constant reduction with pulled-up predicates).
+                let mut used_here: BTreeSet<usize> = BTreeSet::new();
+                for (a, b) in &equi {
+                    used_here.extend([*a, lw + *b]);
+                }
+                for c in &rest {
+                    used_here.extend(c.columns());
+                }
+                if let Some(((sl, sr), (el, er))) = window_join {
+                    used_here.extend([sl, el, lw + sr, lw + er]);
+                }
+                if let Some((lt, rt, _, _)) = interval {
+                    used_here.extend([lt, lw + rt]);
+                }
+                let mut consts: Constants = Vec::new();
+                if regular {
+                    for (side, conds, offset) in [(&mut req_l, &lc, 0), (&mut req_r, &rc, lw)] {
+                        for c in conds.iter() {
+                            if let Some((col, value)) = fixed_constant(c) {
+                                let flat = col + offset;
+                                if required.contains(&flat) && !used_here.contains(&flat) {
+                                    side.remove(&col);
+                                    let f = if offset == 0 {
+                                        &fields_l[col]
+                                    } else {
+                                        &fields_r[col]
+                                    };
+                                    consts.push((flat, constant_of(value, &f.ty)));
+                                }
+                            }
+                        }
+                    }
+                }
+                let (lrel, lmap, lconsts) = self.materialize(*left, lc, &req_l, regular)?;
+                let (rrel, rmap, rconsts) = self.materialize(*right, rc, &req_r, regular)?;
+                consts.extend(lconsts);
+                consts.extend(rconsts.into_iter().map(|(i, e)| (i + lw, e)));
                 let lo = lrel.schema.len();
                 let mut map: Vec<Option<usize>> = lmap.clone();
                 map.extend(rmap.iter().map(|m| m.map(|j| j + lo)));
@@ -1866,7 +1912,11 @@ impl<'a> QueryBinder<'a> {
                 for (f, n) in schema.iter_mut().zip(names) {
                     f.name = n;
                 }
-                let condition = and_all(rest.iter().map(|c| remap(c, &map, &schema)).collect());
+                let condition = and_all(
+                    rest.iter()
+                        .map(|c| remap(c, &map, &consts, &schema))
+                        .collect(),
+                );
                 let equi: Vec<(usize, usize)> = equi
                     .iter()
                     .filter_map(|(a, b)| Some((lmap[*a]?, rmap[*b]?)))
@@ -1923,6 +1973,7 @@ impl<'a> QueryBinder<'a> {
                         schema,
                     },
                     map,
+                    consts,
                 ))
             }
         }
@@ -1938,7 +1989,7 @@ impl<'a> QueryBinder<'a> {
         equi: Vec<(usize, usize)>,
         required: &BTreeSet<usize>,
         lw: usize,
-    ) -> Result<(Rel, Vec<Option<usize>>)> {
+    ) -> Result<(Rel, Vec<Option<usize>>, Constants)> {
         let FromTree::Leaf(rb) = right else {
             return Err(SqlError::unsupported(
                 None,
@@ -2004,7 +2055,7 @@ impl<'a> QueryBinder<'a> {
         for c in &join_rest {
             req_l.extend(c.columns().into_iter().filter(|&i| i < lw));
         }
-        let (lrel, lmap) = self.materialize(left, left_conds, &req_l, false)?;
+        let (lrel, lmap, consts) = self.materialize(left, left_conds, &req_l, false)?;
         // Project the key expressions onto the left side.
         let mut proj: Vec<(Expr, String)> = lrel
             .schema
@@ -2014,7 +2065,7 @@ impl<'a> QueryBinder<'a> {
             .collect();
         let mut keys = Vec::new();
         for (rcol, e) in &key_exprs {
-            let e = remap(e, &lmap, &lrel.schema);
+            let e = remap(e, &lmap, &consts, &lrel.schema);
             let rty = &rb.rel.schema[*rcol].ty;
             match &e {
                 Expr::Column { index, .. } if e.data_type().logical == rty.logical => {
@@ -2051,7 +2102,12 @@ impl<'a> QueryBinder<'a> {
         for (f, n) in schema.iter_mut().zip(names) {
             f.name = n;
         }
-        let condition = and_all(join_rest.iter().map(|c| remap(c, &map, &schema)).collect());
+        let condition = and_all(
+            join_rest
+                .iter()
+                .map(|c| remap(c, &map, &consts, &schema))
+                .collect(),
+        );
         Ok((
             Rel {
                 node: RelNode::Join(Join {
@@ -2063,7 +2119,48 @@ impl<'a> QueryBinder<'a> {
                 schema,
             },
             map,
+            consts,
         ))
+    }
+}
+
+/// `col = literal` (either way round) over integer or boolean types — where reading
+/// the literal instead of the column gives the same value: `(column, literal)`.
+fn fixed_constant(c: &Expr) -> Option<(usize, &Expr)> {
+    let Expr::Binary {
+        op: BinaryOp::Eq,
+        left,
+        right,
+        ..
+    } = c
+    else {
+        return None;
+    };
+    let (col, lit) = match (left.as_ref(), right.as_ref()) {
+        (Expr::Column { index, ty, .. }, l @ Expr::Literal { .. }) => (Some((*index, ty)), l),
+        (l @ Expr::Literal { .. }, Expr::Column { index, ty, .. }) => (Some((*index, ty)), l),
+        _ => return None,
+    };
+    let (index, ty) = col?;
+    let exact = ty.is_integer() || matches!(ty.logical, LogicalType::Boolean);
+    match lit.as_literal() {
+        Some(Value::Null) | None => None,
+        Some(_) if exact => Some((index, lit)),
+        _ => None,
+    }
+}
+
+/// The constant a fixed column reads: the literal cast to the column's type, as Calcite
+/// writes it (`CAST(10:BIGINT AS BIGINT)`).
+fn constant_of(lit: &Expr, ty: &DataType) -> Expr {
+    let value = lit.as_literal().cloned().unwrap_or(Value::Null);
+    Expr::Cast {
+        expr: Box::new(Expr::Literal {
+            value,
+            ty: ty.without_time_attribute().not_null(),
+        }),
+        ty: ty.without_time_attribute(),
+        safe: false,
     }
 }
 
