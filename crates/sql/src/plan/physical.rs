@@ -696,10 +696,10 @@ impl PhysicalNode {
                     return bad(format!("{name}: rowtime #{rowtime}"));
                 }
             }
-            PhysicalOp::Exchange(Distribution::Hash(keys)) => {
-                if keys.iter().any(|k| *k >= input(0).len()) {
-                    return bad(format!("{name}: key out of range"));
-                }
+            PhysicalOp::Exchange(Distribution::Hash(keys))
+                if keys.iter().any(|k| *k >= input(0).len()) =>
+            {
+                return bad(format!("{name}: key out of range"));
             }
             PhysicalOp::LocalWindowAggregate(a)
             | PhysicalOp::WindowAggregate(a)
@@ -736,14 +736,12 @@ impl PhysicalNode {
                     }
                 }
             }
-            PhysicalOp::Sink(s) => {
-                if s.columns.len() != input(0).len() {
-                    return bad(format!(
-                        "{name}: {} columns into {}",
-                        input(0).len(),
-                        s.columns.len()
-                    ));
-                }
+            PhysicalOp::Sink(s) if s.columns.len() != input(0).len() => {
+                return bad(format!(
+                    "{name}: {} columns into {}",
+                    input(0).len(),
+                    s.columns.len()
+                ));
             }
             _ => {}
         }
