@@ -212,7 +212,56 @@ fn renamed_calc(c: &Calc, input: &[Field]) -> Calc {
             .iter()
             .map(|(e, n)| (fix(e), n.clone()))
             .collect(),
-        condition: c.condition.as_ref().map(fix),
+        condition: c.condition.as_ref().map(|w| typed_equalities(&fix(w))),
+    }
+}
+
+/// Calcite types the literal of a filter's `column = literal` as the column's wider integer
+/// type (`=(auction.category, 10:BIGINT)`): the same test, printed as Flink prints it.
+fn typed_equalities(cond: &Expr) -> Expr {
+    let rank = |t: &crate::types::LogicalType| {
+        use crate::types::LogicalType as L;
+        match t {
+            L::TinyInt => Some(1),
+            L::SmallInt => Some(2),
+            L::Int => Some(3),
+            L::BigInt => Some(4),
+            _ => None,
+        }
+    };
+    let widen = |c: &Expr| -> Expr {
+        if let Expr::Binary {
+            op: crate::expr::BinaryOp::Eq,
+            left,
+            right,
+            ty,
+        } = c
+        {
+            if let Expr::Literal { value, ty: lt } = right.as_ref() {
+                let ct = left.data_type();
+                if matches!(left.as_ref(), Expr::Column { .. } | Expr::Field { .. })
+                    && matches!((rank(&lt.logical), rank(&ct.logical)), (Some(a), Some(b)) if b > a)
+                {
+                    return Expr::Binary {
+                        op: crate::expr::BinaryOp::Eq,
+                        left: left.clone(),
+                        right: Box::new(Expr::Literal {
+                            value: value.clone(),
+                            ty: crate::types::DataType {
+                                logical: ct.logical.clone(),
+                                nullable: lt.nullable,
+                            },
+                        }),
+                        ty: ty.clone(),
+                    };
+                }
+            }
+        }
+        c.clone()
+    };
+    match cond {
+        Expr::And(args) => Expr::And(args.iter().map(widen).collect()),
+        other => widen(other),
     }
 }
 
