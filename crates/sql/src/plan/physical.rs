@@ -390,7 +390,7 @@ fn translate(rel: &Rel, used: Option<&[usize]>) -> PhysicalNode {
                 return calc_over_window_function(c, w, input, &rel.schema);
             }
             let child = translate(input, None);
-            let c = renamed_calc(c, &child.schema);
+            let c = renamed_calc(c, &input.schema);
             if is_identity(&c, &child.schema) {
                 return child;
             }
