@@ -911,3 +911,17 @@ pub fn is_time_attribute(ty: &crate::types::DataType) -> bool {
 pub fn window_duration(ms: i64) -> String {
     duration(ms)
 }
+
+impl super::physical::PhysicalPlan {
+    /// Every operator of the plan in pre order (each node before its inputs, tree after tree):
+    /// its stable uid ([`operator_uids`]) and its dashboard name ([`operator_name`]).
+    pub fn operators(&self) -> Vec<(String, String)> {
+        fn walk(n: &PhysicalNode, out: &mut Vec<String>) {
+            out.push(operator_name(n));
+            n.inputs.iter().for_each(|c| walk(c, out));
+        }
+        let mut names = Vec::new();
+        self.roots.iter().for_each(|r| walk(r, &mut names));
+        operator_uids(&self.roots).into_iter().zip(names).collect()
+    }
+}

@@ -121,4 +121,13 @@ fn a_statement_set_plans_one_sink_per_insert() {
     assert_eq!(ids.len(), 8, "{ids:?}");
     assert_eq!(ids[0], "4_sink");
     assert_eq!(ids[4], "8_sink", "ids continue across the set's sinks");
+    let ops = plan.operators();
+    assert_eq!(ops[0].0, "4_sink");
+    assert_eq!(ops[1].1, "Calc(select=[auction])");
+    assert!(
+        ops[3]
+            .1
+            .starts_with("TableSourceScan(table=[[default_catalog, default_database, bid]]"),
+        "{ops:?}"
+    );
 }
