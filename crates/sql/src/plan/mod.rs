@@ -6,10 +6,10 @@
 //!   Updating constructs are refused (this version runs append-only queries).
 //! * [`physical`]: the operators Flink 2.3 plans for it (Calc merging, two-phase window
 //!   aggregation, exchanges).
-//! * [`explain`]: Flink's `EXPLAIN` layout; [`explain::operator_name`] and
+//! * [`mod@explain`]: Flink's `EXPLAIN` layout; [`explain::operator_name`] and
 //!   [`explain::operator_uids`] for the dashboard and savepoints.
 //!
-//! Entry points: [`plan_insert`], [`plan_query`], [`plan_statement_set`], [`explain`].
+//! Entry points: [`plan_insert`], [`plan_query`], [`plan_statement_set`], [`explain()`].
 //! Everything here is plain data (`Clone`, `Debug`); the runtime crate translates each
 //! physical node into DataStream operators.
 
