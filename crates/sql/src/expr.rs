@@ -102,7 +102,8 @@ pub enum IsTest {
 }
 
 impl IsTest {
-    fn name(self) -> &'static str {
+    /// The test as SQL writes it (`IS NOT NULL`).
+    pub fn name(self) -> &'static str {
         match self {
             IsTest::Null => "IS NULL",
             IsTest::NotNull => "IS NOT NULL",
@@ -328,6 +329,24 @@ impl Expr {
         let mut e = self.clone();
         e.remap(f);
         e
+    }
+
+    /// The same expression with every column replaced by `f(index, name)` (for a planner that
+    /// merges two projections: the upper one's columns become the lower one's expressions).
+    pub fn substitute_columns(&self, f: &dyn Fn(usize, &str) -> Expr) -> Expr {
+        let mut e = self.clone();
+        e.substitute(f);
+        e
+    }
+
+    fn substitute(&mut self, f: &dyn Fn(usize, &str) -> Expr) {
+        if let Expr::Column { index, name, .. } = self {
+            *self = f(*index, name);
+            return;
+        }
+        for child in self.children_mut() {
+            child.substitute(f);
+        }
     }
 
     fn remap(&mut self, f: &dyn Fn(usize) -> usize) {

@@ -66,6 +66,7 @@ pub mod error;
 pub mod eval;
 pub mod expr;
 pub mod functions;
+pub mod plan;
 pub mod script;
 pub mod session;
 pub mod statement;

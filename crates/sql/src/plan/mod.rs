@@ -1,0 +1,214 @@
+//! The query planner: SQL queries → a relational plan ([`Rel`]) → Flink's physical operator
+//! shape ([`PhysicalNode`]), with Flink's `EXPLAIN` text, operator names and stable ids.
+//!
+//! * [`bind_query`]: sqlparser's `Query` against the session's catalog → [`Rel`] (FROM, views,
+//!   `WITH`, window table functions, joins, WHERE, GROUP BY windows, SELECT, `UNION ALL`).
+//!   Updating constructs are refused (this version runs append-only queries).
+//! * [`physical`]: the operators Flink 2.3 plans for it (Calc merging, two-phase window
+//!   aggregation, exchanges).
+//! * [`mod@explain`]: Flink's `EXPLAIN` layout; [`explain::operator_name`] and
+//!   [`explain::operator_uids`] for the dashboard and savepoints.
+//!
+//! Entry points: [`plan_insert`], [`plan_query`], [`plan_statement_set`], [`explain()`].
+//! Everything here is plain data (`Clone`, `Debug`); the runtime crate translates each
+//! physical node into DataStream operators.
+
+pub mod agg_call;
+pub mod bind_query;
+pub mod explain;
+pub mod logical;
+pub mod physical;
+pub mod schema;
+pub mod window;
+
+pub use agg_call::{AggCall, AggKind};
+pub use bind_query::{Bound, QueryBinder};
+pub use explain::{operator_name, operator_uids, Style};
+pub use logical::{Rel, RelNode};
+pub use physical::{Distribution, PhysicalNode, PhysicalOp, PhysicalPlan};
+pub use schema::Field;
+pub use window::{WindowKind, WindowSpec, WindowTime};
+
+use crate::catalog::{CatalogTable, DEFAULT_CATALOG, DEFAULT_DATABASE};
+use crate::ddl::ColumnKind;
+use crate::error::{Result, SqlError};
+use crate::expr::Expr;
+use crate::session::Session;
+use crate::statement::{
+    ExplainStatement, Explained, InsertStatement, QueryStatement, StatementSet,
+};
+use crate::typing::can_cast;
+
+use logical::Sink;
+
+/// The relational plan of one INSERT: the query, cast to the sink's column types as Flink
+/// casts them, under a [`RelNode::Sink`].
+pub fn bind_insert(session: &Session, insert: &InsertStatement) -> Result<Rel> {
+    let mut binder = QueryBinder::new(&session.catalog);
+    let bound = binder.bind_query(&insert.query, insert.pos)?;
+    let CatalogTable::Table(def) = session.catalog.lookup(&insert.target)? else {
+        return Err(SqlError::validation(
+            Some(insert.target.pos),
+            "an INSERT writes into a table, not a view",
+        ));
+    };
+    let full = format!(
+        "{DEFAULT_CATALOG}.{DEFAULT_DATABASE}.{}",
+        def.name.object_name()
+    );
+    // The written columns: physical and non-virtual metadata columns.
+    let mut columns = Vec::new();
+    for c in &def.columns {
+        match &c.kind {
+            ColumnKind::Physical(ty) => columns.push((c.name.clone(), ty.clone())),
+            ColumnKind::Metadata {
+                ty,
+                virtual_: false,
+                ..
+            } => columns.push((c.name.clone(), ty.clone())),
+            _ => {}
+        }
+    }
+    if !insert.columns.is_empty() && insert.columns.iter().ne(columns.iter().map(|c| &c.0)) {
+        return Err(SqlError::unsupported(
+            Some(insert.pos),
+            "an INSERT column list other than all the table's columns in order",
+        ));
+    }
+    let query = bound.rel;
+    let mismatch = || {
+        let q: Vec<String> = query
+            .schema
+            .iter()
+            .map(|f| format!("{}: {}", f.name, f.ty))
+            .collect();
+        let s: Vec<String> = columns.iter().map(|(n, t)| format!("{n}: {t}")).collect();
+        SqlError::validation(
+            Some(insert.pos),
+            format!(
+                "Column types of query result and sink for '{full}' do not match.\nQuery schema: [{}]\nSink schema:  [{}]",
+                q.join(", "),
+                s.join(", ")
+            ),
+        )
+    };
+    if query.schema.len() != columns.len() {
+        return Err(mismatch());
+    }
+    // Flink adds a cast for every column whose type differs from the sink's (nullability and
+    // time attributes aside); when it adds any, it also casts the time attributes and the
+    // NOT NULL values written into nullable columns (Calcite's full type equality).
+    let differs =
+        |q: &Field, t: &crate::types::DataType| q.ty.without_time_attribute().logical != t.logical;
+    for (q, (_, t)) in query.schema.iter().zip(&columns) {
+        if differs(q, t) && !can_cast(&q.ty.logical, &t.logical) {
+            return Err(mismatch());
+        }
+    }
+    let any = query
+        .schema
+        .iter()
+        .zip(&columns)
+        .any(|(q, (_, t))| differs(q, t));
+    let rel = if any {
+        let proj = query
+            .schema
+            .iter()
+            .enumerate()
+            .zip(&columns)
+            .map(|((i, q), (_, t))| {
+                let c = Expr::Column {
+                    index: i,
+                    name: q.name.clone(),
+                    ty: q.ty.clone(),
+                };
+                let needs = differs(q, t)
+                    || explain::is_time_attribute(&q.ty)
+                    || (!q.ty.nullable && t.nullable);
+                let e = if needs {
+                    Expr::Cast {
+                        expr: Box::new(c),
+                        ty: t.clone(),
+                        safe: false,
+                    }
+                } else {
+                    c
+                };
+                (e, q.name.clone())
+            })
+            .collect();
+        bind_query::calc(query, proj, None)
+    } else {
+        query
+    };
+    let path = vec![
+        DEFAULT_CATALOG.to_string(),
+        DEFAULT_DATABASE.to_string(),
+        def.name.object_name().to_string(),
+    ];
+    Ok(Rel {
+        node: RelNode::Sink(Sink {
+            path,
+            columns,
+            options: def.options.clone(),
+        }),
+        inputs: vec![rel],
+        schema: Vec::new(),
+    })
+}
+
+fn finish(logical: Vec<Rel>) -> PhysicalPlan {
+    let logical: Vec<Rel> = logical.into_iter().map(physical::merge_calcs).collect();
+    let roots = logical.iter().map(physical::to_physical).collect();
+    PhysicalPlan { logical, roots }
+}
+
+/// Plans `INSERT INTO … query`.
+pub fn plan_insert(session: &Session, insert: &InsertStatement) -> Result<PhysicalPlan> {
+    Ok(finish(vec![bind_insert(session, insert)?]))
+}
+
+/// Plans a statement set: its INSERTs as one job.
+pub fn plan_statement_set(session: &Session, set: &StatementSet) -> Result<PhysicalPlan> {
+    let rels = set.inputs_checked(session)?;
+    Ok(finish(rels))
+}
+
+/// Plans a query run on its own (its rows are collected: no sink node).
+pub fn plan_query(session: &Session, query: &QueryStatement) -> Result<PhysicalPlan> {
+    let mut binder = QueryBinder::new(&session.catalog);
+    let bound = binder.bind_query(&query.query, query.pos)?;
+    Ok(finish(vec![bound.rel]))
+}
+
+impl StatementSet {
+    fn inputs_checked(&self, session: &Session) -> Result<Vec<Rel>> {
+        self.inserts
+            .iter()
+            .map(|i| bind_insert(session, i))
+            .collect()
+    }
+}
+
+/// `EXPLAIN …`: Flink's three sections for what the statement plans.
+pub fn explain(session: &Session, stmt: &ExplainStatement) -> Result<String> {
+    let plan = match stmt.target.as_ref() {
+        Explained::Insert(i) => plan_insert(session, i)?,
+        Explained::Query(q) => plan_query(session, q)?,
+        Explained::StatementSet(s) => plan_statement_set(session, s)?,
+    };
+    Ok(explain_plan(&plan))
+}
+
+/// The `EXPLAIN` text of a plan.
+pub fn explain_plan(plan: &PhysicalPlan) -> String {
+    explain::explain_text(&plan.logical, &plan.roots)
+}
+
+impl Session {
+    /// The `EXPLAIN` text of an `EXPLAIN` statement this session returned
+    /// ([`crate::PlannedStatement::Explain`]).
+    pub fn explain(&self, stmt: &ExplainStatement) -> Result<String> {
+        explain(self, stmt)
+    }
+}
