@@ -12,6 +12,7 @@ import sys
 ENGINE = {"sluice-channel", "sluice-net", "sluice-metrics", "sluice-state", "sluice-checkpoint",
           "sluice-operators", "sluice-profiler", "sluice-runtime", "sluice-datastream"}
 REST = {"sluice-rest", "sluice-rest-tests"}
+SQL_IMPURE = ENGINE | REST | {"sluice-plan", "sluice-doctor", "sluice-jobs", "sluice", "sluice-table"}
 
 # (crate, forbidden crates, include dev-dependencies, why)
 RULES = [
@@ -37,8 +38,11 @@ RULES = [
     ("sluice-client", ENGINE, False, "the REST client has no engine crate"),
     ("sluice-doctor", ENGINE | REST | {"sluice-client"}, False, "the doctor is pure: no engine, no I/O crate"),
     ("sluice-autopilot", ENGINE | REST, False, "the autopilot drives jobs through REST only"),
-    ("sluice-sql", ENGINE | REST | {"sluice-plan", "sluice-doctor", "sluice-jobs", "sluice"}, False,
-     "SQL planning is pure: no engine, no REST, no jobs"),
+    ("sluice-sql", SQL_IMPURE, False, "SQL planning is pure: no engine, no REST, no jobs"),
+    ("sluice-sql-front", SQL_IMPURE | {"sluice-sql-expr", "sluice-sql-plan"}, False,
+     "the statement layer sits below expressions and the planner"),
+    ("sluice-sql-expr", SQL_IMPURE | {"sluice-sql-plan"}, False, "expressions sit below the planner"),
+    ("sluice-sql-plan", SQL_IMPURE, False, "the planner is pure: plans are data"),
     ("sluice-nexmark", ENGINE | {"sluice-types", "sluice-plan"}, False, "the generator depends only on sluice-csv"),
     ("sluice-table", REST | {"sluice", "sluice-doctor", "sluice-autopilot", "sluice-jobs"}, False,
      "the SQL runtime is built on the DataStream API alone, below the user's crate"),

@@ -33,7 +33,7 @@ fn plans(sql: &str) -> String {
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     match out.pop() {
         Some(PlannedStatement::Explain(e)) => {
-            s.explain(&e).unwrap_or_else(|e| panic!("{sql}: {e}"))
+            sluice_sql::plan::explain(&s, &e).unwrap_or_else(|e| panic!("{sql}: {e}"))
         }
         other => panic!("{other:?}"),
     }

@@ -1,4 +1,8 @@
-//! The query planner: SQL queries → a relational plan ([`Rel`]) → Flink's physical operator
+#![warn(missing_docs)]
+
+//! # sluice-sql-plan: Flink SQL's query planner
+//!
+//! SQL queries → a relational plan ([`Rel`]) → Flink's physical operator
 //! shape ([`PhysicalNode`]), with Flink's `EXPLAIN` text, operator names and stable ids.
 //!
 //! * [`bind_query`]: sqlparser's `Query` against the session's catalog → [`Rel`] (FROM, views,
@@ -20,6 +24,10 @@ pub mod logical;
 pub mod physical;
 pub mod schema;
 pub mod window;
+
+// The front's and the expressions' modules under the paths this crate's code names them by.
+use sluice_sql_expr::{bind_expr, expr, functions, typing};
+use sluice_sql_front::{catalog, ddl, dialect, error, session, statement, types, value};
 
 pub use agg_call::{AggCall, AggKind};
 pub use bind_query::{Bound, QueryBinder};
@@ -170,7 +178,11 @@ pub fn plan_insert(session: &Session, insert: &InsertStatement) -> Result<Physic
 
 /// Plans a statement set: its INSERTs as one job.
 pub fn plan_statement_set(session: &Session, set: &StatementSet) -> Result<PhysicalPlan> {
-    let rels = set.inputs_checked(session)?;
+    let rels = set
+        .inserts
+        .iter()
+        .map(|i| bind_insert(session, i))
+        .collect::<Result<Vec<Rel>>>()?;
     Ok(finish(rels))
 }
 
@@ -179,15 +191,6 @@ pub fn plan_query(session: &Session, query: &QueryStatement) -> Result<PhysicalP
     let mut binder = QueryBinder::new(&session.catalog);
     let bound = binder.bind_query(&query.query, query.pos)?;
     Ok(finish(vec![bound.rel]))
-}
-
-impl StatementSet {
-    fn inputs_checked(&self, session: &Session) -> Result<Vec<Rel>> {
-        self.inserts
-            .iter()
-            .map(|i| bind_insert(session, i))
-            .collect()
-    }
 }
 
 /// `EXPLAIN …`: Flink's three sections for what the statement plans.
@@ -203,12 +206,4 @@ pub fn explain(session: &Session, stmt: &ExplainStatement) -> Result<String> {
 /// The `EXPLAIN` text of a plan.
 pub fn explain_plan(plan: &PhysicalPlan) -> String {
     explain::explain_text(&plan.logical, &plan.roots)
-}
-
-impl Session {
-    /// The `EXPLAIN` text of an `EXPLAIN` statement this session returned
-    /// ([`crate::PlannedStatement::Explain`]).
-    pub fn explain(&self, stmt: &ExplainStatement) -> Result<String> {
-        explain(self, stmt)
-    }
 }

@@ -1,5 +1,5 @@
 //! Aggregate calls as the planner needs them: which function, over which input columns, and
-//! the result type. A stand-in until `crate::aggregates` brings the full set of Flink's
+//! the result type. A stand-in until `sluice_sql_expr::aggregates` brings the full set of Flink's
 //! aggregate functions; only the kind and its result type are read from here.
 
 use crate::types::{DataType, LogicalType};
