@@ -166,33 +166,9 @@ pub fn bind_expr(expr: &ast::Expr, scope: &Scope, ctx: &BindContext<'_>) -> Resu
 }
 
 /// Levenshtein distance, case-insensitive.
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.to_lowercase().chars().collect();
-    let b: Vec<char> = b.to_lowercase().chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
-/// The known names nearest to `name` (at most three, within a third of its length + 2 edits).
-pub fn nearest_names<'n>(name: &str, known: impl IntoIterator<Item = &'n str>) -> Vec<String> {
-    let limit = name.chars().count() / 3 + 2;
-    let mut scored: Vec<(usize, String)> = known
-        .into_iter()
-        .map(|k| (distance(name, k), k.to_string()))
-        .filter(|(d, _)| *d <= limit)
-        .collect();
-    scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(3).map(|(_, k)| k).collect()
-}
+/// The known names nearest to `name`: the catalog's rule (at most three, within two edits or a
+/// prefix), so tables, columns and functions are suggested alike.
+pub use sluice_sql_front::catalog::nearest as nearest_names;
 
 struct Binder<'s, 'c> {
     scope: &'s Scope,
