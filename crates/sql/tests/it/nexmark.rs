@@ -15,21 +15,7 @@ use sluice_sql::{
 
 /// The queries folder, or `None` (after saying so) when it is missing outside CI.
 fn queries_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("SLUICE_NEXMARK_QUERIES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/nexmark-flink/queries")
-        });
-    if dir.join("ddl_gen.sql").is_file() {
-        return Some(dir);
-    }
-    let msg = format!(
-        "the official Nexmark queries are not at {} (set SLUICE_NEXMARK_QUERIES)",
-        dir.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-    eprintln!("SKIPPED: {msg}");
-    None
+    sluice_testkit::nexmark_queries(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The variables Flink's Nexmark runner substitutes (its defaults, the datagen table).

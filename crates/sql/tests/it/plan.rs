@@ -11,26 +11,7 @@ use sluice_sql::plan::{explain_plan, operator_name, operator_uids, plan_insert, 
 use sluice_sql::{PlannedStatement, Session, SqlError};
 
 fn queries_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("SLUICE_NEXMARK_QUERIES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            // `../shared` next to the repository (a worktree may sit one level deeper).
-            let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-            here.ancestors()
-                .map(|a| a.join("shared/nexmark-flink/queries"))
-                .find(|d| d.is_dir())
-                .unwrap_or_else(|| here.join("../../../shared/nexmark-flink/queries"))
-        });
-    if dir.join("ddl_gen.sql").is_file() {
-        return Some(dir);
-    }
-    let msg = format!(
-        "the official Nexmark queries are not at {} (set SLUICE_NEXMARK_QUERIES)",
-        dir.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-    eprintln!("SKIPPED: {msg}");
-    None
+    sluice_testkit::nexmark_queries(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The variables of the Flink goldens (`tests/golden/flink-explain/README.md`).

@@ -9,30 +9,7 @@ use sluice_sql::{CatalogTable, Session, TableDef};
 /// in `shared/nexmark-flink/queries` beside the checkout or a worktree's parent), or `None`
 /// (after saying so) when it is missing outside CI.
 pub fn queries_dir() -> Option<PathBuf> {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::var_os("SLUICE_NEXMARK_QUERIES")
-        .map(PathBuf::from)
-        .or_else(|| {
-            manifest
-                .ancestors()
-                .map(|a| a.join("shared/nexmark-flink/queries"))
-                .find(|d| d.join("ddl_gen.sql").is_file())
-        })
-        .unwrap_or_else(|| manifest.join("../../../shared/nexmark-flink/queries"));
-    if dir.join("ddl_gen.sql").is_file() {
-        return Some(dir);
-    }
-    let msg = format!(
-        "the official Nexmark queries are not at {} (set SLUICE_NEXMARK_QUERIES)",
-        dir.display()
-    );
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
-    // Straight to the process's stderr: the harness captures a passing test's output.
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("SKIPPED: {msg}\n").as_bytes(),
-    );
-    None
+    sluice_testkit::nexmark_queries(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The runner's variables, for `events` events at `tps` events per second of event time.
