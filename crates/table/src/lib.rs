@@ -30,6 +30,8 @@ pub mod row_errors;
 pub mod scan;
 pub mod schema;
 pub mod sink;
+pub mod stateful;
+pub mod window_agg;
 
 pub use calc::{calc, Calc};
 pub use connectors::{SinkConnector, SourceConnector};
@@ -38,3 +40,7 @@ pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;
 pub use sink::{insert_into, SinkCast};
+pub use stateful::{LateRecords, OperatorIds};
+pub use window_agg::{
+    window_aggregate, WindowAggCall, WindowAggSpec, WindowKind, WindowProperty, WindowTime,
+};

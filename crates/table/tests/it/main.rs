@@ -5,4 +5,6 @@ mod formats;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;
+mod rows;
 mod support;
+mod window_agg;
