@@ -5,6 +5,7 @@ mod formats;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;
+mod q5_windows;
 mod rows;
 mod support;
 mod window_agg;
