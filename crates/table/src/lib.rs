@@ -24,6 +24,7 @@
 
 pub mod calc;
 pub mod connectors;
+pub mod joins;
 pub mod key;
 pub mod options;
 pub mod row_errors;
@@ -35,6 +36,10 @@ pub mod window_agg;
 
 pub use calc::{calc, Calc};
 pub use connectors::{SinkConnector, SourceConnector};
+pub use joins::{
+    interval_join, regular_join, window_join, IntervalJoinSpec, JoinType, RegularJoinSpec,
+    WindowJoinSpec,
+};
 pub use key::SqlKey;
 pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};

@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod formats;
+mod joins;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;

@@ -1,0 +1,172 @@
+//! Flink's window join (`WindowJoin`): both inputs carry `window_start` and `window_end`
+//! columns (of a window TVF or window aggregation); rows of equal keys and the same window meet
+//! when the watermark passes the window's last millisecond, then the window's rows are
+//! cleared. A row whose window the watermark has already passed is dropped and counted in
+//! [`LateRecords`], as Flink's operator does.
+
+use sluice_datastream::{KeyedCoProcessFunction, OnTimerContext, ProcessContext};
+use sluice_sql::{Expr, Result, Row, Value};
+use sluice_types::{Collector, OperatorError};
+
+use super::{drop_null_keys, joined, key_of, JoinType};
+use crate::key::SqlKey;
+use crate::row_errors::RowErrors;
+use crate::stateful::{LateRecords, OperatorIds};
+use crate::window_agg::Window;
+use sluice_datastream::DataStream;
+
+/// A planned window join.
+#[derive(Clone, Debug)]
+pub struct WindowJoinSpec {
+    /// INNER only so far.
+    pub join_type: JoinType,
+    /// The left input's equi-join columns (besides the window).
+    pub left_keys: Vec<usize>,
+    /// The right input's equi-join columns, pairwise with `left_keys`.
+    pub right_keys: Vec<usize>,
+    /// The left input's `window_start` and `window_end` columns.
+    pub left_window: (usize, usize),
+    /// The right input's `window_start` and `window_end` columns.
+    pub right_window: (usize, usize),
+    /// The rest of the join condition, over `left ++ right`.
+    pub condition: Option<Expr>,
+}
+
+const LEFT: &str = "window-join-left";
+const RIGHT: &str = "window-join-right";
+
+/// The window of a row (`None` if a bound is not a timestamp).
+fn window_of(row: &Row, (start, end): (usize, usize)) -> Option<Window> {
+    match (row.get(start), row.get(end)) {
+        (Value::Timestamp(s), Value::Timestamp(e)) => Some(Window {
+            start: s.millis,
+            end: e.millis,
+        }),
+        _ => None,
+    }
+}
+
+#[derive(Clone)]
+struct WindowJoinFn {
+    spec: WindowJoinSpec,
+    name: String,
+    errors: RowErrors,
+    late: LateRecords,
+}
+
+impl WindowJoinFn {
+    fn buffer(
+        &self,
+        row: Row,
+        columns: (usize, usize),
+        state: &str,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+    ) -> Result<(), OperatorError> {
+        let Some(w) = window_of(&row, columns) else {
+            self.errors
+                .record(|| format!("{}: a window bound is not a timestamp", self.name));
+            return Ok(());
+        };
+        if w.max_timestamp() <= ctx.timer_service().current_watermark() {
+            self.late.add(1);
+            return Ok(());
+        }
+        let mut rows = ctx.map_state::<Window, Vec<Row>>(state);
+        let mut at = rows.get(&w)?.unwrap_or_default();
+        at.push(row);
+        rows.put(w, at)?;
+        ctx.timer_service()
+            .register_event_time_timer(w.max_timestamp());
+        Ok(())
+    }
+}
+
+impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
+    fn process_left(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        self.buffer(row, self.spec.left_window, LEFT, ctx)
+    }
+
+    fn process_right(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        self.buffer(row, self.spec.right_window, RIGHT, ctx)
+    }
+
+    /// Joins and clears every window of the key whose last millisecond is at or before `time`.
+    fn on_timer(
+        &mut self,
+        time: i64,
+        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        let mut due: Vec<Window> = ctx
+            .map_state::<Window, Vec<Row>>(LEFT)
+            .keys()?
+            .into_iter()
+            .chain(ctx.map_state::<Window, Vec<Row>>(RIGHT).keys()?)
+            .filter(|w| w.max_timestamp() <= time)
+            .collect();
+        due.sort();
+        due.dedup();
+        for w in due {
+            let lefts = ctx
+                .map_state::<Window, Vec<Row>>(LEFT)
+                .remove(&w)?
+                .unwrap_or_default();
+            let rights = ctx
+                .map_state::<Window, Vec<Row>>(RIGHT)
+                .remove(&w)?
+                .unwrap_or_default();
+            for l in &lefts {
+                for r in &rights {
+                    if let Some(row) =
+                        joined(l, r, self.spec.condition.as_ref(), &self.errors, &self.name)
+                    {
+                        out.collect(row)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Adds the window join of `left` and `right` (named and uid'd by `ids`). Output: the left
+/// columns, then the right ones; no event time set (the caller sets the one it keeps with
+/// [`crate::scan::with_rowtime`]).
+pub fn window_join(
+    left: &DataStream<Row>,
+    right: &DataStream<Row>,
+    spec: &WindowJoinSpec,
+    ids: &OperatorIds,
+    errors: &RowErrors,
+    late: &LateRecords,
+) -> Result<DataStream<Row>> {
+    spec.join_type.require_inner("window join")?;
+    // Both sides' event time is their window's last millisecond: the timers need timestamps.
+    let end_of = |columns: (usize, usize)| {
+        move |r: &Row| window_of(r, columns).map_or(i64::MIN, |w| w.max_timestamp())
+    };
+    let (lk, rk) = (spec.left_keys.clone(), spec.right_keys.clone());
+    let l = drop_null_keys(left, &lk)
+        .with_timestamps(end_of(spec.left_window))
+        .key_by(move |r: &Row| key_of(&lk, r));
+    let r = drop_null_keys(right, &rk)
+        .with_timestamps(end_of(spec.right_window))
+        .key_by(move |r: &Row| key_of(&rk, r));
+    let f = WindowJoinFn {
+        spec: spec.clone(),
+        name: ids.name.clone(),
+        errors: errors.clone(),
+        late: late.clone(),
+    };
+    Ok(l.connect(&r).process(f).name(&ids.name).uid(&ids.uid))
+}
