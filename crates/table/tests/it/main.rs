@@ -10,3 +10,4 @@ mod q5_windows;
 mod rows;
 mod support;
 mod window_agg;
+mod window_recovery;
