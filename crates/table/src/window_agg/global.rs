@@ -51,13 +51,13 @@ impl GlobalWindowAgg {
     /// Whether a slice ending at `slice_end` is late: the watermark passed its last
     /// millisecond (event time only).
     fn is_late(&self, slice_end: i64, ctx: &mut ProcessContext<'_, SqlKey<Row>>) -> bool {
-        matches!(self.shared.spec.time, WindowTime::RowTime(_))
+        self.shared.spec.time != WindowTime::ProcTime
             && slice_end - 1 <= ctx.timer_service().current_watermark()
     }
 
     fn register(&self, w: &Window, ctx: &mut ProcessContext<'_, SqlKey<Row>>) {
         match self.shared.spec.time {
-            WindowTime::RowTime(_) => ctx
+            WindowTime::RowTime(_) | WindowTime::Windowed { .. } => ctx
                 .timer_service()
                 .register_event_time_timer(w.max_timestamp()),
             WindowTime::ProcTime => ctx
@@ -193,11 +193,25 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
         ctx: &mut ProcessContext<'_, SqlKey<Row>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        let ts = match self.shared.spec.time {
-            WindowTime::RowTime(i) => {
+        for (slot, a) in self.args.iter_mut().zip(&self.shared.spec.aggs) {
+            slot.clear();
+            slot.extend(a.args.iter().map(|&i| row.get(i).clone()));
+        }
+        let spec = &self.shared.spec;
+        let windows = match (spec.time, spec.kind) {
+            (WindowTime::ProcTime, kind) => {
+                let now = ctx.timer_service().current_processing_time();
+                match (kind, kind.slice_end(now)) {
+                    (WindowKind::Session { gap }, _) => return self.add_to_session(now, gap, ctx),
+                    (_, Some(end)) => kind.windows_of_slice(end),
+                    (_, None) => return Ok(()),
+                }
+            }
+            (WindowTime::RowTime(i), WindowKind::Session { gap }) => {
                 match row.get(i) {
-                    Value::Timestamp(t) => t.millis,
+                    Value::Timestamp(t) => return self.add_to_session(t.millis, gap, ctx),
                     other => {
+                        let other = other.clone();
                         self.shared.errors.record(|| {
                         format!("window aggregate: the time attribute is {other:?}, not a timestamp")
                     });
@@ -205,24 +219,24 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
                     }
                 }
             }
-            WindowTime::ProcTime => ctx.timer_service().current_processing_time(),
+            _ => {
+                let slice = match spec.event_slice(&row) {
+                    Ok(Some(slice)) => slice,
+                    Ok(None) => return Ok(()),
+                    Err(e) => {
+                        self.shared
+                            .errors
+                            .record(|| format!("window aggregate: {e}"));
+                        return Ok(());
+                    }
+                };
+                if self.is_late(slice.end, ctx) {
+                    self.shared.late.add(1);
+                    return Ok(());
+                }
+                spec.windows_of_slice(slice)
+            }
         };
-        for (slot, a) in self.args.iter_mut().zip(&self.shared.spec.aggs) {
-            slot.clear();
-            slot.extend(a.args.iter().map(|&i| row.get(i).clone()));
-        }
-        let kind = self.shared.spec.kind;
-        if let WindowKind::Session { gap } = kind {
-            return self.add_to_session(ts, gap, ctx);
-        }
-        let Some(slice_end) = kind.slice_end(ts) else {
-            return Ok(());
-        };
-        if self.is_late(slice_end, ctx) {
-            self.shared.late.add(1);
-            return Ok(());
-        }
-        let windows = kind.windows_of_slice(slice_end);
         self.update_windows(&windows, ctx, |me, accs| me.add_args(accs))
     }
 
@@ -243,11 +257,11 @@ impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
         ctx: &mut ProcessContext<'_, SqlKey<Row>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        if self.is_late(partial.slice_end, ctx) {
+        if self.is_late(partial.slice.end, ctx) {
             self.shared.late.add(partial.records);
             return Ok(());
         }
-        let windows = self.shared.spec.kind.windows_of_slice(partial.slice_end);
+        let windows = self.shared.spec.windows_of_slice(partial.slice);
         self.update_windows(&windows, ctx, |me, accs| {
             me.merge_into(accs, &partial.accumulators)
         })

@@ -11,7 +11,7 @@ use sluice_datastream::{DataStream, FastHashMap};
 use sluice_sql::{Accumulator, Row, Value};
 use sluice_types::{Collector, CollectorExt, Operator, OperatorError, Watermark};
 
-use super::WindowAggSpec;
+use super::{Window, WindowAggSpec};
 use crate::key::SqlKey;
 use crate::row_errors::RowErrors;
 use crate::stateful::OperatorIds;
@@ -24,8 +24,8 @@ pub const BUNDLE: usize = 10_000;
 pub struct WindowPartial {
     /// The group's key columns.
     pub key: SqlKey<Row>,
-    /// The end of the slice the rows fell in.
-    pub slice_end: i64,
+    /// The slice the rows fell in (with a windowed input: their window).
+    pub slice: Window,
     /// One accumulator per aggregate call.
     pub accumulators: Vec<Accumulator>,
     /// How many rows the accumulators hold (counted as late if the slice is).
@@ -34,18 +34,17 @@ pub struct WindowPartial {
 
 struct LocalWindowAggOp {
     spec: WindowAggSpec,
-    rowtime: usize,
-    groups: FastHashMap<(SqlKey<Row>, i64), (Vec<Accumulator>, u64)>,
+    groups: FastHashMap<(SqlKey<Row>, Window), (Vec<Accumulator>, u64)>,
     args: Vec<Value>,
     errors: RowErrors,
 }
 
 impl LocalWindowAggOp {
     fn flush(&mut self, out: &mut dyn Collector<WindowPartial>) -> Result<(), OperatorError> {
-        for ((key, slice_end), (accumulators, records)) in self.groups.drain() {
+        for ((key, slice), (accumulators, records)) in self.groups.drain() {
             out.collect(WindowPartial {
                 key,
-                slice_end,
+                slice,
                 accumulators,
                 records,
             })?;
@@ -60,23 +59,18 @@ impl Operator<Row, WindowPartial> for LocalWindowAggOp {
         row: Row,
         out: &mut dyn Collector<WindowPartial>,
     ) -> Result<(), OperatorError> {
-        let ts = match row.get(self.rowtime) {
-            Value::Timestamp(t) => t.millis,
-            other => {
-                self.errors.record(|| {
-                    format!(
-                        "local window aggregate: the time attribute is {other:?}, not a timestamp"
-                    )
-                });
+        let slice = match self.spec.event_slice(&row) {
+            Ok(Some(slice)) => slice,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                self.errors
+                    .record(|| format!("local window aggregate: {e}"));
                 return Ok(());
             }
         };
-        let Some(slice_end) = self.spec.kind.slice_end(ts) else {
-            return Ok(());
-        };
         let key = self.spec.key_of(&row);
         let spec = &self.spec;
-        let (accs, records) = self.groups.entry((key, slice_end)).or_insert_with(|| {
+        let (accs, records) = self.groups.entry((key, slice)).or_insert_with(|| {
             let accs = spec
                 .aggs
                 .iter()
@@ -120,23 +114,17 @@ impl Operator<Row, WindowPartial> for LocalWindowAggOp {
     }
 }
 
-/// Adds the local step of `spec` (event time on input column `spec.time`'s rowtime) after
-/// `input`, chained to it.
+/// Adds the local step of `spec` (event time) after `input`, chained to it.
 pub(super) fn local_window_aggregate(
     input: &DataStream<Row>,
     spec: &WindowAggSpec,
     ids: &OperatorIds,
     errors: &RowErrors,
 ) -> DataStream<WindowPartial> {
-    let rowtime = match spec.time {
-        super::WindowTime::RowTime(i) => i,
-        super::WindowTime::ProcTime => 0,
-    };
     let (spec, errors) = (spec.clone(), errors.clone());
     input
         .transform(&ids.name, move |_| LocalWindowAggOp {
             spec: spec.clone(),
-            rowtime,
             groups: FastHashMap::default(),
             args: Vec::new(),
             errors: errors.clone(),

@@ -52,6 +52,16 @@ pub enum WindowTime {
     RowTime(usize),
     /// Processing time (`PROCTIME()`): the subtask's clock when the record arrives.
     ProcTime,
+    /// The input already carries its window (a window aggregation over a window TVF's or
+    /// another window aggregation's output, Flink's `HOP(win_start=[…], win_end=[…], …)`):
+    /// each row belongs to the window of its `window_start` and `window_end` columns, and it is
+    /// event time (the window fires when the watermark passes `window_end - 1`).
+    Windowed {
+        /// The `window_start` column.
+        start: usize,
+        /// The `window_end` column.
+        end: usize,
+    },
 }
 
 /// A window property column of the output.
@@ -120,7 +130,9 @@ impl WindowAggSpec {
         if self.local.is_some() {
             let why = if self.time == WindowTime::ProcTime {
                 Some("a processing-time window".to_string())
-            } else if self.kind.slice_size().is_none() {
+            } else if self.kind.slice_size().is_none()
+                && !matches!(self.time, WindowTime::Windowed { .. })
+            {
                 Some("a SESSION window".to_string())
             } else {
                 unmergeable.map(|a| format!("{} (it has no merge)", a.call.function.name()))
@@ -141,6 +153,41 @@ impl WindowAggSpec {
             .iter()
             .position(|p| *p == property)
             .map(|i| self.keys.len() + self.aggs.len() + i)
+    }
+
+    /// The event-time slice of a row: its time's slice (`None` for SESSION), or with a
+    /// windowed input its window; an error if a time column is not a timestamp.
+    fn event_slice(&self, row: &Row) -> std::result::Result<Option<Window>, String> {
+        let millis = |i: usize| match row.get(i) {
+            Value::Timestamp(t) => Ok(t.millis),
+            other => Err(format!("the time column is {other:?}, not a timestamp")),
+        };
+        match self.time {
+            WindowTime::RowTime(i) => {
+                let ts = millis(i)?;
+                Ok(self
+                    .kind
+                    .slice_end(ts)
+                    .zip(self.kind.slice_size())
+                    .map(|(end, size)| Window {
+                        start: end - size,
+                        end,
+                    }))
+            }
+            WindowTime::Windowed { start, end } => Ok(Some(Window {
+                start: millis(start)?,
+                end: millis(end)?,
+            })),
+            WindowTime::ProcTime => Ok(None),
+        }
+    }
+
+    /// The windows an event-time slice belongs to (with a windowed input: its own window).
+    fn windows_of_slice(&self, slice: Window) -> Vec<Window> {
+        match self.time {
+            WindowTime::Windowed { .. } => vec![slice],
+            _ => self.kind.windows_of_slice(slice.end),
+        }
     }
 
     /// The key of an input row.
@@ -171,36 +218,41 @@ pub fn window_aggregate(
         errors: errors.clone(),
         late: late.clone(),
     });
+    let timed = match spec.time {
+        WindowTime::RowTime(t) => with_rowtime(input.clone(), t),
+        WindowTime::Windowed { end, .. } => {
+            input.with_timestamps(move |r: &Row| match r.get(end) {
+                Value::Timestamp(t) => t.millis - 1,
+                _ => i64::MIN,
+            })
+        }
+        WindowTime::ProcTime => input.clone(),
+    };
     let out = match (spec.time, &spec.local) {
-        (WindowTime::RowTime(t), Some(local_ids)) => {
-            let partials = local::local_window_aggregate(
-                &with_rowtime(input.clone(), t),
-                spec,
-                local_ids,
-                errors,
-            );
+        (WindowTime::ProcTime, _) => {
+            let key = spec.clone();
+            timed
+                .key_by(move |r: &Row| key.key_of(r))
+                .process(global::GlobalWindowAgg::new(shared))
+        }
+        (_, Some(local_ids)) => {
+            let partials = local::local_window_aggregate(&timed, spec, local_ids, errors);
             partials
                 .key_by(|p: &WindowPartial| p.key.clone())
                 .process_event_time(global::GlobalWindowAgg::new(shared))
         }
-        (WindowTime::RowTime(t), None) => {
+        (_, None) => {
             let key = spec.clone();
-            with_rowtime(input.clone(), t)
+            timed
                 .key_by(move |r: &Row| key.key_of(r))
                 .process_event_time(global::GlobalWindowAgg::new(shared))
-        }
-        (WindowTime::ProcTime, _) => {
-            let key = spec.clone();
-            input
-                .key_by(move |r: &Row| key.key_of(r))
-                .process(global::GlobalWindowAgg::new(shared))
         }
     };
     let out = out.name(&ids.name).uid(&ids.uid);
     Ok(
         match (spec.time, spec.property_index(WindowProperty::Time)) {
-            (WindowTime::RowTime(_), Some(i)) => with_rowtime(out, i),
-            _ => out,
+            (WindowTime::ProcTime, _) | (_, None) => out,
+            (_, Some(i)) => with_rowtime(out, i),
         },
     )
 }

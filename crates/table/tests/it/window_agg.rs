@@ -11,7 +11,10 @@ use sluice_table::{
     WindowProperty, WindowTime,
 };
 
-use crate::rows::{agg, sorted, timed, ts};
+use sluice_table::scan::with_rowtime;
+use sluice_types::{Collector, CollectorExt, Operator, OperatorError, Watermark};
+
+use crate::rows::{agg, millis, sorted, timed, ts};
 
 /// (key, time ms, price)
 const INPUT: &[(i64, i64, i64)] = &[
@@ -222,4 +225,72 @@ fn two_phases_are_refused_where_flink_refuses_them() {
     s.time = WindowTime::ProcTime;
     s.local = Some(OperatorIds::new("l", "l"));
     assert!(s.validate().is_err());
+}
+
+/// Emits a watermark at each row's time right after it (a punctuated watermark), so records
+/// behind it arrive late.
+struct Punctuated {
+    rowtime: usize,
+    last: i64,
+}
+
+impl Operator<Row, Row> for Punctuated {
+    fn process(&mut self, row: Row, out: &mut dyn Collector<Row>) -> Result<(), OperatorError> {
+        let t = millis(row.get(self.rowtime));
+        out.collect(row)?;
+        if t > self.last {
+            self.last = t;
+            out.emit_watermark(Watermark(t))?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn late_records_are_dropped_and_counted() {
+    // (time, price): 12 and 5 arrive after the watermark passed their windows' ends.
+    let input = [(10, 1), (25, 2), (12, 4), (31, 8), (5, 16), (38, 32)];
+    let rows: Vec<Row> = input
+        .iter()
+        .map(|&(t, p)| Row(vec![Value::Int(1), ts(t), Value::Int(p)]))
+        .collect();
+    let row = |count: i64, sum: i64, max: i64, s: i64| {
+        Row(vec![
+            Value::Int(1),
+            Value::Int(count),
+            Value::Int(sum),
+            Value::Int(max),
+            ts(s),
+            ts(s + 10),
+            ts(s + 9),
+        ])
+    };
+    let want = sorted(vec![row(1, 1, 1, 10), row(1, 2, 2, 20), row(2, 40, 32, 30)]);
+    for local in [false, true] {
+        let env = StreamEnv::new();
+        env.set_parallelism(1);
+        let (errors, late) = (RowErrors::new(), LateRecords::new());
+        let punctuated = env
+            .from_vec(rows.clone())
+            .transform("Punctuated", |_| Punctuated {
+                rowtime: 1,
+                last: i64::MIN,
+            });
+        let out = window_aggregate(
+            &with_rowtime(punctuated, 1),
+            &spec(
+                WindowKind::Tumble { size: 10 },
+                local,
+                WindowAggSpec::TVF_PROPERTIES.to_vec(),
+            ),
+            &OperatorIds::new("WindowAggregate(late)", "late"),
+            &errors,
+            &late,
+        )
+        .unwrap()
+        .collect();
+        env.execute().unwrap();
+        assert_eq!(sorted(out.handle.take()), want, "local={local}");
+        assert_eq!(late.count(), 2, "local={local}");
+    }
 }
