@@ -4,6 +4,8 @@
 //! cleared. A row whose window the watermark has already passed is dropped and counted in
 //! [`LateRecords`], as Flink's operator does.
 
+use std::collections::BTreeMap;
+
 use sluice_datastream::{KeyedCoProcessFunction, OnTimerContext, ProcessContext};
 use sluice_sql::{Expr, Result, Row, Value};
 use sluice_types::{Collector, OperatorError};
@@ -32,8 +34,15 @@ pub struct WindowJoinSpec {
     pub condition: Option<Expr>,
 }
 
+// Each side's rows, one map entry per row (appending to a list value would copy the window's
+// rows on every arrival), and how many rows each window has so far (the next row's number).
 const LEFT: &str = "window-join-left";
 const RIGHT: &str = "window-join-right";
+const LEFT_COUNT: &str = "window-join-left-count";
+const RIGHT_COUNT: &str = "window-join-right-count";
+
+/// A side's state names: its rows and its windows' row counts.
+type Side = (&'static str, &'static str);
 
 /// The window of a row (`None` if a bound is not a timestamp).
 fn window_of(row: &Row, (start, end): (usize, usize)) -> Option<Window> {
@@ -59,7 +68,7 @@ impl WindowJoinFn {
         &self,
         row: Row,
         columns: (usize, usize),
-        state: &str,
+        (rows_state, counts_state): Side,
         ctx: &mut ProcessContext<'_, SqlKey<Row>>,
     ) -> Result<(), OperatorError> {
         let Some(w) = window_of(&row, columns) else {
@@ -71,12 +80,15 @@ impl WindowJoinFn {
             self.late.add(1);
             return Ok(());
         }
-        let mut rows = ctx.map_state::<Window, Vec<Row>>(state);
-        let mut at = rows.get(&w)?.unwrap_or_default();
-        at.push(row);
-        rows.put(w, at)?;
-        ctx.timer_service()
-            .register_event_time_timer(w.max_timestamp());
+        let mut counts = ctx.map_state::<Window, u64>(counts_state);
+        let n = counts.get(&w)?.unwrap_or(0);
+        counts.put(w, n + 1)?;
+        ctx.map_state::<(Window, u64), Row>(rows_state)
+            .put((w, n), row)?;
+        if n == 0 {
+            ctx.timer_service()
+                .register_event_time_timer(w.max_timestamp());
+        }
         Ok(())
     }
 }
@@ -88,7 +100,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
         ctx: &mut ProcessContext<'_, SqlKey<Row>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        self.buffer(row, self.spec.left_window, LEFT, ctx)
+        self.buffer(row, self.spec.left_window, (LEFT, LEFT_COUNT), ctx)
     }
 
     fn process_right(
@@ -97,7 +109,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
         ctx: &mut ProcessContext<'_, SqlKey<Row>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        self.buffer(row, self.spec.right_window, RIGHT, ctx)
+        self.buffer(row, self.spec.right_window, (RIGHT, RIGHT_COUNT), ctx)
     }
 
     /// Joins and clears every window of the key whose last millisecond is at or before `time`.
@@ -107,24 +119,12 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
         ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        let mut due: Vec<Window> = ctx
-            .map_state::<Window, Vec<Row>>(LEFT)
-            .keys()?
-            .into_iter()
-            .chain(ctx.map_state::<Window, Vec<Row>>(RIGHT).keys()?)
-            .filter(|w| w.max_timestamp() <= time)
-            .collect();
-        due.sort();
-        due.dedup();
-        for w in due {
-            let lefts = ctx
-                .map_state::<Window, Vec<Row>>(LEFT)
-                .remove(&w)?
-                .unwrap_or_default();
-            let rights = ctx
-                .map_state::<Window, Vec<Row>>(RIGHT)
-                .remove(&w)?
-                .unwrap_or_default();
+        let left = take_due(ctx, (LEFT, LEFT_COUNT), time)?;
+        let mut right = take_due(ctx, (RIGHT, RIGHT_COUNT), time)?;
+        for (w, lefts) in left {
+            let Some(rights) = right.remove(&w) else {
+                continue;
+            };
             for l in &lefts {
                 for r in &rights {
                     if let Some(row) =
@@ -137,6 +137,40 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
         }
         Ok(())
     }
+}
+
+/// Removes and returns one side's rows of the windows whose last millisecond is at or before
+/// `time`, per window in arrival order.
+fn take_due(
+    ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+    (rows_state, counts_state): Side,
+    time: i64,
+) -> Result<BTreeMap<Window, Vec<Row>>, OperatorError> {
+    let mut due = BTreeMap::new();
+    let mut counts = ctx.map_state::<Window, u64>(counts_state);
+    for (w, _) in counts.entries()? {
+        if w.max_timestamp() <= time {
+            counts.remove(&w)?;
+            due.insert(w, Vec::new());
+        }
+    }
+    if due.is_empty() {
+        return Ok(due);
+    }
+    let mut rows = ctx.map_state::<(Window, u64), Row>(rows_state);
+    let mut taken: Vec<((Window, u64), Row)> = rows
+        .entries()?
+        .into_iter()
+        .filter(|((w, _), _)| due.contains_key(w))
+        .collect();
+    taken.sort_by_key(|(k, _)| *k);
+    for (k, row) in taken {
+        rows.remove(&k)?;
+        if let Some(v) = due.get_mut(&k.0) {
+            v.push(row);
+        }
+    }
+    Ok(due)
 }
 
 /// Adds the window join of `left` and `right` (named and uid'd by `ids`). Output: the left
