@@ -22,7 +22,7 @@
 //!   Flink's slice-based local/global two phases; the legacy `GROUP BY TUMBLE(…)` is the same
 //!   operator with another [`WindowProperty`] layout). Output: keys, aggregates, properties.
 //! * [`joins`]: inner joins of append-only rows, output `left ++ right`: [`interval_join`]
-//!   (on the DataStream interval join), [`window_join`] (per window, at the watermark) and
+//!   (Flink SQL's row-time interval join), [`window_join`] (per window, at the watermark) and
 //!   [`regular_join`] (all rows in keyed state, optional `table.exec.state.ttl`).
 //! * [`stateful`]: what those operators are given besides their spec: [`OperatorIds`] (the
 //!   caller's Flink-style name and stable uid) and [`LateRecords`] (rows dropped as late).

@@ -3,7 +3,8 @@
 //! matching pair whose residual condition holds:
 //!
 //! * [`interval`]: the time-bounded join (`right.ts BETWEEN left.ts + lower AND left.ts +
-//!   upper`, Flink's `IntervalJoin`), on the DataStream API's interval join.
+//!   upper`, Flink SQL's row-time `IntervalJoin`: late rows still join what is cached, the
+//!   output watermark is held back by the bounds).
 //! * [`window`]: the join of two windowed inputs per window (Flink's `WindowJoin`).
 //! * [`regular`]: the unbounded join (Flink's `Join`), every row of both sides kept in keyed
 //!   state, forever or for `table.exec.state.ttl`.
