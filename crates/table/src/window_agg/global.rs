@@ -230,11 +230,19 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
                         return Ok(());
                     }
                 };
-                if self.is_late(slice.end, ctx) {
+                let mut windows = spec.windows_of_slice(slice);
+                if spec.legacy {
+                    let watermark = ctx.timer_service().current_watermark();
+                    windows.retain(|w| w.max_timestamp() > watermark);
+                    if windows.is_empty() {
+                        self.shared.late.add(1);
+                        return Ok(());
+                    }
+                } else if self.is_late(slice.end, ctx) {
                     self.shared.late.add(1);
                     return Ok(());
                 }
-                spec.windows_of_slice(slice)
+                windows
             }
         };
         self.update_windows(&windows, ctx, |me, accs| me.add_args(accs))

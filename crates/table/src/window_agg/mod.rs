@@ -1,7 +1,7 @@
 //! Flink's window aggregation: `GROUP BY window_start, window_end, keys` over a window table
 //! function (`WindowAggregate`), and the legacy `GROUP BY TUMBLE(…)` / `HOP(…)` / `SESSION(…)`
 //! (`GroupWindowAggregate`), which is the same operator with another output layout
-//! ([`WindowProperty`]).
+//! ([`WindowProperty`]), lateness judged per window ([`WindowAggSpec::legacy`]) and one phase.
 //!
 //! One keyed operator (keyed by the key columns, [`SqlKey`]) keeps, per key, one accumulator
 //! list per open window in keyed map state (accumulators are serde, so a checkpoint holds
@@ -100,6 +100,10 @@ pub struct WindowAggSpec {
     pub properties: Vec<WindowProperty>,
     /// Two-phase: the local step's name and uid (`None`: one phase).
     pub local: Option<OperatorIds>,
+    /// A legacy group window (`GroupWindowAggregate`, one phase only): a record behind the
+    /// watermark still goes to those of its windows that have not fired (Flink's
+    /// `WindowOperator`), where a window TVF aggregation drops it once its slice has fired.
+    pub legacy: bool,
 }
 
 impl WindowAggSpec {
@@ -128,7 +132,9 @@ impl WindowAggSpec {
             }
         }
         if self.local.is_some() {
-            let why = if self.time == WindowTime::ProcTime {
+            let why = if self.legacy {
+                Some("a legacy group window".to_string())
+            } else if self.time == WindowTime::ProcTime {
                 Some("a processing-time window".to_string())
             } else if self.kind.slice_size().is_none()
                 && !matches!(self.time, WindowTime::Windowed { .. })

@@ -86,6 +86,7 @@ fn q5_hop_counts_equal_a_plain_loop_over_the_bids() {
                     "q5-local",
                 )
             }),
+            legacy: false,
         };
         let name = format!(
             "WindowAggregate(groupBy=[auction], window=[{}], select=[auction, COUNT(*) AS num, start('w$) AS window_start, end('w$) AS window_end])",
@@ -239,6 +240,7 @@ fn the_whole_q5_equals_a_plain_loop_over_the_bids() {
         }],
         properties: vec![WindowProperty::Start, WindowProperty::End],
         local: None,
+        legacy: false,
     };
     // maxn, window_start, window_end
     let max_spec = WindowAggSpec {
@@ -254,6 +256,7 @@ fn the_whole_q5_equals_a_plain_loop_over_the_bids() {
             "LocalWindowAggregate(max)",
             "q5-max-local",
         )),
+        legacy: false,
     };
     // left: auction, num, ws, we; right: maxn, ws, we.
     let join_scope = Scope::of(&[

@@ -64,6 +64,7 @@ fn spec(kind: WindowKind, local: bool, properties: Vec<WindowProperty>) -> Windo
         aggs: calls(),
         properties,
         local: local.then(|| OperatorIds::new("LocalWindowAggregate", "local-agg")),
+        legacy: false,
     }
 }
 
@@ -200,7 +201,8 @@ fn sessions_merge_per_key() {
 fn the_legacy_group_window_layout() {
     // GROUP BY k, TUMBLE(ts, INTERVAL …) selecting TUMBLE_START and TUMBLE_ROWTIME.
     let props = vec![WindowProperty::Start, WindowProperty::Time];
-    let s = spec(WindowKind::Tumble { size: 10 }, false, props);
+    let mut s = spec(WindowKind::Tumble { size: 10 }, false, props);
+    s.legacy = true;
     assert_eq!(s.property_index(WindowProperty::Time), Some(5));
     assert_eq!(run(&s, 2), expected(&fixed_windows(10, 10), true));
 }
@@ -222,6 +224,12 @@ fn two_phases_are_refused_where_flink_refuses_them() {
     assert!(e.contains("FIRST_VALUE"), "{e}");
     s.local = None;
     s.validate().unwrap();
+    s.local = Some(OperatorIds::new("l", "l"));
+    s.aggs.pop();
+    s.validate().unwrap();
+    s.legacy = true;
+    assert!(s.validate().is_err(), "legacy group windows are one phase");
+    s.legacy = false;
     s.time = WindowTime::ProcTime;
     s.local = Some(OperatorIds::new("l", "l"));
     assert!(s.validate().is_err());
@@ -292,5 +300,54 @@ fn late_records_are_dropped_and_counted() {
         env.execute().unwrap();
         assert_eq!(sorted(out.handle.take()), want, "local={local}");
         assert_eq!(late.count(), 2, "local={local}");
+    }
+}
+
+/// A HOP record behind the watermark: the window TVF drops it (its slice fired); the legacy
+/// group window still adds it to its one window that has not fired.
+#[test]
+fn a_late_hop_record_in_a_tvf_and_in_a_legacy_group_window() {
+    // Watermark 25 when 12 arrives; HOP(5, 20): 12 is in [-5, 15), [0, 20), [5, 25) (fired) and
+    // [10, 30) (not fired).
+    let rows: Vec<Row> = [(10, 1), (25, 2), (12, 4)]
+        .iter()
+        .map(|&(t, p)| Row(vec![Value::Int(1), ts(t), Value::Int(p)]))
+        .collect();
+    for legacy in [false, true] {
+        let env = StreamEnv::new();
+        env.set_parallelism(1);
+        let (errors, late) = (RowErrors::new(), LateRecords::new());
+        let punctuated = env
+            .from_vec(rows.clone())
+            .transform("Punctuated", |_| Punctuated {
+                rowtime: 1,
+                last: i64::MIN,
+            });
+        let mut s = spec(
+            WindowKind::Hop { slide: 5, size: 20 },
+            false,
+            WindowAggSpec::TVF_PROPERTIES.to_vec(),
+        );
+        s.legacy = legacy;
+        let out = window_aggregate(
+            &with_rowtime(punctuated, 1),
+            &s,
+            &OperatorIds::new("w", "w"),
+            &errors,
+            &late,
+        )
+        .unwrap()
+        .collect();
+        env.execute().unwrap();
+        let sum_of_10_30: Vec<Value> = out
+            .handle
+            .take()
+            .into_iter()
+            .filter(|r| r.get(4) == &ts(10))
+            .map(|r| r.get(2).clone())
+            .collect();
+        let (want_sum, want_late) = if legacy { (7, 0) } else { (3, 1) };
+        assert_eq!(sum_of_10_30, vec![Value::Int(want_sum)], "legacy={legacy}");
+        assert_eq!(late.count(), want_late, "legacy={legacy}");
     }
 }

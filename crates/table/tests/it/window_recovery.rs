@@ -58,6 +58,7 @@ fn job(env: &StreamEnv, local: bool, out: &Path) {
         ],
         properties: WindowAggSpec::TVF_PROPERTIES.to_vec(),
         local: local.then(|| OperatorIds::new("LocalWindowAggregate(l)", "local")),
+        legacy: false,
     };
     let (errors, late) = (RowErrors::new(), LateRecords::new());
     window_aggregate(
