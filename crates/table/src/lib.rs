@@ -17,6 +17,15 @@
 //! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
+//! * [`window_agg`]: Flink's window aggregation ([`window_aggregate`] over a
+//!   [`WindowAggSpec`]: TUMBLE/HOP/CUMULATE/SESSION, event or processing time, one phase or
+//!   Flink's slice-based local/global two phases; the legacy `GROUP BY TUMBLE(…)` is the same
+//!   operator with another [`WindowProperty`] layout). Output: keys, aggregates, properties.
+//! * [`joins`]: inner joins of append-only rows, output `left ++ right`: [`interval_join`]
+//!   (Flink SQL's row-time interval join), [`window_join`] (per window, at the watermark) and
+//!   [`regular_join`] (all rows in keyed state, optional `table.exec.state.ttl`).
+//! * [`stateful`]: what those operators are given besides their spec: [`OperatorIds`] (the
+//!   caller's Flink-style name and stable uid) and [`LateRecords`] (rows dropped as late).
 //!
 //! Invariant: pure translation targets — this crate plans nothing (that is `sluice-sql`'s) and
 //! its operators only use the DataStream API's public surface; a malformed input record or a
@@ -24,17 +33,28 @@
 
 pub mod calc;
 pub mod connectors;
+pub mod joins;
 pub mod key;
 pub mod options;
 pub mod row_errors;
 pub mod scan;
 pub mod schema;
 pub mod sink;
+pub mod stateful;
+pub mod window_agg;
 
 pub use calc::{calc, Calc};
 pub use connectors::{SinkConnector, SourceConnector};
+pub use joins::{
+    interval_join, regular_join, window_join, IntervalJoinSpec, JoinType, RegularJoinSpec,
+    WindowJoinSpec,
+};
 pub use key::SqlKey;
 pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;
 pub use sink::{insert_into, SinkCast};
+pub use stateful::{LateRecords, OperatorIds};
+pub use window_agg::{
+    window_aggregate, WindowAggCall, WindowAggSpec, WindowKind, WindowProperty, WindowTime,
+};

@@ -2,7 +2,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod formats;
+mod joins;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;
+mod q5_windows;
+mod rows;
 mod support;
+mod window_agg;
+mod window_recovery;

@@ -6,7 +6,6 @@
 //! DuckDB comes from `target/venv-oracle` (scripts/test.sh installs it) or `SLUICE_PYTHON`;
 //! without it the test skips loudly, and fails under `CI=true`.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use sluice_datastream::StreamEnv;
@@ -14,32 +13,7 @@ use sluice_nexmark::{GeneratorConfig, NexmarkGenerator};
 use sluice_sql::{bind_expr, BindContext, FunctionRegistry, Scope, SessionConfig};
 use sluice_table::{calc, insert_into, Calc, RowErrors, ScanSettings, TableScan};
 
-use crate::support::{create, nexmark_session, queries_dir, table, temp_dir};
-
-const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-
-fn python() -> PathBuf {
-    std::env::var_os("SLUICE_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(format!("{ROOT}/target/venv-oracle/bin/python")))
-}
-
-/// The oracle's Python, if it can import DuckDB.
-fn duckdb() -> Option<PathBuf> {
-    let py = python();
-    let ok = Command::new(&py)
-        .args(["-c", "import duckdb"])
-        .status()
-        .map_err(|e| format!("{}: {e}", py.display()))
-        .and_then(|s| {
-            if s.success() {
-                Ok(py.clone())
-            } else {
-                Err(format!("{} cannot import duckdb", py.display()))
-            }
-        });
-    sluice_testkit::require("DuckDB (target/venv-oracle, made by scripts/test.sh)", ok)
-}
+use crate::support::{create, duckdb, nexmark_session, queries_dir, table, temp_dir, ROOT};
 
 fn expr(text: &str, scope: &Scope, functions: &FunctionRegistry) -> sluice_sql::Expr {
     let ast = sqlparser::parser::Parser::new(&sluice_sql::dialect::FlinkDialect)

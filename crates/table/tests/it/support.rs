@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::process::Command;
 
 use sluice_sql::{CatalogTable, Session, TableDef};
 
@@ -67,4 +68,31 @@ pub fn temp_dir(tag: &str) -> PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// The workspace root.
+pub const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// The oracle's Python: `SLUICE_PYTHON`, else `target/venv-oracle`.
+fn python() -> PathBuf {
+    std::env::var_os("SLUICE_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(format!("{ROOT}/target/venv-oracle/bin/python")))
+}
+
+/// The oracle's Python, if it can import DuckDB.
+pub fn duckdb() -> Option<PathBuf> {
+    let py = python();
+    let ok = Command::new(&py)
+        .args(["-c", "import duckdb"])
+        .status()
+        .map_err(|e| format!("{}: {e}", py.display()))
+        .and_then(|s| {
+            if s.success() {
+                Ok(py.clone())
+            } else {
+                Err(format!("{} cannot import duckdb", py.display()))
+            }
+        });
+    sluice_testkit::require("DuckDB (target/venv-oracle, made by scripts/test.sh)", ok)
 }

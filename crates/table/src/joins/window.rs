@@ -1,0 +1,206 @@
+//! Flink's window join (`WindowJoin`): both inputs carry `window_start` and `window_end`
+//! columns (of a window TVF or window aggregation); rows of equal keys and the same window meet
+//! when the watermark passes the window's last millisecond, then the window's rows are
+//! cleared. A row whose window the watermark has already passed is dropped and counted in
+//! [`LateRecords`], as Flink's operator does.
+
+use std::collections::BTreeMap;
+
+use sluice_datastream::{KeyedCoProcessFunction, OnTimerContext, ProcessContext};
+use sluice_sql::{Expr, Result, Row, Value};
+use sluice_types::{Collector, OperatorError};
+
+use super::{drop_null_keys, joined, key_of, JoinType};
+use crate::key::SqlKey;
+use crate::row_errors::RowErrors;
+use crate::stateful::{LateRecords, OperatorIds};
+use crate::window_agg::Window;
+use sluice_datastream::DataStream;
+
+/// A planned window join.
+#[derive(Clone, Debug)]
+pub struct WindowJoinSpec {
+    /// INNER only so far.
+    pub join_type: JoinType,
+    /// The left input's equi-join columns (besides the window).
+    pub left_keys: Vec<usize>,
+    /// The right input's equi-join columns, pairwise with `left_keys`.
+    pub right_keys: Vec<usize>,
+    /// The left input's `window_start` and `window_end` columns.
+    pub left_window: (usize, usize),
+    /// The right input's `window_start` and `window_end` columns.
+    pub right_window: (usize, usize),
+    /// The rest of the join condition, over `left ++ right`.
+    pub condition: Option<Expr>,
+}
+
+// Each side's rows, one map entry per row (appending to a list value would copy the window's
+// rows on every arrival), and how many rows each window has so far (the next row's number).
+const LEFT: &str = "window-join-left";
+const RIGHT: &str = "window-join-right";
+const LEFT_COUNT: &str = "window-join-left-count";
+const RIGHT_COUNT: &str = "window-join-right-count";
+
+/// A side's state names: its rows and its windows' row counts.
+type Side = (&'static str, &'static str);
+
+/// The window of a row (`None` if a bound is not a timestamp).
+fn window_of(row: &Row, (start, end): (usize, usize)) -> Option<Window> {
+    match (row.get(start), row.get(end)) {
+        (Value::Timestamp(s), Value::Timestamp(e)) => Some(Window {
+            start: s.millis,
+            end: e.millis,
+        }),
+        _ => None,
+    }
+}
+
+#[derive(Clone)]
+struct WindowJoinFn {
+    spec: WindowJoinSpec,
+    name: String,
+    errors: RowErrors,
+    late: LateRecords,
+}
+
+impl WindowJoinFn {
+    fn buffer(
+        &self,
+        row: Row,
+        columns: (usize, usize),
+        (rows_state, counts_state): Side,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+    ) -> Result<(), OperatorError> {
+        let Some(w) = window_of(&row, columns) else {
+            self.errors
+                .record(|| format!("{}: a window bound is not a timestamp", self.name));
+            return Ok(());
+        };
+        if w.max_timestamp() <= ctx.timer_service().current_watermark() {
+            self.late.add(1);
+            return Ok(());
+        }
+        let mut counts = ctx.map_state::<Window, u64>(counts_state);
+        let n = counts.get(&w)?.unwrap_or(0);
+        counts.put(w, n + 1)?;
+        ctx.map_state::<(Window, u64), Row>(rows_state)
+            .put((w, n), row)?;
+        if n == 0 {
+            ctx.timer_service()
+                .register_event_time_timer(w.max_timestamp());
+        }
+        Ok(())
+    }
+}
+
+impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
+    fn process_left(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        self.buffer(row, self.spec.left_window, (LEFT, LEFT_COUNT), ctx)
+    }
+
+    fn process_right(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        self.buffer(row, self.spec.right_window, (RIGHT, RIGHT_COUNT), ctx)
+    }
+
+    /// Joins and clears every window of the key whose last millisecond is at or before `time`.
+    fn on_timer(
+        &mut self,
+        time: i64,
+        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        let left = take_due(ctx, (LEFT, LEFT_COUNT), time)?;
+        let mut right = take_due(ctx, (RIGHT, RIGHT_COUNT), time)?;
+        for (w, lefts) in left {
+            let Some(rights) = right.remove(&w) else {
+                continue;
+            };
+            for l in &lefts {
+                for r in &rights {
+                    if let Some(row) =
+                        joined(l, r, self.spec.condition.as_ref(), &self.errors, &self.name)
+                    {
+                        out.collect(row)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes and returns one side's rows of the windows whose last millisecond is at or before
+/// `time`, per window in arrival order.
+fn take_due(
+    ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+    (rows_state, counts_state): Side,
+    time: i64,
+) -> Result<BTreeMap<Window, Vec<Row>>, OperatorError> {
+    let mut due = BTreeMap::new();
+    let mut counts = ctx.map_state::<Window, u64>(counts_state);
+    for (w, _) in counts.entries()? {
+        if w.max_timestamp() <= time {
+            counts.remove(&w)?;
+            due.insert(w, Vec::new());
+        }
+    }
+    if due.is_empty() {
+        return Ok(due);
+    }
+    let mut rows = ctx.map_state::<(Window, u64), Row>(rows_state);
+    let mut taken: Vec<((Window, u64), Row)> = rows
+        .entries()?
+        .into_iter()
+        .filter(|((w, _), _)| due.contains_key(w))
+        .collect();
+    taken.sort_by_key(|(k, _)| *k);
+    for (k, row) in taken {
+        rows.remove(&k)?;
+        if let Some(v) = due.get_mut(&k.0) {
+            v.push(row);
+        }
+    }
+    Ok(due)
+}
+
+/// Adds the window join of `left` and `right` (named and uid'd by `ids`). Output: the left
+/// columns, then the right ones; no event time set (the caller sets the one it keeps with
+/// [`crate::scan::with_rowtime`]).
+pub fn window_join(
+    left: &DataStream<Row>,
+    right: &DataStream<Row>,
+    spec: &WindowJoinSpec,
+    ids: &OperatorIds,
+    errors: &RowErrors,
+    late: &LateRecords,
+) -> Result<DataStream<Row>> {
+    spec.join_type.require_inner("window join")?;
+    // Both sides' event time is their window's last millisecond: the timers need timestamps.
+    let end_of = |columns: (usize, usize)| {
+        move |r: &Row| window_of(r, columns).map_or(i64::MIN, |w| w.max_timestamp())
+    };
+    let (lk, rk) = (spec.left_keys.clone(), spec.right_keys.clone());
+    let l = drop_null_keys(left, &lk)
+        .with_timestamps(end_of(spec.left_window))
+        .key_by(move |r: &Row| key_of(&lk, r));
+    let r = drop_null_keys(right, &rk)
+        .with_timestamps(end_of(spec.right_window))
+        .key_by(move |r: &Row| key_of(&rk, r));
+    let f = WindowJoinFn {
+        spec: spec.clone(),
+        name: ids.name.clone(),
+        errors: errors.clone(),
+        late: late.clone(),
+    };
+    Ok(l.connect(&r).process(f).name(&ids.name).uid(&ids.uid))
+}

@@ -1,0 +1,50 @@
+//! What every stateful SQL operator is given besides its spec: its name and uid
+//! ([`OperatorIds`]), and where it counts the records it drops as late ([`LateRecords`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The name (Flink's plan text, e.g. `WindowAggregate(groupBy=[auction], …)`) and the stable
+/// uid (Flink's `table.exec.uid.generation`: one per plan node) of an operator the translator
+/// adds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorIds {
+    /// The operator's name, shown in plans, metrics and the dashboard.
+    pub name: String,
+    /// The operator's uid, which matches its state across job versions.
+    pub uid: String,
+}
+
+impl OperatorIds {
+    /// Ids of this name and uid.
+    pub fn new(name: impl Into<String>, uid: impl Into<String>) -> OperatorIds {
+        OperatorIds {
+            name: name.into(),
+            uid: uid.into(),
+        }
+    }
+}
+
+/// The records event-time SQL operators dropped because the watermark had passed them (Flink's
+/// `numLateRecordsDropped`), shared by every subtask of a job (cheap to clone).
+#[derive(Clone, Debug, Default)]
+pub struct LateRecords {
+    count: Arc<AtomicU64>,
+}
+
+impl LateRecords {
+    /// A counter at zero.
+    pub fn new() -> LateRecords {
+        LateRecords::default()
+    }
+
+    /// Counts `n` dropped records.
+    pub fn add(&self, n: u64) {
+        self.count.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// How many records were dropped as late.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+}

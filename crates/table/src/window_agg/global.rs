@@ -1,0 +1,286 @@
+//! The keyed step of a window aggregation: per key, one accumulator list per open window in
+//! map state, a timer at each window's last millisecond, the window's row when it fires. Its
+//! input is either rows (one phase) or the local step's partial slices (two phases).
+
+use std::sync::Arc;
+
+use sluice_datastream::{KeyedProcessFunction, OnTimerContext, ProcessContext};
+use sluice_sql::{Accumulator, Row, Value};
+use sluice_types::{Collector, OperatorError};
+
+use super::kinds::{Window, WindowKind};
+use super::local::WindowPartial;
+use super::{timestamp, WindowAggSpec, WindowProperty, WindowTime};
+use crate::key::SqlKey;
+use crate::row_errors::RowErrors;
+use crate::stateful::LateRecords;
+
+/// The keyed map state: open window → its accumulators (one per aggregate call).
+const WINDOWS: &str = "window-accumulators";
+
+/// What every subtask shares.
+pub(super) struct Shared {
+    pub spec: WindowAggSpec,
+    pub errors: RowErrors,
+    pub late: LateRecords,
+}
+
+/// The keyed process function (one clone per subtask).
+#[derive(Clone)]
+pub(super) struct GlobalWindowAgg {
+    shared: Arc<Shared>,
+    /// Scratch: the current row's argument values, per call.
+    args: Vec<Vec<Value>>,
+}
+
+impl GlobalWindowAgg {
+    pub(super) fn new(shared: Arc<Shared>) -> GlobalWindowAgg {
+        let args = vec![Vec::new(); shared.spec.aggs.len()];
+        GlobalWindowAgg { shared, args }
+    }
+
+    fn fresh(&self) -> Vec<Accumulator> {
+        self.shared
+            .spec
+            .aggs
+            .iter()
+            .map(|a| a.call.create_accumulator())
+            .collect()
+    }
+
+    /// Whether a slice ending at `slice_end` is late: the watermark passed its last
+    /// millisecond (event time only).
+    fn is_late(&self, slice_end: i64, ctx: &mut ProcessContext<'_, SqlKey<Row>>) -> bool {
+        self.shared.spec.time != WindowTime::ProcTime
+            && slice_end - 1 <= ctx.timer_service().current_watermark()
+    }
+
+    fn register(&self, w: &Window, ctx: &mut ProcessContext<'_, SqlKey<Row>>) {
+        match self.shared.spec.time {
+            WindowTime::RowTime(_) | WindowTime::Windowed { .. } => ctx
+                .timer_service()
+                .register_event_time_timer(w.max_timestamp()),
+            WindowTime::ProcTime => ctx
+                .timer_service()
+                .register_processing_time_timer(w.max_timestamp()),
+        }
+    }
+
+    /// Adds the scratch arguments to `accs`, counting a failure.
+    fn add_args(&self, accs: &mut [Accumulator]) {
+        for (acc, args) in accs.iter_mut().zip(&self.args) {
+            if let Err(e) = acc.add(args) {
+                let name = &self.shared.spec;
+                self.shared
+                    .errors
+                    .record(|| format!("window aggregate over {:?}: {e}", name.kind));
+            }
+        }
+    }
+
+    fn merge_into(&self, accs: &mut [Accumulator], other: &[Accumulator]) {
+        for (acc, o) in accs.iter_mut().zip(other) {
+            if let Err(e) = acc.merge(o) {
+                self.shared
+                    .errors
+                    .record(|| format!("window aggregate merge: {e}"));
+            }
+        }
+    }
+
+    /// A session window from a record at `ts`, merged with the key's sessions it touches.
+    fn add_to_session(
+        &mut self,
+        ts: i64,
+        gap: i64,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+    ) -> Result<(), OperatorError> {
+        let new = Window {
+            start: ts,
+            end: ts.saturating_add(gap),
+        };
+        if self.is_late(new.end, ctx) {
+            self.shared.late.add(1);
+            return Ok(());
+        }
+        let mut touching: Vec<(Window, Vec<Accumulator>)> = ctx
+            .map_state::<Window, Vec<Accumulator>>(WINDOWS)
+            .entries()?
+            .into_iter()
+            .filter(|(w, _)| w.start <= new.end && w.end >= new.start)
+            .collect();
+        touching.sort_by_key(|(w, _)| *w);
+        let mut merged = new;
+        let mut accs = self.fresh();
+        let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
+        for (w, a) in &touching {
+            merged.start = merged.start.min(w.start);
+            merged.end = merged.end.max(w.end);
+            self.merge_into(&mut accs, a);
+            state.remove(w)?;
+        }
+        self.add_args(&mut accs);
+        state.put(merged, accs)?;
+        self.register(&merged, ctx);
+        Ok(())
+    }
+
+    /// Folds `update` into each window's accumulators, creating (and timing) new windows.
+    fn update_windows(
+        &mut self,
+        windows: &[Window],
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        update: impl Fn(&Self, &mut Vec<Accumulator>),
+    ) -> Result<(), OperatorError> {
+        for w in windows {
+            let existing = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS).get(w)?;
+            let mut accs = match existing {
+                Some(a) => a,
+                None => {
+                    self.register(w, ctx);
+                    self.fresh()
+                }
+            };
+            update(self, &mut accs);
+            ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS)
+                .put(*w, accs)?;
+        }
+        Ok(())
+    }
+
+    /// Emits and clears every window of the current key whose last millisecond is at or
+    /// before `time`, by growing end.
+    fn fire(
+        &mut self,
+        time: i64,
+        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
+        let mut due: Vec<(Window, Vec<Accumulator>)> = state
+            .entries()?
+            .into_iter()
+            .filter(|(w, _)| w.max_timestamp() <= time)
+            .collect();
+        if due.is_empty() {
+            return Ok(());
+        }
+        due.sort_by_key(|(w, _)| (w.end, w.start));
+        for (w, _) in &due {
+            state.remove(w)?;
+        }
+        let key = ctx.current_key().0 .0.clone();
+        let spec = &self.shared.spec;
+        for (w, accs) in due {
+            let mut row = Vec::with_capacity(key.len() + accs.len() + spec.properties.len());
+            row.extend(key.iter().cloned());
+            row.extend(accs.iter().map(Accumulator::result));
+            row.extend(spec.properties.iter().map(|p| match p {
+                WindowProperty::Start => timestamp(w.start),
+                WindowProperty::End => timestamp(w.end),
+                WindowProperty::Time => timestamp(w.max_timestamp()),
+            }));
+            out.collect(Row(row))?;
+        }
+        Ok(())
+    }
+}
+
+impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
+    fn process_element(
+        &mut self,
+        row: Row,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        for (slot, a) in self.args.iter_mut().zip(&self.shared.spec.aggs) {
+            slot.clear();
+            slot.extend(a.args.iter().map(|&i| row.get(i).clone()));
+        }
+        let spec = &self.shared.spec;
+        let windows = match (spec.time, spec.kind) {
+            (WindowTime::ProcTime, kind) => {
+                let now = ctx.timer_service().current_processing_time();
+                match (kind, kind.slice_end(now)) {
+                    (WindowKind::Session { gap }, _) => return self.add_to_session(now, gap, ctx),
+                    (_, Some(end)) => kind.windows_of_slice(end),
+                    (_, None) => return Ok(()),
+                }
+            }
+            (WindowTime::RowTime(i), WindowKind::Session { gap }) => {
+                match row.get(i) {
+                    Value::Timestamp(t) => return self.add_to_session(t.millis, gap, ctx),
+                    other => {
+                        let other = other.clone();
+                        self.shared.errors.record(|| {
+                        format!("window aggregate: the time attribute is {other:?}, not a timestamp")
+                    });
+                        return Ok(());
+                    }
+                }
+            }
+            _ => {
+                let slice = match spec.event_slice(&row) {
+                    Ok(Some(slice)) => slice,
+                    Ok(None) => return Ok(()),
+                    Err(e) => {
+                        self.shared
+                            .errors
+                            .record(|| format!("window aggregate: {e}"));
+                        return Ok(());
+                    }
+                };
+                let mut windows = spec.windows_of_slice(slice);
+                if spec.legacy {
+                    let watermark = ctx.timer_service().current_watermark();
+                    windows.retain(|w| w.max_timestamp() > watermark);
+                    if windows.is_empty() {
+                        self.shared.late.add(1);
+                        return Ok(());
+                    }
+                } else if self.is_late(slice.end, ctx) {
+                    self.shared.late.add(1);
+                    return Ok(());
+                }
+                windows
+            }
+        };
+        self.update_windows(&windows, ctx, |me, accs| me.add_args(accs))
+    }
+
+    fn on_timer(
+        &mut self,
+        time: i64,
+        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        self.fire(time, ctx, out)
+    }
+}
+
+impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
+    fn process_element(
+        &mut self,
+        partial: WindowPartial,
+        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        if self.is_late(partial.slice.end, ctx) {
+            self.shared.late.add(partial.records);
+            return Ok(());
+        }
+        let windows = self.shared.spec.windows_of_slice(partial.slice);
+        self.update_windows(&windows, ctx, |me, accs| {
+            me.merge_into(accs, &partial.accumulators)
+        })
+    }
+
+    fn on_timer(
+        &mut self,
+        time: i64,
+        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        self.fire(time, ctx, out)
+    }
+}
