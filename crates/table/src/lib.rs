@@ -16,6 +16,8 @@
 //!   rowtime column being the record timestamp.
 //! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
+//! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
+//!   and uid'd as Flink names them.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
 //!
 //! Invariant: pure translation targets — this crate plans nothing (that is `sluice-sql`'s) and
@@ -30,6 +32,7 @@ pub mod row_errors;
 pub mod scan;
 pub mod schema;
 pub mod sink;
+pub mod translate;
 
 pub use calc::{calc, Calc};
 pub use connectors::{SinkConnector, SourceConnector};
@@ -38,3 +41,4 @@ pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;
 pub use sink::{insert_into, SinkCast};
+pub use translate::{QueryOutput, SqlJob};

@@ -6,3 +6,4 @@ mod nexmark_scan;
 mod options;
 mod q2_oracle;
 mod support;
+mod translate;
