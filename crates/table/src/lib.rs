@@ -18,6 +18,8 @@
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
 //! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
 //!   and uid'd as Flink names them.
+//! * [`script`]: [`SqlScript`], a script planned whole (every refusal before any job runs),
+//!   its jobs in order as Flink's SQL client runs a file.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
 //!
 //! Invariant: pure translation targets — this crate plans nothing (that is `sluice-sql`'s) and
@@ -31,6 +33,7 @@ pub mod options;
 pub mod row_errors;
 pub mod scan;
 pub mod schema;
+pub mod script;
 pub mod sink;
 pub mod translate;
 
@@ -40,5 +43,6 @@ pub use key::SqlKey;
 pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;
+pub use script::{JobKind, PlannedJob, SqlScript, Step};
 pub use sink::{insert_into, SinkCast};
 pub use translate::{QueryOutput, SqlJob};

@@ -158,7 +158,8 @@ impl<'a> Translator<'a> {
         let rows = self.stream(input)?;
         let types: Vec<DataType> = input.schema.iter().map(|f| f.ty.clone()).collect();
         let def = self.table(&s.path)?;
-        let sink = insert_into(&rows, &types, def, &self.session.config, &self.errors)?;
+        let sink = insert_into(&rows, &types, def, &self.session.config, &self.errors)
+            .map_err(|e| defined_at(e, def))?;
         Ok(sink.name(&operator_name(node)).uid(&uid))
     }
 
@@ -201,7 +202,8 @@ impl<'a> Translator<'a> {
         let out = match &node.op {
             PhysicalOp::TableSourceScan(scan) => {
                 let def = self.table(&scan.path)?;
-                SourceConnector::for_table(def)?
+                SourceConnector::for_table(def)
+                    .map_err(|e| defined_at(e, def))?
                     .stream(self.env)
                     .name(&name)
                     .uid(&uid)
@@ -278,6 +280,22 @@ impl<'a> Translator<'a> {
             }
         };
         Ok(out)
+    }
+}
+
+/// A connector option's error with where its table is defined.
+fn defined_at(e: SqlError, def: &TableDef) -> SqlError {
+    match e {
+        SqlError::BadOption {
+            table,
+            key,
+            message,
+        } => SqlError::BadOption {
+            table,
+            key,
+            message: format!("{message} (table defined at {})", def.pos),
+        },
+        other => other,
     }
 }
 
