@@ -9,6 +9,7 @@ mod doctor_cmd;
 mod fix_cmd;
 mod key_group;
 mod nexmark_cmd;
+mod nexmark_sql;
 mod plan_cmd;
 mod preflight;
 mod produce;

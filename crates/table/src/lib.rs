@@ -8,6 +8,7 @@
 //!
 //! * [`key`]: [`SqlKey`], the key of a SQL keyed operator (a `Row` of key columns or a single
 //!   `Value`), with the traits keyed streams and keyed state need.
+//! * [`official`]: the official Nexmark SQL files as the benchmark's runner runs them.
 //! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
 //!   missing → `SqlError::BadOption` naming the key and the nearest known keys).
 //! * [`connectors`]: sources and sinks by the `'connector'` option, with Flink's option names:
@@ -29,6 +30,7 @@
 pub mod calc;
 pub mod connectors;
 pub mod key;
+pub mod official;
 pub mod options;
 pub mod row_errors;
 pub mod scan;
