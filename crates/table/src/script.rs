@@ -67,6 +67,8 @@ impl PlannedJob {
 }
 
 /// One step of a script, in order.
+// A script holds a handful of steps, built once: boxing would only add noise.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Step {
     /// Text to show (`EXPLAIN`, `SHOW TABLES`, `DESCRIBE`, `SET`).
