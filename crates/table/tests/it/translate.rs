@@ -144,3 +144,51 @@ fn official_q2_through_the_planner_runs() {
     assert_eq!(job.errors.count(), 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_statement_set_shares_its_common_subplan() {
+    let dir = temp_dir("reuse");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let script = format!(
+        "CREATE TABLE g (n BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '10', \
+           'fields.n.kind' = 'sequence', 'fields.n.start' = '1', 'fields.n.end' = '10');
+         CREATE TABLE a (n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+         CREATE TABLE b (n BIGINT) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');
+         BEGIN STATEMENT SET;
+         INSERT INTO a SELECT n FROM g;
+         INSERT INTO b SELECT n FROM g;
+         END;",
+        a.display(),
+        b.display()
+    );
+    let (s, planned) = session(&script);
+    let PlannedStatement::StatementSet(set) = &planned[0] else {
+        panic!("{planned:?}")
+    };
+    let plan = sluice_sql::plan::plan_statement_set(&s, set).unwrap();
+    let env = StreamEnv::new();
+    env.set_parallelism(1);
+    SqlJob::build(&env, &s, &plan).unwrap();
+    let graph = env.execution_plan().unwrap();
+    assert_eq!(
+        graph
+            .matches("\"type\" : \"Source: TableSourceScan")
+            .count(),
+        1,
+        "one scan for both sinks: {graph}"
+    );
+    // Flink's uids per plan node (post-order numbers over both trees); the second tree's scan
+    // is the first one's.
+    let mut uids: Vec<String> = env
+        .stream_nodes()
+        .into_iter()
+        .filter_map(|n| n.uid)
+        .collect();
+    uids.sort();
+    assert_eq!(uids, vec!["1_source", "2_sink", "4_sink"], "{uids:?}");
+    env.execute().unwrap();
+    for d in [&a, &b] {
+        assert_eq!(sluice_runtime::sinks::committed_lines(d).unwrap().len(), 10);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
