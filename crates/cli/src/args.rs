@@ -23,6 +23,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a built-in job on this machine (an embedded cluster: one thread per subtask).
     Run(RunArgs),
+    /// Run a Flink SQL script: `sluice sql -f job.sql` means `sluice run sql -f job.sql` (and
+    /// takes the same flags as `run`: REST, `--processes`, `--autopilot`…).
+    Sql(SqlArgs),
     /// Print the plan of a built-in job, for the same flags `run` takes.
     Plan(PlanArgs),
     /// Apply a plan fix to a built-in job and show the plan diff (optionally verify the results).
@@ -101,6 +104,41 @@ pub enum JobCmd {
     Skew(SkewArgs),
     /// A doctor scenario: one job per bottleneck cause (see `sluice_jobs::scenarios`).
     Scenario(ScenarioArgs),
+    /// A Flink SQL script (`-f FILE` or `-e SQL`): each INSERT, statement set or query is a job,
+    /// run in order; `EXPLAIN` prints the plan.
+    Sql(SqlArgs),
+}
+
+/// `sluice sql` / `sluice run sql`: the script and its variables.
+#[derive(Args, Debug, Clone)]
+pub struct SqlArgs {
+    /// The script to run.
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "execute",
+        required_unless_present = "execute"
+    )]
+    pub file: Option<PathBuf>,
+    /// SQL text to run (one statement, or several separated by `;`).
+    #[arg(short = 'e', long = "execute", value_name = "SQL")]
+    pub execute: Option<String>,
+    /// Substitute `${KEY}` in the script by VALUE (repeatable).
+    #[arg(short = 'D', long = "var", value_name = "KEY=VALUE", value_parser = parse_var)]
+    pub vars: Vec<(String, String)>,
+    /// Which job of the script this run is (set as the script's jobs run in order).
+    #[arg(long, hide = true)]
+    pub job_index: Option<usize>,
+    #[command(flatten)]
+    pub env: EnvArgs,
+}
+
+fn parse_var(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got '{s}'")),
+    }
 }
 
 #[derive(Args, Debug, Clone)]

@@ -316,6 +316,7 @@ fn env_args(cmd: &mut JobCmd) -> Option<&mut EnvArgs> {
         JobCmd::Skew(a) => Some(&mut a.env),
         JobCmd::Passthrough(a) => Some(&mut a.env),
         JobCmd::Scenario(a) => Some(&mut a.env),
+        JobCmd::Sql(a) => Some(&mut a.env),
     }
 }
 
@@ -325,6 +326,7 @@ fn records_mut(cmd: &mut JobCmd) -> Option<&mut u64> {
         JobCmd::Skew(a) => Some(&mut a.records),
         JobCmd::Passthrough(a) => Some(&mut a.records),
         JobCmd::Scenario(a) => Some(&mut a.records),
+        JobCmd::Sql(_) => None,
     }
 }
 

@@ -70,7 +70,7 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
             BuiltJob::Passthrough(_) => {
                 bail!("--verify compares keyed results; passthrough has none")
             }
-            BuiltJob::Scenario(_) | BuiltJob::RealScenario(_) => {
+            BuiltJob::Scenario(_) | BuiltJob::RealScenario(_) | BuiltJob::Sql(_) => {
                 bail!("--verify compares the skew job's results; use `fix skew` for them")
             }
         };
@@ -78,8 +78,11 @@ pub fn fix(a: FixArgs) -> anyhow::Result<ExitCode> {
         env0.execute()?;
         let original = match job0 {
             BuiltJob::Skew(j, _, _) => j.final_sums(),
-            BuiltJob::Passthrough(_) | BuiltJob::Scenario(_) | BuiltJob::RealScenario(_) => {
-                unreachable!("same job kind")
+            BuiltJob::Passthrough(_)
+            | BuiltJob::Scenario(_)
+            | BuiltJob::RealScenario(_)
+            | BuiltJob::Sql(_) => {
+                bail!("--verify: the job changed kind")
             }
         };
         if original == fixed {

@@ -9,6 +9,7 @@ mod doctor_cmd;
 mod fix_cmd;
 mod key_group;
 mod nexmark_cmd;
+mod nexmark_sql;
 mod plan_cmd;
 mod preflight;
 mod produce;
@@ -16,6 +17,7 @@ mod profile_cmd;
 mod progress;
 mod run;
 mod savepoint_cmd;
+mod sql_cmd;
 mod top;
 
 use std::process::ExitCode;
@@ -26,10 +28,12 @@ use tracing_subscriber::EnvFilter;
 use args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(sql_cmd::alias(std::env::args_os()));
     init_logs(&cli.command);
     let outcome = match cli.command {
         Command::Run(r) => run::run(r),
+        // Never reached: `sluice sql …` is read as `sluice run sql …` (sql_cmd::alias).
+        Command::Sql(_) => Err(anyhow::anyhow!("`sluice sql` is `sluice run sql`")),
         Command::Plan(p) => plan_cmd::plan(p),
         Command::Fix(f) => fix_cmd::fix(f),
         Command::KeyGroup(k) => key_group::key_group(k),

@@ -5,12 +5,21 @@ use std::process::ExitCode;
 use sluice_datastream::plan::{job_graph_dot, job_graph_text, job_plan_json};
 use sluice_types::Id128;
 
-use crate::args::{PlanArgs, PlanFormatArg};
+use crate::args::{JobCmd, PlanArgs, PlanFormatArg};
 use crate::run::build_job;
 
 pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
-    let (env, _job, _) = build_job(&args.job)?;
-    let out = match args.format {
+    if let JobCmd::Sql(a) = &args.job {
+        return crate::sql_cmd::plan(&args, a);
+    }
+    println!("{}", plan_text(&args.job, args.format)?.trim_end());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The plan of the job `job` describes, in `format`.
+pub fn plan_text(job: &JobCmd, format: PlanFormatArg) -> anyhow::Result<String> {
+    let (env, _job, _) = build_job(job)?;
+    Ok(match format {
         PlanFormatArg::Json => env.execution_plan()?,
         PlanFormatArg::JobGraph => {
             let g = env.job_graph()?;
@@ -19,7 +28,5 @@ pub fn plan(args: PlanArgs) -> anyhow::Result<ExitCode> {
         }
         PlanFormatArg::Text => job_graph_text(&env.job_graph()?),
         PlanFormatArg::Dot => job_graph_dot(&env.job_graph()?),
-    };
-    println!("{}", out.trim_end());
-    Ok(ExitCode::SUCCESS)
+    })
 }

@@ -25,6 +25,7 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
         JobCmd::Passthrough(a) => a.env.stream_env()?,
         JobCmd::Skew(a) => a.env.stream_env()?,
         JobCmd::Scenario(a) => a.env.stream_env()?,
+        JobCmd::Sql(a) => a.env.stream_env()?,
     };
     let (built, total) = build_on(&env, job)?;
     Ok((env, built, total))
@@ -35,6 +36,10 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
 /// again for every plan change.
 pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)> {
     match job {
+        JobCmd::Sql(a) => {
+            let errors = crate::sql_cmd::build(env, a)?;
+            Ok((BuiltJob::Sql(errors), 0))
+        }
         JobCmd::Passthrough(a) => {
             let cfg = passthrough::PassthroughConfig {
                 records: a.records,
@@ -130,6 +135,7 @@ fn env_args_mut(job: &mut JobCmd) -> &mut EnvArgs {
         JobCmd::Passthrough(a) => &mut a.env,
         JobCmd::Skew(a) => &mut a.env,
         JobCmd::Scenario(a) => &mut a.env,
+        JobCmd::Sql(a) => &mut a.env,
     }
 }
 
@@ -175,8 +181,18 @@ fn launch_processes(args: &RunArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
+    if let JobCmd::Sql(a) = &args.job {
+        if a.job_index.is_none() {
+            return crate::sql_cmd::run_script(args);
+        }
+    }
+    run_one(&mut args)
+}
+
+/// Runs the one job `args` describes (a SQL script's jobs are run one by one through it).
+pub fn run_one(args: &mut RunArgs) -> anyhow::Result<ExitCode> {
     if args.processes.processes > 1 {
-        return launch_processes(&args);
+        return launch_processes(args);
     }
     // One process of `--processes N`: connected to the others before the job is built.
     let placement = sluice::processes::join_peers(&args.processes)?;
@@ -409,6 +425,14 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         if let Some(n) = job.discarded {
             eprintln!("the sink discarded {n} records")
+        }
+        if let Some((n, first)) = &job.sql_row_errors {
+            if *n > 0 {
+                eprintln!(
+                    "SQL rows dropped as dead letters: {n}; the first: {}",
+                    first.as_deref().unwrap_or("?")
+                );
+            }
         }
         if let Some((name, n)) = &job.scenario_sunk {
             eprintln!("scenario {name}: the sink received {n} records");

@@ -20,6 +20,8 @@ pub enum BuiltJob {
     Scenario(scenarios::ScenarioJob),
     /// A scenario on real systems (`--from` / `--to`).
     RealScenario(RealScenario),
+    /// A SQL job (`sluice sql`): the rows its operators could not evaluate.
+    Sql(sluice_table::RowErrors),
 }
 
 impl BuiltJob {
@@ -35,6 +37,8 @@ impl BuiltJob {
             },
             BuiltJob::Skew(j, _, _) => Some(JobOutput::Sums(j.final_sums())),
             BuiltJob::Passthrough(p) => Some(JobOutput::Count(p.discarded.count())),
+            // Its tables are its output; nothing is kept in memory to compare.
+            BuiltJob::Sql(_) => None,
             BuiltJob::Scenario(s) => match (s.skew_job(), s.table(), s.lookup_output()) {
                 (Some(j), _, _) => Some(JobOutput::Sums(j.final_sums())),
                 (None, Some(t), _) => Some(JobOutput::Table(t.contents())),
@@ -59,6 +63,8 @@ pub struct Merged {
     pub scenario_sunk: Option<(String, u64)>,
     /// The newest build's real sink.
     pub sinks: Vec<SinkHandle>,
+    /// A SQL job's rows that failed evaluation (summed over builds) and the first error.
+    pub sql_row_errors: Option<(u64, Option<String>)>,
 }
 
 impl Merged {
@@ -70,6 +76,7 @@ impl Merged {
             discarded: None,
             scenario_sunk: None,
             sinks: Vec::new(),
+            sql_row_errors: None,
         };
         let mut counted = 0;
         let mut name = None;
@@ -90,6 +97,13 @@ impl Merged {
                         None => counted += s.records_sunk(),
                     }
                     name = Some(s.name.clone());
+                }
+                BuiltJob::Sql(errors) => {
+                    let e = m.sql_row_errors.get_or_insert((0, None));
+                    e.0 += errors.count();
+                    if e.1.is_none() {
+                        e.1 = errors.first();
+                    }
                 }
                 BuiltJob::RealScenario(s) => {
                     counted += s.sunk.load(Relaxed);

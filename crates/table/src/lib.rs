@@ -8,6 +8,7 @@
 //!
 //! * [`key`]: [`SqlKey`], the key of a SQL keyed operator (a `Row` of key columns or a single
 //!   `Value`), with the traits keyed streams and keyed state need.
+//! * [`official`]: the official Nexmark SQL files as the benchmark's runner runs them.
 //! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
 //!   missing → `SqlError::BadOption` naming the key and the nearest known keys).
 //! * [`connectors`]: sources and sinks by the `'connector'` option, with Flink's option names:
@@ -16,6 +17,10 @@
 //!   rowtime column being the record timestamp.
 //! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
+//! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
+//!   and uid'd as Flink names them.
+//! * [`script`]: [`SqlScript`], a script planned whole (every refusal before any job runs),
+//!   its jobs in order as Flink's SQL client runs a file.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
 //! * [`window_agg`]: Flink's window aggregation ([`window_aggregate`] over a
 //!   [`WindowAggSpec`]: TUMBLE/HOP/CUMULATE/SESSION, event or processing time, one phase or
@@ -35,12 +40,15 @@ pub mod calc;
 pub mod connectors;
 pub mod joins;
 pub mod key;
+pub mod official;
 pub mod options;
 pub mod row_errors;
 pub mod scan;
 pub mod schema;
+pub mod script;
 pub mod sink;
 pub mod stateful;
+pub mod translate;
 pub mod window_agg;
 
 pub use calc::{calc, Calc};
@@ -53,8 +61,10 @@ pub use key::SqlKey;
 pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;
+pub use script::{JobKind, PlannedJob, SqlScript, Step};
 pub use sink::{insert_into, SinkCast};
 pub use stateful::{LateRecords, OperatorIds};
+pub use translate::{QueryOutput, SqlJob};
 pub use window_agg::{
     window_aggregate, WindowAggCall, WindowAggSpec, WindowKind, WindowProperty, WindowTime,
 };

@@ -225,33 +225,45 @@ impl TableScan {
         let (Some(rowtime), Some(wm)) = (self.rowtime, self.watermark.clone()) else {
             return rows;
         };
-        let settings = self.settings;
         let name = format!(
             "WatermarkAssigner(rowtime=[{}], watermark=[{wm}])",
             self.columns[rowtime].name
         );
-        let assigned = rows.transform(&name, move |_| {
-            let mut generator = BoundedOutOfOrderness::new(0);
-            if let Some(idle) = settings.idle_timeout {
-                generator = generator.with_idleness(idle.as_millis() as u64);
-            }
-            let wm = wm.clone();
-            // The generator's watermark is `max - 0 - 1`: feed it `expr + 1` so that it emits
-            // max(expr), Flink SQL's watermark.
-            WatermarkAssignerOp::new(
-                move |r: &Row| {
-                    wm.eval(r)
-                        .ok()
-                        .as_ref()
-                        .and_then(millis)
-                        .map_or(i64::MIN, |ms| ms.saturating_add(1))
-                },
-                generator,
-                settings.watermark_interval,
-            )
-        });
-        with_rowtime(assigned, rowtime)
+        assign_watermark(&rows, rowtime, wm, self.settings, &name)
     }
+}
+
+/// Flink SQL's `WatermarkAssigner` over `rows`: the periodic watermark max(`watermark`) (see
+/// the module's docs), the operator named `name`; the output's event timestamp is column
+/// `rowtime`. Shared by [`TableScan`] and the plan translator's `WatermarkAssigner` node.
+pub fn assign_watermark(
+    rows: &DataStream<Row>,
+    rowtime: usize,
+    watermark: Expr,
+    settings: ScanSettings,
+    name: &str,
+) -> DataStream<Row> {
+    let assigned = rows.transform(name, move |_| {
+        let mut generator = BoundedOutOfOrderness::new(0);
+        if let Some(idle) = settings.idle_timeout {
+            generator = generator.with_idleness(idle.as_millis() as u64);
+        }
+        let wm = watermark.clone();
+        // The generator's watermark is `max - 0 - 1`: feed it `expr + 1` so that it emits
+        // max(expr), Flink SQL's watermark.
+        WatermarkAssignerOp::new(
+            move |r: &Row| {
+                wm.eval(r)
+                    .ok()
+                    .as_ref()
+                    .and_then(millis)
+                    .map_or(i64::MIN, |ms| ms.saturating_add(1))
+            },
+            generator,
+            settings.watermark_interval,
+        )
+    });
+    with_rowtime(assigned, rowtime)
 }
 
 /// Metadata columns were refused by [`PhysicalSchema::of`] already.

@@ -36,5 +36,6 @@ mod profile;
 mod run_reports;
 mod savepoint;
 mod socket_source;
+mod sql;
 mod top;
 mod top_live;

@@ -9,5 +9,6 @@ mod q2_oracle;
 mod q5_windows;
 mod rows;
 mod support;
+mod translate;
 mod window_agg;
 mod window_recovery;

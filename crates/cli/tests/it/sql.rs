@@ -1,0 +1,260 @@
+//! `sluice sql` run as a user would: a script with a filesystem csv source (a computed column
+//! and a watermark), a Calc and a filesystem csv sink gives the rows computed here by hand; a
+//! bare query prints Flink's `+I[…]` rows; `EXPLAIN` prints the plan; each class of refusal
+//! (syntax, unknown name, bad option, unsupported) names its place and exits 2 before any job
+//! runs; the official Nexmark queries with hand-written twins run from their files and
+//! `--verify` against the twins.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn sluice(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(args)
+        .output()
+        .expect("sluice runs")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sluice-sql-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The official queries folder, as crates/table/tests/it finds it (missing under CI=true fails).
+fn queries_dir() -> Option<PathBuf> {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::var_os("SLUICE_NEXMARK_QUERIES")
+        .map(PathBuf::from)
+        .or_else(|| {
+            manifest
+                .ancestors()
+                .map(|a| a.join("shared/nexmark-flink/queries"))
+                .find(|d| d.join("ddl_gen.sql").is_file())
+        })?;
+    if dir.join("ddl_gen.sql").is_file() {
+        return Some(dir);
+    }
+    None
+}
+
+fn queries_or_skip() -> Option<PathBuf> {
+    let d = queries_dir();
+    if d.is_none() {
+        let msg = "the official Nexmark queries are missing (set SLUICE_NEXMARK_QUERIES)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{msg}");
+        eprintln!("SKIPPED: {msg}");
+    }
+    d
+}
+
+#[test]
+fn a_script_runs_its_jobs_in_order() {
+    let dir = tmp("script");
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    // Rows whose answer is computed below, independently of the engine.
+    let rows: Vec<(i64, &str)> = (1..=40)
+        .map(|i| (i, ["apple", "pear", "fig"][i as usize % 3]))
+        .collect();
+    let mut csv = String::new();
+    for (i, name) in &rows {
+        csv.push_str(&format!("{i},{name},2024-01-01 00:00:{:02}\n", i % 60));
+    }
+    std::fs::write(input.join("part-0.csv"), csv).unwrap();
+    let out = dir.join("out");
+    let script = dir.join("job.sql");
+    std::fs::write(
+        &script,
+        "SET 'parallelism.default' = '2';
+CREATE TABLE fruit (id BIGINT, name STRING, ts TIMESTAMP(3), twice AS id * 2,
+  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND)
+WITH ('connector' = 'filesystem', 'path' = '${IN}', 'format' = 'csv');
+CREATE TABLE out (id BIGINT, label STRING, twice BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '${OUT}', 'format' = 'csv');
+EXPLAIN INSERT INTO out SELECT id, UPPER(name), twice FROM fruit WHERE MOD(id, 3) = 1;
+INSERT INTO out SELECT id, UPPER(name), twice FROM fruit WHERE MOD(id, 3) = 1;
+SELECT id, name FROM fruit WHERE id > 38;
+",
+    )
+    .unwrap();
+    let o = sluice(&[
+        "sql",
+        "-f",
+        script.to_str().unwrap(),
+        "-D",
+        &format!("IN={}", input.display()),
+        "--var",
+        &format!("OUT={}", out.display()),
+        "--no-progress",
+        "--no-rest",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("== Optimized Execution Plan =="),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("+I[39, apple]") && stdout.contains("+I[40, pear]"),
+        "{stdout}"
+    );
+    // Flink's operator names reach the run summary; SET 'parallelism.default' took effect.
+    assert!(
+        stderr.contains("Calc(select=[id, UPPER(name) AS EXPR$1, twice]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("p=2"), "{stderr}");
+    let mut got = sluice_runtime::sinks::committed_lines(&out).unwrap();
+    got.sort();
+    let mut want: Vec<String> = rows
+        .iter()
+        .filter(|(i, _)| i % 3 == 1)
+        .map(|(i, n)| format!("{i},{},{}", n.to_uppercase(), i * 2))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn plan_sql_prints_the_job_graph() {
+    let o = sluice(&[
+        "plan",
+        "sql",
+        "-e",
+        "CREATE TABLE t (a BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');
+         CREATE TABLE o (a BIGINT) WITH ('connector' = 'blackhole');
+         INSERT INTO o SELECT a + 1 FROM t;",
+        "--format",
+        "text",
+    ]);
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("Calc(select=[(a + 1) AS EXPR$0])"),
+        "{stdout}"
+    );
+}
+
+/// Runs `sql` and returns its stderr after checking it was refused with status 2.
+fn refused(sql: &str) -> String {
+    let o = sluice(&["sql", "-e", sql, "--no-progress", "--no-rest"]);
+    let (_, stderr) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("job started"), "nothing runs: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+const TABLE: &str =
+    "CREATE TABLE t (amount BIGINT) WITH ('connector' = 'datagen', 'number-of-rows' = '5');\n";
+
+#[test]
+fn a_syntax_error_names_line_and_column() {
+    let e = refused(&format!("{TABLE}SELECT amount FROM t WHER amount > 1;"));
+    assert!(e.contains("SQL syntax error at line 2, column"), "{e}");
+}
+
+#[test]
+fn an_unknown_column_names_the_nearest() {
+    let e = refused(&format!("{TABLE}SELECT amout FROM t;"));
+    assert!(
+        e.contains("Column 'amout' not found at line 2, column 8"),
+        "{e}"
+    );
+    assert!(e.contains("Did you mean 'amount'?"), "{e}");
+}
+
+#[test]
+fn a_bad_connector_option_is_named_with_the_nearest() {
+    let e = refused(
+        "CREATE TABLE t (a BIGINT) WITH ('connector' = 'datagen', 'rows-per-secnd' = '5');
+SELECT a FROM t;",
+    );
+    assert!(
+        e.contains("Invalid option 'rows-per-secnd' of table 't'"),
+        "{e}"
+    );
+    assert!(
+        e.contains("'rows-per-second'") && e.contains("line 1, column 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_updating_query_is_refused_before_any_job_runs() {
+    // The first INSERT is fine; the second is refused, so neither runs.
+    let e = refused(&format!(
+        "{TABLE}CREATE TABLE o (amount BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO o SELECT amount FROM t;
+SELECT amount, COUNT(*) FROM t GROUP BY amount;"
+    ));
+    assert!(e.contains("Unsupported at line 4"), "{e}");
+    assert!(e.contains("updating queries"), "{e}");
+}
+
+#[test]
+fn a_window_aggregate_is_refused_by_its_flink_name_for_now() {
+    let e = refused(
+        "CREATE TABLE t (a BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts) WITH ('connector' = 'datagen');
+CREATE TABLE o (a BIGINT, c BIGINT) WITH ('connector' = 'blackhole');
+INSERT INTO o SELECT a, COUNT(*) FROM TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' SECOND)) GROUP BY a, window_start, window_end;",
+    );
+    assert!(
+        e.contains("WindowAggregate") && e.contains("line 3, column 1"),
+        "{e}"
+    );
+}
+
+#[test]
+fn nexmark_sql_without_queries_says_where_to_get_them() {
+    let o = sluice(&["nexmark", "--query", "q2", "--sql"]);
+    let (_, e) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        e.contains("nexmark-flink/src/main/resources/queries"),
+        "{e}"
+    );
+}
+
+#[test]
+fn official_stateless_queries_verify_against_their_hand_written_twins() {
+    let Some(queries) = queries_or_skip() else {
+        return;
+    };
+    for q in ["q0", "q1", "q2", "q14", "q21", "q22"] {
+        let o = sluice(&[
+            "nexmark",
+            "--query",
+            q,
+            "--sql",
+            "--queries",
+            queries.to_str().unwrap(),
+            "--events",
+            "20000",
+            "--rate",
+            "10000",
+            "-p",
+            "2",
+            "--verify",
+            "--no-progress",
+        ]);
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{q}: {stderr}");
+        assert!(
+            stdout.contains(&format!(
+                "verified: {q} (official SQL) equals the hand-written {q}"
+            )),
+            "{q}: {stdout}"
+        );
+    }
+}

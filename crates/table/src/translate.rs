@@ -1,0 +1,321 @@
+//! [`SqlJob`]: a planned SQL job ([`PhysicalPlan`]) translated into DataStream operators on a
+//! [`StreamEnv`].
+//!
+//! Each physical node becomes what it does here: `TableSourceScan` the table's connector,
+//! `Calc` a [`calc`], `WatermarkAssigner` the scan's watermark operator
+//! ([`assign_watermark`]), `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
+//! columns, `global` for a single instance), `Union` a union and `Sink` [`insert_into`]. The
+//! planner already shapes a table's scan (source → Calc of the computed columns → watermark), so
+//! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
+//!
+//! Every operator is named [`operator_name`] (Flink's SQL names: `Calc(select=[…])`…) and
+//! carries its stable uid from [`operator_uids`], so the dashboard, the doctor and savepoints
+//! see the SQL plan. A subtree the plan holds more than once (Flink's `Reused(reference_id)`)
+//! is built once and its stream shared. Stateful nodes (window aggregates, joins, window table
+//! functions, lookup joins) are refused as not runnable yet, naming the node.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use sluice_datastream::{DataStream, Sink, StreamEnv};
+use sluice_sql::catalog::CatalogTable;
+use sluice_sql::plan::explain::{physical_text, transformation_name, Style};
+use sluice_sql::plan::PhysicalPlan;
+use sluice_sql::plan::{operator_name, operator_uids, Distribution, PhysicalNode, PhysicalOp};
+use sluice_sql::{DataType, Result, Row, Session, SqlError, TableDef, TimestampKind};
+
+use crate::calc::{calc, Calc};
+use crate::connectors::print::PrintSpec;
+use crate::connectors::SourceConnector;
+use crate::key::SqlKey;
+use crate::options::Options;
+use crate::row_errors::RowErrors;
+use crate::scan::{assign_watermark, with_rowtime, ScanSettings};
+use crate::schema::PhysicalSchema;
+use crate::sink::insert_into;
+
+/// Where the rows of a query run on its own (no INSERT) go.
+#[derive(Clone, Debug)]
+pub enum QueryOutput {
+    /// Printed on stdout as Flink's print sink prints them (`+I[…]`).
+    Stdout,
+    /// Kept in memory as the printed lines (tests).
+    Lines(Arc<Mutex<Vec<String>>>),
+}
+
+/// A SQL job added to an environment: the handles its run reads.
+pub struct SqlJob {
+    /// Rows that failed evaluation (counted, the first errors kept).
+    pub errors: RowErrors,
+    /// The job's sinks, one per INSERT (or the query's print sink), in plan order.
+    pub sinks: Vec<Sink<()>>,
+}
+
+impl SqlJob {
+    /// Adds the operators of `plan` to `env`. Every root must be a sink (INSERTs and statement
+    /// sets); see [`SqlJob::build_query`] for a query run on its own.
+    pub fn build(env: &StreamEnv, session: &Session, plan: &PhysicalPlan) -> Result<SqlJob> {
+        Translator::new(env, session, plan)?.run(plan, None)
+    }
+
+    /// Adds the operators of a query's plan (its root is no sink) with a print sink writing to
+    /// `output`, as Flink's SQL client shows a query's rows.
+    pub fn build_query(
+        env: &StreamEnv,
+        session: &Session,
+        plan: &PhysicalPlan,
+        output: QueryOutput,
+    ) -> Result<SqlJob> {
+        Translator::new(env, session, plan)?.run(plan, Some(output))
+    }
+}
+
+struct Translator<'a> {
+    env: &'a StreamEnv,
+    session: &'a Session,
+    settings: ScanSettings,
+    errors: RowErrors,
+    uids: Vec<String>,
+    /// The next node's index in pre order over the plan's trees (what `uids` is indexed by).
+    next: usize,
+    /// Streams of the subtrees built so far, by their plan text: a repeated subtree is reused.
+    built: HashMap<String, DataStream<Row>>,
+}
+
+/// How many nodes a subtree holds.
+fn size(n: &PhysicalNode) -> usize {
+    1 + n.inputs.iter().map(size).sum::<usize>()
+}
+
+impl<'a> Translator<'a> {
+    fn new(env: &'a StreamEnv, session: &'a Session, plan: &PhysicalPlan) -> Result<Self> {
+        for root in &plan.roots {
+            root.check()?;
+        }
+        Ok(Translator {
+            env,
+            session,
+            settings: ScanSettings::from_config(&session.config)?,
+            errors: RowErrors::new(),
+            uids: operator_uids(&plan.roots),
+            next: 0,
+            built: HashMap::new(),
+        })
+    }
+
+    fn run(mut self, plan: &PhysicalPlan, query: Option<QueryOutput>) -> Result<SqlJob> {
+        let mut sinks = Vec::new();
+        for root in &plan.roots {
+            match (&root.op, &query) {
+                (PhysicalOp::Sink(_), _) => sinks.push(self.sink(root)?),
+                (_, Some(output)) => {
+                    let rows = self.stream(root)?;
+                    sinks.push(self.print(root, &rows, output)?);
+                }
+                (_, None) => {
+                    return Err(SqlError::validation(
+                        None,
+                        "a query without INSERT INTO has no sink: run it as a query",
+                    ))
+                }
+            }
+        }
+        Ok(SqlJob {
+            errors: self.errors,
+            sinks,
+        })
+    }
+
+    fn uid(&mut self) -> String {
+        let uid = self.uids.get(self.next).cloned().unwrap_or_default();
+        self.next += 1;
+        uid
+    }
+
+    fn table(&self, path: &[String]) -> Result<&'a TableDef> {
+        let name = path.last().map(String::as_str).unwrap_or_default();
+        match self.session.catalog.get(name) {
+            Some(CatalogTable::Table(def)) => Ok(def),
+            _ => Err(SqlError::validation(
+                None,
+                format!(
+                    "internal plan error: table '{}' is not in the catalog",
+                    path.join(".")
+                ),
+            )),
+        }
+    }
+
+    fn sink(&mut self, node: &PhysicalNode) -> Result<Sink<()>> {
+        let PhysicalOp::Sink(s) = &node.op else {
+            return Err(SqlError::validation(
+                None,
+                "internal plan error: not a sink",
+            ));
+        };
+        let uid = self.uid();
+        let input = &node.inputs[0];
+        let rows = self.stream(input)?;
+        let types: Vec<DataType> = input.schema.iter().map(|f| f.ty.clone()).collect();
+        let def = self.table(&s.path)?;
+        let sink = insert_into(&rows, &types, def, &self.session.config, &self.errors)
+            .map_err(|e| defined_at(e, def))?;
+        Ok(sink.name(&operator_name(node)).uid(&uid))
+    }
+
+    fn print(
+        &mut self,
+        node: &PhysicalNode,
+        rows: &DataStream<Row>,
+        output: &QueryOutput,
+    ) -> Result<Sink<()>> {
+        let columns = node
+            .schema
+            .iter()
+            .map(|f| (f.name.clone(), f.ty.without_time_attribute()))
+            .collect();
+        let schema = PhysicalSchema::new("collect", columns);
+        let options = Options::new("collect", &[("connector".into(), "print".into())]);
+        let mut spec = PrintSpec::new(&options, &schema)?;
+        if let QueryOutput::Lines(lines) = output {
+            spec = spec.to_lines(lines.clone());
+        }
+        Ok(spec.write(rows).name("collect").uid("collect"))
+    }
+
+    /// The stream of a node's output (built once per distinct subtree).
+    fn stream(&mut self, node: &PhysicalNode) -> Result<DataStream<Row>> {
+        let key = physical_text(node, Style::Exec);
+        if let Some(s) = self.built.get(&key) {
+            // Reused: this occurrence's operators are the first one's.
+            self.next += size(node);
+            return Ok(s.clone());
+        }
+        let s = self.translate(node)?;
+        self.built.insert(key, s.clone());
+        Ok(s)
+    }
+
+    fn translate(&mut self, node: &PhysicalNode) -> Result<DataStream<Row>> {
+        let uid = self.uid();
+        let name = operator_name(node);
+        let out = match &node.op {
+            PhysicalOp::TableSourceScan(scan) => {
+                let def = self.table(&scan.path)?;
+                SourceConnector::for_table(def)
+                    .map_err(|e| defined_at(e, def))?
+                    .stream(self.env)
+                    .name(&name)
+                    .uid(&uid)
+            }
+            PhysicalOp::Calc(c) => {
+                let input = self.stream(&node.inputs[0])?;
+                let (exprs, names): (Vec<_>, Vec<_>) = c.projection.iter().cloned().unzip();
+                let op = Calc::new(exprs, c.condition.clone());
+                let rows = calc(&input, &op, &names, &self.errors)
+                    .name(&name)
+                    .uid(&uid);
+                // Event time stays readable downstream when the rowtime is projected.
+                match node
+                    .schema
+                    .iter()
+                    .position(|f| f.ty.time_attribute() == TimestampKind::Rowtime)
+                {
+                    Some(i) if input.timestamps().is_some() => with_rowtime(rows, i),
+                    _ => rows,
+                }
+            }
+            PhysicalOp::WatermarkAssigner { rowtime, expr } => {
+                let input = self.stream(&node.inputs[0])?;
+                assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+            }
+            PhysicalOp::Exchange(d) => {
+                let input = self.stream(&node.inputs[0])?;
+                match d {
+                    Distribution::Single => input.global(),
+                    Distribution::Hash(keys) => {
+                        let keys = keys.clone();
+                        input
+                            .key_by(move |r: &Row| {
+                                SqlKey(Row(keys.iter().map(|&i| r.get(i).clone()).collect()))
+                            })
+                            .as_stream()
+                            .clone()
+                    }
+                }
+            }
+            PhysicalOp::Union => {
+                let mut inputs = Vec::with_capacity(node.inputs.len());
+                for i in &node.inputs {
+                    inputs.push(self.stream(i)?);
+                }
+                let (first, rest) = inputs.split_first().ok_or_else(|| {
+                    SqlError::validation(None, "internal plan error: a Union without inputs")
+                })?;
+                first.union(&rest.iter().collect::<Vec<_>>())
+            }
+            PhysicalOp::Sink(_) => {
+                return Err(SqlError::validation(
+                    None,
+                    "internal plan error: a sink inside a plan tree",
+                ))
+            }
+            PhysicalOp::WindowTableFunction(_)
+            | PhysicalOp::LocalWindowAggregate(_)
+            | PhysicalOp::GlobalWindowAggregate(_)
+            | PhysicalOp::WindowAggregate(_)
+            | PhysicalOp::GroupWindowAggregate(_)
+            | PhysicalOp::Join(_)
+            | PhysicalOp::IntervalJoin(_)
+            | PhysicalOp::WindowJoin(_)
+            | PhysicalOp::LookupJoin { .. } => {
+                return Err(SqlError::unsupported(
+                    None,
+                    format!(
+                        "{} ({}) does not run yet in this version: {name}",
+                        flink_node_name(node),
+                        transformation_name(node)
+                    ),
+                ))
+            }
+        };
+        Ok(out)
+    }
+}
+
+/// A connector option's error with where its table is defined.
+fn defined_at(e: SqlError, def: &TableDef) -> SqlError {
+    match e {
+        SqlError::BadOption {
+            table,
+            key,
+            message,
+        } => SqlError::BadOption {
+            table,
+            key,
+            message: format!("{message} (table defined at {})", def.pos),
+        },
+        other => other,
+    }
+}
+
+/// Flink's name of a stateful node (`WindowAggregate`, `Join`…), for refusals.
+fn flink_node_name(node: &PhysicalNode) -> &'static str {
+    match &node.op {
+        PhysicalOp::WindowTableFunction(_) => "WindowTableFunction",
+        PhysicalOp::LocalWindowAggregate(_) => "LocalWindowAggregate",
+        PhysicalOp::GlobalWindowAggregate(_) => "GlobalWindowAggregate",
+        PhysicalOp::WindowAggregate(_) => "WindowAggregate",
+        PhysicalOp::GroupWindowAggregate(_) => "GroupWindowAggregate",
+        PhysicalOp::Join(_) => "Join",
+        PhysicalOp::IntervalJoin(_) => "IntervalJoin",
+        PhysicalOp::WindowJoin(_) => "WindowJoin",
+        PhysicalOp::LookupJoin { .. } => "LookupJoin",
+        PhysicalOp::TableSourceScan(_) => "TableSourceScan",
+        PhysicalOp::Calc(_) => "Calc",
+        PhysicalOp::WatermarkAssigner { .. } => "WatermarkAssigner",
+        PhysicalOp::Exchange(_) => "Exchange",
+        PhysicalOp::Union => "Union",
+        PhysicalOp::Sink(_) => "Sink",
+    }
+}
