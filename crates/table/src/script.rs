@@ -161,7 +161,7 @@ fn plan_step(session: &Session, planned: PlannedStatement) -> Result<Step> {
             job(plan_statement_set(session, &s)?, JobKind::Insert, s.pos)
         }
         PlannedStatement::Query(q) => job(plan_query(session, &q)?, JobKind::Query, q.pos),
-        PlannedStatement::Explain(e) => Step::Show(session.explain(&e)?),
+        PlannedStatement::Explain(e) => Step::Show(sluice_sql::plan::explain(session, &e)?),
         PlannedStatement::ShowTables { .. } => {
             let names = session.catalog.table_names();
             Step::Show(names.join("\n"))
