@@ -56,6 +56,12 @@ pub fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
             built.errors.first().unwrap_or_default()
         );
     }
+    if built.late.count() > 0 {
+        eprintln!(
+            "SQL rows dropped as late (behind the watermark): {}",
+            built.late.count()
+        );
+    }
     let Some(capture) = capture else {
         return Ok(ExitCode::SUCCESS);
     };

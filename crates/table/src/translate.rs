@@ -11,8 +11,13 @@
 //! Every operator is named [`operator_name`] (Flink's SQL names: `Calc(select=[…])`…) and
 //! carries its stable uid from [`operator_uids`], so the dashboard, the doctor and savepoints
 //! see the SQL plan. A subtree the plan holds more than once (Flink's `Reused(reference_id)`)
-//! is built once and its stream shared. Stateful nodes (window aggregates, joins, window table
-//! functions, lookup joins) are refused as not runnable yet, naming the node.
+//! is built once and its stream shared. Window aggregates and joins are built by
+//! [`translate_stateful`](self) onto [`crate::window_agg`] and [`crate::joins`] (every rows'
+//! lateness counted in the job's [`LateRecords`]); a `WindowTableFunction` not folded into an
+//! aggregate or join and a `LookupJoin` are refused as not runnable yet, naming the node.
+
+#[path = "translate_stateful.rs"]
+mod stateful;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +38,7 @@ use crate::row_errors::RowErrors;
 use crate::scan::{assign_watermark, with_rowtime, ScanSettings};
 use crate::schema::PhysicalSchema;
 use crate::sink::insert_into;
+use crate::stateful::{LateRecords, OperatorIds};
 
 /// Where the rows of a query run on its own (no INSERT) go.
 #[derive(Clone, Debug)]
@@ -47,6 +53,8 @@ pub enum QueryOutput {
 pub struct SqlJob {
     /// Rows that failed evaluation (counted, the first errors kept).
     pub errors: RowErrors,
+    /// Rows its event-time window aggregates and window joins dropped as late.
+    pub late: LateRecords,
     /// The job's sinks, one per INSERT (or the query's print sink), in plan order.
     pub sinks: Vec<Sink<()>>,
 }
@@ -75,6 +83,7 @@ struct Translator<'a> {
     session: &'a Session,
     settings: ScanSettings,
     errors: RowErrors,
+    late: LateRecords,
     uids: Vec<String>,
     /// The next node's index in pre order over the plan's trees (what `uids` is indexed by).
     next: usize,
@@ -97,6 +106,7 @@ impl<'a> Translator<'a> {
             session,
             settings: ScanSettings::from_config(&session.config)?,
             errors: RowErrors::new(),
+            late: LateRecords::new(),
             uids: operator_uids(&plan.roots),
             next: 0,
             built: HashMap::new(),
@@ -122,6 +132,7 @@ impl<'a> Translator<'a> {
         }
         Ok(SqlJob {
             errors: self.errors,
+            late: self.late,
             sinks,
         })
     }
@@ -260,14 +271,16 @@ impl<'a> Translator<'a> {
                     "internal plan error: a sink inside a plan tree",
                 ))
             }
+            PhysicalOp::GlobalWindowAggregate(_)
+            | PhysicalOp::WindowAggregate(_)
+            | PhysicalOp::GroupWindowAggregate(_) => {
+                self.window_agg(node, OperatorIds::new(name, uid))?
+            }
+            PhysicalOp::Join(_) | PhysicalOp::IntervalJoin(_) | PhysicalOp::WindowJoin(_) => {
+                self.join(node, OperatorIds::new(name, uid))?
+            }
             PhysicalOp::WindowTableFunction(_)
             | PhysicalOp::LocalWindowAggregate(_)
-            | PhysicalOp::GlobalWindowAggregate(_)
-            | PhysicalOp::WindowAggregate(_)
-            | PhysicalOp::GroupWindowAggregate(_)
-            | PhysicalOp::Join(_)
-            | PhysicalOp::IntervalJoin(_)
-            | PhysicalOp::WindowJoin(_)
             | PhysicalOp::LookupJoin { .. } => {
                 return Err(SqlError::unsupported(
                     None,

@@ -142,21 +142,9 @@ fn q5_hop_counts_equal_a_plain_loop_over_the_bids() {
     }
 }
 
-/// The whole official q5 as Flink plans it: the HOP count by auction (twice), a cascaded
-/// window aggregation `MAX(num)` per window over the second (`win_start`/`win_end` from its
-/// columns), and a window join of the two on the window with `num >= maxn` — equal to the hot
-/// auctions computed here with plain loops over the bids, which equal DuckDB's answer.
-#[test]
-fn the_whole_q5_equals_a_plain_loop_over_the_bids() {
-    let Some(queries) = queries_dir() else { return };
-    let (events, tps) = (100_000, 10_000);
-    let (size, slide) = (10_000i64, 2_000i64);
-    let generator = NexmarkGenerator::new(GeneratorConfig {
-        events,
-        rate: tps,
-        ..GeneratorConfig::default()
-    })
-    .unwrap();
+/// The official q5's answer by plain loops over the generator's bids: per HOP window of `size`
+/// every `slide`, the auctions with the most bids and their count, sorted.
+pub fn hot_auctions(generator: &NexmarkGenerator, size: i64, slide: i64) -> Vec<(i64, i64)> {
     let mut counts: BTreeMap<(i64, i64), BTreeMap<i64, i64>> = BTreeMap::new();
     for (_, e) in generator.iter() {
         if let Event::Bid(b) = e {
@@ -183,6 +171,25 @@ fn the_whole_q5_equals_a_plain_loop_over_the_bids() {
         }
     }
     want.sort();
+    want
+}
+
+/// The whole official q5 as Flink plans it: the HOP count by auction (twice), a cascaded
+/// window aggregation `MAX(num)` per window over the second (`win_start`/`win_end` from its
+/// columns), and a window join of the two on the window with `num >= maxn` — equal to the hot
+/// auctions computed here with plain loops over the bids, which equal DuckDB's answer.
+#[test]
+fn the_whole_q5_equals_a_plain_loop_over_the_bids() {
+    let Some(queries) = queries_dir() else { return };
+    let (events, tps) = (100_000, 10_000);
+    let (size, slide) = (10_000i64, 2_000i64);
+    let generator = NexmarkGenerator::new(GeneratorConfig {
+        events,
+        rate: tps,
+        ..GeneratorConfig::default()
+    })
+    .unwrap();
+    let want = hot_auctions(&generator, size, slide);
     // And DuckDB's answer (tests/oracle/nexmark_oracle.py) over the generator's CSV export.
     if let Some(py) = duckdb() {
         let dir = temp_dir("q5");
