@@ -23,6 +23,7 @@ mod json;
 pub mod layout;
 pub mod savepoint;
 mod source;
+pub mod top_model;
 
 pub use endpoint::{ClientArgs, Endpoint, Response};
 pub use engine::{detect_engine, Engine};
