@@ -263,13 +263,8 @@ impl NexmarkSpec {
         let config = self.config.clone();
         let picks: Arc<[Pick]> = self.picks.clone().into();
         env.add_source("nexmark", move |k, n| {
-            let generator = NexmarkGenerator::new(config.clone())
-                .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
-            Ok(NexmarkRows {
-                split: generator.split(k, n),
-                emitted: 0,
-                picks: picks.clone(),
-            })
+            let picks = picks.clone();
+            NexmarkSplitSource::new(&config, k, n, move |e: Event| event_row(&picks, &e))
         })
     }
 
@@ -343,20 +338,43 @@ fn event_row(picks: &[Pick], event: &Event) -> Row {
     Row(values)
 }
 
-/// One generator split as rows. Its checkpoint position is the number of events emitted; a
-/// restore at the same parallelism skips them (another parallelism is refused: the splits are
-/// `n ≡ k mod p`).
-struct NexmarkRows {
+/// One generator split, each event mapped by `map` (the table's row here; the event itself for the
+/// hand-written Nexmark queries of `sluice-jobs`). Its checkpoint position is the number of events
+/// emitted; a restore at the same parallelism skips them (another parallelism is refused: the
+/// splits are `n ≡ k mod p`).
+pub struct NexmarkSplitSource<F> {
     split: Split,
     emitted: u64,
-    picks: Arc<[Pick]>,
+    map: F,
 }
 
-impl SourceFunction<Row> for NexmarkRows {
+impl<F> NexmarkSplitSource<F> {
+    /// Subtask `k` of `n`: generator split `k` of `n` of `config`'s events.
+    pub fn new(
+        config: &GeneratorConfig,
+        k: usize,
+        n: usize,
+        map: F,
+    ) -> Result<Self, OperatorError> {
+        let generator = NexmarkGenerator::new(config.clone())
+            .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
+        Ok(NexmarkSplitSource {
+            split: generator.split(k, n),
+            emitted: 0,
+            map,
+        })
+    }
+}
+
+impl<T, F> SourceFunction<T> for NexmarkSplitSource<F>
+where
+    T: Send + 'static,
+    F: FnMut(Event) -> T + Send + 'static,
+{
     fn run(
         &mut self,
         ctx: &SourceContext,
-        out: &mut dyn Collector<Row>,
+        out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
         loop {
             if ctx.should_stop() {
@@ -366,7 +384,7 @@ impl SourceFunction<Row> for NexmarkRows {
             ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&emitted))?;
             let mut n = 0;
             for (_, e) in self.split.by_ref().take(SOURCE_BATCH as usize) {
-                out.collect(event_row(&self.picks, &e))?;
+                out.collect((self.map)(e))?;
                 n += 1;
             }
             self.emitted += n;
@@ -387,7 +405,7 @@ impl SourceFunction<Row> for NexmarkRows {
     ) -> Result<(), OperatorError> {
         if parts.len() != op.parallelism {
             return Err(OperatorError::failed(format!(
-                "the nexmark source was checkpointed at parallelism {} and cannot resume at {}",
+                "the Nexmark source was checkpointed at parallelism {} and cannot resume at {}",
                 parts.len(),
                 op.parallelism
             )));
