@@ -31,7 +31,7 @@ fn job(env: &StreamEnv, local: bool, out: &Path) {
         })
         .map(|r: Row| {
             if millis(r.get(1)) % 1_000 == 0 {
-                std::thread::sleep(Duration::from_micros(200));
+                std::thread::sleep(Duration::from_millis(1));
             }
             r
         })
@@ -92,8 +92,11 @@ fn window_aggregation_restores_its_checkpoint_after_failures() {
     assert_eq!(expected.len(), 7 * 41);
 
     // The local step is chained to the source (whose vertex takes no failure): the keyed
-    // step fails in both runs (after fewer records with two phases: it receives partials),
-    // restoring what the partials sent before each barrier put there.
+    // step fails in both runs, restoring what the partials sent before each barrier put
+    // there. With two phases it receives only partials: one per key and 500 ms slice (about
+    // 120 to 160 per subtask) plus one per key at each barrier, so its counts are well below
+    // that, or the fault would not fire on a fast machine. The source sleeps 10 ms per second of
+    // event time so that checkpoints complete (every 10 ms) before the first fault.
     let vertex = "WindowAggregate(g)";
     for local in [false, true] {
         let out = dir.join(format!("faulty-{local}"));
@@ -108,19 +111,21 @@ fn window_aggregation_restores_its_checkpoint_after_failures() {
                 FaultSpec {
                     vertex: vertex.into(),
                     subtask: 0,
-                    after_records: if local { 300 } else { 20_000 },
+                    after_records: if local { 40 } else { 20_000 },
                 },
                 FaultSpec {
                     vertex: vertex.into(),
                     subtask: 1,
-                    after_records: if local { 800 } else { 50_000 },
+                    after_records: if local { 60 } else { 50_000 },
                 },
             ]);
         job(&env, local, &out);
         let handle = env.launch().unwrap();
         let monitor = handle.monitor();
         handle.wait().unwrap();
-        let stats = monitor.control.checkpoints().unwrap().stats();
+        let checkpoints = monitor.control.checkpoints().unwrap();
+        assert_eq!(checkpoints.attempt(), 2, "both faults fired (local={local})");
+        let stats = checkpoints.stats();
         assert!(
             stats.restored >= 1,
             "a restart restored a checkpoint: {stats:?}"
