@@ -1250,6 +1250,18 @@ pub fn sql_type(t: &ast::DataType) -> Option<DataType> {
         T::Array(ast::ArrayElemTypeDef::AngleBracket(inner)) => {
             LogicalType::Array(Box::new(sql_type(inner)?))
         }
+        // `ROW<name type, …>`, as the Flink dialect reads it.
+        T::Struct(fields, _) => LogicalType::Row(
+            fields
+                .iter()
+                .map(|f| {
+                    Some(crate::types::RowField {
+                        name: f.field_name.as_ref()?.value.clone(),
+                        ty: sql_type(&f.field_type)?,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?,
+        ),
         _ => return None,
     };
     Some(DataType::new(logical))

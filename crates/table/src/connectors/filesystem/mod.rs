@@ -6,7 +6,9 @@
 //! published (renamed from `.pending`) when the checkpoint after it completes or the job ends
 //! (Sluice's transactional file sink), as Flink's file sink commits on checkpoints.
 //!
-//! Options: `path`, `format`; csv: `csv.field-delimiter` (`,`), `csv.ignore-parse-errors`;
+//! Options: `path`, `format`; csv: `csv.field-delimiter` (`,`), `csv.null-literal`,
+//! `csv.write-bigdecimal-in-scientific-notation`, `csv.ignore-parse-errors` (see [`csv`] for
+//! Flink's text, which the sink writes byte for byte);
 //! json: `json.ignore-parse-errors`, `json.fail-on-missing-field` (only `false`),
 //! `json.timestamp-format.standard` (only `SQL`); sink rolling policies are accepted and have no
 //! effect (a part file per checkpoint). With `*.ignore-parse-errors` = `true` a field that does
@@ -33,6 +35,8 @@ const KNOWN: &[&str] = &[
     "format",
     "csv.field-delimiter",
     "csv.ignore-parse-errors",
+    "csv.null-literal",
+    "csv.write-bigdecimal-in-scientific-notation",
     "json.ignore-parse-errors",
     "json.fail-on-missing-field",
     "json.timestamp-format.standard",
@@ -42,13 +46,10 @@ const KNOWN: &[&str] = &[
 ];
 
 /// A file format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// Flink's `csv`, with its field delimiter.
-    Csv {
-        /// `csv.field-delimiter`.
-        delimiter: char,
-    },
+    /// Flink's `csv`, with its `csv.*` options.
+    Csv(csv::CsvOptions),
     /// Flink's `json`.
     Json,
 }
@@ -112,11 +113,17 @@ impl FilesystemSpec {
                         ));
                     }
                 }
-                Format::Csv { delimiter }
+                Format::Csv(csv::CsvOptions {
+                    delimiter,
+                    null_literal: options.get("csv.null-literal").map(str::to_string),
+                    decimal_scientific: options
+                        .bool("csv.write-bigdecimal-in-scientific-notation")?
+                        .unwrap_or(true),
+                })
             }
         };
-        let ignore_key = match format {
-            Format::Csv { .. } => "csv.ignore-parse-errors",
+        let ignore_key = match &format {
+            Format::Csv(_) => "csv.ignore-parse-errors",
             Format::Json => "json.ignore-parse-errors",
         };
         Ok(FilesystemSpec {
@@ -130,16 +137,16 @@ impl FilesystemSpec {
 
     /// One row as a line of the format (without the line end).
     pub fn format_row(&self, row: &Row, out: &mut String) {
-        match self.format {
-            Format::Csv { delimiter } => csv::write_row(out, row, &self.types, delimiter),
+        match &self.format {
+            Format::Csv(o) => csv::write_row(out, row, &self.types, o),
             Format::Json => json::write_row(out, row, &self.names, &self.types),
         }
     }
 
     /// One record of the format as a row; `Err` says why it is malformed.
     pub fn parse_record(&self, record: &str) -> Result<Row, String> {
-        let strict = match self.format {
-            Format::Csv { delimiter } => csv::read_row(record, &self.types, delimiter),
+        let strict = match &self.format {
+            Format::Csv(o) => csv::read_row(record, &self.types, o),
             Format::Json => json::read_row(record, &self.names, &self.types),
         };
         match strict {
@@ -153,7 +160,7 @@ impl FilesystemSpec {
         let one = |i: usize| -> Result<sluice_sql::Value, String> {
             let names = [self.names[i].clone()];
             let types = [self.types[i].clone()];
-            match self.format {
+            match &self.format {
                 Format::Json => {
                     let parsed: serde_json::Value =
                         serde_json::from_str(record).map_err(|e| e.to_string())?;
@@ -163,19 +170,16 @@ impl FilesystemSpec {
                         .unwrap_or(serde_json::Value::Null);
                     Ok(json::from_json(&field, &types[0]).unwrap_or(sluice_sql::Value::Null))
                 }
-                Format::Csv { delimiter } => {
-                    let texts = csv::read_row(
-                        record,
-                        &vec![DataType::string(); self.types.len()],
-                        delimiter,
-                    )?;
-                    let text = texts.get(i).clone();
-                    Ok(match text.as_str() {
-                        None => sluice_sql::Value::Null,
-                        Some(t) => {
-                            scalar::from_text(t, &types[0]).unwrap_or(sluice_sql::Value::Null)
-                        }
-                    })
+                Format::Csv(o) => {
+                    let texts = csv::read_texts(record, o)?;
+                    if texts.len() != self.types.len() {
+                        return Err(format!(
+                            "expected {} fields, found {}",
+                            self.types.len(),
+                            texts.len()
+                        ));
+                    }
+                    Ok(csv::lenient_field(texts[i].as_deref(), &types[0], o))
                 }
             }
         };
