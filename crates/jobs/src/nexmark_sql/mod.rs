@@ -160,8 +160,8 @@ impl OfficialQuery {
         out
     }
 
-    /// The sink's column types.
-    fn sink_types(&self) -> Vec<DataType> {
+    /// The types of the query's sink columns (how its captured csv is read).
+    pub fn sink_types(&self) -> Vec<DataType> {
         self.job
             .plan
             .roots
