@@ -36,7 +36,7 @@ pub mod tokens;
 pub mod types;
 pub mod value;
 
-pub use catalog::{Catalog, CatalogTable, FunctionDef, ObjectPath, ViewDef};
+pub use catalog::{Catalog, CatalogTable, FunctionDef, FunctionImpl, ObjectPath, ViewDef};
 pub use config::SessionConfig;
 pub use ddl::{ColumnDef, ColumnKind, TableDef, WatermarkDef};
 pub use error::{Position, Result, SqlError};
