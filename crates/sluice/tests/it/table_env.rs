@@ -1,14 +1,16 @@
 //! `sluice::table::TableEnv` as a program uses it: a typed stream made a table (its event time
 //! and watermarks kept by `SOURCE_WATERMARK()`), SQL with a window aggregation and Rust
-//! functions over it, the rows back as a stream or into a table's connector, all one job run by
-//! `sluice::run` (checkpoints, an injected failure, a restart). Every answer is checked against
-//! a plain loop over the same events; every refusal names what and where.
+//! functions over it, the rows back as a stream or into a table's connector, all one job run as
+//! `sluice::run` runs jobs (checkpoints, an injected failure, a restore; the REST API and the
+//! doctor). Every answer is checked against a plain loop over the same events; every refusal
+//! names what and where.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use sluice::table::{DataType, Row, ScalarUdf, Schema, SqlError, TableEnv, Value};
-use sluice::{row, DataStream, RunOptions, StreamEnv, WatermarkStrategy};
+use sluice::{row, DataStream, RunOptions, Running, Say, StreamEnv, WatermarkStrategy};
 
 /// A bid of the test's stream.
 #[derive(Clone, Debug)]
@@ -32,9 +34,14 @@ fn bid(i: u64) -> Bid {
 /// The bids with event time: a second of out-of-orderness allowed (the stream's disorder is
 /// less), so no bid is late.
 fn bids(env: &StreamEnv, n: u64) -> DataStream<Bid> {
-    env.generate(n, bid).assign_timestamps_and_watermarks(
-        WatermarkStrategy::for_bounded_out_of_orderness(1_000, |b: &Bid| b.ts),
-    )
+    bids_from(env.generate(n, bid))
+}
+
+fn bids_from(stream: DataStream<Bid>) -> DataStream<Bid> {
+    stream.assign_timestamps_and_watermarks(WatermarkStrategy::for_bounded_out_of_orderness(
+        1_000,
+        |b: &Bid| b.ts,
+    ))
 }
 
 fn bid_schema() -> Schema {
@@ -77,11 +84,13 @@ fn millis(v: &Value) -> i64 {
 }
 
 fn tenv_with_bids(env: &StreamEnv, n: u64) -> TableEnv {
+    tenv_over(env, bids(env, n))
+}
+
+fn tenv_over(env: &StreamEnv, bids: DataStream<Bid>) -> TableEnv {
     let tenv = TableEnv::create(env);
     let table = tenv
-        .from_data_stream(&bids(env, n), bid_schema(), |b: Bid| {
-            row![b.auction, b.price]
-        })
+        .from_data_stream(&bids, bid_schema(), |b: Bid| row![b.auction, b.price])
         .unwrap();
     tenv.create_temporary_view("bids", &table).unwrap();
     tenv.create_temporary_function("bucket", bucket_udf())
@@ -199,7 +208,7 @@ fn committed_lines(dir: &std::path::Path) -> Vec<String> {
 }
 
 #[test]
-fn inserts_run_by_sluice_run_through_a_failure_and_a_restart_commit_the_plain_loops_answer() {
+fn inserts_through_a_failure_and_a_restore_from_a_checkpoint_commit_the_plain_loops_answer() {
     let n = 20_000;
     let dir = temp_dir("insert");
     let options = RunOptions::try_from_args([
@@ -210,14 +219,24 @@ fn inserts_run_by_sluice_run_through_a_failure_and_a_restart_commit_the_plain_lo
         "30",
         "--restart",
         "fixed-delay:3:0",
+        "--checkpoint-dir",
+        dir.join("chk").to_str().unwrap(),
         "--inject-failure",
-        "GlobalWindowAggregate:1:40",
+        "GlobalWindowAggregate:1:400",
         "--no-rest",
         "--quiet",
     ])
     .unwrap();
     let env = options.stream_env().unwrap();
-    let tenv = tenv_with_bids(&env, n);
+    // The source pauses 1 ms every 200 bids so that checkpoints (every 30 ms) complete before
+    // the fault: the restart then restores one.
+    let slow = env.generate(n, |i| {
+        if i % 200 == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        bid(i)
+    });
+    let tenv = tenv_over(&env, bids_from(slow));
     tenv.execute_sql(&format!(
         "CREATE TABLE per_second (window_start TIMESTAMP(3), b BIGINT, n BIGINT, total BIGINT) \
          WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv')",
@@ -242,10 +261,22 @@ fn inserts_run_by_sluice_run_through_a_failure_and_a_restart_commit_the_plain_lo
         .unwrap()
         .contains("Sink(table=[default_catalog.default_database.expensive]"));
     set.attach_as_data_stream().unwrap();
-    let summary = sluice::run(env, &options).unwrap();
-    assert!(
-        summary.restarts >= 1,
+    let say = Say {
+        rest: false,
+        checkpoints: false,
+    };
+    let running = Running::start(&env, &options.rest, say).unwrap();
+    let monitor = running.monitor().clone();
+    let (outcome, finished) = running.wait();
+    outcome.unwrap();
+    assert_eq!(
+        finished.restarts, 1,
         "the injected failure restarted the job"
+    );
+    let stats = monitor.control.checkpoints().unwrap().stats();
+    assert!(
+        stats.restored >= 1,
+        "the restart restored a checkpoint: {stats:?}"
     );
 
     let fmt = |ms: i64| {
@@ -487,4 +518,72 @@ fn a_record_the_schema_cannot_hold_is_a_dead_letter_not_a_different_value() {
         .kept()
         .iter()
         .any(|e| e.contains("column tag VARCHAR(3)")));
+}
+
+#[test]
+fn a_sql_program_is_served_over_rest_with_flinks_operator_names_and_the_doctor_answers() {
+    let options = RunOptions::try_from_args([
+        "sql-program",
+        "--rest-port",
+        "0",
+        "--metrics-interval",
+        "0.2",
+        "--metrics-window",
+        "1",
+    ])
+    .unwrap();
+    let env = options.stream_env().unwrap();
+    env.set_job_name("sql-program");
+    let tenv = tenv_with_bids(&env, u64::MAX / 2);
+    tenv.execute_sql("CREATE TABLE sink (b BIGINT, n BIGINT) WITH ('connector' = 'blackhole')")
+        .unwrap();
+    tenv.execute_sql(&format!(
+        "INSERT INTO sink SELECT b, n FROM ({PER_SECOND_AND_BUCKET})"
+    ))
+    .unwrap();
+    let say = Say {
+        rest: false,
+        checkpoints: false,
+    };
+    let running = Running::start(&env, &options.rest, say).unwrap();
+    let addr = running.rest_addr().expect("REST is on");
+    let (status, body) = crate::run::get(addr, "/jobs/overview");
+    assert_eq!(status, 200, "{body}");
+    let overview: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let jid = overview["jobs"][0]["jid"].as_str().unwrap().to_string();
+    let (_, body) = crate::run::get(addr, &format!("/jobs/{jid}"));
+    let job: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let names: Vec<&str> = job["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    for op in [
+        "LocalWindowAggregate(",
+        "GlobalWindowAggregate(",
+        "Sink: Sink(table=[default_catalog.default_database.sink]",
+    ] {
+        assert!(names.iter().any(|n| n.contains(op)), "{op} in {names:?}");
+    }
+    // The doctor answers once the first metrics sample is in.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let doctor = loop {
+        let (status, body) = crate::run::get(addr, &format!("/jobs/{jid}/doctor"));
+        assert_eq!(status, 200, "{body}");
+        let d: serde_json::Value = serde_json::from_str(&body).unwrap();
+        if d.get("cause").is_some() || std::time::Instant::now() > deadline {
+            break d;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(doctor["cause"].is_string(), "{doctor}");
+    let verdict = doctor["verdict"].as_str().unwrap_or_default();
+    assert!(
+        verdict.contains("Aggregate(") || verdict.contains("TableSourceScan("),
+        "{doctor}"
+    );
+    running.cancel();
+    let (outcome, _) = running.wait();
+    assert!(outcome.is_err(), "cancelled");
 }
