@@ -31,6 +31,9 @@
 //!   [`regular_join`] (all rows in keyed state, optional `table.exec.state.ttl`).
 //! * [`stateful`]: what those operators are given besides their spec: [`OperatorIds`] (the
 //!   caller's Flink-style name and stable uid) and [`LateRecords`] (rows dropped as late).
+//! * [`stream_tables`]: [`StreamTables`], tables whose rows a program gives as DataStreams
+//!   (the `sluice` crate's `TableEnv`), and [`Translation`], what a translation reads besides
+//!   the plan (those tables, the shared error and late-row counts, where uids start).
 //!
 //! Invariant: pure translation targets — this crate plans nothing (that is `sluice-sql`'s) and
 //! its operators only use the DataStream API's public surface; a malformed input record or a
@@ -48,6 +51,7 @@ pub mod schema;
 pub mod script;
 pub mod sink;
 pub mod stateful;
+pub mod stream_tables;
 pub mod translate;
 pub mod window_agg;
 
@@ -64,6 +68,7 @@ pub use schema::PhysicalSchema;
 pub use script::{JobKind, PlannedJob, SqlScript, Step};
 pub use sink::{insert_into, SinkCast};
 pub use stateful::{LateRecords, OperatorIds};
+pub use stream_tables::{StreamTable, StreamTables, Translation};
 pub use translate::{QueryOutput, SqlJob};
 pub use window_agg::{
     window_aggregate, WindowAggCall, WindowAggSpec, WindowKind, WindowProperty, WindowTime,
