@@ -3,7 +3,8 @@
 //!
 //! Each physical node becomes what it does here: `TableSourceScan` the table's connector,
 //! `Calc` a [`calc`], `WatermarkAssigner` the scan's watermark operator
-//! ([`assign_watermark`]), `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
+//! ([`assign_watermark`]) — or, over a source that takes the watermark (Kafka), nothing: the
+//! source generates it per partition ([`SourceWatermark`], Flink's push-down) —, `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
 //! columns, `global` for a single instance), `Union` a union and `Sink` [`insert_into`]. The
 //! planner already shapes a table's scan (source → Calc of the computed columns → watermark), so
 //! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
@@ -31,11 +32,11 @@ use sluice_sql::{DataType, Result, Row, Session, SqlError, TableDef, TimestampKi
 
 use crate::calc::{calc, Calc};
 use crate::connectors::print::PrintSpec;
-use crate::connectors::SourceConnector;
+use crate::connectors::{self, SourceConnector};
 use crate::key::SqlKey;
 use crate::options::Options;
 use crate::row_errors::RowErrors;
-use crate::scan::{assign_watermark, with_rowtime, ScanSettings};
+use crate::scan::{assign_watermark, with_rowtime, ScanSettings, SourceWatermark};
 use crate::schema::PhysicalSchema;
 use crate::sink::insert_into;
 use crate::stateful::{LateRecords, OperatorIds};
@@ -89,6 +90,8 @@ struct Translator<'a> {
     next: usize,
     /// Streams of the subtrees built so far, by their plan text: a repeated subtree is reused.
     built: HashMap<String, DataStream<Row>>,
+    /// A `WatermarkAssigner`'s watermark on its way to the source scan below it.
+    pending_watermark: Option<SourceWatermark>,
 }
 
 /// How many nodes a subtree holds.
@@ -110,6 +113,7 @@ impl<'a> Translator<'a> {
             uids: operator_uids(&plan.roots),
             next: 0,
             built: HashMap::new(),
+            pending_watermark: None,
         })
     }
 
@@ -141,6 +145,37 @@ impl<'a> Translator<'a> {
         let uid = self.uids.get(self.next).cloned().unwrap_or_default();
         self.next += 1;
         uid
+    }
+
+    /// The watermark `expr` pushed into the source under `input` (the scan, or a Calc of
+    /// computed columns over it), when that source takes watermarks.
+    fn pushable_watermark(
+        &self,
+        input: &PhysicalNode,
+        expr: &sluice_sql::Expr,
+    ) -> Result<Option<SourceWatermark>> {
+        let (projection, scan) = match &input.op {
+            PhysicalOp::TableSourceScan(_) => (None, input),
+            PhysicalOp::Calc(c) if c.condition.is_none() => match input.inputs.first() {
+                Some(n) if matches!(n.op, PhysicalOp::TableSourceScan(_)) => (
+                    Some(c.projection.iter().map(|(e, _)| e.clone()).collect()),
+                    n,
+                ),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let PhysicalOp::TableSourceScan(scan) = &scan.op else {
+            return Ok(None);
+        };
+        if !connectors::takes_watermark(self.table(&scan.path)?) {
+            return Ok(None);
+        }
+        Ok(Some(SourceWatermark::new(
+            projection,
+            expr.clone(),
+            self.settings,
+        )))
     }
 
     fn table(&self, path: &[String]) -> Result<&'a TableDef> {
@@ -213,11 +248,17 @@ impl<'a> Translator<'a> {
         let out = match &node.op {
             PhysicalOp::TableSourceScan(scan) => {
                 let def = self.table(&scan.path)?;
-                SourceConnector::for_table(def)
-                    .map_err(|e| defined_at(e, def))?
-                    .stream(self.env)
-                    .name(&name)
-                    .uid(&uid)
+                let source = SourceConnector::for_table(def).map_err(|e| defined_at(e, def))?;
+                let rows = match self.pending_watermark.take() {
+                    Some(w) if source.takes_watermark() => {
+                        source.stream_with_watermark(self.env, &w)
+                    }
+                    other => {
+                        self.pending_watermark = other;
+                        source.stream(self.env)
+                    }
+                };
+                rows.name(&name).uid(&uid)
             }
             PhysicalOp::Calc(c) => {
                 let input = self.stream(&node.inputs[0])?;
@@ -237,8 +278,16 @@ impl<'a> Translator<'a> {
                 }
             }
             PhysicalOp::WatermarkAssigner { rowtime, expr } => {
+                let pushed = self.pushable_watermark(&node.inputs[0], expr)?;
+                let pushing = pushed.is_some();
+                self.pending_watermark = pushed;
                 let input = self.stream(&node.inputs[0])?;
-                assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+                if pushing && self.pending_watermark.take().is_none() {
+                    // The source took it (a reused scan would not have: then the operator).
+                    with_rowtime(input, *rowtime)
+                } else {
+                    assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+                }
             }
             PhysicalOp::Exchange(d) => {
                 let input = self.stream(&node.inputs[0])?;
