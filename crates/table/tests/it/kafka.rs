@@ -1,9 +1,10 @@
 //! The `kafka` connector against a real broker (tansu): a SQL script reading a JSON topic with a
 //! watermark into a TUMBLE window aggregate equals the aggregates computed here from the produced
-//! records; a SQL sink writes exactly-once JSON that a reader sharing no code with the connector
-//! (`sluice_testkit::kafka_read`, its own Kafka wire client applying the transaction markers)
-//! reads back; malformed records are counted dead letters; startup and bounded modes read the
-//! offsets Flink's would; bad options are refused naming them.
+//! records; a SQL sink writes exactly-once JSON that readers sharing no code with the connector
+//! read back (`sluice_testkit::kafka_read`, its own Kafka wire client applying the transaction
+//! markers, and tansu's own `tansu cat consume`); malformed records are counted dead letters;
+//! startup and bounded modes read the offsets Flink's would; bad options are refused naming
+//! them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -255,8 +256,57 @@ INSERT INTO out SELECT id, UPPER(name), id * 2 FROM src;
         .map(|(i, n)| (*i, n.to_uppercase(), i * 2))
         .collect();
     assert_eq!(got, want);
+    // And as a third party's client reads them: tansu's own `cat consume` (it does not apply
+    // transaction markers, which it shows as records without key or value, but no transaction
+    // was aborted).
+    let mut third: Vec<(i64, String, i64)> = (0..3)
+        .flat_map(|p| tansu_cat(&b, "sql-out", p))
+        .map(|(key, value)| {
+            (
+                key["id"].as_i64().unwrap(),
+                value["name"].as_str().unwrap().to_string(),
+                value["twice"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    third.sort();
+    assert_eq!(third, want, "read by tansu cat consume");
     let _ = std::fs::remove_dir_all(&input);
     let _ = std::fs::remove_dir_all(&chk);
+}
+
+/// The (key, value) JSON of every record of `partition` with a value, as `tansu cat consume`
+/// prints them (one JSON array per fetched batch; it ends once a fetch brings nothing).
+fn tansu_cat(
+    b: &KafkaBroker,
+    topic: &str,
+    partition: i32,
+) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let o = std::process::Command::new(KafkaBroker::binary())
+        .args([
+            "cat",
+            "consume",
+            "--broker",
+            &format!("tcp://{}", b.bootstrap()),
+            "--partition",
+            &partition.to_string(),
+            "--max-wait-time-ms",
+            "500",
+            topic,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .flat_map(|line| {
+            let batch: Vec<serde_json::Value> = serde_json::from_str(line).unwrap();
+            batch
+        })
+        .filter(|r| !r["value"].is_null())
+        .map(|r| (r["key"].clone(), r["value"].clone()))
+        .collect()
 }
 
 #[test]
