@@ -5,7 +5,7 @@
 use sluice_kafka::source::KafkaRecord;
 use sluice_sql::{Result, Row, Value};
 
-use crate::connectors::format::RowFormat;
+use crate::connectors::format::{format_options, RowFormat};
 use crate::options::Options;
 use crate::schema::PhysicalSchema;
 
@@ -34,6 +34,24 @@ impl RecordCodec {
             (None, Some(_)) => "value.format",
             _ => "format",
         };
+        // A format's options under a format key that is not in use would be ignored: refused.
+        for (format_key, used) in [
+            ("format", value_key == "format"),
+            ("value.format", value_key == "value.format"),
+            ("key.format", options.get("key.format").is_some()),
+        ] {
+            if used {
+                continue;
+            }
+            if let Some(k) = format_options(format_key)
+                .into_iter()
+                .find(|k| options.get(k).is_some())
+            {
+                return Err(
+                    options.bad(&k, format!("an option of '{format_key}', which is not set"))
+                );
+            }
+        }
         let prefix = options.get("key.fields-prefix").unwrap_or("");
         let key_fields: Vec<String> = options
             .get("key.fields")
@@ -279,6 +297,17 @@ mod tests {
             (
                 vec![("format", "json"), ("value.format", "json")],
                 "not both",
+            ),
+            (
+                vec![
+                    ("format", "json"),
+                    ("value.json.ignore-parse-errors", "true"),
+                ],
+                "an option of 'value.format', which is not set",
+            ),
+            (
+                vec![("format", "json"), ("key.json.ignore-parse-errors", "true")],
+                "an option of 'key.format', which is not set",
             ),
         ] {
             let e = codec(&kv).unwrap_err().to_string();

@@ -133,7 +133,12 @@ fn specific(
         )
     };
     let mut out = BTreeMap::new();
-    for pair in text.split(';') {
+    // As Java's `split(";")`: trailing empty pieces do not count.
+    let pairs = text.trim_end_matches(';');
+    if pairs.is_empty() {
+        return Err(bad());
+    }
+    for pair in pairs.split(';') {
         let (p, o) = pair.split_once(',').ok_or_else(bad)?;
         let p: i32 = p
             .trim()
