@@ -12,7 +12,8 @@
 //! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
 //!   missing → `SqlError::BadOption` naming the key and the nearest known keys).
 //! * [`connectors`]: sources and sinks by the `'connector'` option, with Flink's option names:
-//!   `nexmark`, `datagen`, `filesystem` (csv, json), `print`, `blackhole`.
+//!   `nexmark`, `datagen`, `filesystem` (csv, json), `kafka` (csv, json keys and values, over
+//!   `sluice-kafka`), `print`, `blackhole`.
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
 //! * [`calc`]: Flink's `Calc` (projection and condition) over rows.

@@ -3,7 +3,8 @@
 //!
 //! Each physical node becomes what it does here: `TableSourceScan` the table's connector,
 //! `Calc` a [`calc`], `WatermarkAssigner` the scan's watermark operator
-//! ([`assign_watermark`]), `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
+//! ([`assign_watermark`]) — or, over a source that takes the watermark (Kafka), nothing: the
+//! source generates it per partition ([`SourceWatermark`], Flink's push-down) —, `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
 //! columns, `global` for a single instance), `Union` a union and `Sink` [`insert_into`]. The
 //! planner already shapes a table's scan (source → Calc of the computed columns → watermark), so
 //! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
@@ -38,11 +39,11 @@ use sluice_sql::{
 
 use crate::calc::{calc, Calc};
 use crate::connectors::print::PrintSpec;
-use crate::connectors::SourceConnector;
+use crate::connectors::{self, SourceConnector};
 use crate::key::SqlKey;
 use crate::options::Options;
 use crate::row_errors::RowErrors;
-use crate::scan::{assign_watermark, with_rowtime, ScanSettings};
+use crate::scan::{assign_watermark, with_rowtime, ScanSettings, SourceWatermark};
 use crate::schema::PhysicalSchema;
 use crate::sink::insert_into;
 use crate::stateful::{LateRecords, OperatorIds};
@@ -146,6 +147,8 @@ struct Translator<'a> {
     built: HashMap<String, DataStream<Row>>,
     /// The program's tables read from its streams.
     tables: StreamTables,
+    /// A `WatermarkAssigner`'s watermark on its way to the source scan below it.
+    pending_watermark: Option<SourceWatermark>,
 }
 
 /// How many nodes a subtree holds.
@@ -173,6 +176,7 @@ impl<'a> Translator<'a> {
             next: 0,
             built: HashMap::new(),
             tables: translation.tables.clone(),
+            pending_watermark: None,
         })
     }
 
@@ -216,6 +220,37 @@ impl<'a> Translator<'a> {
         let uid = self.uids.get(self.next).cloned().unwrap_or_default();
         self.next += 1;
         uid
+    }
+
+    /// The watermark `expr` pushed into the source under `input` (the scan, or a Calc of
+    /// computed columns over it), when that source takes watermarks.
+    fn pushable_watermark(
+        &self,
+        input: &PhysicalNode,
+        expr: &sluice_sql::Expr,
+    ) -> Result<Option<SourceWatermark>> {
+        let (projection, scan) = match &input.op {
+            PhysicalOp::TableSourceScan(_) => (None, input),
+            PhysicalOp::Calc(c) if c.condition.is_none() => match input.inputs.first() {
+                Some(n) if matches!(n.op, PhysicalOp::TableSourceScan(_)) => (
+                    Some(c.projection.iter().map(|(e, _)| e.clone()).collect()),
+                    n,
+                ),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let PhysicalOp::TableSourceScan(scan) = &scan.op else {
+            return Ok(None);
+        };
+        if !connectors::takes_watermark(self.table(&scan.path)?) {
+            return Ok(None);
+        }
+        Ok(Some(SourceWatermark::new(
+            projection,
+            expr.clone(),
+            self.settings,
+        )))
     }
 
     fn table(&self, path: &[String]) -> Result<&'a TableDef> {
@@ -291,9 +326,19 @@ impl<'a> Translator<'a> {
                 let program_rows = self.tables.rows(def.name.object_name(), self.env);
                 let rows = match program_rows {
                     Some(rows) => rows,
-                    None => SourceConnector::for_table(def)
-                        .map_err(|e| defined_at(e, def))?
-                        .stream(self.env),
+                    None => {
+                        let source =
+                            SourceConnector::for_table(def).map_err(|e| defined_at(e, def))?;
+                        match self.pending_watermark.take() {
+                            Some(w) if source.takes_watermark() => {
+                                source.stream_with_watermark(self.env, &w)
+                            }
+                            other => {
+                                self.pending_watermark = other;
+                                source.stream(self.env)
+                            }
+                        }
+                    }
                 };
                 rows.name(&name).uid(&uid)
             }
@@ -327,8 +372,16 @@ impl<'a> Translator<'a> {
                 with_rowtime(self.stream(&node.inputs[0])?, *rowtime)
             }
             PhysicalOp::WatermarkAssigner { rowtime, expr } => {
+                let pushed = self.pushable_watermark(&node.inputs[0], expr)?;
+                let pushing = pushed.is_some();
+                self.pending_watermark = pushed;
                 let input = self.stream(&node.inputs[0])?;
-                assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+                if pushing && self.pending_watermark.take().is_none() {
+                    // The source took it (a reused scan would not have: then the operator).
+                    with_rowtime(input, *rowtime)
+                } else {
+                    assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+                }
             }
             PhysicalOp::Exchange(d) => {
                 let input = self.stream(&node.inputs[0])?;

@@ -3,6 +3,7 @@
 
 mod formats;
 mod joins;
+mod kafka;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;
