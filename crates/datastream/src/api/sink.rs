@@ -52,6 +52,15 @@ impl<H> Sink<H> {
     pub fn node_id(&self) -> NodeId {
         self.node
     }
+    /// The same sink with its handle turned into another (e.g. dropped: `map_handle(|_| ())`,
+    /// for a caller that offers one sink type over several connectors).
+    pub fn map_handle<G>(self, f: impl FnOnce(H) -> G) -> Sink<G> {
+        Sink {
+            env: self.env,
+            node: self.node,
+            handle: f(self.handle),
+        }
+    }
     /// Declares connector option `key` with its value for this job (e.g.
     /// `sink.buffer-flush.max-rows`). The sink reads it from [`OperatorContext::option`] when
     /// it is deployed, and the fixer may change declared options only.

@@ -5,14 +5,18 @@
 //! | `nexmark`    | yes    |      | [`nexmark`] |
 //! | `datagen`    | yes    |      | [`datagen`] |
 //! | `filesystem` | yes    | yes  | [`filesystem`] (`format` = `csv` or `json`) |
+//! | `kafka`      | yes    | yes  | [`kafka`] (`format` / `value.format`, `key.format` = `csv` or `json`) |
 //! | `print`      |        | yes  | [`print`] |
 //! | `blackhole`  |        | yes  | (drops rows) |
 //!
-//! `kafka`, `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in
-//! the table's physical column order ([`PhysicalSchema`]).
+//! `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in the
+//! table's physical column order ([`PhysicalSchema`]); the csv and json formats are
+//! [`format`]'s, shared by the connectors that read and write records.
 
 pub mod datagen;
 pub mod filesystem;
+pub mod format;
+pub mod kafka;
 pub mod nexmark;
 pub mod print;
 pub mod seeded;
@@ -24,10 +28,17 @@ use crate::options::Options;
 use crate::schema::PhysicalSchema;
 
 /// The connectors Sluice runs.
-const KNOWN: &[&str] = &["nexmark", "datagen", "filesystem", "print", "blackhole"];
+const KNOWN: &[&str] = &[
+    "nexmark",
+    "datagen",
+    "filesystem",
+    "kafka",
+    "print",
+    "blackhole",
+];
 
 /// Connectors Flink has that come later.
-const LATER: &[&str] = &["kafka", "upsert-kafka", "jdbc"];
+const LATER: &[&str] = &["upsert-kafka", "jdbc"];
 
 /// A table's `'connector'`, checked.
 fn connector_of(def: &TableDef, options: &Options) -> Result<String> {
@@ -64,6 +75,14 @@ pub enum SourceConnector {
     Datagen(datagen::DatagenSpec),
     /// Files, read once (bounded).
     Filesystem(filesystem::FilesystemSpec),
+    /// Kafka topics (bounded with `scan.bounded.mode`).
+    Kafka(Box<kafka::KafkaSourceSpec>),
+}
+
+/// Whether `def`'s source generates the table's watermark itself, per split (Kafka: Flink
+/// pushes the watermark into its Kafka source), known from its options alone.
+pub fn takes_watermark(def: &TableDef) -> bool {
+    def.option("connector") == Some("kafka")
 }
 
 impl SourceConnector {
@@ -81,6 +100,9 @@ impl SourceConnector {
             "filesystem" => Ok(SourceConnector::Filesystem(
                 filesystem::FilesystemSpec::new(&options, &schema)?,
             )),
+            "kafka" => Ok(SourceConnector::Kafka(Box::new(
+                kafka::KafkaSourceSpec::new(def, &options, &schema)?,
+            ))),
             other => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!(
@@ -97,6 +119,26 @@ impl SourceConnector {
             SourceConnector::Nexmark(s) => s.stream(env),
             SourceConnector::Datagen(s) => s.stream(env),
             SourceConnector::Filesystem(s) => s.stream(env),
+            SourceConnector::Kafka(s) => s.stream(env, None),
+        }
+    }
+
+    /// Whether the source generates the table's watermark itself
+    /// ([`stream_with_watermark`](Self::stream_with_watermark)).
+    pub fn takes_watermark(&self) -> bool {
+        matches!(self, SourceConnector::Kafka(_))
+    }
+
+    /// The source's rows with `watermark` generated per split, for a source that
+    /// [takes it](Self::takes_watermark) (others give their rows without it).
+    pub fn stream_with_watermark(
+        &self,
+        env: &StreamEnv,
+        watermark: &crate::scan::SourceWatermark,
+    ) -> DataStream<Row> {
+        match self {
+            SourceConnector::Kafka(s) => s.stream(env, Some(watermark)),
+            other => other.stream(env),
         }
     }
 }
@@ -106,6 +148,8 @@ impl SourceConnector {
 pub enum SinkConnector {
     /// Part files under a directory.
     Filesystem(filesystem::FilesystemSpec),
+    /// A Kafka topic.
+    Kafka(Box<kafka::KafkaSinkSpec>),
     /// Flink's print sink.
     Print(print::PrintSpec),
     /// Drops every row.
@@ -121,6 +165,9 @@ impl SinkConnector {
             "filesystem" => Ok(SinkConnector::Filesystem(filesystem::FilesystemSpec::new(
                 &options, &schema,
             )?)),
+            "kafka" => Ok(SinkConnector::Kafka(Box::new(kafka::KafkaSinkSpec::new(
+                def, &options, &schema,
+            )?))),
             "print" => Ok(SinkConnector::Print(print::PrintSpec::new(
                 &options, &schema,
             )?)),
@@ -142,6 +189,7 @@ impl SinkConnector {
     pub fn write(&self, rows: &DataStream<Row>) -> Sink<()> {
         match self {
             SinkConnector::Filesystem(s) => s.write(rows),
+            SinkConnector::Kafka(s) => s.write(rows),
             SinkConnector::Print(s) => s.write(rows),
             SinkConnector::Blackhole => rows.sink_fn("BlackHole", |_| Ok(())),
         }

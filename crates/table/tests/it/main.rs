@@ -4,6 +4,7 @@
 mod flink_answers;
 mod formats;
 mod joins;
+mod kafka;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;

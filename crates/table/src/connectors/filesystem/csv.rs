@@ -1,7 +1,9 @@
 //! Flink's `csv` format over rows, written byte for byte as Flink 2.3 writes it (Flink's
 //! `CsvRowDataSerializationSchema` over Jackson's CSV generator, default options):
 //!
-//! * `,` between fields (`csv.field-delimiter`), `\n` after each record, no header.
+//! * `,` between fields (`csv.field-delimiter`), no header; `\n` after each record of a file,
+//!   none after a Kafka record (Flink's serialization schema sets an empty line separator, which
+//!   leaves the quick check below unchanged: `"` is above `\n`).
 //! * NULL as `csv.null-literal` (default: nothing, an empty field), never quoted.
 //! * Numbers and booleans as they print, never quoted. DECIMAL as Java's
 //!   `BigDecimal.stripTrailingZeros().toString()` (`1589` for 1589.000, `2.92376E+6` for

@@ -16,7 +16,8 @@ use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
 use sluice_sql::Row;
 use sluice_types::Collector;
 
-use super::{FilesystemSpec, Format};
+use super::super::format::Format;
+use super::FilesystemSpec;
 
 /// Whether a file is data (not hidden, not in progress).
 fn is_data(path: &Path) -> bool {
@@ -116,7 +117,7 @@ impl SourceFunction<Row> for FileRows {
             .filter(|(i, _)| i % self.parallelism == self.subtask)
             .map(|(_, f)| f)
             .collect();
-        let csv = matches!(self.spec.format, Format::Csv(_));
+        let csv = matches!(self.spec.format.format, Format::Csv(_));
         let mut n = 0u64;
         while self.position.0 < mine.len() {
             let path = &mine[self.position.0];
