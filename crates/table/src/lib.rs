@@ -15,7 +15,7 @@
 //!   `nexmark`, `datagen`, `filesystem` (csv, json), `print`, `blackhole`.
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
-//! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
+//! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows.
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
 //! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
 //!   and uid'd as Flink names them.

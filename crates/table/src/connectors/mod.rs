@@ -5,7 +5,7 @@
 //! | `nexmark`    | yes    |      | [`nexmark`] |
 //! | `datagen`    | yes    |      | [`datagen`] |
 //! | `filesystem` | yes    | yes  | [`filesystem`] (`format` = `csv` or `json`) |
-//! | `print`      |        | yes  | [`print`] |
+//! | `print`      |        | yes  | [`print`](mod@print) |
 //! | `blackhole`  |        | yes  | (drops rows) |
 //!
 //! `kafka`, `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in
