@@ -9,7 +9,7 @@ use sluice_datastream::StreamEnv;
 use sluice_jobs::nexmark::OutputKind;
 use sluice_sql::plan::PhysicalOp;
 use sluice_table::official::{as_handwritten, capture_sinks, runner_script, runner_vars};
-use sluice_table::{QueryOutput, SqlScript};
+use sluice_table::{DroppedRows, QueryOutput, SqlScript};
 
 use crate::nexmark_cmd::{job_of, measure, NexmarkArgs};
 
@@ -49,18 +49,8 @@ pub fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
     }
     let built = job.build(&env, QueryOutput::Stdout)?;
     measure(a, &env)?;
-    if built.errors.count() > 0 {
-        eprintln!(
-            "SQL rows dropped as dead letters: {}; the first: {}",
-            built.errors.count(),
-            built.errors.first().unwrap_or_default()
-        );
-    }
-    if built.late.count() > 0 {
-        eprintln!(
-            "SQL rows dropped as late (behind the watermark): {}",
-            built.late.count()
-        );
+    for line in DroppedRows::summary([&built.dropped()]) {
+        eprintln!("{line}");
     }
     let Some(capture) = capture else {
         return Ok(ExitCode::SUCCESS);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sluice_datastream::{KeyedProcessFunction, OnTimerContext, ProcessContext};
 use sluice_sql::{Accumulator, Row, Value};
-use sluice_types::{Collector, OperatorError};
+use sluice_types::{Collector, OperatorContext, OperatorError};
 
 use super::kinds::{Window, WindowKind};
 use super::local::WindowPartial;
@@ -22,21 +22,26 @@ const WINDOWS: &str = "window-accumulators";
 pub(super) struct Shared {
     pub spec: WindowAggSpec,
     pub errors: RowErrors,
-    pub late: LateRecords,
 }
 
 /// The keyed process function (one clone per subtask).
 #[derive(Clone)]
 pub(super) struct GlobalWindowAgg {
     shared: Arc<Shared>,
+    /// The job's late-row count; once opened, its subtask's `numLateRecordsDropped` too.
+    late: LateRecords,
     /// Scratch: the current row's argument values, per call.
     args: Vec<Vec<Value>>,
 }
 
 impl GlobalWindowAgg {
-    pub(super) fn new(shared: Arc<Shared>) -> GlobalWindowAgg {
+    pub(super) fn new(shared: Arc<Shared>, late: &LateRecords) -> GlobalWindowAgg {
         let args = vec![Vec::new(); shared.spec.aggs.len()];
-        GlobalWindowAgg { shared, args }
+        GlobalWindowAgg {
+            shared,
+            late: late.clone(),
+            args,
+        }
     }
 
     fn fresh(&self) -> Vec<Accumulator> {
@@ -100,7 +105,7 @@ impl GlobalWindowAgg {
             end: ts.saturating_add(gap),
         };
         if self.is_late(new.end, ctx) {
-            self.shared.late.add(1);
+            self.late.add(1);
             return Ok(());
         }
         let mut touching: Vec<(Window, Vec<Accumulator>)> = ctx
@@ -187,6 +192,11 @@ impl GlobalWindowAgg {
 }
 
 impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.late.open(ctx);
+        Ok(())
+    }
+
     fn process_element(
         &mut self,
         row: Row,
@@ -235,11 +245,11 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
                     let watermark = ctx.timer_service().current_watermark();
                     windows.retain(|w| w.max_timestamp() > watermark);
                     if windows.is_empty() {
-                        self.shared.late.add(1);
+                        self.late.add(1);
                         return Ok(());
                     }
                 } else if self.is_late(slice.end, ctx) {
-                    self.shared.late.add(1);
+                    self.late.add(1);
                     return Ok(());
                 }
                 windows
@@ -259,6 +269,11 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
 }
 
 impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.late.open(ctx);
+        Ok(())
+    }
+
     fn process_element(
         &mut self,
         partial: WindowPartial,
@@ -266,7 +281,7 @@ impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         if self.is_late(partial.slice.end, ctx) {
-            self.shared.late.add(partial.records);
+            self.late.add(partial.records);
             return Ok(());
         }
         let windows = self.shared.spec.windows_of_slice(partial.slice);

@@ -222,7 +222,6 @@ pub fn window_aggregate(
     let shared = Arc::new(global::Shared {
         spec: spec.clone(),
         errors: errors.clone(),
-        late: late.clone(),
     });
     let timed = match spec.time {
         WindowTime::RowTime(t) => with_rowtime(input.clone(), t),
@@ -239,19 +238,19 @@ pub fn window_aggregate(
             let key = spec.clone();
             timed
                 .key_by(move |r: &Row| key.key_of(r))
-                .process(global::GlobalWindowAgg::new(shared))
+                .process(global::GlobalWindowAgg::new(shared, late))
         }
         (_, Some(local_ids)) => {
             let partials = local::local_window_aggregate(&timed, spec, local_ids, errors);
             partials
                 .key_by(|p: &WindowPartial| p.key.clone())
-                .process_event_time(global::GlobalWindowAgg::new(shared))
+                .process_event_time(global::GlobalWindowAgg::new(shared, late))
         }
         (_, None) => {
             let key = spec.clone();
             timed
                 .key_by(move |r: &Row| key.key_of(r))
-                .process_event_time(global::GlobalWindowAgg::new(shared))
+                .process_event_time(global::GlobalWindowAgg::new(shared, late))
         }
     };
     let out = out.name(&ids.name).uid(&ids.uid);
