@@ -112,10 +112,7 @@ fn q5_hop_counts_equal_a_plain_loop_over_the_bids() {
             .unwrap()
             .collect();
             let plan = env.execution_plan().unwrap();
-            assert!(
-                plan.contains(&format!("window=[{window}]")),
-                "{plan}"
-            );
+            assert!(plan.contains(&format!("window=[{window}]")), "{plan}");
             env.execute().unwrap();
             assert_eq!(errors.count(), 0, "{:?}", errors.first());
             assert_eq!(
