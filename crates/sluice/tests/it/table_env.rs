@@ -151,6 +151,16 @@ fn a_window_aggregation_with_a_rust_function_over_a_stream_equals_a_plain_loop()
     }
 }
 
+/// `INSERT INTO sink` (a blackhole) the counts of [`PER_SECOND_AND_BUCKET`].
+fn insert_per_second_and_bucket_into_a_blackhole(tenv: &TableEnv) {
+    tenv.execute_sql("CREATE TABLE sink (b BIGINT, n BIGINT) WITH ('connector' = 'blackhole')")
+        .unwrap();
+    tenv.execute_sql(&format!(
+        "INSERT INTO sink SELECT b, n FROM ({PER_SECOND_AND_BUCKET})"
+    ))
+    .unwrap();
+}
+
 /// Emits a watermark at each bid's time right after it (a punctuated watermark): a bid behind
 /// a later one whose window the watermark has passed arrives late.
 struct Punctuated {
@@ -193,12 +203,7 @@ fn rows_dropped_as_late_are_the_num_late_records_dropped_rest_serves() {
         .transform("Punctuated", |_| Punctuated { last: i64::MIN })
         .with_timestamps(|b: &Bid| b.ts);
     let tenv = tenv_over(&env, bids);
-    tenv.execute_sql("CREATE TABLE sink (b BIGINT, n BIGINT) WITH ('connector' = 'blackhole')")
-        .unwrap();
-    tenv.execute_sql(&format!(
-        "INSERT INTO sink SELECT b, n FROM ({PER_SECOND_AND_BUCKET})"
-    ))
-    .unwrap();
+    insert_per_second_and_bucket_into_a_blackhole(&tenv);
     let say = Say {
         rest: false,
         checkpoints: false,
@@ -624,12 +629,7 @@ fn a_sql_program_is_served_over_rest_with_flinks_operator_names_and_the_doctor_a
     let env = options.stream_env().unwrap();
     env.set_job_name("sql-program");
     let tenv = tenv_with_bids(&env, u64::MAX / 2);
-    tenv.execute_sql("CREATE TABLE sink (b BIGINT, n BIGINT) WITH ('connector' = 'blackhole')")
-        .unwrap();
-    tenv.execute_sql(&format!(
-        "INSERT INTO sink SELECT b, n FROM ({PER_SECOND_AND_BUCKET})"
-    ))
-    .unwrap();
+    insert_per_second_and_bucket_into_a_blackhole(&tenv);
     let say = Say {
         rest: false,
         checkpoints: false,
