@@ -8,7 +8,7 @@
 //! credit wait never starts another. So while a run wants stacks, engine waits are timed
 //! ([`WaitStacks::park`]: they wake every [`CAPTURE_GAP_NS`] and capture again, a wait's stack
 //! stays fresh), and a run's start wakes the waits already parked untimed: each gate, writer
-//! and task debt registers what its waiter parks on ([`WaitStacks::wake_on_run_start`], once
+//! and task debt registers what its waiter parks on (`WaitStacks::wake_on_run_start`, once
 //! when it is built), and [`WaitStacks::want`] notifies those under their locks, so no waiter
 //! can miss it between its check and its park. A waiter woken so finds no input or credit and
 //! parks again (a spurious wake-up, which its loop handles anyway), timed now.
@@ -116,7 +116,7 @@ impl WaitStacks {
     /// while a run wants stacks for at most [`CAPTURE_GAP_NS`] (the caller captures again
     /// when its wait goes on: [`rewait`](Self::rewait), or a new wait's start). Returns the
     /// guard and whether the park timed out. Call with the lock that the waker given to
-    /// [`wake_on_run_start`](Self::wake_on_run_start) takes.
+    /// `wake_on_run_start` takes.
     #[inline]
     pub fn park<'a, G>(
         &self,

@@ -7,7 +7,8 @@
 //! Completeness without a rename: every state file is put first and `_metadata` last, and a
 //! checkpoint counts only once its `_metadata` reads as a manifest whose files' sizes and CRC32s
 //! match (a put is atomic per object, so a crash mid-checkpoint leaves a `chk-<id>` without
-//! `_metadata`, which [`latest`] skips and [`prune`] removes with the old ones).
+//! `_metadata`, which [`latest`](crate::storage::latest) skips and
+//! [`prune`](crate::storage::prune) removes with the old ones).
 //!
 //! Connection settings come from the environment as the AWS tools read them
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL` for a store

@@ -6,7 +6,7 @@
 //! Durability: a checkpoint is written under a temporary name (`chk-<id>.inprogress`), every
 //! state file and then `_metadata` is fsynced, the temporary directory is fsynced (its entries),
 //! renamed to `chk-<id>`, and the parent directory is fsynced (the rename). Only then does
-//! [`write`] return, and only then does the coordinator mark the checkpoint complete, so a
+//! [`write()`] return, and only then does the coordinator mark the checkpoint complete, so a
 //! directory named `chk-<id>` is always whole, also after a power cut.
 //!
 //! Integrity: [`read`] refuses a manifest of an unknown format version, and a state file whose
@@ -398,7 +398,7 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, OperatorError> {
     Ok(m)
 }
 
-/// Reads a checkpoint directory written by [`write`] (a `chk-<id>` directory or a savepoint),
+/// Reads a checkpoint directory written by [`write()`] (a `chk-<id>` directory or a savepoint),
 /// verifying every state file's size and CRC32.
 pub fn read(dir: &Path) -> Result<CompletedCheckpoint, OperatorError> {
     let m = read_manifest(dir)?;

@@ -12,7 +12,6 @@ use sluice_doctor::Cause;
 
 use crate::args::{Cli, Command, JobCmd};
 use crate::doctor_cmd::{prove_fix, render_diagnosis, sample_and_diagnose, start_live, LiveSource};
-use sluice_client::Endpoint;
 
 /// Arguments of `sluice demo`.
 #[derive(clap::Args, Debug)]
@@ -80,14 +79,14 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         live.url, live.url
     );
     println!();
-    let ep = Endpoint::parse(&live.url).map_err(anyhow::Error::msg)?;
+    let source = LiveSource::new(&live.url)?;
     let watch = Duration::from_secs_f64(args.watch);
     let mut lines = 0;
     // Let the first metric window fill before the first frame.
     std::thread::sleep(crate::doctor_cmd::WARM_UP);
     let last = loop {
         let started = Instant::now();
-        let frame = crate::top::render(&crate::top::fetch(&ep, None)?, 96);
+        let frame = crate::top::render(&sluice_client::top_model::fetch(&source, None)?, 96);
         if tty {
             show(&frame, &mut lines, true)?;
         }

@@ -3,7 +3,7 @@
 //! metric names, plus Sluice's extras when the server has them (`cpuTimeMsPerSecond`,
 //! `<operator>.busyTimeMsPerSecond`, `/hot-keys`), so it works against Sluice and Apache Flink alike.
 //!
-//! The sampling and the diagnosis are the doctor's one call ([`sluice_doctor::examine`]); the
+//! The sampling and the diagnosis are the doctor's one call ([`sluice_doctor::examine()`]); the
 //! REST answers come through a [`RestSource`] of `sluice-client`: a live server
 //! ([`LiveSource`]), a directory of saved answers ([`DirSource`], `--from-dir`) or, with
 //! `--save DIR`, a [`SavingSource`] around the live one. This module is flags and rendering.

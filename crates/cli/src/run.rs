@@ -37,8 +37,8 @@ pub fn build_job(job: &JobCmd) -> anyhow::Result<(StreamEnv, BuiltJob, u64)> {
 pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)> {
     match job {
         JobCmd::Sql(a) => {
-            let errors = crate::sql_cmd::build(env, a)?;
-            Ok((BuiltJob::Sql(errors), 0))
+            let dropped = crate::sql_cmd::build(env, a)?;
+            Ok((BuiltJob::Sql(dropped), 0))
         }
         JobCmd::Passthrough(a) => {
             let cfg = passthrough::PassthroughConfig {
@@ -351,7 +351,7 @@ pub fn run_one(args: &mut RunArgs) -> anyhow::Result<ExitCode> {
         };
         println!("{}", stats.json_line());
         // Not on stdout (one JSON line there), but never silent.
-        for line in &recovery {
+        for line in job.sql_dropped.iter().chain(&recovery) {
             eprintln!("{line}");
         }
     } else {
@@ -426,21 +426,13 @@ pub fn run_one(args: &mut RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(n) = job.discarded {
             eprintln!("the sink discarded {n} records")
         }
-        if let Some((n, first)) = &job.sql_row_errors {
-            if *n > 0 {
-                eprintln!(
-                    "SQL rows dropped as dead letters: {n}; the first: {}",
-                    first.as_deref().unwrap_or("?")
-                );
-            }
-        }
         if let Some((name, n)) = &job.scenario_sunk {
             eprintln!("scenario {name}: the sink received {n} records");
         }
         for sink in &job.sinks {
             eprintln!("{}", sink.summary());
         }
-        for line in &recovery {
+        for line in job.sql_dropped.iter().chain(&recovery) {
             eprintln!("{line}");
         }
     }

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use sluice_datastream::StreamEnv;
-use sluice_table::{PlannedJob, QueryOutput, RowErrors, SqlScript, Step};
+use sluice_table::{DroppedRows, PlannedJob, QueryOutput, SqlScript, Step};
 
 use crate::args::{JobCmd, PlanArgs, RunArgs, SqlArgs};
 
@@ -93,12 +93,9 @@ fn with_settings(a: &SqlArgs, job: &PlannedJob, index: usize) -> SqlArgs {
 }
 
 /// `build_on` for a SQL job: its operators on `env`; a query's rows print on stdout.
-pub fn build(env: &StreamEnv, a: &SqlArgs) -> anyhow::Result<RowErrors> {
-    let job = job(a)?;
-    let built = job
-        .build(env, QueryOutput::Stdout)
-        .map_err(anyhow::Error::new)?;
-    Ok(built.errors)
+pub fn build(env: &StreamEnv, a: &SqlArgs) -> anyhow::Result<DroppedRows> {
+    let built = job(a)?.build(env, QueryOutput::Stdout)?;
+    Ok(built.dropped())
 }
 
 /// Runs a script's steps in order; stops at the first job that fails.

@@ -4,9 +4,9 @@
 //! so it works against Sluice's REST server and
 //! a real Apache Flink cluster alike.
 //!
-//! Three layers: [`fetch`] fills a plain `Model` over HTTP (the model and its pure JSON readers
-//! are `sluice_client::top_model`'s), [`render`] turns a model into a text frame (pure, unit
-//! tested), and [`top`] loops: fetch, render, redraw in place.
+//! Three layers: `sluice_client::top_model::fetch` fills a plain `Model` over HTTP,
+//! [`render`] turns a model into a text frame (pure, unit tested), and [`top`] loops: fetch,
+//! render, redraw in place.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sluice_client::top_model::*;
-use sluice_client::Endpoint;
+use sluice_client::LiveSource;
 
 /// Arguments of `sluice top`.
 #[derive(clap::Args, Debug)]
@@ -36,8 +36,6 @@ pub struct TopArgs {
     pub once: bool,
 }
 
-/// Time per request (connect, and each read or write).
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frames never get wider than this.
 pub const MAX_WIDTH: usize = 100;
 
@@ -45,52 +43,6 @@ pub const MAX_WIDTH: usize = 100;
 /// given, else the first RUNNING job, else the one started last.
 pub fn pick_job(overview: &Value, wanted: Option<&str>, url: &str) -> anyhow::Result<String> {
     Ok(sluice_doctor::flink_rest::pick_job(overview, wanted, url)?)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Fetch
-// ---------------------------------------------------------------------------------------------
-
-/// Reads one frame's data from the REST API: the job overview, the job, and per vertex the
-/// aggregated and per-subtask metrics.
-pub fn fetch(ep: &Endpoint, job: Option<&str>) -> anyhow::Result<Model> {
-    let get = |path: &str| ep.get_json(path, REQUEST_TIMEOUT);
-    let base = ep.base_url();
-    let overview = get("/jobs/overview")?;
-    let jid = pick_job(&overview, job, &base)?;
-    let (summary, mut vertices) = read_job(&get(&format!("/jobs/{jid}"))?)?;
-    for v in &mut vertices {
-        let vpath = format!("/jobs/{jid}/vertices/{}", v.id);
-        let agg = get(&format!(
-            "{vpath}/subtasks/metrics?get={VERTEX_METRICS}&agg={AGGREGATIONS}"
-        ))?;
-        apply_aggregates(v, &read_aggregates(&agg));
-        if let Some(id) = pending_records_id(&v.name) {
-            // Not every source has it: a refused or empty answer leaves the lag unknown.
-            if let Ok(a) = get(&format!("{vpath}/subtasks/metrics?get={id}&agg=sum")) {
-                v.pending_records = read_aggregates(&a).get(&id).and_then(|x| x.sum);
-            }
-        }
-        // Where each subtask runs (a job over several TaskManagers: processes of a split
-        // Sluice job, or a Flink cluster's); a failed answer leaves it unknown.
-        let endpoints = get(&vpath)
-            .map(|d| subtask_endpoints(&d))
-            .unwrap_or_default();
-        for n in 0..v.parallelism {
-            let values = get(&format!(
-                "{vpath}/subtasks/{n}/metrics?get={SUBTASK_METRICS}"
-            ))?;
-            let mut view = subtask_view(n, &read_values(&values));
-            view.endpoint = endpoints.get(n).cloned().flatten();
-            v.subtasks.push(view);
-        }
-    }
-    Ok(Model {
-        url: base,
-        job: summary,
-        vertices,
-        footer: None,
-    })
 }
 
 /// A record count: 12.3M, 4.5k, 999.
@@ -352,7 +304,7 @@ fn draw(frame: &str, first: bool) -> std::io::Result<()> {
 }
 
 pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
-    let ep = Endpoint::with(&args.url, &args.client).map_err(anyhow::Error::msg)?;
+    let source = LiveSource::with(&args.url, &args.client).map_err(anyhow::Error::msg)?;
     if !(0.05..=3600.0).contains(&args.interval) {
         anyhow::bail!("--interval must be between 0.05 and 3600 seconds");
     }
@@ -360,7 +312,7 @@ pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
     let width = frame_width();
     let job = args.job.as_deref();
     if args.once {
-        let frame = render(&fetch(&ep, job)?, width);
+        let frame = render(&fetch(&source, job)?, width);
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(frame.as_bytes())?;
         stdout.flush()?;
@@ -371,7 +323,7 @@ pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
     let mut first = true;
     loop {
         let started = Instant::now();
-        let model = match fetch(&ep, job) {
+        let model = match fetch(&source, job) {
             Ok(mut m) => {
                 m.footer = Some(hint.clone());
                 last = Some(m.clone());
@@ -379,7 +331,7 @@ pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
             }
             // The first frame must work: otherwise the server or job is not there.
             Err(e) => match &last {
-                None => return Err(e),
+                None => return Err(e.into()),
                 Some(prev) => Model {
                     footer: Some(format!("refresh failed, retrying: {e:#}")),
                     ..prev.clone()
@@ -396,37 +348,8 @@ pub fn top(args: TopArgs) -> anyhow::Result<ExitCode> {
 mod tests {
     use super::*;
 
-    const FIXTURES: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/flink/flink-rest/skew/"
-    );
-
-    fn fixture(name: &str) -> Value {
-        let text = std::fs::read_to_string(format!("{FIXTURES}{name}")).unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
-
-    /// The model `fetch` builds from the captured Flink answers.
     fn flink_model() -> Model {
-        let (job, mut vertices) = read_job(&fixture("job.json")).unwrap();
-        let slugs = [
-            "v0-source-generator-map",
-            "v1-sum-per-key-counting-sink-writer",
-        ];
-        for (v, slug) in vertices.iter_mut().zip(slugs) {
-            let agg = fixture(&format!("{slug}-subtasks-metrics-aggregated.json"));
-            apply_aggregates(v, &read_aggregates(&agg));
-            for n in 0..v.parallelism {
-                let values = fixture(&format!("{slug}-subtask{n}-metrics.json"));
-                v.subtasks.push(subtask_view(n, &read_values(&values)));
-            }
-        }
-        Model {
-            url: "http://127.0.0.1:8081".into(),
-            job,
-            vertices,
-            footer: None,
-        }
+        captured_flink_model().unwrap()
     }
 
     #[test]

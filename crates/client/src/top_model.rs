@@ -1,13 +1,15 @@
 //! The data of `sluice top`'s frame, read from a Flink-compatible REST API: a plain [`Model`]
-//! of the job, its vertices and their subtasks (busy, backpressured, idle, CPU, records/s), and
-//! the pure readers that fill it from Flink's answers (tested on Flink's captured answers). Only
-//! Flink's own paths and metric names (docs/src/reference/flink-formats.md#data-skew and
-//! #web-ui), so it reads Sluice's REST server and a real Apache Flink cluster alike.
+//! of the job, its vertices and their subtasks (busy, backpressured, idle, CPU, records/s),
+//! [`fetch`] that reads one through a [`RestSource`] (a live server, or saved answers: the tests
+//! read Flink's captured ones), and the pure readers it fills the model with. Only Flink's own
+//! paths and metric names (docs/src/reference/flink-formats.md#data-skew and #web-ui), so it
+//! reads Sluice's REST server and a real Apache Flink cluster alike.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
-use sluice_doctor::flink_rest::{shape, shapes};
+use sluice_doctor::flink_rest::{pick_job, read_metric_values, shape, shapes};
+use sluice_doctor::{DoctorError, RestSource};
 use sluice_rest_api::{AggregatedMetric, JobDetails, VertexDetails};
 
 use crate::ClientError;
@@ -286,48 +288,78 @@ pub fn pending_records_id(vertex_name: &str) -> Option<String> {
     })
 }
 
+/// Reads one frame's data through `source`: the job overview (the job is `job`, else the first
+/// RUNNING one, else the one started last), the job, and per vertex the aggregated and
+/// per-subtask metrics, the source lag and where each subtask runs (those three may be missing:
+/// not every server has them).
+pub fn fetch(source: &dyn RestSource, job: Option<&str>) -> Result<Model, DoctorError> {
+    let base = source.describe();
+    let get = |path: &str| {
+        source
+            .get(path)?
+            .ok_or_else(|| DoctorError::Fetch(format!("{base}{path} answered 404 Not Found")))
+    };
+    let jid = pick_job(&get("/jobs/overview")?, job, &base)?;
+    let (summary, mut vertices) = read_job(&get(&format!("/jobs/{jid}"))?)?;
+    for v in &mut vertices {
+        let vpath = format!("/jobs/{jid}/vertices/{}", v.id);
+        let agg = get(&format!(
+            "{vpath}/subtasks/metrics?get={VERTEX_METRICS}&agg={AGGREGATIONS}"
+        ))?;
+        apply_aggregates(v, &read_aggregates(&agg));
+        if let Some(id) = pending_records_id(&v.name) {
+            // Not every source has it: a refused or empty answer leaves the lag unknown.
+            if let Ok(a) = get(&format!("{vpath}/subtasks/metrics?get={id}&agg=sum")) {
+                v.pending_records = read_aggregates(&a).get(&id).and_then(|x| x.sum);
+            }
+        }
+        // Where each subtask runs (a job over several TaskManagers: processes of a split
+        // Sluice job, or a Flink cluster's); a failed answer leaves it unknown.
+        let endpoints = get(&vpath)
+            .map(|d| subtask_endpoints(&d))
+            .unwrap_or_default();
+        for n in 0..v.parallelism {
+            let values = get(&format!(
+                "{vpath}/subtasks/{n}/metrics?get={SUBTASK_METRICS}"
+            ))?;
+            let mut view = subtask_view(n, &read_metric_values(&values));
+            view.endpoint = endpoints.get(n).cloned().flatten();
+            v.subtasks.push(view);
+        }
+    }
+    Ok(Model {
+        url: base,
+        job: summary,
+        vertices,
+        footer: None,
+    })
+}
+
+/// The model [`fetch`] reads from the Flink 2.3 answers captured in
+/// `tests/fixtures/flink/flink-rest/skew/` (a skew job: a source and a sum-per-key vertex, two
+/// subtasks each), shown as served at Flink's default address: what `sluice top`'s tests render.
+#[cfg(any(test, feature = "test-fixtures"))]
+pub fn captured_flink_model() -> Result<Model, DoctorError> {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/flink/flink-rest/skew"
+    );
+    let m = fetch(&crate::DirSource::open(std::path::Path::new(dir))?, None)?;
+    Ok(Model {
+        url: "http://127.0.0.1:8081".into(),
+        ..m
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use sluice_doctor::flink_rest::number;
     use sluice_doctor::flink_rest::read_metric_values as read_values;
 
-    const FIXTURES: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/fixtures/flink/flink-rest/skew/"
-    );
-
-    fn fixture(name: &str) -> Value {
-        let text = std::fs::read_to_string(format!("{FIXTURES}{name}")).unwrap();
-        serde_json::from_str(&text).unwrap()
-    }
-
-    /// The model `fetch` builds from the captured Flink answers.
-    fn flink_model() -> Model {
-        let (job, mut vertices) = read_job(&fixture("job.json")).unwrap();
-        let slugs = [
-            "v0-source-generator-map",
-            "v1-sum-per-key-counting-sink-writer",
-        ];
-        for (v, slug) in vertices.iter_mut().zip(slugs) {
-            let agg = fixture(&format!("{slug}-subtasks-metrics-aggregated.json"));
-            apply_aggregates(v, &read_aggregates(&agg));
-            for n in 0..v.parallelism {
-                let values = fixture(&format!("{slug}-subtask{n}-metrics.json"));
-                v.subtasks.push(subtask_view(n, &read_values(&values)));
-            }
-        }
-        Model {
-            url: "http://127.0.0.1:8081".into(),
-            job,
-            vertices,
-            footer: None,
-        }
-    }
-
     #[test]
     fn reads_flinks_answers() {
-        let m = flink_model();
+        let m = captured_flink_model().unwrap();
         assert_eq!(m.job.id, "3ae16f48a563821c4f57820703ba6b0f");
         assert_eq!(m.job.name, "RestScenario-skew");
         assert_eq!(m.job.state, "RUNNING");

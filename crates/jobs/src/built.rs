@@ -20,8 +20,8 @@ pub enum BuiltJob {
     Scenario(scenarios::ScenarioJob),
     /// A scenario on real systems (`--from` / `--to`).
     RealScenario(RealScenario),
-    /// A SQL job (`sluice sql`): the rows its operators could not evaluate.
-    Sql(sluice_table::RowErrors),
+    /// A SQL job (`sluice sql`): the rows its operators could not evaluate or dropped as late.
+    Sql(sluice_table::DroppedRows),
 }
 
 impl BuiltJob {
@@ -63,8 +63,9 @@ pub struct Merged {
     pub scenario_sunk: Option<(String, u64)>,
     /// The newest build's real sink.
     pub sinks: Vec<SinkHandle>,
-    /// A SQL job's rows that failed evaluation (summed over builds) and the first error.
-    pub sql_row_errors: Option<(u64, Option<String>)>,
+    /// What a SQL job dropped (failed evaluation, late), summed over builds: the summary's
+    /// lines, none when nothing was dropped.
+    pub sql_dropped: Vec<String>,
 }
 
 impl Merged {
@@ -76,11 +77,12 @@ impl Merged {
             discarded: None,
             scenario_sunk: None,
             sinks: Vec::new(),
-            sql_row_errors: None,
+            sql_dropped: Vec::new(),
         };
         let mut counted = 0;
         let mut name = None;
         let mut sinks = Vec::new();
+        let mut sql = Vec::new();
         for b in builds {
             match b {
                 BuiltJob::Skew(j, output, sink) => {
@@ -98,13 +100,7 @@ impl Merged {
                     }
                     name = Some(s.name.clone());
                 }
-                BuiltJob::Sql(errors) => {
-                    let e = m.sql_row_errors.get_or_insert((0, None));
-                    e.0 += errors.count();
-                    if e.1.is_none() {
-                        e.1 = errors.first();
-                    }
-                }
+                BuiltJob::Sql(dropped) => sql.push(dropped),
                 BuiltJob::RealScenario(s) => {
                     counted += s.sunk.load(Relaxed);
                     name = Some(s.name.clone());
@@ -117,6 +113,7 @@ impl Merged {
             let n = counted + m.finals.as_ref().map_or(0, |f| f.len() as u64);
             m.scenario_sunk = Some((name, n));
         }
+        m.sql_dropped = sluice_table::DroppedRows::summary(&sql);
         // The newest build's sink (with no plan change, the only one).
         m.sinks = sinks.pop().into_iter().collect();
         m

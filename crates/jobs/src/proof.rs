@@ -3,7 +3,7 @@
 //! by side ([`BusyShare`], [`BoundedRun`], [`FixProof`]).
 //!
 //! It runs jobs and reads their final metrics; it does not diagnose (the fix comes in as a
-//! [`Fix`]) and prints nothing (the CLI prints [`FixProof::text`]).
+//! [`PlanChange`]) and prints nothing (the CLI prints [`FixProof::text`]).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -81,8 +81,8 @@ pub struct ScenarioConfig {
     pub records: u64,
     /// Default parallelism of every operator.
     pub parallelism: usize,
-    /// `slow-sink`: rounds of CPU burn per record in the sink ([`HEAVY`] when unset; ~1–2 µs per
-    /// 1000), so a benchmark can make the sink a chosen factor slower than the source.
+    /// `slow-sink`: rounds of CPU burn per record in the sink (`HEAVY` rounds when unset; ~1–2 µs
+    /// per 1000), so a benchmark can make the sink a chosen factor slower than the source.
     pub sink_work: Option<u32>,
     /// `slow-sink` with `sink_work`: rounds of CPU burn per record in the map chained to the
     /// generator (none when unset), so the source's own cost per record is a chosen one: a

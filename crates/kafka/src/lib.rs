@@ -16,8 +16,8 @@
 //! - [`admin`]: metadata within the connect timeout, topic resolution, [`admin::ensure_topic`].
 //! - [`produce`]: keyed UTF-8 lines written as fast as a producer can, placed by Kafka's default
 //!   partitioner (`sluice produce`).
-//! - [`bench`]: the source benchmark beside a bare rdkafka loop (`cargo bench`, `sluice bench
-//!   kafka-source`).
+//! - [`bench`](mod@bench): the source benchmark beside a bare rdkafka loop (`cargo bench`,
+//!   `sluice bench kafka-source`).
 //! - [`KafkaError`]: the crate's one error type (source, sink, admin, coordinator client).
 
 #![warn(missing_docs)]

@@ -3,7 +3,7 @@
 //! without a rule of its own, this process would wait for it forever.
 //!
 //! Two rules, as Flink has:
-//! - every connection has TCP keepalive on ([`keepalive`]): the kernel probes an idle
+//! - every connection has TCP keepalive on (`keepalive`): the kernel probes an idle
 //!   connection and ends it when a vanished host stops answering;
 //! - heartbeats ([`Liveness`]): each side of a connection sends a `Heartbeat` frame every
 //!   interval, and its reader reads with a deadline: nothing at all arriving (no frame, not even

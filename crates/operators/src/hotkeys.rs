@@ -356,7 +356,7 @@ const MAX_CHUNKED_EVERY: u32 = 16;
 /// records from the geometric distribution (so the per-record cost is a decrement and a branch).
 /// Counts the records it has seen exactly.
 ///
-/// For `every` a power of two up to [`MAX_CHUNKED_EVERY`] (`2^k`), a record is picked when its `k`-bit chunk of a
+/// For `every` a power of two up to `MAX_CHUNKED_EVERY` (`2^k`), a record is picked when its `k`-bit chunk of a
 /// random word is zero, and the gap is found with bit operations on whole words (a few ns per
 /// gap); otherwise the gap is `1 + ⌊ln U / ln(1 − 1/every)⌋`. Both are exact.
 #[derive(Clone, Debug)]

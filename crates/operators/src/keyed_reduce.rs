@@ -16,13 +16,13 @@ pub const ROLLING_STATE: &str = "rolling";
 /// with the key's current value (`reduce(current, record)`), store the result and emit it. The
 /// first record of a key is stored and emitted as is. One output per input.
 ///
-/// The per-key value is keyed state (value state [`ROLLING_STATE`]) on the job's backend: on
+/// The per-key value is keyed state (value state `ROLLING_STATE`) on the job's backend: on
 /// the LSM backend it lives in the subtask's [`KeyedStateStore`]; on the memory backend in a
 /// typed map of the operator's own (the store's memory backend costs a state lookup by name and
 /// a key context per record, about 28 ns, which would double the skew job's CPU time). Both
 /// snapshot in the store's format, by key group, so a checkpoint taken on one backend restores
 /// on the other, and both count their access time as state access (the map 1 call in
-/// [`MEMORY_SAMPLE_EVERY`], scaled).
+/// `MEMORY_SAMPLE_EVERY`, scaled).
 ///
 /// With [`with_hot_keys`](Self::with_hot_keys) it also sketches its keys (see
 /// [`crate::hotkeys`]): one decrement per record, 1 record in 8 offered to the sketch (1 in 64,

@@ -157,7 +157,8 @@ where
 }
 
 /// Per key, the rolling fold of the partials received: the one-phase rolling reduce over the
-/// pre-aggregation's deltas, with the same state (see the [module docs](self)).
+/// pre-aggregation's deltas, with the same state: the last step
+/// of [`SaltOp`] → [`PreAggregateOp`] → `CombineOp`.
 pub struct CombineOp<K, T, KS, R> {
     rolling: super::KeyedReduceOp<K, T, KS, R>,
 }

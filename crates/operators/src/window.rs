@@ -164,7 +164,7 @@ pub type LateOutput<IN, OUT> = Arc<dyn Fn(IN) -> OUT + Send + Sync>;
 type Types<IN, ACC, R, OUT> = PhantomData<fn(IN, ACC) -> (R, OUT)>;
 
 /// The window operator. Per key, its windows with their accumulators
-/// ([`WindowContents`]: a typed list per key on the memory backend, the map state
+/// (`WindowContents`: a typed list per key on the memory backend, the map state
 /// `window-contents` `(start, end)` → accumulator on the LSM backend, the same snapshot bytes);
 /// when the watermark (or the processing clock) reaches a window's end − 1 the window fires,
 /// and at its cleanup time (`max timestamp + allowed lateness`) it is dropped.
@@ -178,7 +178,7 @@ type Types<IN, ACC, R, OUT> = PhantomData<fn(IN, ACC) -> (R, OUT)>;
 /// - session windows merge with every window of the key they overlap or touch; their
 ///   accumulators merge with [`AggregateFunction::merge`].
 ///
-/// Timers ([`WindowTimers`]) are candidates checked against the key's windows when due: a new
+/// Timers (`WindowTimers`) are candidates checked against the key's windows when due: a new
 /// window queues its end − 1; a window that fired and is kept for lateness queues its cleanup
 /// time; a session that absorbed others inherits their entries (each lies inside it) and, when
 /// one comes due early, queues its own end − 1. So a record that extends a session touches no

@@ -50,7 +50,7 @@
 #![warn(missing_docs)]
 
 pub mod change;
-/// [`PlanError`](error::PlanError): why a graph cannot be planned.
+/// [`PlanError`]: why a graph cannot be planned.
 pub mod error;
 pub mod job_graph;
 pub mod json;

@@ -5,7 +5,7 @@
 //! [`Mode`], [`SinkOptions`] (Flink JDBC option names), [`PostgresSinkHandle`] (metrics),
 //! [`PostgresSinkExt`] (`stream.sink_to_postgres(…)`), [`SinkUrl`] (one URL for a whole sink:
 //! `postgres://USER@HOST:PORT/DB?table=T&key=K&sink.buffer-flush.max-rows=1000`), [`PostgresError`];
-//! [`bench`]: the sink benchmark beside `psql \copy` (`cargo bench`, `sluice bench postgres`).
+//! [`bench`](mod@bench): the sink benchmark beside `psql \copy` (`cargo bench`, `sluice bench postgres`).
 //!
 //! ```no_run
 //! use sluice_datastream::StreamEnv;

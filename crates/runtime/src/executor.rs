@@ -179,7 +179,7 @@ pub struct JobResult {
     pub vertices: Vec<VertexResult>,
     /// Dead letters counted in all.
     pub dead_letters: u64,
-    /// The dead letters kept verbatim (see [`crate::DEAD_LETTERS_KEPT`]).
+    /// The dead letters kept verbatim (see [`crate::control::DEAD_LETTERS_KEPT`]).
     pub dead_letter_samples: Vec<crate::DeadLetter>,
 }
 

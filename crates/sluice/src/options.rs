@@ -22,6 +22,8 @@ pub const MAX_CREDITS: usize = 1024;
 const DEFAULT_METRICS: (f64, f64) = (5.0, 60.0);
 
 /// Settings every job takes (Flink's names in brackets).
+// The fields' docs are the `--help` text, where `<n>` is a placeholder, not HTML.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Args, Debug, Clone)]
 pub struct EnvArgs {
     /// Default operator parallelism [parallelism.default].
@@ -222,6 +224,8 @@ impl EnvArgs {
 }
 
 /// The embedded REST API's flags (Flink's option names in brackets).
+// The fields' docs are the `--help` text, where `<uid>` is a placeholder, not HTML.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Args, Debug, Clone)]
 pub struct RestArgs {
     /// Port of the embedded REST API (Flink's paths; 0 picks a free port) [rest.port].

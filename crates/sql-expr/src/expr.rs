@@ -1,5 +1,5 @@
 //! [`Expr`]: a bound, typed scalar expression — what the binder (`bind_expr`) makes of
-//! `sqlparser`'s syntax tree and what `eval` evaluates over a [`Row`](crate::Row).
+//! `sqlparser`'s syntax tree and what `eval` evaluates over a [`Row`](sluice_sql_front::Row).
 //!
 //! Every node knows its result [`DataType`] ([`Expr::data_type`]). Names are resolved: a column is
 //! an index into the input row (its name is kept for printing), a function is a

@@ -1,10 +1,10 @@
 //! SQL values ([`Value`]) and the rows SQL jobs move ([`Row`]).
 //!
-//! A row is a vector of dynamically typed values; the plan knows each column's [`DataType`]
-//! (crate::types), the value only carries what evaluation needs. All integer types are held as
-//! `i64` (evaluation narrows to the column's type with Java's wrap-around, as Flink does), `FLOAT`
-//! as `f32` and `DOUBLE` as `f64`, `DECIMAL` as an unscaled `i128` with its scale, strings and
-//! bytes behind an `Arc` so that copying a row does not copy its text.
+//! A row is a vector of dynamically typed values; the plan knows each column's
+//! [`DataType`](crate::DataType), the value only carries what evaluation needs. All integer
+//! types are held as `i64` (evaluation narrows to the column's type with Java's wrap-around, as
+//! Flink does), `FLOAT` as `f32` and `DOUBLE` as `f64`, `DECIMAL` as an unscaled `i128` with its
+//! scale, strings and bytes behind an `Arc` so that copying a row does not copy its text.
 //!
 //! Values are `Eq`, `Ord` and `Hash` so that they can be keys (GROUP BY, joins): floating-point
 //! values compare by IEEE total order, so NaN equals itself and a key never goes missing.

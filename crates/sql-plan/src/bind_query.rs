@@ -251,7 +251,8 @@ fn find_window_properties<'e>(
                 let kind = match rest {
                     "START" => Some(WindowPropertyKind::Start),
                     "END" => Some(WindowPropertyKind::End),
-                    "ROWTIME" | "PROCTIME" => Some(WindowPropertyKind::Time),
+                    "ROWTIME" => Some(WindowPropertyKind::Time),
+                    "PROCTIME" => Some(WindowPropertyKind::Proctime),
                     _ => None,
                 };
                 if let Some(k) = kind {
@@ -1310,7 +1311,6 @@ impl<'a> QueryBinder<'a> {
         // aggregate); otherwise the input is windowed already.
         let tvf_leaf = legacy.is_none()
             && matches!(&tree, FromTree::Leaf(b) if matches!(b.rel.node, RelNode::WindowTableFunction(_)));
-        let legacy_kind = legacy.as_ref().map(|(k, _)| k.clone());
         let (input, window, group) = if tvf_leaf {
             let FromTree::Leaf(b) = tree else {
                 unreachable_leaf()?
@@ -1539,20 +1539,15 @@ impl<'a> QueryBinder<'a> {
             })
         };
         let (properties, rel_node) = if legacy.is_some() {
-            let props = vec![
-                WindowPropertyKind::Start,
-                WindowPropertyKind::End,
-                WindowPropertyKind::Time,
-                WindowPropertyKind::Time,
-            ];
+            // Flink's: a processing-time window has no rowtime property.
+            let mut props = vec![WindowPropertyKind::Start, WindowPropertyKind::End];
             schema.push(Field::new("w$start", bound_ty.clone()));
             schema.push(Field::new("w$end", bound_ty.clone()));
-            let rt = if window.is_proctime() {
-                bound_ty.clone()
-            } else {
-                time_ty.clone()
-            };
-            schema.push(Field::new("w$rowtime", rt));
+            if !window.is_proctime() {
+                props.push(WindowPropertyKind::Time);
+                schema.push(Field::new("w$rowtime", time_ty.clone()));
+            }
+            props.push(WindowPropertyKind::Proctime);
             schema.push(Field::new(
                 "w$proctime",
                 DataType::new(LogicalType::TimestampLtz {
@@ -1661,7 +1656,7 @@ impl<'a> QueryBinder<'a> {
                 post.pre_bind(b.1, at);
             }
         }
-        if let Some(kind) = &legacy_kind {
+        if let RelNode::GroupWindowAggregate(agg) = &agg_rel.node {
             let mut props = Vec::new();
             for p in &s.projection {
                 if let ast::SelectItem::UnnamedExpr(e)
@@ -1674,15 +1669,36 @@ impl<'a> QueryBinder<'a> {
                 find_window_properties(h, &mut props);
             }
             for (e, k) in props {
-                let is_proc = e.to_string().to_uppercase().contains("_PROCTIME");
-                let at = first_prop
-                    + match k {
-                        WindowPropertyKind::Start => 0,
-                        WindowPropertyKind::End => 1,
-                        WindowPropertyKind::Time if is_proc => 3,
-                        WindowPropertyKind::Time => 2,
-                    };
-                let _ = kind;
+                let pos = self.pos(base, e);
+                let at = agg.properties.iter().position(|p| *p == k);
+                let at = match (k, at) {
+                    (_, Some(at))
+                        if k != WindowPropertyKind::Proctime || agg.window.is_proctime() =>
+                    {
+                        first_prop + at
+                    }
+                    (WindowPropertyKind::Time, None) => {
+                        return Err(SqlError::validation(
+                            pos,
+                            "A proctime window cannot provide a rowtime attribute.",
+                        ))
+                    }
+                    _ => {
+                        // Flink's operator leaves the property NULL; Sluice gives no other value.
+                        let name = match e {
+                            ast::Expr::Function(f) => f.name.to_string().to_uppercase(),
+                            _ => e.to_string(),
+                        };
+                        return Err(SqlError::unsupported(
+                            pos,
+                            format!(
+                                "{name} of an event-time window (Flink gives NULL for it): use \
+                                 the window's rowtime ({}) or CURRENT_TIMESTAMP",
+                                name.replace("_PROCTIME", "_ROWTIME")
+                            ),
+                        ));
+                    }
+                };
                 post.pre_bind(e, at);
             }
         }

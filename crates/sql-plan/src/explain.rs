@@ -272,18 +272,12 @@ fn props_select(agg: &WindowAggregate, out: &[Field], legacy: bool) -> Vec<Strin
     let first = agg.group.len() + agg.aggs.len();
     let mut sel = Vec::new();
     for (j, f) in out.iter().enumerate().skip(first) {
-        let func = if legacy {
-            ["start", "end", "rowtime", "proctime"]
-                .get(j - first)
-                .copied()
-                .unwrap_or("start")
-        } else {
-            match agg.properties.get(j - first) {
-                Some(WindowPropertyKind::Start) => "start",
-                Some(WindowPropertyKind::End) => "end",
-                _ if agg.window.is_proctime() => "proctime",
-                _ => "rowtime",
-            }
+        let func = match agg.properties.get(j - first) {
+            Some(WindowPropertyKind::Start) => "start",
+            Some(WindowPropertyKind::End) => "end",
+            Some(WindowPropertyKind::Proctime) => "proctime",
+            _ if !legacy && agg.window.is_proctime() => "proctime",
+            _ => "rowtime",
         };
         sel.push(format!("{func}('w$) AS {}", f.name));
     }
@@ -462,10 +456,17 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
         PhysicalOp::GroupWindowAggregate(agg) => {
             let mut sel = agg_select(agg, input(0), &node.schema);
             sel.extend(props_select(agg, &node.schema, true));
+            // A processing-time window has no `w$rowtime`.
+            let first = agg.group.len() + agg.aggs.len();
+            let props: Vec<&str> = node.schema[first..]
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect();
             format!(
-                "GroupWindowAggregate({}window=[{}], properties=[w$start, w$end, w$rowtime, w$proctime], select=[{}])",
+                "GroupWindowAggregate({}window=[{}], properties=[{}], select=[{}])",
                 group_by(agg, input(0)),
                 legacy_window(agg, input(0)),
+                props.join(", "),
                 sel.join(", ")
             )
         }

@@ -159,7 +159,7 @@ pub enum RelNode {
     /// Aggregation per window of a window table function (or of a windowed input).
     WindowAggregate(WindowAggregate),
     /// The legacy group window aggregation (`GROUP BY TUMBLE(ts, INTERVAL …)`); its properties
-    /// are `w$start`, `w$end`, `w$rowtime`, `w$proctime`.
+    /// are `w$start`, `w$end`, `w$rowtime` (event time only, as in Flink), `w$proctime`.
     GroupWindowAggregate(WindowAggregate),
     /// An inner join (two inputs).
     Join(Join),

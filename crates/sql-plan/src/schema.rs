@@ -12,8 +12,12 @@ pub enum WindowPropertyKind {
     Start,
     /// The window's end (exclusive).
     End,
-    /// The window's time attribute (`window_end - 1 ms`), a rowtime or proctime.
+    /// The window's time attribute: with event time its rowtime (`window_end - 1 ms`); with
+    /// processing time a proctime attribute, the time the window fired.
     Time,
+    /// A legacy group window's `w$proctime` (`TUMBLE_PROCTIME(…)`): the processing time when the
+    /// window fired, as Flink's planner materializes it.
+    Proctime,
 }
 
 /// A column that carries a window property of an upstream window (a window table function or

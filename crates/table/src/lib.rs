@@ -16,13 +16,15 @@
 //!   `sluice-kafka`), `print`, `blackhole`.
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
-//! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
+//! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows.
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
 //! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
 //!   and uid'd as Flink names them.
 //! * [`script`]: [`SqlScript`], a script planned whole (every refusal before any job runs),
 //!   its jobs in order as Flink's SQL client runs a file.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
+//! * [`dropped`]: [`DroppedRows`], those and the late rows of a job, and the lines its run
+//!   summary says about them.
 //! * [`window_agg`]: Flink's window aggregation ([`window_aggregate`] over a
 //!   [`WindowAggSpec`]: TUMBLE/HOP/CUMULATE/SESSION, event or processing time, one phase or
 //!   Flink's slice-based local/global two phases; the legacy `GROUP BY TUMBLE(…)` is the same
@@ -42,6 +44,7 @@
 
 pub mod calc;
 pub mod connectors;
+pub mod dropped;
 pub mod joins;
 pub mod key;
 pub mod official;
@@ -58,6 +61,7 @@ pub mod window_agg;
 
 pub use calc::{calc, Calc};
 pub use connectors::{SinkConnector, SourceConnector};
+pub use dropped::DroppedRows;
 pub use joins::{
     interval_join, regular_join, window_join, IntervalJoinSpec, JoinType, RegularJoinSpec,
     WindowJoinSpec,

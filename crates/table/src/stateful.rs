@@ -4,6 +4,10 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use sluice_runtime::services::task_metrics;
+use sluice_runtime::TaskMetrics;
+use sluice_types::OperatorContext;
+
 /// The name (Flink's plan text, e.g. `WindowAggregate(groupBy=[auction], …)`) and the stable
 /// uid (Flink's `table.exec.uid.generation`: one per plan node) of an operator the translator
 /// adds.
@@ -26,10 +30,15 @@ impl OperatorIds {
 }
 
 /// The records event-time SQL operators dropped because the watermark had passed them (Flink's
-/// `numLateRecordsDropped`), shared by every subtask of a job (cheap to clone).
+/// `numLateRecordsDropped`), shared by every subtask of a job (cheap to clone): the job's total,
+/// which the run summary reports, and once an operator's copy is [opened](LateRecords::open) on
+/// its subtask, that subtask's `numLateRecordsDropped` too (the task metric REST and Prometheus
+/// serve, which Flink counts per window operator).
 #[derive(Clone, Debug, Default)]
 pub struct LateRecords {
     count: Arc<AtomicU64>,
+    /// The subtask's metrics, in an opened operator's copy (`None` outside a task).
+    task: Option<Arc<TaskMetrics>>,
 }
 
 impl LateRecords {
@@ -38,12 +47,21 @@ impl LateRecords {
         LateRecords::default()
     }
 
+    /// Counts into the metrics of the task running the operator that owns this copy (call it
+    /// from the operator's `open`).
+    pub fn open(&mut self, ctx: &OperatorContext) {
+        self.task = task_metrics(ctx);
+    }
+
     /// Counts `n` dropped records.
     pub fn add(&self, n: u64) {
         self.count.fetch_add(n, Ordering::Relaxed);
+        if let Some(t) = &self.task {
+            t.late_records_dropped.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
-    /// How many records were dropped as late.
+    /// How many records were dropped as late, over the job.
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }

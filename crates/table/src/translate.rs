@@ -40,6 +40,7 @@ use sluice_sql::{
 use crate::calc::{calc, Calc};
 use crate::connectors::print::PrintSpec;
 use crate::connectors::{self, SourceConnector};
+use crate::dropped::DroppedRows;
 use crate::key::SqlKey;
 use crate::options::Options;
 use crate::row_errors::RowErrors;
@@ -69,6 +70,14 @@ pub struct SqlJob {
 }
 
 impl SqlJob {
+    /// What the job drops instead of emitting (its counters, shared), for its run summary.
+    pub fn dropped(&self) -> DroppedRows {
+        DroppedRows {
+            errors: self.errors.clone(),
+            late: self.late.clone(),
+        }
+    }
+
     /// Adds the operators of `plan` to `env`. Every root must be a sink (INSERTs and statement
     /// sets); see [`SqlJob::build_query`] for a query run on its own.
     pub fn build(env: &StreamEnv, session: &Session, plan: &PhysicalPlan) -> Result<SqlJob> {

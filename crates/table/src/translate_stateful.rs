@@ -240,7 +240,9 @@ fn window_agg_spec(
         .map(|p| match p {
             WindowPropertyKind::Start => WindowProperty::Start,
             WindowPropertyKind::End => WindowProperty::End,
+            WindowPropertyKind::Time if agg.window.is_proctime() => WindowProperty::ProcTime,
             WindowPropertyKind::Time => WindowProperty::Time,
+            WindowPropertyKind::Proctime => WindowProperty::ProcTime,
         })
         .collect();
     Ok(WindowAggSpec {

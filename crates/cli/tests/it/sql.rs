@@ -126,6 +126,78 @@ SELECT id, name FROM fruit WHERE id > 38;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What a SQL job drops it says at its end: rows behind the watermark (Flink's
+/// `numLateRecordsDropped`) and rows whose evaluation failed (dead letters, with the first
+/// error); every input row is in the output, or in one of the two counts.
+#[test]
+fn the_summary_counts_the_rows_dropped_as_late_and_as_dead_letters() {
+    let dir = tmp("dropped");
+    let input = dir.join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    // 50 000 rows 10 ms apart (50 windows of 10 s), every 1000th with a zero divisor; then 300
+    // rows of the first window, long closed: the watermark (checked every 1024 rows, due every
+    // millisecond) has passed it many times while the 50 000 went through.
+    let (rows, zeros, old) = (50_000u64, 50u64, 300u64);
+    let mut csv = String::new();
+    let at = |ms: u64| {
+        let (s, ms) = (ms / 1000, ms % 1000);
+        format!(
+            "2024-01-01 {:02}:{:02}:{:02}.{ms:03}",
+            s / 3600,
+            s / 60 % 60,
+            s % 60
+        )
+    };
+    for i in 0..rows {
+        let d = u64::from(i % 1000 != 0);
+        csv.push_str(&format!("{i},{d},{}\n", at(i * 10)));
+    }
+    for j in 0..old {
+        csv.push_str(&format!("{},1,{}\n", rows + j, at(j)));
+    }
+    std::fs::write(input.join("part-0.csv"), csv).unwrap();
+    let out = dir.join("out");
+    let o = sluice(&[
+        "sql",
+        "-e",
+        "SET 'parallelism.default' = '1';
+SET 'pipeline.auto-watermark-interval' = '1 ms';
+CREATE TABLE readings (id BIGINT, d BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)
+WITH ('connector' = 'filesystem', 'path' = '${IN}', 'format' = 'csv');
+CREATE TABLE per_window (window_start TIMESTAMP(3), n BIGINT, total BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '${OUT}', 'format' = 'csv');
+INSERT INTO per_window SELECT window_start, COUNT(*), SUM(100 / d)
+FROM TABLE(TUMBLE(TABLE readings, DESCRIPTOR(ts), INTERVAL '10' SECOND))
+GROUP BY window_start, window_end;",
+        "-D",
+        &format!("IN={}", input.display()),
+        "-D",
+        &format!("OUT={}", out.display()),
+        "--no-progress",
+        "--no-rest",
+    ]);
+    let (_, stderr) = text(&o);
+    assert!(o.status.success(), "{stderr}");
+    let late =
+        format!("SQL rows dropped as late (behind the watermark, numLateRecordsDropped): {old}\n");
+    assert!(stderr.contains(&late), "{stderr}");
+    let dead =
+        format!("SQL rows dropped as dead letters (evaluation failed): {zeros}; the first: ");
+    let first = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix(&dead))
+        .unwrap_or_else(|| panic!("no dead-letter line in {stderr}"));
+    assert!(first.contains("zero"), "{first}");
+    // Each window: its 1000 rows but the one with a zero divisor, each adding 100 / 1.
+    let mut got = sluice_runtime::sinks::committed_lines(&out).unwrap();
+    got.sort();
+    let want: Vec<String> = (0..rows / 1000)
+        .map(|k| format!("{},999,99900", at(k * 10_000)))
+        .collect();
+    assert_eq!(got, want);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn plan_sql_prints_the_job_graph() {
     let o = sluice(&[

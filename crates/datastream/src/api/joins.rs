@@ -31,7 +31,7 @@ use sluice_runtime::operators::WindowAssigner;
 use sluice_runtime::operators::{KeyedProcessFunction, OnTimerContext, ProcessContext};
 use sluice_runtime::state::{AggregateFunction, StateKey, StateValue};
 use sluice_runtime::time::windows::TimeWindow;
-use sluice_types::{Collector, Data, OperatorError};
+use sluice_types::{Collector, Data, OperatorContext, OperatorError};
 
 use crate::partition::JavaHash;
 use crate::{DataStream, KeySelector, KeyedStream};
@@ -49,6 +49,12 @@ pub enum Either<L, R> {
 /// `KeyedCoProcessFunction`). State and timers are the current key's, as in
 /// [`KeyedProcessFunction`].
 pub trait KeyedCoProcessFunction<K, L, R, O>: Send {
+    /// Runs on the subtask's thread before the first record (Flink's `open`): where a function
+    /// reaches its task's services (metrics) through `ctx`.
+    fn open(&mut self, _ctx: &OperatorContext) -> Result<(), OperatorError> {
+        Ok(())
+    }
+
     /// Handles one record of the first input, under its key.
     fn process_left(
         &mut self,
@@ -85,6 +91,10 @@ impl<K, L, R, O, F> KeyedProcessFunction<K, Either<L, R>, O> for CoAdapter<F>
 where
     F: KeyedCoProcessFunction<K, L, R, O>,
 {
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.0.open(ctx)
+    }
+
     fn process_element(
         &mut self,
         value: Either<L, R>,

@@ -1,12 +1,12 @@
-//! The adapter from Flink-compatible REST answers to the doctor's [`JobView`]: pure functions
-//! over already-parsed JSON (`serde_json::Value`s), so a live sampler over HTTP, a directory of
-//! saved answers and tests over captured fixtures build the same view. Each answer is read
-//! through its shape in `sluice-rest-api` (the one definition the server writes with), leniently:
-//! unknown fields are ignored and a field of an unexpected type reads as absent. Uses Flink's paths and
-//! metric names, plus Sluice's extras when the server has them (`cpuTimeMsPerSecond`,
-//! `cpuWaitTimeMsPerSecond`, `stateAccessTimeMsPerSecond`, `serializationTimeMsPerSecond`,
-//! `deserializationTimeMsPerSecond`, `<operator>.busyTimeMsPerSecond`,
-//! `/hot-keys`); what a server does not report stays `None`.
+//! The adapter from Flink-compatible REST answers to the doctor's [`JobView`](crate::JobView): pure
+//! functions over already-parsed JSON (`serde_json::Value`s), so a live sampler over HTTP, a
+//! directory of saved answers and tests over captured fixtures build the same view. Each answer is
+//! read through its shape in `sluice-rest-api` (the one definition the server writes with),
+//! leniently: unknown fields are ignored and a field of an unexpected type reads as absent. Uses
+//! Flink's paths and metric names, plus Sluice's extras when the server has them
+//! (`cpuTimeMsPerSecond`, `cpuWaitTimeMsPerSecond`, `stateAccessTimeMsPerSecond`,
+//! `serializationTimeMsPerSecond`, `deserializationTimeMsPerSecond`,
+//! `<operator>.busyTimeMsPerSecond`, `/hot-keys`); what a server does not report stays `None`.
 //!
 //! The answers it reads: `/overview` ([`slot_cap`]), `/jobs/overview` ([`pick_job`]),
 //! `/jobs/:id` with its `plan` ([`read_graph`]), `/jobs/:id/vertices/:vid/subtasks/:n/metrics`

@@ -8,7 +8,8 @@ use sluice_nexmark::{Event, GeneratorConfig};
 use sluice_table::connectors::nexmark::NexmarkSplitSource;
 
 /// One generator split emitting its events, named (checkpointed by position, see
-/// [`NexmarkSplitSource`]); [`events`] runs the same with a closure the compiler inlines.
+/// [`NexmarkSplitSource`]); the query jobs' `events` runs the same with a closure the
+/// compiler inlines.
 pub type NexmarkSource = NexmarkSplitSource<fn(Event) -> Event>;
 
 /// The event stream of `config` (bounded by `config.events`).

@@ -143,21 +143,7 @@ impl OfficialQuery {
 
     /// What the finished run dropped (dead letters, late rows), one line each.
     pub fn drops(job: &SqlJob) -> Vec<String> {
-        let mut out = Vec::new();
-        if job.errors.count() > 0 {
-            out.push(format!(
-                "SQL rows dropped as dead letters: {}; the first: {}",
-                job.errors.count(),
-                job.errors.first().unwrap_or_default()
-            ));
-        }
-        if job.late.count() > 0 {
-            out.push(format!(
-                "SQL rows dropped as late (behind the watermark): {}",
-                job.late.count()
-            ));
-        }
-        out
+        sluice_table::DroppedRows::summary([&job.dropped()])
     }
 
     /// The types of the query's sink columns (how its captured csv is read).

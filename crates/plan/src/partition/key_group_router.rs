@@ -1,13 +1,13 @@
 //! Flink's key → key group → subtask routing for one edge, precomputed so that a record costs
 //! no division.
 //!
-//! [`assign_to_key_group`] takes `murmur % max_parallelism` and [`key_group_to_subtask`]
-//! `key_group * parallelism / max_parallelism`: two integer divisions per record, the larger
-//! part of a HASH edge's per-record cost. Both divisors are fixed per edge, so the router keeps
-//! the subtask of every key group in a table and takes the remainder by Lemire's "fastmod"
-//! (a multiply by the precomputed `2^64 / max_parallelism`, exact for every 32-bit dividend).
-//! The results are those of the two functions, bit for bit (tested below for every key group
-//! and for arbitrary hashes).
+//! [`assign_to_key_group`](super::key_groups::assign_to_key_group) takes `murmur % max_parallelism`
+//! and [`key_group_to_subtask`] `key_group * parallelism / max_parallelism`: two integer divisions
+//! per record, the larger part of a HASH edge's per-record cost. Both divisors are fixed per edge,
+//! so the router keeps the subtask of every key group in a table and takes the remainder by
+//! Lemire's "fastmod" (a multiply by the precomputed `2^64 / max_parallelism`, exact for every
+//! 32-bit dividend). The results are those of the two functions, bit for bit (tested below for
+//! every key group and for arbitrary hashes).
 
 use super::key_groups::{key_group_to_subtask, murmur_hash, UPPER_BOUND_MAX_PARALLELISM};
 

@@ -5,7 +5,7 @@
 //! attempt: gates, channels, chains of typed operators); [`JobMaster::launch`] runs the job on a
 //! job thread:
 //!
-//! - creates every subtask's [`TaskMetrics`](crate::TaskMetrics) (kept across attempts), the
+//! - creates every subtask's [`TaskMetrics`] (kept across attempts), the
 //!   metrics sampler thread and the [`CheckpointHub`](crate::checkpoint::CheckpointHub);
 //! - maps a restore's checkpoint state onto the job's operators by stable id, refusing state no
 //!   operator takes before anything starts (unless allowed);

@@ -8,8 +8,9 @@
 //! - **meters** (`…PerSecond`): `(count_now − count_window_ago) / window_s`, over a history that
 //!   starts at zero, exactly like Flink's `MeterView` (so the first minute includes start-up).
 //!
-//! [`Sampler`] owns that state for a job; [`JobSnapshot`] is the plain-data result the REST layer,
-//! `sluice top` and the doctor read. The thread that calls [`Sampler::tick`] lives with the job.
+//! [`Sampler`] owns that state for a job; its [`VertexSnapshot`]s are the plain-data result the
+//! REST layer, `sluice top` and the doctor read. The thread that calls [`Sampler::tick`] lives
+//! with the job.
 
 pub mod cluster;
 mod sampler;

@@ -1,7 +1,7 @@
 //! Live plan changes: a job that changes its plan while it runs, losing nothing.
 //!
 //! [`LiveJob`] runs a job from its build function and applies a change (a doctor
-//! [`PlanChange`](sluice_doctor::PlanChange), a per-vertex parallelism, or the rollback of the
+//! [`PlanChange`], a per-vertex parallelism, or the rollback of the
 //! newest change) as: check the change on a freshly built plan (the fixer refuses what would
 //! alter results, before the job is touched) → aligned stop-with-savepoint → rebuild the job
 //! with the changes in force → restore from the savepoint with state migration (keyed state

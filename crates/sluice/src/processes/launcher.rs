@@ -37,12 +37,12 @@ struct Restarts {
     failures_ms: Vec<i64>,
 }
 
-/// Runs the job over `args.processes` copies of this program (started with this run's
-/// arguments) and waits for them all; restarts them all from the latest checkpoint when one
-/// fails (see [`Restarts`]). `cfg` is the job's configuration (checked before any process
-/// starts): its checkpoint interval, directory and restart strategy decide the restarts.
-/// Returns once every process ended well; files written per process ([`super::part_path`])
-/// are the caller's to merge.
+/// Runs the job over `args.processes` copies of this program (started with this run's arguments)
+/// and waits for them all; restarts them all from the latest completed checkpoint when one fails
+/// (Flink's full restart; only a job that checkpoints restarts). `cfg` is the job's configuration
+/// (checked before any process starts): its checkpoint interval, directory and restart strategy
+/// decide the restarts. Returns once every process ended well; files written per process
+/// ([`super::part_path`]) are the caller's to merge.
 pub fn launch(
     args: &ProcessArgs,
     rest: &RestArgs,

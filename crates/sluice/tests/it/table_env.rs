@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use sluice::table::{DataType, Row, ScalarUdf, Schema, SqlError, TableEnv, Value};
-use sluice::{row, DataStream, RunOptions, Running, Say, StreamEnv, WatermarkStrategy};
+use sluice::{
+    row, Collector, CollectorExt, DataStream, Operator, OperatorError, RunOptions, Running, Say,
+    StreamEnv, Watermark, WatermarkStrategy,
+};
 
 /// A bid of the test's stream.
 #[derive(Clone, Debug)]
@@ -146,6 +149,97 @@ fn a_window_aggregation_with_a_rust_function_over_a_stream_equals_a_plain_loop()
         assert_eq!(tenv.row_errors().count(), 0);
         assert_eq!(tenv.late_records().count(), 0);
     }
+}
+
+/// `INSERT INTO sink` (a blackhole) the counts of [`PER_SECOND_AND_BUCKET`].
+fn insert_per_second_and_bucket_into_a_blackhole(tenv: &TableEnv) {
+    tenv.execute_sql("CREATE TABLE sink (b BIGINT, n BIGINT) WITH ('connector' = 'blackhole')")
+        .unwrap();
+    tenv.execute_sql(&format!(
+        "INSERT INTO sink SELECT b, n FROM ({PER_SECOND_AND_BUCKET})"
+    ))
+    .unwrap();
+}
+
+/// Emits a watermark at each bid's time right after it (a punctuated watermark): a bid behind
+/// a later one whose window the watermark has passed arrives late.
+struct Punctuated {
+    last: i64,
+}
+
+impl Operator<Bid, Bid> for Punctuated {
+    fn process(&mut self, b: Bid, out: &mut dyn Collector<Bid>) -> Result<(), OperatorError> {
+        let t = b.ts;
+        out.collect(b)?;
+        if t > self.last {
+            self.last = t;
+            out.emit_watermark(Watermark(t))?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn rows_dropped_as_late_are_the_num_late_records_dropped_rest_serves() {
+    let n = 3_000;
+    // The plain loop: a bid is late when the watermark (the largest time before it) has
+    // passed the last millisecond of its 1 s window.
+    let mut watermark = i64::MIN;
+    let mut late = 0u64;
+    for b in (0..n).map(bid) {
+        if b.ts - b.ts.rem_euclid(1_000) + 999 <= watermark {
+            late += 1;
+        }
+        watermark = watermark.max(b.ts);
+    }
+    assert!(late > 0, "the test's bids have late ones");
+    // One source subtask: its watermarks follow its bids, in their order.
+    let options =
+        RunOptions::try_from_args(["sql-program", "-p", "1", "--rest-port", "0", "--quiet"])
+            .unwrap();
+    let env = options.stream_env().unwrap();
+    let bids = env
+        .generate(n, bid)
+        .transform("Punctuated", |_| Punctuated { last: i64::MIN })
+        .with_timestamps(|b: &Bid| b.ts);
+    let tenv = tenv_over(&env, bids);
+    insert_per_second_and_bucket_into_a_blackhole(&tenv);
+    let say = Say {
+        rest: false,
+        checkpoints: false,
+    };
+    let (outcome, finished) = Running::start(&env, &options.rest, say).unwrap().wait();
+    outcome.unwrap();
+    assert_eq!(tenv.late_records().count(), late);
+    // The finished job's REST API still answers: the window aggregate's subtasks' counts.
+    let addr = finished.rest_addr().expect("REST is on");
+    let json = |path: &str| {
+        let (status, body) = crate::run::get(addr, path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    let jid = json("/jobs/overview")["jobs"][0]["jid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let job = json(&format!("/jobs/{jid}"));
+    let vertex = job["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| {
+            v["name"]
+                .as_str()
+                .unwrap()
+                .contains("GlobalWindowAggregate(")
+        })
+        .unwrap();
+    let vid = vertex["id"].as_str().unwrap();
+    let metric = json(&format!(
+        "/jobs/{jid}/vertices/{vid}/subtasks/metrics?get=numLateRecordsDropped&agg=sum"
+    ));
+    assert_eq!(metric[0]["id"], "numLateRecordsDropped", "{metric}");
+    assert_eq!(metric[0]["sum"].as_f64(), Some(late as f64), "{metric}");
 }
 
 #[test]
@@ -536,12 +630,7 @@ fn a_sql_program_is_served_over_rest_with_flinks_operator_names_and_the_doctor_a
     let env = options.stream_env().unwrap();
     env.set_job_name("sql-program");
     let tenv = tenv_with_bids(&env, u64::MAX / 2);
-    tenv.execute_sql("CREATE TABLE sink (b BIGINT, n BIGINT) WITH ('connector' = 'blackhole')")
-        .unwrap();
-    tenv.execute_sql(&format!(
-        "INSERT INTO sink SELECT b, n FROM ({PER_SECOND_AND_BUCKET})"
-    ))
-    .unwrap();
+    insert_per_second_and_bucket_into_a_blackhole(&tenv);
     let say = Say {
         rest: false,
         checkpoints: false,

@@ -157,7 +157,7 @@ fn differences_from_flinks_explain_are_reported() {
     eprintln!("{report}\n{same} of {total} Flink plan lines identical");
 }
 
-const EXTRAS: &[&str] = &["x1", "x2", "x3", "x4", "x5", "x6", "x7"];
+const EXTRAS: &[&str] = &["x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8"];
 
 /// Plans the last statement (a SELECT) of `tests/golden/flink-explain/extra/<x>.sql`.
 fn plan_extra(x: &str) -> Result<String, SqlError> {

@@ -161,6 +161,54 @@ fn a_window_over_a_plain_timestamp_is_refused() {
     );
 }
 
+/// A legacy group window's time properties that Flink does not give as a time: `*_ROWTIME` of a
+/// processing-time window (Flink's own refusal), `*_PROCTIME` of an event-time one (Flink gives
+/// NULL) — each refused naming the call's place, before any job runs.
+#[test]
+fn a_time_property_the_window_cannot_give_is_refused_at_its_place() {
+    let clicks =
+        "CREATE TABLE clicks (id BIGINT, pt AS PROCTIME()) WITH ('connector' = 'datagen');\n";
+    let e = refusal(&format!(
+        "{clicks}SELECT id, TUMBLE_ROWTIME(pt, INTERVAL '1' SECOND) FROM clicks GROUP BY id, TUMBLE(pt, INTERVAL '1' SECOND)"
+    ));
+    match e {
+        SqlError::Validation { pos, message } => {
+            assert_eq!(
+                message,
+                "A proctime window cannot provide a rowtime attribute."
+            );
+            assert_eq!(
+                pos,
+                Some(Position {
+                    line: LINE + 1,
+                    column: 12
+                })
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = refusal(
+        "SELECT auction,\n  HOP_PROCTIME(`dateTime`, INTERVAL '1' SECOND, INTERVAL '2' SECOND) AS p FROM bid GROUP BY auction, HOP(`dateTime`, INTERVAL '1' SECOND, INTERVAL '2' SECOND)",
+    );
+    match e {
+        SqlError::Unsupported { pos, what } => {
+            assert!(
+                what.starts_with("HOP_PROCTIME of an event-time window"),
+                "{what}"
+            );
+            assert!(what.contains("HOP_ROWTIME"), "{what}");
+            assert_eq!(
+                pos,
+                Some(Position {
+                    line: LINE + 1,
+                    column: 3
+                })
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn a_view_that_refers_to_itself_is_refused() {
     let mut s = Session::new();

@@ -6,7 +6,7 @@
 //! | `datagen`    | yes    |      | [`datagen`] |
 //! | `filesystem` | yes    | yes  | [`filesystem`] (`format` = `csv` or `json`) |
 //! | `kafka`      | yes    | yes  | [`kafka`] (`format` / `value.format`, `key.format` = `csv` or `json`) |
-//! | `print`      |        | yes  | [`print`] |
+//! | `print`      |        | yes  | [`print`](mod@print) |
 //! | `blackhole`  |        | yes  | (drops rows) |
 //!
 //! `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in the

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use sluice_datastream::{KeyedCoProcessFunction, OnTimerContext, ProcessContext};
 use sluice_sql::{Expr, Result, Row, Value};
-use sluice_types::{Collector, OperatorError};
+use sluice_types::{Collector, OperatorContext, OperatorError};
 
 use super::{drop_null_keys, joined, key_of, JoinType};
 use crate::key::SqlKey;
@@ -94,6 +94,11 @@ impl WindowJoinFn {
 }
 
 impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.late.open(ctx);
+        Ok(())
+    }
+
     fn process_left(
         &mut self,
         row: Row,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use sluice_datastream::{KeyedProcessFunction, OnTimerContext, ProcessContext};
 use sluice_sql::{Accumulator, Row, Value};
-use sluice_types::{Collector, OperatorError};
+use sluice_types::{Collector, OperatorContext, OperatorError};
 
 use super::kinds::{Window, WindowKind};
 use super::local::WindowPartial;
@@ -22,21 +22,26 @@ const WINDOWS: &str = "window-accumulators";
 pub(super) struct Shared {
     pub spec: WindowAggSpec,
     pub errors: RowErrors,
-    pub late: LateRecords,
 }
 
 /// The keyed process function (one clone per subtask).
 #[derive(Clone)]
 pub(super) struct GlobalWindowAgg {
     shared: Arc<Shared>,
+    /// The job's late-row count; once opened, its subtask's `numLateRecordsDropped` too.
+    late: LateRecords,
     /// Scratch: the current row's argument values, per call.
     args: Vec<Vec<Value>>,
 }
 
 impl GlobalWindowAgg {
-    pub(super) fn new(shared: Arc<Shared>) -> GlobalWindowAgg {
+    pub(super) fn new(shared: Arc<Shared>, late: &LateRecords) -> GlobalWindowAgg {
         let args = vec![Vec::new(); shared.spec.aggs.len()];
-        GlobalWindowAgg { shared, args }
+        GlobalWindowAgg {
+            shared,
+            late: late.clone(),
+            args,
+        }
     }
 
     fn fresh(&self) -> Vec<Accumulator> {
@@ -100,7 +105,7 @@ impl GlobalWindowAgg {
             end: ts.saturating_add(gap),
         };
         if self.is_late(new.end, ctx) {
-            self.shared.late.add(1);
+            self.late.add(1);
             return Ok(());
         }
         let mut touching: Vec<(Window, Vec<Accumulator>)> = ctx
@@ -169,6 +174,7 @@ impl GlobalWindowAgg {
         for (w, _) in &due {
             state.remove(w)?;
         }
+        let fired_at = ctx.timer_service().current_processing_time();
         let key = ctx.current_key().0 .0.clone();
         let spec = &self.shared.spec;
         for (w, accs) in due {
@@ -179,6 +185,7 @@ impl GlobalWindowAgg {
                 WindowProperty::Start => timestamp(w.start),
                 WindowProperty::End => timestamp(w.end),
                 WindowProperty::Time => timestamp(w.max_timestamp()),
+                WindowProperty::ProcTime => timestamp(fired_at),
             }));
             out.collect(Row(row))?;
         }
@@ -187,6 +194,11 @@ impl GlobalWindowAgg {
 }
 
 impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.late.open(ctx);
+        Ok(())
+    }
+
     fn process_element(
         &mut self,
         row: Row,
@@ -235,11 +247,11 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
                     let watermark = ctx.timer_service().current_watermark();
                     windows.retain(|w| w.max_timestamp() > watermark);
                     if windows.is_empty() {
-                        self.shared.late.add(1);
+                        self.late.add(1);
                         return Ok(());
                     }
                 } else if self.is_late(slice.end, ctx) {
-                    self.shared.late.add(1);
+                    self.late.add(1);
                     return Ok(());
                 }
                 windows
@@ -259,6 +271,11 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
 }
 
 impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
+    fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
+        self.late.open(ctx);
+        Ok(())
+    }
+
     fn process_element(
         &mut self,
         partial: WindowPartial,
@@ -266,7 +283,7 @@ impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         if self.is_late(partial.slice.end, ctx) {
-            self.shared.late.add(partial.records);
+            self.late.add(partial.records);
             return Ok(());
         }
         let windows = self.shared.spec.windows_of_slice(partial.slice);
@@ -282,5 +299,98 @@ impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.fire(time, ctx, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    use sluice_runtime::operators::KeyedProcessOp;
+    use sluice_runtime::state::{KeyedStateConfig, StateBackendKind};
+    use sluice_sql::{resolve_aggregate, Timestamp};
+    use sluice_types::{Operator, ServicesHandle, VecCollector};
+
+    use super::*;
+    use crate::window_agg::{WindowAggCall, WindowKind, WindowProperty, WindowTime};
+
+    fn ts(ms: i64) -> Value {
+        Value::Timestamp(Timestamp::from_millis(ms))
+    }
+
+    /// A legacy processing-time TUMBLE of 1 s with COUNT(*) and `properties`, its clock `now`.
+    fn proctime_window(
+        properties: Vec<WindowProperty>,
+        now: Arc<AtomicI64>,
+    ) -> impl Operator<Row, Row> {
+        let spec = WindowAggSpec {
+            keys: vec![0],
+            kind: WindowKind::Tumble { size: 1_000 },
+            time: WindowTime::ProcTime,
+            aggs: vec![WindowAggCall {
+                call: resolve_aggregate("COUNT", &[], false, true, None).unwrap(),
+                args: vec![],
+            }],
+            properties,
+            local: None,
+            legacy: true,
+        };
+        let shared = Arc::new(Shared {
+            spec: spec.clone(),
+            errors: RowErrors::new(),
+        });
+        let config = KeyedStateConfig {
+            backend: StateBackendKind::Memory,
+            key_group_of: Arc::new(|_: &SqlKey<Row>| 0),
+            key_groups: 0..=0,
+        };
+        let f = GlobalWindowAgg::new(shared, &LateRecords::new());
+        let mut op = KeyedProcessOp::new(move |r: &Row| spec.key_of(r), config, f)
+            .with_clock(Arc::new(move || now.load(Ordering::Relaxed)));
+        let ctx = sluice_types::OperatorContext {
+            operator_name: "GroupWindowAggregate".into(),
+            task_name: "GroupWindowAggregate".into(),
+            subtask_index: 0,
+            parallelism: 1,
+            max_parallelism: 1,
+            operator_id: "op".into(),
+            services: ServicesHandle::none(),
+            options: Vec::new(),
+        };
+        op.open(&ctx).unwrap();
+        op
+    }
+
+    #[test]
+    fn a_processing_time_property_is_the_time_the_window_fired() {
+        let now = Arc::new(AtomicI64::new(10_200));
+        let mut op = proctime_window(
+            vec![
+                WindowProperty::Start,
+                WindowProperty::End,
+                WindowProperty::ProcTime,
+            ],
+            now.clone(),
+        );
+        let mut out = VecCollector::default();
+        for _ in 0..3 {
+            op.process(Row(vec![Value::Int(7)]), &mut out).unwrap();
+        }
+        now.store(10_998, Ordering::Relaxed);
+        op.tick(&mut out).unwrap();
+        assert!(out.records.is_empty(), "the window has not ended");
+        // The task gets to the timer (due at 10 999) 700 ms late: the row says when it fired.
+        now.store(11_699, Ordering::Relaxed);
+        op.tick(&mut out).unwrap();
+        assert_eq!(
+            out.records,
+            [Row(vec![
+                Value::Int(7),
+                Value::Int(3),
+                ts(10_000),
+                ts(11_000),
+                ts(11_699)
+            ])]
+        );
     }
 }

@@ -145,47 +145,6 @@ impl WindowKind {
             WindowKind::Session { .. } => Vec::new(),
         }
     }
-
-    /// Flink's plan text of the window: `TUMBLE(size=[10 s])`, `HOP(slide=[2 s], size=[10 s])`,
-    /// `CUMULATE(max_size=[1 h], step=[1 min])`, `SESSION(gap=[5 s])`, each with the time
-    /// attribute `time_col=[name]` first.
-    pub fn describe(&self, time_col: &str) -> String {
-        match *self {
-            WindowKind::Tumble { size } => {
-                format!("TUMBLE(time_col=[{time_col}], size=[{}])", interval(size))
-            }
-            WindowKind::Hop { slide, size } => format!(
-                "HOP(time_col=[{time_col}], size=[{}], slide=[{}])",
-                interval(size),
-                interval(slide)
-            ),
-            WindowKind::Cumulate { step, size } => format!(
-                "CUMULATE(time_col=[{time_col}], max_size=[{}], step=[{}])",
-                interval(size),
-                interval(step)
-            ),
-            WindowKind::Session { gap } => {
-                format!("SESSION(time_col=[{time_col}], gap=[{}])", interval(gap))
-            }
-        }
-    }
-}
-
-/// Flink's `TimeUtils.formatWithHighestUnit`: the largest unit that divides the duration.
-fn interval(ms: i64) -> String {
-    const UNITS: [(i64, &str); 5] = [
-        (86_400_000, "d"),
-        (3_600_000, "h"),
-        (60_000, "min"),
-        (1_000, "s"),
-        (1, "ms"),
-    ];
-    for (unit, name) in UNITS {
-        if ms != 0 && ms % unit == 0 {
-            return format!("{} {name}", ms / unit);
-        }
-    }
-    format!("{ms} ms")
 }
 
 #[cfg(test)]
@@ -223,10 +182,6 @@ mod tests {
         assert_eq!(cum.windows_of_slice(60), vec![w(30, 60)]);
         let tumble = WindowKind::Tumble { size: 5 };
         assert_eq!(tumble.windows_of_slice(5), vec![w(0, 5)]);
-        assert_eq!(
-            hop.describe("dateTime"),
-            "HOP(time_col=[dateTime], size=[10 s], slide=[2 s])"
-        );
         assert!(WindowKind::Hop { slide: 3, size: 10 }.validate().is_err());
         assert!(WindowKind::Tumble { size: 0 }.validate().is_err());
     }

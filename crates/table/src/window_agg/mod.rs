@@ -23,9 +23,10 @@
 //! window TVFs that is Flink's `WindowAggregate(groupBy=[k], window=[…], select=[k, aggs…,
 //! start('w$) AS window_start, end('w$) AS window_end, rowtime('w$) AS window_time])`; the
 //! legacy group window is `GroupWindowAggregate(…, properties=[w$start, w$end, w$rowtime],
-//! select=[k, aggs…, start('w$) AS w$start, …])` with the properties the query names. Every
-//! property is a `TIMESTAMP(3)`; `window_time` is `window_end - 1 ms` and, with event time,
-//! the output's event timestamp (a rowtime attribute downstream).
+//! select=[k, aggs…, start('w$) AS w$start, …])` with the properties the query names. Start and
+//! end are `TIMESTAMP(3)`; with event time `window_time` is `window_end - 1 ms` and the output's
+//! event timestamp (a rowtime attribute downstream); a processing-time property
+//! ([`WindowProperty::ProcTime`]) is the wall-clock time the window fired.
 
 mod global;
 pub mod kinds;
@@ -71,8 +72,12 @@ pub enum WindowProperty {
     Start,
     /// `window_end` / `TUMBLE_END(…)`.
     End,
-    /// `window_time` / `TUMBLE_ROWTIME(…)`: `window_end - 1 ms`.
+    /// `window_time` / `TUMBLE_ROWTIME(…)` of an event-time window: `window_end - 1 ms`.
     Time,
+    /// `TUMBLE_PROCTIME(…)`, and `window_time` of a processing-time window: the wall-clock time
+    /// the window fired (Flink's proctime attribute, materialized as the row is emitted), a
+    /// `TIMESTAMP_LTZ(3)`.
+    ProcTime,
 }
 
 /// One aggregate call and the input columns of its arguments (none for `COUNT(*)`).
@@ -222,7 +227,6 @@ pub fn window_aggregate(
     let shared = Arc::new(global::Shared {
         spec: spec.clone(),
         errors: errors.clone(),
-        late: late.clone(),
     });
     let timed = match spec.time {
         WindowTime::RowTime(t) => with_rowtime(input.clone(), t),
@@ -239,19 +243,19 @@ pub fn window_aggregate(
             let key = spec.clone();
             timed
                 .key_by(move |r: &Row| key.key_of(r))
-                .process(global::GlobalWindowAgg::new(shared))
+                .process(global::GlobalWindowAgg::new(shared, late))
         }
         (_, Some(local_ids)) => {
             let partials = local::local_window_aggregate(&timed, spec, local_ids, errors);
             partials
                 .key_by(|p: &WindowPartial| p.key.clone())
-                .process_event_time(global::GlobalWindowAgg::new(shared))
+                .process_event_time(global::GlobalWindowAgg::new(shared, late))
         }
         (_, None) => {
             let key = spec.clone();
             timed
                 .key_by(move |r: &Row| key.key_of(r))
-                .process_event_time(global::GlobalWindowAgg::new(shared))
+                .process_event_time(global::GlobalWindowAgg::new(shared, late))
         }
     };
     let out = out.name(&ids.name).uid(&ids.uid);
