@@ -2,7 +2,7 @@
 //! record of a stream is enriched with the rows an external system holds for its key.
 //!
 //! Main types: [`LookupSource`] (a PostgreSQL table by key, [`PostgresLookup`]; an HTTP JSON
-//! service by URL template, [`HttpLookup`]), [`LookupOptions`] (sync or async [`LookupMode`],
+//! service by URL template, [`HttpLookup`]; rows loaded into memory, [`MemoryLookup`]), [`LookupOptions`] (sync or async [`LookupMode`],
 //! [`LookupCache`], retries and timeout), [`LookupExt::lookup`] (the DataStream call),
 //! [`LookupStats`] (a source's counters, summed over its subtasks), [`LookupKey`], [`LookupError`].
 //!
@@ -44,6 +44,7 @@ mod cache;
 mod error;
 mod http;
 mod key;
+mod memory;
 mod metrics;
 mod operator;
 pub mod options;
@@ -56,6 +57,7 @@ pub use cache::LookupCache;
 pub use error::LookupError;
 pub use http::HttpLookup;
 pub use key::LookupKey;
+pub use memory::MemoryLookup;
 pub use metrics::{LookupStats, LookupStatsSnapshot};
 pub use options::{LookupMode, LookupOptions};
 pub use postgres::PostgresLookup;

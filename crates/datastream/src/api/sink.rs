@@ -48,6 +48,15 @@ impl<H> Sink<H> {
     pub fn start_new_chain(self) -> Self {
         self.set(|n| n.chaining = ChainingStrategy::Head)
     }
+    /// The same sink with its handle replaced by `f(handle)` (a caller that keeps sinks of
+    /// several kinds in one list, e.g. SQL's INSERTs, drops what it does not read).
+    pub fn map_handle<G>(self, f: impl FnOnce(H) -> G) -> Sink<G> {
+        Sink {
+            env: self.env,
+            node: self.node,
+            handle: f(self.handle),
+        }
+    }
     /// The sink's id in the stream graph (as named by plans and the plan fixer).
     pub fn node_id(&self) -> NodeId {
         self.node

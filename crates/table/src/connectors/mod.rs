@@ -7,12 +7,17 @@
 //! | `filesystem` | yes    | yes  | [`filesystem`] (`format` = `csv` or `json`) |
 //! | `print`      |        | yes  | [`print`] |
 //! | `blackhole`  |        | yes  | (drops rows) |
+//! | `jdbc`       | lookup | yes  | [`jdbc`] (PostgreSQL: upsert by primary key, else append; lookup joins) |
 //!
-//! `kafka`, `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in
-//! the table's physical column order ([`PhysicalSchema`]).
+//! `kafka` and `upsert-kafka` are refused as not supported yet. Sources produce rows in
+//! the table's physical column order ([`PhysicalSchema`]). A lookup join's right side
+//! (`FOR SYSTEM_TIME AS OF`) is read through [`lookup`]: `jdbc` tables and the legacy
+//! `'connector.type' = 'filesystem'` csv table (Nexmark's q13).
 
 pub mod datagen;
 pub mod filesystem;
+pub mod jdbc;
+pub mod lookup;
 pub mod nexmark;
 pub mod print;
 pub mod seeded;
@@ -24,10 +29,17 @@ use crate::options::Options;
 use crate::schema::PhysicalSchema;
 
 /// The connectors Sluice runs.
-const KNOWN: &[&str] = &["nexmark", "datagen", "filesystem", "print", "blackhole"];
+const KNOWN: &[&str] = &[
+    "nexmark",
+    "datagen",
+    "filesystem",
+    "print",
+    "blackhole",
+    "jdbc",
+];
 
 /// Connectors Flink has that come later.
-const LATER: &[&str] = &["kafka", "upsert-kafka", "jdbc"];
+const LATER: &[&str] = &["kafka", "upsert-kafka"];
 
 /// A table's `'connector'`, checked.
 fn connector_of(def: &TableDef, options: &Options) -> Result<String> {
@@ -81,6 +93,13 @@ impl SourceConnector {
             "filesystem" => Ok(SourceConnector::Filesystem(
                 filesystem::FilesystemSpec::new(&options, &schema)?,
             )),
+            "jdbc" => Err(SqlError::unsupported(
+                Some(def.pos),
+                format!(
+                    "a scan of jdbc table '{}' is not supported yet: a jdbc table is read by lookup joins (JOIN … FOR SYSTEM_TIME AS OF) and written by INSERT",
+                    def.name
+                ),
+            )),
             other => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!(
@@ -110,6 +129,8 @@ pub enum SinkConnector {
     Print(print::PrintSpec),
     /// Drops every row.
     Blackhole,
+    /// PostgreSQL through `jdbc`.
+    Jdbc(Box<jdbc::JdbcSink>),
 }
 
 impl SinkConnector {
@@ -128,6 +149,9 @@ impl SinkConnector {
                 options.check_known("blackhole", &["connector"])?;
                 Ok(SinkConnector::Blackhole)
             }
+            "jdbc" => Ok(SinkConnector::Jdbc(Box::new(jdbc::JdbcSink::new(
+                &options, &schema, def,
+            )?))),
             other => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!(
@@ -139,11 +163,12 @@ impl SinkConnector {
     }
 
     /// Writes `rows` (already cast to the table's physical columns) through the connector.
-    pub fn write(&self, rows: &DataStream<Row>) -> Sink<()> {
-        match self {
+    pub fn write(&self, rows: &DataStream<Row>) -> Result<Sink<()>> {
+        Ok(match self {
             SinkConnector::Filesystem(s) => s.write(rows),
             SinkConnector::Print(s) => s.write(rows),
             SinkConnector::Blackhole => rows.sink_fn("BlackHole", |_| Ok(())),
-        }
+            SinkConnector::Jdbc(s) => s.write(rows)?,
+        })
     }
 }

@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod formats;
+mod jdbc;
 mod joins;
+mod nexmark_lookup;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;

@@ -15,6 +15,7 @@
 
 pub mod csv;
 pub mod json;
+pub mod legacy;
 pub mod scalar;
 mod source;
 
