@@ -159,8 +159,7 @@ fn without_a_key_the_sink_appends_exactly_once() {
 /// The error of preparing `text`.
 fn refusal(text: &str) -> String {
     SqlScript::prepare(text, &BTreeMap::new())
-        .err()
-        .expect("refused")
+        .expect_err("refused")
         .to_string()
 }
 
@@ -391,4 +390,14 @@ fn a_lookup_table_is_checked_before_the_job_starts() {
         let e = refusal(&text);
         assert!(e.contains(want), "expected «{want}» in: {e}");
     }
+    // Two key columns: sluice-lookup looks up by one.
+    let text = script(cols, ", 'table-name' = 'dim'").replace(
+        "ON g.k = d.id;",
+        "ON g.k = d.id AND CAST(g.k AS STRING) = d.name;",
+    );
+    let e = refusal(&text);
+    assert!(
+        e.contains("a lookup join on 2 key columns of table 'dim': one key column is supported"),
+        "{e}"
+    );
 }

@@ -76,8 +76,9 @@ pub struct JdbcTable {
     pub columns: Vec<String>,
     /// The SQL types of those columns.
     pub types: Vec<DataType>,
-    /// `connection.max-retry-timeout`: the limit of each connection attempt.
-    pub connect_timeout: std::time::Duration,
+    /// `connection.max-retry-timeout`: the limit of each connection attempt (unset: the
+    /// PostgreSQL sink's own 10 s).
+    pub connect_timeout: Option<std::time::Duration>,
 }
 
 /// `name` as PostgreSQL reads it unquoted: ASCII letters lower-cased.
@@ -114,9 +115,9 @@ impl JdbcTable {
         let connection = url::parse(url_text, options.get("username"), options.get("password"))
             .map_err(|e| options.bad("url", e))?;
         let connect_timeout = match options.get("connection.max-retry-timeout") {
-            None => std::time::Duration::from_secs(60),
+            None => None,
             Some(v) => match sluice_types::duration::parse_duration(v) {
-                Ok(d) if d.as_secs() >= 1 && d.subsec_nanos() == 0 => d,
+                Ok(d) if d.as_secs() >= 1 && d.subsec_nanos() == 0 => Some(d),
                 _ => {
                     return Err(options.bad(
                         "connection.max-retry-timeout",

@@ -22,7 +22,7 @@ use sluice_datastream::{DataStream, Sink};
 use sluice_postgres::{ColumnType, Mode, PostgresSink, PostgresSinkExt, RowMapping, SinkOptions};
 use sluice_sql::{DataType, LogicalType, Result, Row, SqlError, TableDef, Value};
 
-use super::{fold, JdbcTable};
+use super::JdbcTable;
 use crate::key::SqlKey;
 use crate::options::Options;
 use crate::schema::PhysicalSchema;
@@ -117,10 +117,10 @@ impl JdbcSink {
                 })
             })
             .collect::<Result<Vec<usize>>>()?;
-        let mut sink_options = SinkOptions {
-            connect_timeout: table.connect_timeout,
-            ..SinkOptions::default()
-        };
+        let mut sink_options = SinkOptions::default();
+        if let Some(t) = table.connect_timeout {
+            sink_options.connect_timeout = t;
+        }
         for k in [
             "sink.buffer-flush.max-rows",
             "sink.buffer-flush.interval",
@@ -186,9 +186,7 @@ impl JdbcSink {
             let ty = *ty;
             // Never declared nullable: PostgreSQL's NOT NULL is enforced where the row is
             // written, as Flink's sink finds out (a nullable SQL type may hold no NULL).
-            mapping = mapping.column_value(&fold(name), ty, false, move |r: &Row| {
-                pg_value(r.get(i), ty)
-            });
+            mapping = mapping.column_value(name, ty, false, move |r: &Row| pg_value(r.get(i), ty));
         }
         PostgresSink::builder(&self.table.connection.conn, &self.table.table, mapping)
             .mode(self.mode())
