@@ -3,8 +3,10 @@
 //!
 //! * a SQL job's event-time window aggregate upserted by the sink table's `PRIMARY KEY … NOT
 //!   ENFORCED` equals PostgreSQL's `GROUP BY` over the same input (generated in PostgreSQL by
-//!   the same formula), with a stale row overwritten and a second run changing nothing;
-//! * without a key the sink appends (exactly once: two-phase commit under checkpoints);
+//!   the same formula), through checkpoints and a sink failure restored from one, with a stale
+//!   row overwritten and a second run changing nothing;
+//! * without a key the sink appends exactly once (two-phase commit per checkpoint) through the
+//!   same failure;
 //! * bad options, a missing table and a table whose columns do not fit are refused before the
 //!   job starts, naming the option;
 //! * a lookup join (`JOIN … FOR SYSTEM_TIME AS OF`, inner and `LEFT`, with a condition on the
@@ -14,7 +16,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use sluice_datastream::StreamEnv;
+use std::time::Duration;
+
+use sluice_datastream::{FaultSpec, RestartStrategy, StreamEnv};
 use sluice_table::{QueryOutput, SqlScript};
 use sluice_testkit::PostgresCluster;
 
@@ -23,12 +27,17 @@ use crate::support::temp_dir;
 /// Rows of the input: row `i` is `(i, k = i % 37, v = (i * 7) % 101, ts = base + i * 10 ms)`.
 const ROWS: i64 = 3_000;
 
-/// The input as a csv file (the formula PostgreSQL's oracle repeats in SQL).
-fn write_input(dir: &Path) -> std::path::PathBuf {
+/// Rows of the input of the jobs that fail and restore a checkpoint (enough for several
+/// checkpoints before the fault).
+const MANY: i64 = 100_000;
+
+/// The first `rows` rows of the input as a csv file (the formula PostgreSQL's oracle repeats in
+/// SQL).
+fn write_input(dir: &Path, rows: i64) -> std::path::PathBuf {
     let path = dir.join("input");
     std::fs::create_dir_all(&path).unwrap();
     let mut text = String::new();
-    for i in 0..ROWS {
+    for i in 0..rows {
         let ms = i * 10;
         text.push_str(&format!(
             "{i},{},{},2024-01-01 00:{:02}:{:02}.{:03}\n",
@@ -57,17 +66,39 @@ fn source_ddl(input: &Path) -> String {
 }
 
 /// Prepares and runs every job of `text` at parallelism `p`; the dead letters of the last.
-fn run(text: &str, p: usize, checkpoint_ms: Option<u64>) -> u64 {
+/// With `fault`, checkpoints every 20 ms and the sink's subtask 0 fails once after that many
+/// rows: the job restarts from its latest checkpoint (asserted to have happened).
+fn run(text: &str, p: usize, fault: Option<u64>) -> u64 {
     let script = SqlScript::prepare(text, &BTreeMap::new()).unwrap();
     let mut errors = 0;
     for job in script.jobs() {
         let env = StreamEnv::new();
         env.set_parallelism(p);
-        if let Some(ms) = checkpoint_ms {
-            env.enable_checkpointing(std::time::Duration::from_millis(ms));
+        if let Some(after_records) = fault {
+            env.enable_checkpointing(Duration::from_millis(20))
+                .set_restart_strategy(RestartStrategy::FixedDelay {
+                    attempts: 3,
+                    delay: Duration::ZERO,
+                })
+                .inject_faults(vec![FaultSpec {
+                    vertex: "Sink(table=".into(),
+                    subtask: 0,
+                    after_records,
+                }]);
         }
         let built = job.build(&env, QueryOutput::Stdout).unwrap();
-        env.execute().unwrap();
+        let handle = env.launch().unwrap();
+        let monitor = handle.monitor();
+        handle.wait().unwrap();
+        if fault.is_some() {
+            let checkpoints = monitor.control.checkpoints().unwrap();
+            assert_eq!(checkpoints.attempt(), 1, "the fault fired once");
+            assert!(
+                checkpoints.stats().restored >= 1,
+                "the restart restored a checkpoint: {:?}",
+                checkpoints.stats()
+            );
+        }
         errors = built.errors.count();
     }
     errors
@@ -89,7 +120,7 @@ fn a_window_aggregate_upserted_by_primary_key_equals_postgresqls_group_by() {
     )
     .unwrap();
     let dir = temp_dir("jdbc-upsert");
-    let input = write_input(&dir);
+    let input = write_input(&dir, MANY);
     let text = format!(
         "{}CREATE TABLE totals (k BIGINT, window_start TIMESTAMP(3), cnt BIGINT, total BIGINT, \
            PRIMARY KEY (k, window_start) NOT ENFORCED) \
@@ -107,13 +138,15 @@ fn a_window_aggregate_upserted_by_primary_key_equals_postgresqls_group_by() {
             "SELECT i % 37, date_bin('2 seconds', timestamp '2024-01-01' + i * interval '10 ms', \
                timestamp '2024-01-01'), count(*), sum((i * 7) % 101) \
              FROM generate_series(0, {}) i GROUP BY 1, 2",
-            ROWS - 1
+            MANY - 1
         ))
         .unwrap(),
     );
-    assert_eq!(oracle.len(), 37 * 15);
+    assert_eq!(oracle.len(), 37 * 500);
     let table = "SELECT k, window_start, cnt, total FROM totals";
-    assert_eq!(run(&text, 2, Some(200)), 0);
+    // Checkpoints, and a sink subtask failing once: the replay from the checkpoint upserts
+    // the same keys again.
+    assert_eq!(run(&text, 2, Some(3_000)), 0);
     assert_eq!(
         sorted_lines(&pg.psql(table).unwrap()),
         oracle,
@@ -131,7 +164,7 @@ fn without_a_key_the_sink_appends_exactly_once() {
     pg.psql("CREATE TABLE rows_out (i bigint, k integer, label varchar(20), at timestamptz);")
         .unwrap();
     let dir = temp_dir("jdbc-append");
-    let input = write_input(&dir);
+    let input = write_input(&dir, MANY);
     let text = format!(
         "{}CREATE TABLE rows_out (i BIGINT, k INT, label STRING, at TIMESTAMP_LTZ(3)) \
          WITH ('connector' = 'jdbc', 'url' = '{}?user=sluice', 'table-name' = 'ROWS_OUT', \
@@ -141,7 +174,8 @@ fn without_a_key_the_sink_appends_exactly_once() {
         source_ddl(&input),
         jdbc_url(&pg)
     );
-    assert_eq!(run(&text, 1, Some(100)), 0);
+    // Two-phase commit per checkpoint: a sink subtask failing once leaves no row twice.
+    assert_eq!(run(&text, 1, Some(5_000)), 0);
     let got = pg
         .psql("SELECT count(*), count(DISTINCT i), sum(i), sum(k), count(*) FILTER (WHERE label = 'k-' || k) FROM rows_out")
         .unwrap();
@@ -149,7 +183,7 @@ fn without_a_key_the_sink_appends_exactly_once() {
         .psql(&format!(
             "SELECT count(*), count(DISTINCT i), sum(i), sum(i % 37), count(*) \
              FROM generate_series(0, {}) i WHERE i % 3 = 0",
-            ROWS - 1
+            MANY - 1
         ))
         .unwrap();
     assert_eq!(got, want);
@@ -281,7 +315,7 @@ fn lookup_joins_equal_postgresqls_own_join() {
     let pg = PostgresCluster::start().unwrap();
     dim(&pg);
     let dir = temp_dir("jdbc-lookup");
-    let input = write_input(&dir);
+    let input = write_input(&dir, ROWS);
     let dim_ddl = format!(
         "CREATE TABLE dim (id BIGINT, name STRING, weight DOUBLE) \
          WITH ('connector' = 'jdbc', 'url' = '{}', 'table-name' = 'dim', \
