@@ -15,6 +15,9 @@
 //! - `join_fn(&record, Some(&row))` is called once per row the source holds for the key, and
 //!   `join_fn(&record, None)` once when it holds none; returning `None` drops the output, so an
 //!   inner join returns `None` for a missing row and a left join pads it.
+//!   [`LookupExt::lookup_rows_with`] hands the join all rows of the key at once instead (SQL's
+//!   `LEFT JOIN` with a condition on the row pads once when no row passes). A
+//!   [`LookupKey::Null`] has no rows and is never sent to the source.
 //! - Sync mode: one request at a time on the task thread (Flink's `LookupFunction`). Async mode:
 //!   sluice-runtime's async wait operator over the lookup (Flink's `AsyncLookupFunction` under
 //!   `AsyncWaitOperator`, `table.exec.async-lookup.buffer-capacity`): up to `capacity` requests

@@ -1,5 +1,6 @@
-//! A jdbc table as a lookup source: sluice-lookup's PostgreSQL lookup (`SELECT <columns> FROM
-//! <table> WHERE <key> = $1`, every matching row a result), with Flink's lookup options:
+//! A jdbc table as a lookup source: sluice-lookup's PostgreSQL lookup (one `SELECT` of the
+//! table's columns `WHERE key = $1` per key, every matching row a result), with Flink's lookup
+//! options:
 //! `lookup.cache` (`NONE`, `PARTIAL`; `FULL` is refused), `lookup.partial-cache.max-rows`,
 //! `lookup.partial-cache.expire-after-write`, `lookup.partial-cache.expire-after-access`,
 //! `lookup.partial-cache.cache-missing-key`, `lookup.max-retries`, and the deprecated
