@@ -251,6 +251,10 @@ fn bad_jdbc_options_are_refused_before_the_job_starts() {
             "Either all or none of the following options should be provided:\nusername\npassword",
         ),
         (
+            script(key, ", 'url' = 'jdbc:postgresql://127.0.0.1:1/sluice', 'table-name' = 'sums', 'username' = 'sluice', 'password' = ''"),
+            "Invalid option 'url' of table 'out': cannot connect to PostgreSQL at 127.0.0.1:1",
+        ),
+        (
             script(key, ", 'url' = 'jdbc:mysql://h/db', 'table-name' = 'sums'"),
             "Invalid option 'url' of table 'out': 'jdbc:mysql://h/db': Sluice's jdbc connector speaks PostgreSQL only",
         ),

@@ -38,8 +38,18 @@ pub fn lookup_table(
     key: usize,
 ) -> Result<LookupTable> {
     options.check_known("filesystem (legacy connector.type)", KNOWN)?;
-    options.required("format")?;
-    options.one_of("format", &["csv"])?;
+    match options.get("format") {
+        Some(f) if f.trim().eq_ignore_ascii_case("csv") => {}
+        other => {
+            return Err(options.bad(
+                "format.type",
+                format!(
+                    "the legacy filesystem table reads 'csv' only, found {}",
+                    other.map_or("none".to_string(), |f| format!("'{f}'"))
+                ),
+            ))
+        }
+    }
     let path_text = options.required("path")?;
     let path = PathBuf::from(path_text.strip_prefix("file://").unwrap_or(path_text));
     let delimiter = match options.get("format.field-delimiter") {

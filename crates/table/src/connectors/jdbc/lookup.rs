@@ -110,7 +110,10 @@ pub fn lookup_table(
     let pg = PostgresLookup::new(&table.connection.conn, &table.table, &table.columns[key])
         .map_err(|e| options.bad("url", e.to_string()))?
         .columns(&columns);
-    let found = pg.table_columns().map_err(|e| bad_table(e.to_string()))?;
+    let found = pg.table_columns().map_err(|e| match e {
+        LookupError::Source(_) => bad_table(e.to_string()),
+        other => options.bad("url", format!("{} ({})", other, table.connection.display)),
+    })?;
     for (name, ty) in table.columns.iter().zip(&table.types) {
         let Some((_, pg_type)) = found.iter().find(|(n, _)| n == name) else {
             let have: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();

@@ -19,7 +19,9 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use sluice_datastream::{DataStream, Sink};
-use sluice_postgres::{ColumnType, Mode, PostgresSink, PostgresSinkExt, RowMapping, SinkOptions};
+use sluice_postgres::{
+    ColumnType, Mode, PostgresError, PostgresSink, PostgresSinkExt, RowMapping, SinkOptions,
+};
 use sluice_sql::{DataType, LogicalType, Result, Row, SqlError, TableDef, Value};
 
 use super::JdbcTable;
@@ -148,13 +150,18 @@ impl JdbcSink {
             parallelism,
         };
         sink.builder().check().map_err(|e| {
-            options.bad(
-                "table-name",
-                format!(
-                    "{e} (the database at {}; Flink's PostgreSQL dialect folds unquoted names to lower case)",
-                    sink.table.connection.display
+            let at = &sink.table.connection.display;
+            match e {
+                PostgresError::Connect { .. } | PostgresError::Config(_) => {
+                    options.bad("url", format!("{e} ({at})"))
+                }
+                _ => options.bad(
+                    "table-name",
+                    format!(
+                        "{e} (the database at {at}; Flink's PostgreSQL dialect folds unquoted names to lower case)"
+                    ),
                 ),
-            )
+            }
         })?;
         Ok(sink)
     }

@@ -76,6 +76,14 @@ pub fn parse(
         // `jdbc:postgresql:db` and `jdbc:postgresql:/`: the local server.
         None => ("", location.trim_start_matches('/')),
     };
+    if hosts.contains('@') {
+        // Never echo it: it may hold a password.
+        return Err(
+            "the PostgreSQL driver takes no USER@HOST in its URL: give 'username' and \
+             'password' (or ?user=…&password=…)"
+                .into(),
+        );
+    }
     let mut host_list = Vec::new();
     let mut port_list = Vec::new();
     for h in hosts.split(',').filter(|h| !h.is_empty()) {
@@ -228,5 +236,7 @@ mod tests {
         assert!(e.contains("'ssl'") && e.contains("sslmode"), "{e}");
         let e = parse("jdbc:postgresql://h/db?sslmode=require", None, None).unwrap_err();
         assert!(e.contains("without TLS"), "{e}");
+        let e = parse("jdbc:postgresql://u:secret@h/db", None, None).unwrap_err();
+        assert!(e.contains("USER@HOST") && !e.contains("secret"), "{e}");
     }
 }
