@@ -8,6 +8,7 @@
 //! | `windows.rs` | event time: timestamps and watermarks, tumbling windows counted per key | `cargo run -p sluice-examples --example windows` |
 //! | `timers.rs` | keyed state and an event-time timer in a `KeyedProcessFunction` | `cargo run -p sluice-examples --example timers` |
 //! | `backpressure.rs` | a job with a hot key: its sources backpressured, and the doctor's verdict on it | `cargo run --release -p sluice-examples --example backpressure` |
+//! | `sql.rs` | SQL in a program (`sluice::table::TableEnv`): a stream made a table, a window aggregation with a Rust function, the rows back as a stream | `cargo run -p sluice-examples --example sql` |
 //!
 //! `tests/examples.rs` compiles every example into the test and checks what its job returns
 //! against a model computed without Sluice, so the examples stay true. This library holds no

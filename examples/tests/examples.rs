@@ -18,6 +18,9 @@ mod timers;
 #[path = "../backpressure.rs"]
 mod backpressure;
 
+#[path = "../sql.rs"]
+mod sql;
+
 #[test]
 fn word_count_counts_every_word_at_any_parallelism() {
     let text = "To be or not to be\nthat is the question\nTO BE";
@@ -80,6 +83,32 @@ fn timers_report_each_silence_and_each_users_last_event() {
             model,
             "p={p}"
         );
+    }
+}
+
+#[test]
+fn sql_counts_each_sites_views_per_window_at_any_parallelism() {
+    let n = 1_000;
+    let mut model: BTreeMap<(i64, String), i64> = BTreeMap::new();
+    for i in 0..n {
+        let v = sql::view(i);
+        // The host by hand: what follows "://" up to the next '/'.
+        let after = &v.url[v.url.find("://").unwrap() + 3..];
+        let host = after[..after.find('/').unwrap_or(after.len())].to_string();
+        *model
+            .entry((v.ts - v.ts.rem_euclid(10_000), host))
+            .or_default() += 1;
+    }
+    let model: Vec<_> = model.into_iter().map(|((s, h), c)| (s, h, c)).collect();
+    assert_eq!(
+        model.len(),
+        3 * 11,
+        "three sites in each of 11 windows: {model:?}"
+    );
+    for p in ["1", "2"] {
+        let options =
+            sluice::RunOptions::try_from_args(["sql", "-p", p, "--no-rest", "--quiet"]).unwrap();
+        assert_eq!(sql::views_per_site(n, &options).unwrap(), model, "p={p}");
     }
 }
 

@@ -15,9 +15,10 @@ use sluice_bench::procstat;
 
 #[derive(Args, Debug)]
 pub struct NexmarkArgs {
-    /// The query: q0, q1, q2, q3, q4, q5, q7, q8, q9, q11, q14, q21 or q22.
-    #[arg(long, short, default_value = "q0", value_parser = Query::parse)]
-    pub query: Query,
+    /// The query: hand-written q0, q1, q2, q3, q4, q5, q7, q8, q9, q11, q14, q21 or q22; with
+    /// --sql any official query file (q20…).
+    #[arg(long, short, default_value = "q0", value_parser = sluice_jobs::nexmark_sql::query_name)]
+    pub query: String,
     /// Events to generate (over all source subtasks).
     #[arg(long, default_value_t = 10_000_000)]
     pub events: u64,
@@ -56,7 +57,8 @@ pub struct NexmarkArgs {
     #[arg(long, value_name = "DIR", requires = "sql")]
     pub queries: Option<PathBuf>,
     /// With --sql: capture the query's rows (its blackhole sink becomes a csv file sink) and
-    /// check they equal the hand-written query's on the same events.
+    /// check they equal DuckDB's answer over the same events (Python's duckdb module:
+    /// SLUICE_PYTHON, else python3) and the hand-written query's, where there is one.
     #[arg(long, requires = "sql")]
     pub verify: bool,
 }
@@ -74,17 +76,17 @@ pub fn nexmark(a: NexmarkArgs) -> anyhow::Result<ExitCode> {
     run(&a)
 }
 
-pub fn job_of(a: &NexmarkArgs) -> NexmarkJob {
-    NexmarkJob {
-        query: a.query,
+pub fn job_of(a: &NexmarkArgs) -> anyhow::Result<NexmarkJob> {
+    Ok(NexmarkJob {
+        query: Query::parse(&a.query).map_err(anyhow::Error::msg)?,
         events: a.events,
         rate: a.rate,
         parallelism: a.parallelism,
-    }
+    })
 }
 
 fn export(a: &NexmarkArgs, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let config = job_of(a).validate().map_err(anyhow::Error::msg)?;
+    let config = job_of(a)?.validate().map_err(anyhow::Error::msg)?;
     let generator = sluice_nexmark::NexmarkGenerator::new(config)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let path = dir.join("events.csv");
@@ -102,7 +104,7 @@ fn export(a: &NexmarkArgs, dir: &std::path::Path) -> anyhow::Result<ExitCode> {
 }
 
 fn run(a: &NexmarkArgs) -> anyhow::Result<ExitCode> {
-    let job = job_of(a);
+    let job = job_of(a)?;
     let env = StreamEnv::new();
     if let Some(ms) = a.checkpoint_interval {
         env.enable_checkpointing(std::time::Duration::from_millis(ms.max(10)));
@@ -143,7 +145,7 @@ pub fn measure(a: &NexmarkArgs, env: &StreamEnv) -> anyhow::Result<()> {
     if a.stats_json {
         println!(
             "{{\"query\":\"{}\",\"events\":{},\"wall_s\":{:.4},\"events_per_sec\":{:.0},\"cores\":{},\"events_per_core_sec\":{},\"peak_rss_kib\":{}}}",
-            a.query.name(),
+            a.query,
             a.events,
             secs,
             rate,
@@ -154,7 +156,7 @@ pub fn measure(a: &NexmarkArgs, env: &StreamEnv) -> anyhow::Result<()> {
     } else {
         println!(
             "{} p={}: {} events in {:.2} s: {} events/s, {} per core ({} cores used), peak RSS {}",
-            a.query.name(),
+            a.query,
             a.parallelism,
             human(a.events as f64),
             secs,

@@ -12,6 +12,8 @@
 //!   and the merge of a split job's per-process parts.
 //! - [`real_scenarios`]: the doctor's scenarios on real systems (`--from kafka://…`,
 //!   `--to postgres://…`); [`connectors`] also parses those URLs.
+//! - [`nexmark_sql`]: the official Nexmark SQL files run as the benchmark's runner runs them,
+//!   and `--verify`: their rows checked against the hand-written twin and a DuckDB oracle.
 //! - [`built::BuiltJob`]: any of them built, with the handles its summary reads; [`proof`]:
 //!   `sluice doctor fix`'s runs of the original and the fixed job on the same bounded input,
 //!   their outputs compared ([`proof::FixProof`]).
@@ -36,6 +38,7 @@ pub mod blocking;
 pub mod built;
 pub mod connectors;
 pub mod nexmark;
+pub mod nexmark_sql;
 pub mod passthrough;
 pub mod proof;
 pub mod real_scenarios;

@@ -3,10 +3,12 @@
 //! - [`source::KafkaSource`]: partitions as splits assigned to source subtasks by Flink's
 //!   `KafkaSourceEnumerator` owner formula ([`source::assign`]), offsets in checkpoints
 //!   (restorable at any parallelism), committed to the group on checkpoint completion for
-//!   monitoring only, starting offsets (earliest, latest, committed, timestamp), a bounded mode,
+//!   monitoring only, starting offsets (earliest, latest, committed, timestamp, specific), a
+//!   bounded mode stopping at offsets of the same kinds ([`source::StoppingOffsets`]),
 //!   per-partition watermarks with idleness, deserialisers ([`source::Lines`],
 //!   [`source::RawBytes`], [`source::Json`]) with dead letters, FLIP-33 metrics.
-//! - [`KafkaSink`]: at-least-once or transactional exactly-once (see [`sink`]); after a crash
+//! - [`KafkaSink`]: none, at-least-once or transactional exactly-once (see [`sink`]), placed by
+//!   Kafka's default partitioner or a [`SinkPartitioner`]; after a crash
 //!   the restore commits the checkpoint's transactions by producer id and epoch through
 //!   [`sink::coordinator`], a minimal client of Kafka's transaction coordinator.
 //! - [`config::KafkaUrl`]: the `kafka://HOST:PORT/TOPIC?k=v` URL of the command line;
@@ -30,5 +32,5 @@ pub mod source;
 
 pub use config::{ClientSettings, KafkaUrl};
 pub use error::KafkaError;
-pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkExt, Serializer};
+pub use sink::{DeliveryGuarantee, KafkaSink, KafkaSinkExt, Serializer, SinkPartitioner};
 pub use source::KafkaSource;

@@ -32,6 +32,11 @@
 //! resource-requirements`, `doctor/apply`); [`processes::launch`]: the multi-process launcher;
 //! [`served::ServedJob`]: a job with its own REST API on a free port, for a tool that samples it.
 //!
+//! SQL: [`table::TableEnv`] is Flink's `StreamTableEnvironment` — SQL statements and queries on
+//! the same [`StreamEnv`], tables from typed streams ([`table::Schema`], [`row!`]) and streams
+//! from tables, Rust scalar functions ([`table::ScalarUdf`]); refusals are
+//! [`table::SqlError`]s with line and column.
+//!
 //! Invariant: this crate starts and supervises jobs; it knows no built-in job (no
 //! `sluice_jobs`), renders no tables and never diagnoses (that is `sluice_doctor`'s).
 
@@ -48,6 +53,7 @@ pub mod run_report;
 pub mod served;
 mod session;
 mod sluice_error;
+pub mod table;
 
 pub use checkpoint_log::CheckpointLog;
 pub use launch::{launch, launch_with};

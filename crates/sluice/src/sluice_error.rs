@@ -37,6 +37,9 @@ pub enum SluiceError {
     /// with [`crate::processes::REFUSED_EXIT`] and the launcher does not restart it.
     #[error("{0}")]
     Refused(String),
+    /// SQL was refused (`table::TableEnv`): the error names what and where.
+    #[error(transparent)]
+    Sql(#[from] sluice_sql::SqlError),
     /// A step of the set-up failed (`what`, e.g. "binding 127.0.0.1:6121") for a system reason.
     #[error("{what}")]
     Setup {

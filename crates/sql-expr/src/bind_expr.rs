@@ -1207,9 +1207,11 @@ pub fn sql_type(t: &ast::DataType) -> Option<DataType> {
             }
         }
         T::Char(l) | T::Character(l) => LogicalType::Char { length: len(l, 1) },
-        T::Varchar(l) | T::CharacterVarying(l) | T::CharVarying(l) => {
-            LogicalType::Varchar { length: len(l, 1) }
-        }
+        // A bare VARCHAR is VARCHAR(2147483647) in Flink's SQL (its type system's default
+        // precision), as in the DDL; CHAR is CHAR(1).
+        T::Varchar(l) | T::CharacterVarying(l) | T::CharVarying(l) => LogicalType::Varchar {
+            length: len(l, MAX_LENGTH),
+        },
         T::String(_) | T::Text => LogicalType::Varchar { length: MAX_LENGTH },
         T::Bytes(_) | T::Varbinary(_) => LogicalType::Varbinary { length: MAX_LENGTH },
         T::Binary(l) => LogicalType::Binary {
@@ -1250,6 +1252,18 @@ pub fn sql_type(t: &ast::DataType) -> Option<DataType> {
         T::Array(ast::ArrayElemTypeDef::AngleBracket(inner)) => {
             LogicalType::Array(Box::new(sql_type(inner)?))
         }
+        // `ROW<name type, …>`, as the Flink dialect reads it.
+        T::Struct(fields, _) => LogicalType::Row(
+            fields
+                .iter()
+                .map(|f| {
+                    Some(crate::types::RowField {
+                        name: f.field_name.as_ref()?.value.clone(),
+                        ty: sql_type(&f.field_type)?,
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?,
+        ),
         _ => return None,
     };
     Some(DataType::new(logical))

@@ -419,6 +419,18 @@ pub fn cast(v: &Value, from: &DataType, to: &DataType) -> Result<Value, String> 
         (L::IntervalDayTime, Value::Int(i)) => Value::IntervalMillis(*i),
         (L::IntervalYearMonth, Value::Int(i)) => Value::IntervalMonths(*i as i32),
         (L::IntervalDayTime | L::IntervalYearMonth, _) => v.clone(),
+        // A row to a row type: each field to its field's type (`CAST(ROW(…) AS ROW<…>)`).
+        (L::Row(to_fields), Value::Row(values)) => match &from.logical {
+            L::Row(from_fields) if from_fields.len() == to_fields.len() => Value::Row(
+                values
+                    .iter()
+                    .zip(from_fields.iter().zip(to_fields))
+                    .map(|(x, (f, t))| cast(x, &f.ty, &t.ty))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .into(),
+            ),
+            _ => v.clone(),
+        },
         (L::Row(_) | L::Array(_) | L::Map(..), _) => v.clone(),
         _ => return Err(fail()),
     };

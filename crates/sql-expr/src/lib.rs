@@ -44,4 +44,4 @@ pub use aggregates::{resolve_aggregate, Accumulator, AggregateCall, AggregateFun
 pub use bind_expr::{bind_expr, is_aggregate_call, BindContext, Scope, ScopeColumn};
 pub use expr::{BinaryOp, Expr, IsTest};
 pub use functions::udf::udf_by_identifier;
-pub use functions::{FunctionRegistry, ScalarFunction};
+pub use functions::{FunctionRegistry, ScalarFunction, SOURCE_WATERMARK, SOURCE_WATERMARK_MISUSED};

@@ -12,8 +12,10 @@
 //!   says `IF NOT EXISTS`, in which case the statement does nothing.
 //! * An unknown name is refused with the nearest known names ([`nearest`]).
 
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::sync::Arc;
 
 use sqlparser::ast::Query;
 
@@ -189,6 +191,19 @@ pub struct DropDef {
     pub if_exists: bool,
 }
 
+/// A function's implementation a program registered under an identifier (Flink's instance
+/// given to `createTemporaryFunction`, or a class on its classpath). It is the expression
+/// layer's scalar function, which this layer (below expressions) cannot name: the planner
+/// downcasts it.
+#[derive(Clone)]
+pub struct FunctionImpl(pub Arc<dyn Any + Send + Sync>);
+
+impl fmt::Debug for FunctionImpl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("FunctionImpl")
+    }
+}
+
 /// The tables, views and functions of a session.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
@@ -198,6 +213,9 @@ pub struct Catalog {
     functions: BTreeMap<String, FunctionDef>,
     temporary_functions: BTreeMap<String, FunctionDef>,
     udf_identifiers: BTreeSet<String>,
+    /// Implementations registered by a program, by identifier (the others are the expression
+    /// layer's ready-made ones).
+    udf_impls: BTreeMap<String, FunctionImpl>,
 }
 
 impl Catalog {
@@ -213,6 +231,19 @@ impl Catalog {
     /// registers under `identifier`; any other identifier is refused.
     pub fn register_udf(&mut self, identifier: &str) {
         self.udf_identifiers.insert(identifier.to_string());
+    }
+
+    /// Lets `CREATE FUNCTION … AS 'identifier'` name `implementation`, a function a program
+    /// registered (replacing what the identifier named before).
+    pub fn register_udf_impl(&mut self, identifier: &str, implementation: FunctionImpl) {
+        self.register_udf(identifier);
+        self.udf_impls
+            .insert(identifier.to_string(), implementation);
+    }
+
+    /// The implementation a program registered under `identifier`, if any.
+    pub fn udf_impl(&self, identifier: &str) -> Option<&FunctionImpl> {
+        self.udf_impls.get(identifier)
     }
 
     /// Adds a table (`CREATE TABLE`).

@@ -8,10 +8,13 @@
 //!   `TABLE(TUMBLE(TABLE bid, DESCRIPTOR(ts), INTERVAL '10' SECOND))`. The parser reads such an
 //!   argument as a call of the pseudo-function `TABLE` with the table's name as its one argument
 //!   ([`table_argument`] reads it back); no expression of Flink's is written that way.
+//! * A row type is written `ROW<name type, …>` or `ROW(name type, …)` (in `CAST(x AS ROW<…>)`);
+//!   it is read as sqlparser's `STRUCT` type with named fields. A nested row type closes with
+//!   `> >` (the tokenizer reads `>>` as one operator).
 
 use sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
-    ObjectName,
+    DataType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
+    FunctionArguments, Ident, ObjectName, StructBracketKind, StructField,
 };
 use sqlparser::dialect::Dialect;
 use sqlparser::keywords::Keyword;
@@ -45,6 +48,24 @@ impl Dialect for FlinkDialect {
     /// `count(*) FILTER (WHERE …)`, as Nexmark's q15 and q16 write it.
     fn supports_filter_during_aggregation(&self) -> bool {
         true
+    }
+
+    /// `ROW<name type, …>` / `ROW(name type, …)`, Flink's row type.
+    fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {
+        let is_row = matches!(
+            &parser.peek_token().token,
+            Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("ROW")
+        );
+        let (open, close, kind) = match parser.peek_nth_token(1).token {
+            Token::Lt => (Token::Lt, Token::Gt, StructBracketKind::AngleBrackets),
+            Token::LParen => (Token::LParen, Token::RParen, StructBracketKind::Parentheses),
+            _ => return None,
+        };
+        if !is_row {
+            return None;
+        }
+        parser.next_token();
+        Some(parse_row_fields(parser, &open, &close).map(|fields| DataType::Struct(fields, kind)))
     }
 
     fn parse_prefix(&self, parser: &mut Parser) -> Option<Result<Expr, ParserError>> {
@@ -82,6 +103,30 @@ impl Dialect for FlinkDialect {
             })
         }))
     }
+}
+
+/// The `name type, …` of a row type, between `open` and `close`.
+fn parse_row_fields(
+    parser: &mut Parser,
+    open: &Token,
+    close: &Token,
+) -> Result<Vec<StructField>, ParserError> {
+    parser.expect_token(open)?;
+    let mut fields = Vec::new();
+    loop {
+        let field_name = parser.parse_identifier()?;
+        let field_type = parser.parse_data_type()?;
+        fields.push(StructField {
+            field_name: Some(field_name),
+            field_type,
+            options: None,
+        });
+        if !parser.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    parser.expect_token(close)?;
+    Ok(fields)
 }
 
 /// The table a `TABLE name` argument names (its parts), if `expr` is one.
@@ -125,6 +170,17 @@ mod tests {
         assert!(parse(sql)[0]
             .to_string()
             .contains("FOR SYSTEM_TIME AS OF b.p_time"));
+    }
+
+    #[test]
+    fn casts_read_flinks_row_types() {
+        for sql in [
+            "SELECT CAST(ROW(a, b) AS ROW<id BIGINT, `dateTime` TIMESTAMP(3)>) FROM t",
+            "SELECT CAST(ROW(a, b) AS ROW(id BIGINT, `dateTime` TIMESTAMP(3))) FROM t",
+        ] {
+            let text = parse(sql)[0].to_string();
+            assert!(text.contains("`dateTime` TIMESTAMP(3)"), "{text}");
+        }
     }
 
     #[test]

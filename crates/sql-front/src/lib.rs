@@ -20,7 +20,9 @@
 //! * [`TableDef`] (`ddl`): Flink's `CREATE TABLE` (computed and metadata columns, watermark,
 //!   primary key, partitions, `WITH` options) by a parser of our own over sqlparser's tokens.
 //! * [`Catalog`] (`catalog`): tables, views and functions with Flink's name resolution and
-//!   duplicate rules; unknown names come with the nearest known ones.
+//!   duplicate rules; unknown names come with the nearest known ones. A program's own Rust
+//!   functions are registered by identifier as opaque [`FunctionImpl`]s (the expression
+//!   layer's functions, which this layer cannot name).
 //! * [`SessionConfig`] (`config`): what `SET` set, Flink's known keys checked.
 //! * [`Session`] (`session`): runs a script; returns [`PlannedStatement`]s for the planner.
 
@@ -36,7 +38,7 @@ pub mod tokens;
 pub mod types;
 pub mod value;
 
-pub use catalog::{Catalog, CatalogTable, FunctionDef, ObjectPath, ViewDef};
+pub use catalog::{Catalog, CatalogTable, FunctionDef, FunctionImpl, ObjectPath, ViewDef};
 pub use config::SessionConfig;
 pub use ddl::{ColumnDef, ColumnKind, TableDef, WatermarkDef};
 pub use error::{Position, Result, SqlError};

@@ -23,7 +23,7 @@ use crate::ddl::{ColumnKind, TableDef};
 use crate::dialect::table_argument;
 use crate::error::{Position, Result, SqlError};
 use crate::expr::{BinaryOp, Expr};
-use crate::functions::FunctionRegistry;
+use crate::functions::{FunctionRegistry, ScalarFunction};
 use crate::types::{DataType, LogicalType, TimestampKind};
 use crate::value::Value;
 
@@ -34,7 +34,9 @@ use super::logical::{
 use super::schema::{uniquify, window_bound_type, Field, WindowProperty, WindowPropertyKind};
 use super::window::{WindowKind, WindowSpec, WindowTime};
 
-const UPDATING: &str = "updating queries (whose results change rows already emitted) come with a later version of Sluice's SQL; this version runs append-only queries";
+/// The reason every updating construct is refused with (a caller may tell such refusals from
+/// others by it, as `TableEnv::sql_query` does to defer them to the conversion, as Flink does).
+pub const UPDATING: &str = "updating queries (whose results change rows already emitted) come with a later version of Sluice's SQL; this version runs append-only queries";
 
 /// A bound relation: the plan and, per output column, the qualifier that names it.
 #[derive(Clone, Debug)]
@@ -349,12 +351,19 @@ fn derived_name(e: &ast::Expr, i: usize) -> String {
     }
 }
 
-/// The registry of built-in functions plus the catalog's user functions.
+/// The registry of built-in functions plus the catalog's user functions: the implementation a
+/// program registered under the function's identifier, else the ready-made one
+/// ([`udf_by_identifier`](crate::functions::udf::udf_by_identifier)).
 pub fn function_registry(catalog: &Catalog) -> FunctionRegistry {
     let mut reg = FunctionRegistry::builtins();
     for name in catalog.function_names() {
         if let Some(def) = catalog.function(&name) {
-            if let Some(f) = crate::functions::udf::udf_by_identifier(&def.identifier) {
+            let registered = catalog
+                .udf_impl(&def.identifier)
+                .and_then(|i| i.0.clone().downcast::<ScalarFunction>().ok());
+            let f =
+                registered.or_else(|| crate::functions::udf::udf_by_identifier(&def.identifier));
+            if let Some(f) = f {
                 reg.register_shared(&name, f);
             }
         }

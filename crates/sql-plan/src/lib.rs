@@ -30,7 +30,7 @@ use sluice_sql_expr::{bind_expr, expr, functions, typing};
 use sluice_sql_front::{catalog, ddl, dialect, error, session, statement, types, value};
 
 pub use agg_call::{AggCall, AggKind};
-pub use bind_query::{Bound, QueryBinder};
+pub use bind_query::{Bound, QueryBinder, UPDATING};
 pub use explain::{operator_name, operator_uids, Style};
 pub use logical::{Rel, RelNode};
 pub use physical::{Distribution, PhysicalNode, PhysicalOp, PhysicalPlan};

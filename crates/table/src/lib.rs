@@ -13,9 +13,10 @@
 //! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
 //!   missing → `SqlError::BadOption` naming the key and the nearest known keys).
 //! * [`connectors`]: sources and sinks by the `'connector'` option, with Flink's option names:
-//!   `nexmark`, `datagen`, `filesystem` (csv, json), `print`, `blackhole`, `jdbc` (PostgreSQL on
-//!   sluice-postgres: upsert by primary key or append); lookup tables (`jdbc` on sluice-lookup,
-//!   the legacy csv table loaded into memory).
+//!   `nexmark`, `datagen`, `filesystem` (csv, json), `kafka` (csv, json keys and values, over
+//!   `sluice-kafka`), `print`, `blackhole`, `jdbc` (PostgreSQL on sluice-postgres: upsert by
+//!   primary key or append); lookup tables (`jdbc` on sluice-lookup, the legacy csv table loaded
+//!   into memory).
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
 //! * [`calc`]: Flink's `Calc` (projection and condition) over rows.
@@ -35,6 +36,9 @@
 //!   [`regular_join`] (all rows in keyed state, optional `table.exec.state.ttl`).
 //! * [`stateful`]: what those operators are given besides their spec: [`OperatorIds`] (the
 //!   caller's Flink-style name and stable uid) and [`LateRecords`] (rows dropped as late).
+//! * [`stream_tables`]: [`StreamTables`], tables whose rows a program gives as DataStreams
+//!   (the `sluice` crate's `TableEnv`), and [`Translation`], what a translation reads besides
+//!   the plan (those tables, the shared error and late-row counts, where uids start).
 //!
 //! Invariant: pure translation targets — this crate plans nothing (that is `sluice-sql`'s) and
 //! its operators only use the DataStream API's public surface; a malformed input record or a
@@ -52,6 +56,7 @@ pub mod schema;
 pub mod script;
 pub mod sink;
 pub mod stateful;
+pub mod stream_tables;
 pub mod translate;
 pub mod window_agg;
 
@@ -68,6 +73,7 @@ pub use schema::PhysicalSchema;
 pub use script::{JobKind, PlannedJob, SqlScript, Step};
 pub use sink::{insert_into, SinkCast};
 pub use stateful::{LateRecords, OperatorIds};
+pub use stream_tables::{StreamTable, StreamTables, Translation};
 pub use translate::{QueryOutput, SqlJob};
 pub use window_agg::{
     window_aggregate, WindowAggCall, WindowAggSpec, WindowKind, WindowProperty, WindowTime,

@@ -1,8 +1,12 @@
 //! The official Nexmark SQL as the benchmark's runner runs it: `ddl_gen.sql`, `ddl_views.sql`
 //! and `qN.sql` from the nexmark repository's `queries` folder (read, never copied into this
-//! repository), with the runner's `${…}` variables; and what `--verify` needs: the query's
-//! `blackhole` sink replaced by a csv file capture, and the captured lines in the hand-written
-//! queries' CSV form (timestamps as epoch milliseconds).
+//! repository), with the runner's `${…}` variables; and what checking its answers needs:
+//!
+//! * [`capture_sinks`]: the query's `blackhole` sink becomes a csv file sink (Flink's csv text).
+//! * The events as one flat csv table of [`EVENT_COLUMNS`] (the layout of Flink's event dump in
+//!   `tests/fixtures/flink/nexmark-sql/`): [`dump_events_script`] writes the generator's events
+//!   in it, [`runner_script_over`] runs the unmodified views and query over such a file instead of
+//!   the generator, replacing only the `CREATE TABLE datagen` statement of `ddl_gen.sql`.
 //!
 //! `${FLINK_HOME}` is the runner's too: the official runner points it at the Flink distribution,
 //! where the suite's setup (`side_input_gen.sh`: `SideInputGenerator --num 10000 --path
@@ -13,8 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sluice_sql::datetime::parse_timestamp;
-use sluice_sql::{DataType, LogicalType, Result, SqlError};
+use sluice_sql::{Result, SqlError};
 
 /// The runner's variables for `events` events at `tps` events per second of event time (the
 /// proportions are the benchmark's defaults; the table is the `datagen` one).
@@ -101,23 +104,177 @@ pub fn capture_sinks(script: &str, dir: &Path) -> Result<String> {
     Ok(script.replace(BLACKHOLE, &capture))
 }
 
-/// A captured csv line in the hand-written queries' form: TIMESTAMP columns as epoch
-/// milliseconds (the rest as the csv format writes it).
-pub fn as_handwritten(line: &str, types: &[DataType]) -> String {
-    let fields: Vec<&str> = line.split(',').collect();
-    if fields.len() != types.len() {
-        return line.to_string();
-    }
-    fields
+/// The events' flat columns (name, type), in order: `event_type` (0 person, 1 auction, 2 bid),
+/// then each kind's fields prefixed `p_`, `a_`, `b_` (NULL for the other kinds). The layout of
+/// Flink's event dump (`tests/fixtures/flink/nexmark-sql/README.md`).
+pub const EVENT_COLUMNS: [(&str, &str); 26] = [
+    ("event_type", "INT"),
+    ("p_id", "BIGINT"),
+    ("p_name", "STRING"),
+    ("p_emailAddress", "STRING"),
+    ("p_creditCard", "STRING"),
+    ("p_city", "STRING"),
+    ("p_state", "STRING"),
+    ("p_dateTime", "TIMESTAMP(3)"),
+    ("p_extra", "STRING"),
+    ("a_id", "BIGINT"),
+    ("a_itemName", "STRING"),
+    ("a_description", "STRING"),
+    ("a_initialBid", "BIGINT"),
+    ("a_reserve", "BIGINT"),
+    ("a_dateTime", "TIMESTAMP(3)"),
+    ("a_expires", "TIMESTAMP(3)"),
+    ("a_seller", "BIGINT"),
+    ("a_category", "BIGINT"),
+    ("a_extra", "STRING"),
+    ("b_auction", "BIGINT"),
+    ("b_bidder", "BIGINT"),
+    ("b_price", "BIGINT"),
+    ("b_channel", "STRING"),
+    ("b_url", "STRING"),
+    ("b_dateTime", "TIMESTAMP(3)"),
+    ("b_extra", "STRING"),
+];
+
+/// The `datagen` table's ROW columns: (column, prefix of its flat fields).
+const KINDS: [(&str, &str); 3] = [("person", "p_"), ("auction", "a_"), ("bid", "b_")];
+
+fn columns_ddl() -> String {
+    EVENT_COLUMNS
         .iter()
-        .zip(types)
-        .map(|(f, t)| match t.logical {
-            LogicalType::Timestamp { .. } | LogicalType::TimestampLtz { .. } => {
-                let text = f.trim_matches('"');
-                parse_timestamp(text).map_or_else(|| f.to_string(), |ts| ts.millis.to_string())
-            }
-            _ => f.to_string(),
-        })
+        .map(|(n, t)| format!("`{n}` {t}"))
         .collect::<Vec<_>>()
-        .join(",")
+        .join(", ")
+}
+
+fn csv_options(path: &Path) -> String {
+    format!(
+        "'connector' = 'filesystem', 'path' = '{}', 'format' = 'csv', 'csv.null-literal' = ''",
+        path.display()
+    )
+}
+
+/// The statements that stand in for `ddl_gen.sql`'s generator table when the events come from a
+/// csv file of [`EVENT_COLUMNS`] at `path` (`.gz` read decompressed): a `filesystem` table
+/// `nexmark_events` with `ddl_gen.sql`'s event time (`dateTime`, the kind's time) and watermark
+/// (`dateTime - 4 s`), and a view `datagen` giving it the generator table's shape
+/// (`event_type`, `person`, `auction`, `bid` as named ROWs, `dateTime`), so the official views
+/// read it unchanged.
+pub fn events_file_ddl(path: &Path) -> String {
+    let rows: Vec<String> = KINDS
+        .iter()
+        .map(|(kind, prefix)| {
+            let fields: Vec<&(&str, &str)> = EVENT_COLUMNS
+                .iter()
+                .filter(|(n, _)| n.starts_with(prefix))
+                .collect();
+            let values: Vec<String> = fields.iter().map(|(n, _)| format!("`{n}`")).collect();
+            let types: Vec<String> = fields
+                .iter()
+                .map(|(n, t)| format!("`{}` {t}", &n[prefix.len()..]))
+                .collect();
+            format!(
+                "CAST(ROW({}) AS ROW<{}>) AS {kind}",
+                values.join(", "),
+                types.join(", ")
+            )
+        })
+        .collect();
+    format!(
+        "CREATE TABLE nexmark_events ({}, \
+         `dateTime` AS CASE WHEN event_type = 0 THEN p_dateTime \
+         WHEN event_type = 1 THEN a_dateTime ELSE b_dateTime END, \
+         WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND) WITH ({});\n\
+         CREATE VIEW datagen AS SELECT event_type, {}, `dateTime` FROM nexmark_events;\n",
+        columns_ddl(),
+        csv_options(path),
+        rows.join(", ")
+    )
+}
+
+/// The runner's script for `query` with `ddl_gen.sql`'s `CREATE TABLE datagen (…) WITH (…)`
+/// statement replaced by `ddl` (a textual substitution of that one statement; the views and the
+/// query are read unchanged). Refused when `ddl_gen.sql` has no such statement.
+pub fn runner_script_over(dir: &Path, query: &str, ddl: &str) -> Result<String> {
+    let text = runner_script(dir, query)?;
+    let (start, end) = generator_statement(&text).ok_or_else(|| {
+        SqlError::validation(
+            None,
+            format!(
+                "{} holds no `CREATE TABLE datagen (…) WITH (…)` statement to replace",
+                dir.join("ddl_gen.sql").display()
+            ),
+        )
+    })?;
+    Ok(format!("{}{ddl}{}", &text[..start], &text[end..]))
+}
+
+/// Where `CREATE TABLE datagen … WITH (…)` starts and ends (after its `;`, if any) in `text`.
+fn generator_statement(text: &str) -> Option<(usize, usize)> {
+    let upper = text.to_ascii_uppercase();
+    let start = upper.find("CREATE TABLE DATAGEN")?;
+    let with = start + upper[start..].find("WITH")?;
+    // Balanced parentheses of the WITH clause, quotes skipped.
+    let (mut depth, mut quoted, mut end) = (0usize, false, None);
+    for (i, c) in text[with..].char_indices() {
+        match c {
+            '\'' => quoted = !quoted,
+            '(' if !quoted => depth += 1,
+            ')' if !quoted => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    end = Some(with + i + 1);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut end = end?;
+    let rest = &text[end..];
+    if let Some(semi) = rest.find(|c: char| !c.is_whitespace()) {
+        if rest[semi..].starts_with(';') {
+            end += semi + 1;
+        }
+    }
+    Some((start, end))
+}
+
+/// A script that writes the generator's events (`ddl_gen.sql`'s `datagen` table, the runner's
+/// variables applied by the caller) as a csv file table of [`EVENT_COLUMNS`] under `out`: what
+/// the DuckDB oracle reads.
+pub fn dump_events_script(dir: &Path, out: &Path) -> Result<String> {
+    let path = dir.join("ddl_gen.sql");
+    let mut text = std::fs::read_to_string(&path)
+        .map_err(|e| SqlError::validation(None, format!("reading {}: {e}", path.display())))?;
+    let fields: Vec<String> = EVENT_COLUMNS
+        .iter()
+        .map(|(n, _)| {
+            KINDS.iter().find(|(_, p)| n.starts_with(p)).map_or_else(
+                || format!("`{n}`"),
+                |(kind, p)| format!("{kind}.`{}`", &n[p.len()..]),
+            )
+        })
+        .collect();
+    text.push_str(&format!(
+        "\n;\nCREATE TABLE nexmark_events ({}) WITH ({});\n\
+         INSERT INTO nexmark_events SELECT {} FROM datagen;\n",
+        columns_ddl(),
+        csv_options(out),
+        fields.join(", ")
+    ));
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generator_statement_is_found_whole() {
+        let text = "-- c\nCREATE TABLE datagen (a INT, b ROW<x INT>) WITH (\n 'k' = '(v'\n);\nCREATE VIEW v AS SELECT 1;";
+        let (s, e) = generator_statement(text).unwrap();
+        assert_eq!(&text[..s], "-- c\n");
+        assert_eq!(&text[e..], "\nCREATE VIEW v AS SELECT 1;");
+    }
 }

@@ -82,6 +82,11 @@ impl Options {
         Ok(())
     }
 
+    /// Every option as given (legacy keys renamed), in order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.given.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// The value of `key`, if given.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.given

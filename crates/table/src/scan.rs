@@ -10,7 +10,13 @@
 //! column's value, so windows and timers downstream see event time as in a DataStream job. A
 //! row whose rowtime or watermark expression is NULL (or fails) does not move the watermark; a
 //! NULL rowtime reads as the smallest timestamp (Flink fails the job on it downstream).
+//!
+//! A source that generates watermarks itself (Kafka, [`SourceConnector::takes_watermark`]) is
+//! given the watermark instead ([`SourceWatermark`], Flink's watermark push-down): each of its
+//! partitions runs the same periodic generator over its own rows and the subtask emits the
+//! smallest, so no WatermarkAssigner operator follows it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sluice_datastream::{DataStream, StreamEnv};
@@ -67,6 +73,41 @@ impl ScanSettings {
             watermark_interval,
             idle_timeout: config.source_idle_timeout().filter(|d| !d.is_zero()),
         })
+    }
+}
+
+/// A row's watermark value in ms (`None`: it does not move the watermark).
+pub type WatermarkValue = Arc<dyn Fn(&Row) -> Option<i64> + Send + Sync>;
+
+/// A table's watermark pushed into its source: the watermark value of a row of the source's
+/// physical columns (`None` for NULL or a failed evaluation: it does not move the watermark)
+/// and the session's interval and idle timeout.
+#[derive(Clone)]
+pub struct SourceWatermark {
+    /// The row's watermark value in ms.
+    pub value: WatermarkValue,
+    /// `pipeline.auto-watermark-interval`, `table.exec.source.idle-timeout`.
+    pub settings: ScanSettings,
+}
+
+impl SourceWatermark {
+    /// The watermark `watermark` over the columns that `projection` (the computed columns, or
+    /// `None` for the physical columns as they are) makes of a source row.
+    pub fn new(projection: Option<Vec<Expr>>, watermark: Expr, settings: ScanSettings) -> Self {
+        let value = move |r: &Row| -> Option<i64> {
+            let v = match &projection {
+                None => watermark.eval(r).ok()?,
+                Some(p) => {
+                    let cols = p.iter().map(|e| e.eval(r)).collect::<Result<Vec<_>>>();
+                    watermark.eval(&Row(cols.ok()?)).ok()?
+                }
+            };
+            millis(&v)
+        };
+        SourceWatermark {
+            value: Arc::new(value),
+            settings,
+        }
     }
 }
 
@@ -198,21 +239,33 @@ impl TableScan {
         self.columns.iter().map(|c| c.ty.clone()).collect()
     }
 
-    /// The scan: the table's source, then [`apply_to`](Self::apply_to).
+    /// The scan: the table's source, then [`apply_to`](Self::apply_to) (or, for a source that
+    /// takes the watermark, the source with it, then the computed columns).
     pub fn stream(&self, env: &StreamEnv, errors: &RowErrors) -> DataStream<Row> {
+        if let (Some(rowtime), Some(wm)) = (self.rowtime, &self.watermark) {
+            if self.source.takes_watermark() {
+                let projection = (!self.is_identity()).then(|| self.projection.clone());
+                let pushed = SourceWatermark::new(projection, wm.clone(), self.settings);
+                let rows = self.source.stream_with_watermark(env, &pushed);
+                return with_rowtime(self.project(rows, errors), rowtime);
+            }
+        }
         self.apply_to(self.source.stream(env), errors)
     }
 
-    /// The scan over rows of the physical columns from elsewhere (a stream turned into a
-    /// table): computed columns, then the watermark.
-    pub fn apply_to(&self, physical_rows: DataStream<Row>, errors: &RowErrors) -> DataStream<Row> {
-        let identity = self.projection.len() == self.physical.len()
+    /// Whether the output columns are the physical ones as they are.
+    fn is_identity(&self) -> bool {
+        self.projection.len() == self.physical.len()
             && self
                 .projection
                 .iter()
                 .enumerate()
-                .all(|(i, e)| matches!(e, Expr::Column { index, .. } if *index == i));
-        let rows = if identity {
+                .all(|(i, e)| matches!(e, Expr::Column { index, .. } if *index == i))
+    }
+
+    /// The computed columns over physical rows.
+    fn project(&self, physical_rows: DataStream<Row>, errors: &RowErrors) -> DataStream<Row> {
+        if self.is_identity() {
             physical_rows
         } else {
             calc(
@@ -221,7 +274,13 @@ impl TableScan {
                 &self.names(),
                 errors,
             )
-        };
+        }
+    }
+
+    /// The scan over rows of the physical columns from elsewhere (a stream turned into a
+    /// table): computed columns, then the watermark.
+    pub fn apply_to(&self, physical_rows: DataStream<Row>, errors: &RowErrors) -> DataStream<Row> {
+        let rows = self.project(physical_rows, errors);
         let (Some(rowtime), Some(wm)) = (self.rowtime, self.watermark.clone()) else {
             return rows;
         };

@@ -15,8 +15,9 @@ pub struct PhysicalSchema {
 }
 
 impl PhysicalSchema {
-    /// The physical columns of `def`. Metadata columns are refused (no connector here offers
-    /// metadata yet), naming the column.
+    /// The physical columns of `def`. Metadata columns are refused (no connector here reads or
+    /// writes metadata yet, not even Kafka's `timestamp`, `partition`, `offset`), naming the
+    /// column.
     pub fn of(def: &TableDef) -> Result<PhysicalSchema> {
         let mut names = Vec::new();
         let mut types = Vec::new();
@@ -31,7 +32,7 @@ impl PhysicalSchema {
                     return Err(SqlError::unsupported(
                         Some(c.pos),
                         format!(
-                            "metadata column '{}' of table '{}': the table's connector offers no metadata",
+                            "metadata column '{}' of table '{}': metadata columns are not supported yet (no connector reads or writes metadata in this version)",
                             c.name, def.name
                         ),
                     ))

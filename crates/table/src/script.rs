@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sluice_datastream::StreamEnv;
-use sluice_sql::catalog::CatalogTable;
+use sluice_sql::catalog::{CatalogTable, ObjectPath};
 use sluice_sql::ddl::ColumnKind;
 use sluice_sql::plan::{explain_plan, plan_insert, plan_query, plan_statement_set, PhysicalPlan};
 use sluice_sql::session::{parse_script, PlannedStatement};
@@ -174,27 +174,30 @@ fn plan_step(session: &Session, planned: PlannedStatement) -> Result<Step> {
                 .collect::<Vec<_>>()
                 .join("\n"),
         ),
-        PlannedStatement::Describe { name } => {
-            let text = match session.catalog.lookup(&name)? {
-                CatalogTable::Table(def) => def
-                    .columns
-                    .iter()
-                    .map(|c| match &c.kind {
-                        ColumnKind::Physical(ty) => format!("{} {ty}", c.name),
-                        ColumnKind::Computed(e) => format!("{} AS {e}", c.name),
-                        ColumnKind::Metadata { ty, .. } => format!("{} {ty} METADATA", c.name),
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-                CatalogTable::View(_) => format!("view {name}"),
-            };
-            Step::Show(text)
-        }
+        PlannedStatement::Describe { name } => Step::Show(describe(session, &name)?),
+    })
+}
+
+/// `DESCRIBE name`: a table's columns (`name TYPE`, `name AS expr`, `name TYPE METADATA`),
+/// or a view's name.
+pub fn describe(session: &Session, name: &ObjectPath) -> Result<String> {
+    Ok(match session.catalog.lookup(name)? {
+        CatalogTable::Table(def) => def
+            .columns
+            .iter()
+            .map(|c| match &c.kind {
+                ColumnKind::Physical(ty) => format!("{} {ty}", c.name),
+                ColumnKind::Computed(e) => format!("{} AS {e}", c.name),
+                ColumnKind::Metadata { ty, .. } => format!("{} {ty} METADATA", c.name),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        CatalogTable::View(_) => format!("view {name}"),
     })
 }
 
 /// The error with the statement's place when it names none itself.
-fn locate(e: SqlError, at: Position) -> SqlError {
+pub fn locate(e: SqlError, at: Position) -> SqlError {
     match e {
         SqlError::Unsupported { pos: None, what } => SqlError::Unsupported {
             pos: Some(at),

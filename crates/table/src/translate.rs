@@ -3,7 +3,8 @@
 //!
 //! Each physical node becomes what it does here: `TableSourceScan` the table's connector,
 //! `Calc` a [`calc`], `WatermarkAssigner` the scan's watermark operator
-//! ([`assign_watermark`]), `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
+//! ([`assign_watermark`]) — or, over a source that takes the watermark (Kafka), nothing: the
+//! source generates it per partition ([`SourceWatermark`], Flink's push-down) —, `Exchange` a repartitioning (`key_by` on the [`SqlKey`] of the hash
 //! columns, `global` for a single instance), `Union` a union and `Sink` [`insert_into`]. The
 //! planner already shapes a table's scan (source → Calc of the computed columns → watermark), so
 //! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
@@ -16,6 +17,10 @@
 //! lateness counted in the job's [`LateRecords`]); a `LookupJoin` by
 //! [`translate_lookup`](self) onto sluice-lookup's operator; a `WindowTableFunction` not folded
 //! into an aggregate or join is refused as not runnable yet, naming the node.
+//!
+//! A program's tables ([`Translation`]'s [`StreamTables`]) are scanned from its streams, and
+//! their `WATERMARK FOR … AS SOURCE_WATERMARK()` keeps the stream's own watermarks; that
+//! marker is refused anywhere else, with Flink's words.
 
 #[path = "translate_lookup.rs"]
 mod lookup;
@@ -30,18 +35,22 @@ use sluice_sql::catalog::CatalogTable;
 use sluice_sql::plan::explain::{physical_text, transformation_name, Style};
 use sluice_sql::plan::PhysicalPlan;
 use sluice_sql::plan::{operator_name, operator_uids, Distribution, PhysicalNode, PhysicalOp};
-use sluice_sql::{DataType, Result, Row, Session, SqlError, TableDef, TimestampKind};
+use sluice_sql::{
+    DataType, Expr, Result, Row, Session, SqlError, TableDef, TimestampKind, SOURCE_WATERMARK,
+    SOURCE_WATERMARK_MISUSED,
+};
 
 use crate::calc::{calc, Calc};
 use crate::connectors::print::PrintSpec;
-use crate::connectors::SourceConnector;
+use crate::connectors::{self, SourceConnector};
 use crate::key::SqlKey;
 use crate::options::Options;
 use crate::row_errors::RowErrors;
-use crate::scan::{assign_watermark, with_rowtime, ScanSettings};
+use crate::scan::{assign_watermark, with_rowtime, ScanSettings, SourceWatermark};
 use crate::schema::PhysicalSchema;
 use crate::sink::insert_into;
 use crate::stateful::{LateRecords, OperatorIds};
+use crate::stream_tables::{StreamTables, Translation};
 
 /// Where the rows of a query run on its own (no INSERT) go.
 #[derive(Clone, Debug)]
@@ -66,7 +75,54 @@ impl SqlJob {
     /// Adds the operators of `plan` to `env`. Every root must be a sink (INSERTs and statement
     /// sets); see [`SqlJob::build_query`] for a query run on its own.
     pub fn build(env: &StreamEnv, session: &Session, plan: &PhysicalPlan) -> Result<SqlJob> {
-        Translator::new(env, session, plan)?.run(plan, None)
+        SqlJob::build_in(env, session, plan, &Translation::default())
+    }
+
+    /// [`SqlJob::build`] reading a program's stream tables, counting into its handles, its
+    /// uids numbered after `translation.uid_offset`.
+    pub fn build_in(
+        env: &StreamEnv,
+        session: &Session,
+        plan: &PhysicalPlan,
+        translation: &Translation,
+    ) -> Result<SqlJob> {
+        Translator::new(env, session, plan, translation)?.run(plan, None)
+    }
+
+    /// Adds the operators of a query's plan and returns its rows (one stream per root, none of
+    /// them a sink): a table turned back into a stream. A root with a rowtime column gives it
+    /// as the stream's event time.
+    pub fn build_streams(
+        env: &StreamEnv,
+        session: &Session,
+        plan: &PhysicalPlan,
+        translation: &Translation,
+    ) -> Result<(SqlJob, Vec<DataStream<Row>>)> {
+        let mut t = Translator::new(env, session, plan, translation)?;
+        let mut streams = Vec::new();
+        for root in &plan.roots {
+            if let PhysicalOp::Sink(_) = root.op {
+                return Err(SqlError::validation(
+                    None,
+                    "internal plan error: a sink where a query's rows were asked for",
+                ));
+            }
+            let rows = t.stream(root)?;
+            let rowtime = root
+                .schema
+                .iter()
+                .position(|f| f.ty.time_attribute() == TimestampKind::Rowtime);
+            streams.push(match rowtime {
+                Some(i) if rows.timestamps().is_none() => with_rowtime(rows, i),
+                _ => rows,
+            });
+        }
+        let job = SqlJob {
+            errors: t.errors,
+            late: t.late,
+            sinks: Vec::new(),
+        };
+        Ok((job, streams))
     }
 
     /// Adds the operators of a query's plan (its root is no sink) with a print sink writing to
@@ -77,7 +133,7 @@ impl SqlJob {
         plan: &PhysicalPlan,
         output: QueryOutput,
     ) -> Result<SqlJob> {
-        Translator::new(env, session, plan)?.run(plan, Some(output))
+        Translator::new(env, session, plan, &Translation::default())?.run(plan, Some(output))
     }
 }
 
@@ -92,6 +148,10 @@ struct Translator<'a> {
     next: usize,
     /// Streams of the subtrees built so far, by their plan text: a repeated subtree is reused.
     built: HashMap<String, DataStream<Row>>,
+    /// The program's tables read from its streams.
+    tables: StreamTables,
+    /// A `WatermarkAssigner`'s watermark on its way to the source scan below it.
+    pending_watermark: Option<SourceWatermark>,
 }
 
 /// How many nodes a subtree holds.
@@ -100,7 +160,12 @@ fn size(n: &PhysicalNode) -> usize {
 }
 
 impl<'a> Translator<'a> {
-    fn new(env: &'a StreamEnv, session: &'a Session, plan: &PhysicalPlan) -> Result<Self> {
+    fn new(
+        env: &'a StreamEnv,
+        session: &'a Session,
+        plan: &PhysicalPlan,
+        translation: &Translation,
+    ) -> Result<Self> {
         for root in &plan.roots {
             root.check()?;
         }
@@ -108,12 +173,26 @@ impl<'a> Translator<'a> {
             env,
             session,
             settings: ScanSettings::from_config(&session.config)?,
-            errors: RowErrors::new(),
-            late: LateRecords::new(),
-            uids: operator_uids(&plan.roots),
+            errors: translation.errors.clone(),
+            late: translation.late.clone(),
+            uids: shift_uids(operator_uids(&plan.roots), translation.uid_offset),
             next: 0,
             built: HashMap::new(),
+            tables: translation.tables.clone(),
+            pending_watermark: None,
         })
+    }
+
+    /// Whether every table scanned under `node` is a program stream carrying its own event
+    /// time (what `SOURCE_WATERMARK()` needs).
+    fn source_watermarked(&self, node: &PhysicalNode) -> bool {
+        match &node.op {
+            PhysicalOp::TableSourceScan(scan) => {
+                let name = scan.path.last().map(String::as_str).unwrap_or_default();
+                self.tables.get(name).is_some_and(|t| t.source_watermark)
+            }
+            _ => !node.inputs.is_empty() && node.inputs.iter().all(|i| self.source_watermarked(i)),
+        }
     }
 
     fn run(mut self, plan: &PhysicalPlan, query: Option<QueryOutput>) -> Result<SqlJob> {
@@ -144,6 +223,37 @@ impl<'a> Translator<'a> {
         let uid = self.uids.get(self.next).cloned().unwrap_or_default();
         self.next += 1;
         uid
+    }
+
+    /// The watermark `expr` pushed into the source under `input` (the scan, or a Calc of
+    /// computed columns over it), when that source takes watermarks.
+    fn pushable_watermark(
+        &self,
+        input: &PhysicalNode,
+        expr: &sluice_sql::Expr,
+    ) -> Result<Option<SourceWatermark>> {
+        let (projection, scan) = match &input.op {
+            PhysicalOp::TableSourceScan(_) => (None, input),
+            PhysicalOp::Calc(c) if c.condition.is_none() => match input.inputs.first() {
+                Some(n) if matches!(n.op, PhysicalOp::TableSourceScan(_)) => (
+                    Some(c.projection.iter().map(|(e, _)| e.clone()).collect()),
+                    n,
+                ),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let PhysicalOp::TableSourceScan(scan) = &scan.op else {
+            return Ok(None);
+        };
+        if !connectors::takes_watermark(self.table(&scan.path)?) {
+            return Ok(None);
+        }
+        Ok(Some(SourceWatermark::new(
+            projection,
+            expr.clone(),
+            self.settings,
+        )))
     }
 
     fn table(&self, path: &[String]) -> Result<&'a TableDef> {
@@ -216,13 +326,30 @@ impl<'a> Translator<'a> {
         let out = match &node.op {
             PhysicalOp::TableSourceScan(scan) => {
                 let def = self.table(&scan.path)?;
-                SourceConnector::for_table(def)
-                    .map_err(|e| defined_at(e, def))?
-                    .stream(self.env)
-                    .name(&name)
-                    .uid(&uid)
+                let program_rows = self.tables.rows(def.name.object_name(), self.env);
+                let rows = match program_rows {
+                    Some(rows) => rows,
+                    None => {
+                        let source =
+                            SourceConnector::for_table(def).map_err(|e| defined_at(e, def))?;
+                        match self.pending_watermark.take() {
+                            Some(w) if source.takes_watermark() => {
+                                source.stream_with_watermark(self.env, &w)
+                            }
+                            other => {
+                                self.pending_watermark = other;
+                                source.stream(self.env)
+                            }
+                        }
+                    }
+                };
+                rows.name(&name).uid(&uid)
             }
             PhysicalOp::Calc(c) => {
+                let exprs = c.projection.iter().map(|(e, _)| e).chain(&c.condition);
+                if exprs.into_iter().any(calls_source_watermark) {
+                    return Err(SqlError::unsupported(None, SOURCE_WATERMARK_MISUSED));
+                }
                 let input = self.stream(&node.inputs[0])?;
                 let (exprs, names): (Vec<_>, Vec<_>) = c.projection.iter().cloned().unzip();
                 let op = Calc::new(exprs, c.condition.clone());
@@ -239,9 +366,25 @@ impl<'a> Translator<'a> {
                     _ => rows,
                 }
             }
+            PhysicalOp::WatermarkAssigner { rowtime, expr } if calls_source_watermark(expr) => {
+                // The rows keep the program stream's watermarks; the rowtime column (its
+                // record timestamps) is their event time.
+                if !self.source_watermarked(&node.inputs[0]) {
+                    return Err(SqlError::unsupported(None, SOURCE_WATERMARK_MISUSED));
+                }
+                with_rowtime(self.stream(&node.inputs[0])?, *rowtime)
+            }
             PhysicalOp::WatermarkAssigner { rowtime, expr } => {
+                let pushed = self.pushable_watermark(&node.inputs[0], expr)?;
+                let pushing = pushed.is_some();
+                self.pending_watermark = pushed;
                 let input = self.stream(&node.inputs[0])?;
-                assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+                if pushing && self.pending_watermark.take().is_none() {
+                    // The source took it (a reused scan would not have: then the operator).
+                    with_rowtime(input, *rowtime)
+                } else {
+                    assign_watermark(&input, *rowtime, expr.clone(), self.settings, &name).uid(&uid)
+                }
             }
             PhysicalOp::Exchange(d) => {
                 let input = self.stream(&node.inputs[0])?;
@@ -296,6 +439,33 @@ impl<'a> Translator<'a> {
         };
         Ok(out)
     }
+}
+
+/// Whether `e` calls `SOURCE_WATERMARK()`.
+fn calls_source_watermark(e: &Expr) -> bool {
+    let mut found = false;
+    e.visit(&mut |x| {
+        if let Expr::Call { func, .. } = x {
+            found |= func.display_name == SOURCE_WATERMARK;
+        }
+    });
+    found
+}
+
+/// Plan-only uids (`<n>_<transformation>`) renumbered after `offset` nodes.
+fn shift_uids(uids: Vec<String>, offset: usize) -> Vec<String> {
+    if offset == 0 {
+        return uids;
+    }
+    uids.into_iter()
+        .map(|u| match u.split_once('_') {
+            Some((n, rest)) => match n.parse::<usize>() {
+                Ok(n) => format!("{}_{rest}", n + offset),
+                Err(_) => u,
+            },
+            None => u,
+        })
+        .collect()
 }
 
 /// A connector option's error with where its table is defined.

@@ -37,5 +37,6 @@ mod run_reports;
 mod savepoint;
 mod socket_source;
 mod sql;
+mod sql_kafka;
 mod top;
 mod top_live;

@@ -2,8 +2,9 @@
 //! and a watermark), a Calc and a filesystem csv sink gives the rows computed here by hand; a
 //! bare query prints Flink's `+I[…]` rows; `EXPLAIN` prints the plan; each class of refusal
 //! (syntax, unknown name, bad option, unsupported) names its place and exits 2 before any job
-//! runs; the official Nexmark queries with hand-written twins run from their files and
-//! `--verify` against the twins.
+//! runs; the official Nexmark queries run from their files and `--verify` against DuckDB (our
+//! own translations, crates/jobs/oracle/duckdb) and, where one exists, the hand-written twin;
+//! without DuckDB `--verify` fails before running anything, saying how to install it.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -226,55 +227,35 @@ fn nexmark_sql_without_queries_says_where_to_get_them() {
     );
 }
 
+/// The Python with DuckDB for `--verify`: `SLUICE_PYTHON` (scripts/test.sh sets it), else the
+/// venv scripts/test.sh makes; missing under CI=true fails the test.
+fn duckdb_python() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let py = std::env::var_os("SLUICE_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/venv-oracle/bin/python"));
+    let ok = Command::new(&py)
+        .args(["-c", "import duckdb"])
+        .status()
+        .map_err(|e| format!("{}: {e}", py.display()))
+        .and_then(|s| match s.success() {
+            true => Ok(py.clone()),
+            false => Err(format!("{} cannot import duckdb", py.display())),
+        });
+    sluice_testkit::require("DuckDB (target/venv-oracle, made by scripts/test.sh)", ok)
+}
+
 /// Runs the official `q` with `--verify` over `events` at `rate` events per second of event
-/// time and checks it equals its hand-written twin.
-fn verify_official(queries: &std::path::Path, q: &str, events: &str, rate: &str) {
-    let o = sluice(&[
-        "nexmark",
-        "--query",
-        q,
-        "--sql",
-        "--queries",
-        queries.to_str().unwrap(),
-        "--events",
-        events,
-        "--rate",
-        rate,
-        "-p",
-        "2",
-        "--verify",
-        "--no-progress",
-    ]);
-    let (stdout, stderr) = text(&o);
-    assert!(o.status.success(), "{q}: {stderr}");
-    assert!(
-        stdout.contains(&format!(
-            "verified: {q} (official SQL) equals the hand-written {q}"
-        )),
-        "{q}: {stdout}"
-    );
-    assert!(!stderr.contains("dead letters"), "{q}: {stderr}");
-}
-
-/// Windows, window joins, interval and regular joins: the events span 50 s of event time so
-/// that q5's and q7's windows are many (q7's 10 s tumbling windows: 5).
-#[test]
-fn official_stateful_queries_verify_against_their_hand_written_twins() {
-    let Some(queries) = queries_or_skip() else {
-        return;
-    };
-    for q in ["q3", "q5", "q7", "q8", "q11"] {
-        verify_official(&queries, q, "50000", "1000");
-    }
-}
-
-#[test]
-fn official_stateless_queries_verify_against_their_hand_written_twins() {
-    let Some(queries) = queries_or_skip() else {
-        return;
-    };
-    for q in ["q0", "q1", "q2", "q14", "q21", "q22"] {
-        let o = sluice(&[
+/// time and checks it equals DuckDB's answer and, where there is one, its hand-written twin.
+fn verify_official(
+    queries: &std::path::Path,
+    py: &std::path::Path,
+    q: &str,
+    events: &str,
+    rate: &str,
+) {
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
             "nexmark",
             "--query",
             q,
@@ -282,16 +263,27 @@ fn official_stateless_queries_verify_against_their_hand_written_twins() {
             "--queries",
             queries.to_str().unwrap(),
             "--events",
-            "20000",
+            events,
             "--rate",
-            "10000",
+            rate,
             "-p",
             "2",
             "--verify",
             "--no-progress",
-        ]);
-        let (stdout, stderr) = text(&o);
-        assert!(o.status.success(), "{q}: {stderr}");
+        ])
+        .env("SLUICE_PYTHON", py)
+        .output()
+        .expect("sluice runs");
+    let (stdout, stderr) = text(&o);
+    assert!(o.status.success(), "{q}: {stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "verified: {q} (official SQL) equals DuckDB's answer over the same {events} events"
+        )),
+        "{q}: {stdout}"
+    );
+    assert!(stdout.contains("rows dropped as late: 0"), "{q}: {stdout}");
+    if q != "q20" {
         assert!(
             stdout.contains(&format!(
                 "verified: {q} (official SQL) equals the hand-written {q}"
@@ -299,4 +291,57 @@ fn official_stateless_queries_verify_against_their_hand_written_twins() {
             "{q}: {stdout}"
         );
     }
+    assert!(!stderr.contains("dead letters"), "{q}: {stderr}");
+}
+
+/// Windows, window joins, interval and regular joins: the events span 50 s of event time so
+/// that q5's and q7's windows are many (q7's 10 s tumbling windows: 5). q20 has no twin: DuckDB
+/// alone.
+#[test]
+fn official_stateful_queries_verify_against_duckdb_and_their_twins() {
+    let Some(queries) = queries_or_skip() else {
+        return;
+    };
+    let Some(py) = duckdb_python() else { return };
+    for q in ["q3", "q5", "q7", "q8", "q11", "q20"] {
+        verify_official(&queries, &py, q, "50000", "1000");
+    }
+}
+
+#[test]
+fn official_stateless_queries_verify_against_duckdb_and_their_twins() {
+    let Some(queries) = queries_or_skip() else {
+        return;
+    };
+    let Some(py) = duckdb_python() else { return };
+    for q in ["q0", "q1", "q2", "q14", "q21", "q22"] {
+        verify_official(&queries, &py, q, "20000", "10000");
+    }
+}
+
+#[test]
+fn verify_without_duckdb_says_how_to_install_it_and_runs_nothing() {
+    let Some(queries) = queries_or_skip() else {
+        return;
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args([
+            "nexmark",
+            "--query",
+            "q2",
+            "--sql",
+            "--queries",
+            queries.to_str().unwrap(),
+            "--events",
+            "1000",
+            "--verify",
+            "--no-progress",
+        ])
+        .env("SLUICE_PYTHON", "/nonexistent/python")
+        .output()
+        .expect("sluice runs");
+    let (stdout, stderr) = text(&o);
+    assert!(!o.status.success());
+    assert!(stderr.contains("pip install duckdb==2.0.1"), "{stderr}");
+    assert!(!stdout.contains("events in"), "no job ran: {stdout}");
 }

@@ -48,18 +48,18 @@ impl<H> Sink<H> {
     pub fn start_new_chain(self) -> Self {
         self.set(|n| n.chaining = ChainingStrategy::Head)
     }
-    /// The same sink with its handle replaced by `f(handle)` (a caller that keeps sinks of
-    /// several kinds in one list, e.g. SQL's INSERTs, drops what it does not read).
+    /// The sink's id in the stream graph (as named by plans and the plan fixer).
+    pub fn node_id(&self) -> NodeId {
+        self.node
+    }
+    /// The same sink with its handle turned into another (e.g. dropped: `map_handle(|_| ())`,
+    /// for a caller that offers one sink type over several connectors).
     pub fn map_handle<G>(self, f: impl FnOnce(H) -> G) -> Sink<G> {
         Sink {
             env: self.env,
             node: self.node,
             handle: f(self.handle),
         }
-    }
-    /// The sink's id in the stream graph (as named by plans and the plan fixer).
-    pub fn node_id(&self) -> NodeId {
-        self.node
     }
     /// Declares connector option `key` with its value for this job (e.g.
     /// `sink.buffer-flush.max-rows`). The sink reads it from [`OperatorContext::option`] when

@@ -10,6 +10,7 @@ mod duckdb_oracle;
 mod fixer;
 mod nexmark_oracle;
 mod nexmark_recovery;
+mod official_oracle;
 mod plan_golden;
 mod skew_across_processes;
 mod skew_matches_flink;

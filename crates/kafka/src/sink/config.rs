@@ -5,9 +5,12 @@ use std::time::Duration;
 use super::serializer::Serializer;
 use crate::KafkaError;
 
-/// What the sink promises (Flink's `DeliveryGuarantee`, without `NONE`).
+/// What the sink promises (Flink's `DeliveryGuarantee`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeliveryGuarantee {
+    /// Flink's `NONE`: records are sent as they come and flushed only at the end of the input;
+    /// a checkpoint does not wait for them, so a failure can lose records sent before it.
+    None,
     /// Every checkpoint barrier waits until the broker acknowledged every record sent before
     /// it (flush); a failed delivery fails the job. After a restore, records since the
     /// checkpoint are written again: duplicates, never loss.
@@ -19,12 +22,27 @@ pub enum DeliveryGuarantee {
     ExactlyOnce,
 }
 
+/// Which partition a record goes to (Flink's `sink.partitioner`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkPartitioner {
+    /// Kafka's default partitioner: murmur2 of the key bytes for a keyed record, random for
+    /// one without a key (librdkafka's `murmur2_random`).
+    Default,
+    /// Each sink subtask writes to one partition: `subtask % partitions` (Flink's
+    /// `FlinkFixedPartitioner`).
+    Fixed,
+    /// Each sink subtask writes to the partitions in turn, record by record, whatever the key
+    /// (Kafka's `RoundRobinPartitioner`).
+    RoundRobin,
+}
+
 /// A Kafka sink's settings (build one with [`KafkaSink::builder`](super::KafkaSink::builder)).
 pub struct KafkaSinkConfig<T> {
     pub(crate) bootstrap: String,
     pub(crate) topic: String,
     pub(crate) serializer: Serializer<T>,
     pub(crate) guarantee: DeliveryGuarantee,
+    pub(crate) partitioner: SinkPartitioner,
     pub(crate) transactional_id_prefix: String,
     pub(crate) create_topic: Option<i32>,
     pub(crate) connect_timeout: Duration,
@@ -39,6 +57,7 @@ pub struct KafkaSinkBuilder<T> {
     topic: Option<String>,
     serializer: Option<Serializer<T>>,
     guarantee: DeliveryGuarantee,
+    partitioner: SinkPartitioner,
     prefix: Option<String>,
     create_topic: Option<i32>,
     connect_timeout: Duration,
@@ -57,6 +76,7 @@ impl<T: 'static> KafkaSinkBuilder<T> {
             topic: None,
             serializer: None,
             guarantee: DeliveryGuarantee::AtLeastOnce,
+            partitioner: SinkPartitioner::Default,
             prefix: None,
             create_topic: None,
             connect_timeout: Duration::from_secs(10),
@@ -83,6 +103,11 @@ impl<T: 'static> KafkaSinkBuilder<T> {
     /// Default: at-least-once (as Flink's `KafkaSink`).
     pub fn guarantee(mut self, g: DeliveryGuarantee) -> Self {
         self.guarantee = g;
+        self
+    }
+    /// Which partition a record goes to (default: Kafka's default partitioner).
+    pub fn partitioner(mut self, p: SinkPartitioner) -> Self {
+        self.partitioner = p;
         self
     }
     /// Flink's `sink.transactional-id-prefix`: transactional ids are
@@ -160,6 +185,7 @@ impl<T: 'static> KafkaSinkBuilder<T> {
                 topic,
                 serializer,
                 guarantee: self.guarantee,
+                partitioner: self.partitioner,
                 transactional_id_prefix: prefix,
                 create_topic: self.create_topic,
                 connect_timeout: self.connect_timeout,

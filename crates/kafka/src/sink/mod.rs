@@ -1,11 +1,12 @@
 //! The Kafka sink (`Sink: Kafka`): [`KafkaSink`] (built by [`KafkaSinkBuilder`]), added to a
 //! stream with [`KafkaSink::add_to`] or [`KafkaSinkExt::sink_to_kafka`]; records become key and
 //! value bytes through a [`Serializer`] (raw, UTF-8, JSON); keyed records are placed by Kafka's
-//! default partitioner (murmur2, as Java clients); figures in [`KafkaSinkMetrics`] (the sink's
-//! handle).
+//! default partitioner (murmur2, as Java clients) unless a [`SinkPartitioner`] says otherwise
+//! (fixed per subtask, round-robin); figures in [`KafkaSinkMetrics`] (the sink's handle).
 //!
 //! # Guarantees
 //!
+//! - [`DeliveryGuarantee::None`]: records are flushed only at the end of the input.
 //! - [`DeliveryGuarantee::AtLeastOnce`]: at every checkpoint barrier the subtask waits until
 //!   the broker acknowledged everything sent before it (flush); a failed delivery fails the
 //!   job, which restarts from the last checkpoint and writes what followed it again
@@ -90,7 +91,7 @@ use std::sync::Arc;
 use sluice_datastream::{DataStream, Sink};
 use sluice_types::Data;
 
-pub use config::{DeliveryGuarantee, KafkaSinkBuilder, KafkaSinkConfig};
+pub use config::{DeliveryGuarantee, KafkaSinkBuilder, KafkaSinkConfig, SinkPartitioner};
 #[cfg(feature = "fault-injection")]
 pub use fault::{KILL_BEFORE_COMMIT_ENV, KILL_LINE};
 pub use metrics::{
@@ -100,9 +101,18 @@ pub use serializer::{KeyValue, Serializer};
 pub use transactions::transactional_id;
 pub use writer::KafkaSinkWriter;
 
-/// A configured Kafka sink; add it to a stream with [`add_to`](Self::add_to).
+/// A configured Kafka sink; add it to a stream with [`add_to`](Self::add_to). Cheap to clone
+/// (the settings are shared).
 pub struct KafkaSink<T> {
     config: Arc<KafkaSinkConfig<T>>,
+}
+
+impl<T> Clone for KafkaSink<T> {
+    fn clone(&self) -> Self {
+        KafkaSink {
+            config: self.config.clone(),
+        }
+    }
 }
 
 impl<T: Data> KafkaSink<T> {

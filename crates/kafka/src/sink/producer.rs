@@ -182,6 +182,7 @@ pub(crate) fn send(
     topic: &str,
     key: Option<&[u8]>,
     value: &[u8],
+    partition: Option<i32>,
     timeout: Duration,
 ) -> Result<(), KafkaError> {
     if let Some(f) = p.context().failure() {
@@ -193,6 +194,9 @@ pub(crate) fn send(
     let mut rec: BaseRecord<'_, [u8], [u8]> = BaseRecord::to(topic).payload(value);
     if let Some(k) = key {
         rec = rec.key(k);
+    }
+    if let Some(p) = partition {
+        rec = rec.partition(p);
     }
     let start = Instant::now();
     loop {

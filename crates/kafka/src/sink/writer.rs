@@ -8,10 +8,10 @@ use sluice_runtime::checkpoint::CheckpointHub;
 use sluice_runtime::{TaskMetrics, TaskServices};
 use sluice_types::{Collector, ControlEvent, OperatorContext, OperatorError, ServicesHandle};
 
-use super::config::{DeliveryGuarantee, KafkaSinkConfig};
+use super::config::{DeliveryGuarantee, KafkaSinkConfig, SinkPartitioner};
 use super::fault;
 use super::metrics::{KafkaSinkMetrics, TaskGauges};
-use super::producer::{flush, producer, send, SinkProducer};
+use super::producer::{check_topic, flush, producer, send, SinkProducer};
 use super::transactions::{self as txns, transactional_id, Txn};
 use crate::KafkaError;
 
@@ -77,6 +77,9 @@ pub struct KafkaSinkWriter<T> {
     /// The newest completed checkpoint the task told this sink of
     /// (`ControlEvent::CheckpointComplete`): what it may commit up to.
     completed: u64,
+    /// Where records go: `None` for Kafka's default partitioner, else the partition count
+    /// and the next partition (fixed or round-robin).
+    placement: Option<(i32, i32)>,
 }
 
 impl<T: 'static> KafkaSinkWriter<T> {
@@ -90,8 +93,15 @@ impl<T: 'static> KafkaSinkWriter<T> {
         let services = TaskServices::of(ctx);
         let hub = services.and_then(|s| s.hub().cloned());
         let gauges = TaskGauges::of(services.map(|s| &**s.metrics()));
+        let placement = match cfg.partitioner {
+            SinkPartitioner::Default => None,
+            SinkPartitioner::Fixed | SinkPartitioner::RoundRobin => {
+                let n = check_topic(&cfg)?.max(1) as i32;
+                Some((n, (ctx.subtask_index as i32) % n))
+            }
+        };
         let mode = match cfg.guarantee {
-            DeliveryGuarantee::AtLeastOnce => {
+            DeliveryGuarantee::AtLeastOnce | DeliveryGuarantee::None => {
                 Mode::AtLeastOnce(producer(&cfg, &metrics, &gauges, None)?)
             }
             DeliveryGuarantee::ExactlyOnce => {
@@ -116,6 +126,7 @@ impl<T: 'static> KafkaSinkWriter<T> {
             metrics,
             mode,
             completed: 0,
+            placement,
             cfg,
         })
     }
@@ -148,6 +159,8 @@ impl<T: 'static> KafkaSinkWriter<T> {
         self.commit_due()?;
         let topic = self.cfg.topic.clone();
         match &mut self.mode {
+            // Flink's NONE: a checkpoint does not wait for deliveries.
+            Mode::AtLeastOnce(_) if self.cfg.guarantee == DeliveryGuarantee::None => Ok(()),
             Mode::AtLeastOnce(p) => flush(p, &topic, self.cfg.flush_timeout),
             Mode::ExactlyOnce {
                 current,
@@ -314,8 +327,22 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                 })?;
         let bytes = (value.len() + key.as_ref().map_or(0, Vec::len)) as u64;
         let timeout = self.cfg.flush_timeout;
+        let partition = self.placement.as_mut().map(|(n, next)| {
+            let p = *next;
+            if self.cfg.partitioner == SinkPartitioner::RoundRobin {
+                *next = (*next + 1) % *n;
+            }
+            p
+        });
         match &mut self.mode {
-            Mode::AtLeastOnce(p) => send(p, &self.cfg.topic, key.as_deref(), &value, timeout)?,
+            Mode::AtLeastOnce(p) => send(
+                p,
+                &self.cfg.topic,
+                key.as_deref(),
+                &value,
+                partition,
+                timeout,
+            )?,
             Mode::ExactlyOnce {
                 current,
                 next_offset,
@@ -341,6 +368,7 @@ impl<T: Send + 'static> Collector<T> for KafkaSinkWriter<T> {
                     &self.cfg.topic,
                     key.as_deref(),
                     &value,
+                    partition,
                     timeout,
                 )?;
                 t.records += 1;

@@ -43,7 +43,7 @@ use sluice_datastream::{DataStream, StreamEnv};
 use sluice_types::Data;
 
 pub use deser::{Json, KafkaDeserializer, KafkaRecord, Lines, RawBytes};
-pub use offsets::{OffsetFallback, PartitionPlan, StartingOffsets};
+pub use offsets::{OffsetFallback, PartitionPlan, StartingOffsets, StoppingOffsets};
 pub use reader::KafkaSourceReader;
 pub use split::SplitPosition;
 pub use watermarks::{EventTime, KafkaWatermarks};
@@ -138,7 +138,7 @@ impl KafkaSource<()> {
             subscription: None,
             group_id: None,
             starting: StartingOffsets::Earliest,
-            bounded: false,
+            stopping: None,
         }
     }
 }
@@ -204,7 +204,7 @@ pub struct KafkaSourceBuilder {
     subscription: Option<Subscription>,
     group_id: Option<String>,
     starting: StartingOffsets,
-    bounded: bool,
+    stopping: Option<StoppingOffsets>,
 }
 
 impl KafkaSourceBuilder {
@@ -246,15 +246,23 @@ impl KafkaSourceBuilder {
         self
     }
 
-    /// Stop at the end offsets seen when the source is built (a backfill, a test).
+    /// Stop at the end offsets seen when the source is built (a backfill, a test): the same
+    /// as [`stopping_offsets`](Self::stopping_offsets)`(StoppingOffsets::Latest)`.
     pub fn bounded(mut self) -> Self {
-        self.bounded = true;
+        self.stopping = Some(StoppingOffsets::Latest);
         self
     }
 
-    /// Sets bounded mode on or off.
+    /// Sets bounded mode (stopping at the end offsets seen at build) on or off.
     pub fn set_bounded(mut self, bounded: bool) -> Self {
-        self.bounded = bounded;
+        self.stopping = bounded.then_some(StoppingOffsets::Latest);
+        self
+    }
+
+    /// Bounded: each partition stops at its offset from `stopping`, resolved at build (Flink's
+    /// `setBounded(OffsetsInitializer)`).
+    pub fn stopping_offsets(mut self, stopping: StoppingOffsets) -> Self {
+        self.stopping = Some(stopping);
         self
     }
 
@@ -289,7 +297,7 @@ impl KafkaSourceBuilder {
             subscription,
             group_id,
             starting,
-            bounded,
+            stopping,
         } = self;
         let subscription = subscription.ok_or_else(|| {
             KafkaError::Config("no topics: call topics(...) or topic_pattern(...)".into())
@@ -297,6 +305,11 @@ impl KafkaSourceBuilder {
         if matches!(starting, StartingOffsets::Committed { .. }) && group_id.is_none() {
             return Err(KafkaError::Config(
                 "committed starting offsets need a group id".into(),
+            ));
+        }
+        if matches!(stopping, Some(StoppingOffsets::Committed)) && group_id.is_none() {
+            return Err(KafkaError::Config(
+                "committed stopping offsets need a group id".into(),
             ));
         }
         settings.validate()?;
@@ -310,7 +323,15 @@ impl KafkaSourceBuilder {
             .map_err(|e| KafkaError::client("creating a consumer", &settings.bootstrap, e))?;
         let metadata = admin::metadata_of(&consumer, &settings)?;
         let topics = admin::resolve(&metadata, &subscription, &settings.bootstrap)?;
-        let plan = offsets::plan_partitions(&consumer, &settings, &topics, starting, bounded)?;
+        let plan = offsets::plan_partitions(
+            &consumer,
+            &settings,
+            &topics,
+            &starting,
+            stopping.as_ref(),
+            group_id.is_some(),
+        )?;
+        let bounded = stopping.is_some();
         Ok(KafkaSource {
             shared: Arc::new(Shared {
                 settings,
@@ -337,7 +358,7 @@ mod tests {
         .unwrap();
         u.check_params(SOURCE_URL_PARAMS).unwrap();
         let b = KafkaSource::builder_from_url(&u).unwrap();
-        assert!(b.bounded);
+        assert_eq!(b.stopping, Some(StoppingOffsets::Latest));
         assert_eq!(b.group_id.as_deref(), Some("g"));
         assert_eq!(
             b.starting,

@@ -1,5 +1,6 @@
 //! Where each partition starts and (bounded mode) ends, resolved once when the source is built,
-//! so every subtask and every restart of the job agrees on them.
+//! so every subtask and every restart of the job agrees on them: [`StartingOffsets`] and
+//! [`StoppingOffsets`], Flink's `OffsetsInitializer`s for the start and the bound.
 //!
 //! **End offsets and the tansu bug.** A partition's true end (the offset after its last
 //! record) is taken by a *probe*: read the high watermark `h` reported by the broker, then read
@@ -11,7 +12,7 @@
 //! the last batch that were there before the start). Records appended while the probe runs may
 //! extend the end: the bound is "everything the partition held when the probe reached EOF".
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -24,7 +25,7 @@ use crate::KafkaError;
 
 /// Where a source starts reading partitions that no checkpoint names (Flink's
 /// `OffsetsInitializer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StartingOffsets {
     /// The first offset still in the log (`OffsetsInitializer.earliest()`).
     Earliest,
@@ -39,6 +40,28 @@ pub enum StartingOffsets {
     /// The first offset whose record timestamp is `>=` this (ms since the epoch), or the end
     /// of the log if none is (`timestamp(ms)`).
     Timestamp(i64),
+    /// These offsets by (topic, partition) (`offsets(map)`): a partition not named starts at
+    /// the group's committed offset (with a group id), else at the earliest; a named offset
+    /// outside the log (below its first offset or past its end) starts at the earliest, as a
+    /// consumer's `auto.offset.reset=earliest` does.
+    Specific(BTreeMap<(String, i32), i64>),
+}
+
+/// Where a bounded source stops (Flink's `setBounded(OffsetsInitializer)`): each partition is
+/// read up to, not including, its stopping offset (never before its start).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoppingOffsets {
+    /// The end of the log when the source is built (`latest()`).
+    Latest,
+    /// The group's committed offsets (`committedOffsets()`); a partition without one is an
+    /// error naming it. Needs a group id.
+    Committed,
+    /// The first offset whose record timestamp is `>=` this (ms since the epoch), or the end
+    /// of the log if none is (`timestamp(ms)`).
+    Timestamp(i64),
+    /// These offsets by (topic, partition); a partition not named is not read (Flink's
+    /// `scan.bounded.specific-offsets`).
+    Specific(BTreeMap<(String, i32), i64>),
 }
 
 /// What [`StartingOffsets::Committed`] does for a partition the group never committed.
@@ -65,13 +88,14 @@ pub struct PartitionPlan {
     pub end: Option<i64>,
 }
 
-/// Resolves start (and, if `bounded`, end) offsets of every partition of `topics`.
+/// Resolves start (and, with `stopping`, end) offsets of every partition of `topics`.
 pub(crate) fn plan_partitions(
     consumer: &BaseConsumer,
     settings: &ClientSettings,
     topics: &[TopicPartitions],
-    starting: StartingOffsets,
-    bounded: bool,
+    starting: &StartingOffsets,
+    stopping: Option<&StoppingOffsets>,
+    has_group: bool,
 ) -> Result<Vec<PartitionPlan>, KafkaError> {
     let bs = &settings.bootstrap;
     let t = settings.connect_timeout;
@@ -86,11 +110,12 @@ pub(crate) fn plan_partitions(
         })?;
         low_high.insert((topic.clone(), *p), wm);
     }
-    let need_ends = bounded
+    let need_ends = stopping.is_some()
         || matches!(
             starting,
             StartingOffsets::Latest
                 | StartingOffsets::Timestamp(_)
+                | StartingOffsets::Specific(_)
                 | StartingOffsets::Committed {
                     fallback: OffsetFallback::Latest
                 }
@@ -100,45 +125,20 @@ pub(crate) fn plan_partitions(
     } else {
         HashMap::new()
     };
-    let committed = match starting {
-        StartingOffsets::Committed { .. } => {
-            let mut tpl = TopicPartitionList::new();
-            for (topic, p) in &parts {
-                tpl.add_partition(topic, *p);
-            }
-            let got = consumer
-                .committed_offsets(tpl, t)
-                .map_err(|e| KafkaError::client("reading the group's committed offsets", bs, e))?;
-            got.elements()
-                .iter()
-                .filter_map(|e| match e.offset() {
-                    Offset::Offset(o) => Some(((e.topic().to_string(), e.partition()), o)),
-                    _ => None,
-                })
-                .collect()
-        }
+    let need_committed = matches!(starting, StartingOffsets::Committed { .. })
+        || (has_group && matches!(starting, StartingOffsets::Specific(_)))
+        || matches!(stopping, Some(StoppingOffsets::Committed));
+    let committed = if need_committed {
+        committed_offsets(consumer, &parts, t, bs)?
+    } else {
+        HashMap::new()
+    };
+    let start_time = match starting {
+        StartingOffsets::Timestamp(ms) => offsets_for_time(consumer, &parts, *ms, t, bs)?,
         _ => HashMap::new(),
     };
-    let by_time = match starting {
-        StartingOffsets::Timestamp(ms) => {
-            let mut tpl = TopicPartitionList::new();
-            for (topic, p) in &parts {
-                tpl.add_partition_offset(topic, *p, Offset::Offset(ms))
-                    .map_err(|e| KafkaError::client("building an offset request", bs, e))?;
-            }
-            let got = consumer.offsets_for_times(tpl, t).map_err(|e| {
-                KafkaError::client(format!("looking up offsets for time {ms}"), bs, e)
-            })?;
-            got.elements()
-                .iter()
-                .filter_map(|e| match e.offset() {
-                    Offset::Offset(o) if o >= 0 => {
-                        Some(((e.topic().to_string(), e.partition()), o))
-                    }
-                    _ => None,
-                })
-                .collect()
-        }
+    let stop_time = match stopping {
+        Some(StoppingOffsets::Timestamp(ms)) => offsets_for_time(consumer, &parts, *ms, t, bs)?,
         _ => HashMap::new(),
     };
     let mut out = Vec::with_capacity(parts.len());
@@ -150,7 +150,12 @@ pub(crate) fn plan_partitions(
         let start = match starting {
             StartingOffsets::Earliest => low,
             StartingOffsets::Latest => latest(),
-            StartingOffsets::Timestamp(_) => by_time.get(&key).copied().unwrap_or_else(latest),
+            StartingOffsets::Timestamp(_) => start_time.get(&key).copied().unwrap_or_else(latest),
+            StartingOffsets::Specific(offsets) => match offsets.get(&key) {
+                Some(&o) if o >= low && o <= latest() => o,
+                Some(_) => low,
+                None => committed.get(&key).copied().unwrap_or(low),
+            },
             StartingOffsets::Committed { fallback } => match committed.get(&key) {
                 Some(o) => *o,
                 None => match fallback {
@@ -164,18 +169,83 @@ pub(crate) fn plan_partitions(
                 },
             },
         };
+        let stop = match stopping {
+            None => None,
+            Some(StoppingOffsets::Latest) => Some(latest()),
+            Some(StoppingOffsets::Timestamp(_)) => {
+                Some(stop_time.get(&key).copied().unwrap_or_else(latest))
+            }
+            Some(StoppingOffsets::Specific(offsets)) => {
+                Some(offsets.get(&key).copied().unwrap_or(start))
+            }
+            Some(StoppingOffsets::Committed) => match committed.get(&key) {
+                Some(o) => Some(*o),
+                None => {
+                    return Err(KafkaError::Config(format!(
+                        "partition {topic}/{p} has no committed offset for the group to stop at"
+                    )))
+                }
+            },
+        };
         out.push(PartitionPlan {
             topic,
             partition: p,
             start,
-            end: if bounded {
-                Some(end.unwrap_or(low).max(start))
-            } else {
-                None
-            },
+            end: stop.map(|e| e.max(start)),
         });
     }
     Ok(out)
+}
+
+/// The group's committed offsets of `parts` (partitions without one are absent).
+fn committed_offsets(
+    consumer: &BaseConsumer,
+    parts: &[(String, i32)],
+    timeout: Duration,
+    bs: &str,
+) -> Result<HashMap<(String, i32), i64>, KafkaError> {
+    let mut tpl = TopicPartitionList::new();
+    for (topic, p) in parts {
+        tpl.add_partition(topic, *p);
+    }
+    let got = consumer
+        .committed_offsets(tpl, timeout)
+        .map_err(|e| KafkaError::client("reading the group's committed offsets", bs, e))?;
+    Ok(got
+        .elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) => Some(((e.topic().to_string(), e.partition()), o)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// The first offset of each of `parts` whose record timestamp is `>= ms` (partitions without
+/// such a record are absent).
+fn offsets_for_time(
+    consumer: &BaseConsumer,
+    parts: &[(String, i32)],
+    ms: i64,
+    timeout: Duration,
+    bs: &str,
+) -> Result<HashMap<(String, i32), i64>, KafkaError> {
+    let mut tpl = TopicPartitionList::new();
+    for (topic, p) in parts {
+        tpl.add_partition_offset(topic, *p, Offset::Offset(ms))
+            .map_err(|e| KafkaError::client("building an offset request", bs, e))?;
+    }
+    let got = consumer
+        .offsets_for_times(tpl, timeout)
+        .map_err(|e| KafkaError::client(format!("looking up offsets for time {ms}"), bs, e))?;
+    Ok(got
+        .elements()
+        .iter()
+        .filter_map(|e| match e.offset() {
+            Offset::Offset(o) if o >= 0 => Some(((e.topic().to_string(), e.partition()), o)),
+            _ => None,
+        })
+        .collect())
 }
 
 /// The true end of every partition (see the module docs): `max(h, last offset read from

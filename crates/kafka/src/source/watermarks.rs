@@ -128,13 +128,25 @@ impl SplitWatermarks {
         Ok(())
     }
 
-    /// Split `i` reached its end (bounded): it no longer holds the watermark back.
+    /// Split `i` reached its end (bounded): it no longer holds the watermark back. When it was
+    /// the last, the subtask's event time is over: it emits the maximal watermark then, as
+    /// Flink's source does at the end of its input (before its final checkpoint). Marking the
+    /// subtask idle instead would let a downstream operator fed by other subtasks run its
+    /// watermark to the end before an operator chained here (a local pre-aggregation) sent
+    /// what it holds, which then arrives late.
     pub(crate) fn finish_split<T>(
         &mut self,
         i: usize,
         out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
         self.finished[i] = true;
+        if self.finished.iter().all(|f| *f) {
+            if self.idle_sent {
+                self.idle_sent = false;
+                out.emit_idleness(false)?;
+            }
+            return out.emit_watermark(Watermark(i64::MAX));
+        }
         let ev = self.combiner.mark_idle(i);
         self.forward(ev, out)
     }
@@ -214,5 +226,20 @@ mod tests {
         assert_eq!(out.idleness, vec![true]);
         w.on_event(0, 8_000, &mut out).unwrap();
         assert_eq!(out.idleness, vec![true, false]);
+    }
+
+    #[test]
+    fn the_last_split_to_finish_ends_event_time_rather_than_idling() {
+        let s = KafkaWatermarks::<u8>::kafka_timestamps(0);
+        let mut w = SplitWatermarks::new(&s, 2);
+        let mut out = VecCollector::<u8>::default();
+        w.on_event(0, 1_000, &mut out).unwrap();
+        w.finish_split(0, &mut out).unwrap();
+        // Split 1 has sent nothing yet: it holds the watermark back.
+        assert_eq!(out.watermarks, vec![]);
+        w.on_event(1, 500, &mut out).unwrap();
+        w.finish_split(1, &mut out).unwrap();
+        assert_eq!(out.watermarks, vec![Watermark(i64::MAX)]);
+        assert!(out.idleness.is_empty(), "{:?}", out.idleness);
     }
 }

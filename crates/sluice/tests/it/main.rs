@@ -8,3 +8,4 @@ mod launch;
 mod live_bounded;
 mod live_failed_plan;
 mod run;
+mod table_env;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use sluice::{RunOptions, Running, Say};
 
-fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+pub(crate) fn get(addr: SocketAddr, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     write!(

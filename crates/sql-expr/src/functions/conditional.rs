@@ -1,13 +1,34 @@
 //! Conditional built-ins: `COALESCE`, `IF`, `NULLIF`, `IFNULL`, `GREATEST`, `LEAST`. Their
 //! arguments meet in a common type (Flink's `leastRestrictive`); evaluation converts the value
-//! returned to that type.
+//! returned to that type. Also the value constructor `ROW(a, b, …)`: a row whose fields are named
+//! `EXPR$0`, `EXPR$1`… as Flink names them (`CAST(ROW(…) AS ROW<name type, …>)` names them).
 
 use super::{FunctionRegistry, ScalarFunction};
-use crate::types::LogicalType;
+use crate::types::{DataType, LogicalType, RowField};
 use crate::typing::{common_type, common_type_of};
 use crate::value::Value;
 
 pub(super) fn register(r: &mut FunctionRegistry) {
+    r.register(
+        "ROW",
+        ScalarFunction::new(
+            "ROW",
+            "ROW(<ANY>, …)",
+            |t, _| {
+                let fields = t
+                    .iter()
+                    .enumerate()
+                    .map(|(i, ty)| RowField {
+                        name: format!("EXPR${i}"),
+                        ty: ty.clone(),
+                    })
+                    .collect();
+                Some(DataType::new(LogicalType::Row(fields)).with_nullable(false))
+            },
+            |a, _| Ok(Value::Row(a.to_vec().into())),
+        )
+        .non_strict(),
+    );
     r.register(
         "COALESCE",
         ScalarFunction::new(

@@ -11,6 +11,8 @@ mod string;
 mod time;
 pub mod udf;
 
+pub use time::{SOURCE_WATERMARK, SOURCE_WATERMARK_MISUSED};
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;

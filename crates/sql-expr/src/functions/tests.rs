@@ -434,3 +434,31 @@ fn row_fields_and_pre_bound_aggregates() {
         Value::Int(4)
     );
 }
+
+#[test]
+fn row_values_cast_to_named_row_types_field_by_field() {
+    let LogicalType::Row(fields) = bind("ROW(bidder, channel)").data_type().logical else {
+        panic!("a row")
+    };
+    assert_eq!(
+        fields[1].name, "EXPR$1",
+        "Flink's names for a ROW value's fields"
+    );
+    let e = bind("CAST(ROW(bidder, channel) AS ROW<id BIGINT, `name` VARCHAR>)");
+    let LogicalType::Row(fields) = e.data_type().logical else {
+        panic!("a row")
+    };
+    assert_eq!(
+        (fields[0].name.as_str(), fields[1].name.as_str()),
+        ("id", "name")
+    );
+    // A bare VARCHAR is Flink's VARCHAR(2147483647): nothing is cut.
+    assert_eq!(
+        eval("CAST(ROW(bidder, channel) AS ROW<id BIGINT, `name` VARCHAR>)"),
+        Value::Row(vec![Value::Int(2001), s("Apple")].into())
+    );
+    assert_eq!(
+        eval("CAST(ROW(channel) AS ROW(c VARCHAR(2)))"),
+        Value::Row(vec![s("Ap")].into())
+    );
+}

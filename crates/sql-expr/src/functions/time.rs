@@ -1,7 +1,9 @@
 //! Date and time built-ins: `HOUR`, `MINUTE`, `SECOND`, `YEAR`, `MONTH`, `DAYOFMONTH`,
 //! `DAYOFWEEK`, `DAYOFYEAR`, `QUARTER`, `WEEK` (and `EXTRACT(… FROM …)`, bound to them),
 //! `DATE_FORMAT`, `TO_TIMESTAMP`, `TO_DATE`, `UNIX_TIMESTAMP`, `FROM_UNIXTIME`, and the
-//! non-deterministic `CURRENT_TIMESTAMP`, `NOW`, `LOCALTIMESTAMP`, `CURRENT_DATE`, `PROCTIME`.
+//! non-deterministic `CURRENT_TIMESTAMP`, `NOW`, `LOCALTIMESTAMP`, `CURRENT_DATE`, `PROCTIME`;
+//! `SOURCE_WATERMARK()`, Flink's marker for a `WATERMARK FOR` that adopts the source's own
+//! watermarks ([`SOURCE_WATERMARK`]: it binds, but never evaluates).
 //!
 //! Formats are Java `SimpleDateFormat` patterns (see `datetime`); a literal pattern with a letter
 //! Sluice does not implement is refused when the statement is bound. The session time zone is UTC.
@@ -15,6 +17,13 @@ use crate::types::{DataType, LogicalType, TimestampKind};
 use crate::value::{Timestamp, Value};
 
 const DEFAULT_FORMAT: &str = "yyyy-MM-dd HH:mm:ss";
+
+/// The name of Flink's `SOURCE_WATERMARK()`.
+pub const SOURCE_WATERMARK: &str = "SOURCE_WATERMARK";
+
+/// Flink's words for `SOURCE_WATERMARK()` anywhere but the `WATERMARK FOR` of a source that
+/// emits its own watermarks (Flink's `SourceWatermarkFunction`).
+pub const SOURCE_WATERMARK_MISUSED: &str = "SOURCE_WATERMARK() is a declarative marker function and doesn't have concrete runtime implementation. It can only be used as a single expression in a WATERMARK FOR clause in the CREATE TABLE DDL. The declaration will be pushed down into a table source that implements the 'org.apache.flink.table.connector.source.abilities.SupportsSourceWatermark' interface. The source will emit system-defined watermarks afterwards. Please check the documentation whether the connector supports source watermarks.";
 
 fn timestamp_of(v: &Value) -> Option<Timestamp> {
     match v {
@@ -259,6 +268,18 @@ pub(super) fn register(r: &mut FunctionRegistry) {
             "PROCTIME()",
             |t, _| t.is_empty().then(|| ltz(TimestampKind::Proctime)),
             |_, _| Ok(Value::Timestamp(now())),
+        )
+        .non_deterministic(),
+    );
+    // A marker the runtime recognizes in a scan's watermark; the translator refuses it
+    // anywhere else before a job starts, so this evaluation is only a last guard.
+    r.register(
+        SOURCE_WATERMARK,
+        ScalarFunction::new(
+            SOURCE_WATERMARK,
+            "SOURCE_WATERMARK()",
+            |t, _| t.is_empty().then(|| ltz(TimestampKind::Regular)),
+            |_, _| Err(crate::error::SqlError::eval(SOURCE_WATERMARK_MISUSED)),
         )
         .non_deterministic(),
     );

@@ -5,18 +5,22 @@
 //! | `nexmark`    | yes    |      | [`nexmark`] |
 //! | `datagen`    | yes    |      | [`datagen`] |
 //! | `filesystem` | yes    | yes  | [`filesystem`] (`format` = `csv` or `json`) |
+//! | `kafka`      | yes    | yes  | [`kafka`] (`format` / `value.format`, `key.format` = `csv` or `json`) |
 //! | `print`      |        | yes  | [`print`] |
 //! | `blackhole`  |        | yes  | (drops rows) |
 //! | `jdbc`       | lookup | yes  | [`jdbc`] (PostgreSQL: upsert by primary key, else append; lookup joins) |
 //!
-//! `kafka` and `upsert-kafka` are refused as not supported yet. Sources produce rows in
-//! the table's physical column order ([`PhysicalSchema`]). A lookup join's right side
-//! (`FOR SYSTEM_TIME AS OF`) is read through [`lookup`]: `jdbc` tables and the legacy
-//! `'connector.type' = 'filesystem'` csv table (Nexmark's q13).
+//! `upsert-kafka` is refused as not supported yet. Sources produce rows in the table's physical
+//! column order ([`PhysicalSchema`]); the csv and json formats are [`format`]'s, shared by the
+//! connectors that read and write records. A lookup join's right side (`FOR SYSTEM_TIME AS
+//! OF`) is read through [`lookup`]: `jdbc` tables and the legacy `'connector.type' =
+//! 'filesystem'` csv table (Nexmark's q13).
 
 pub mod datagen;
 pub mod filesystem;
+pub mod format;
 pub mod jdbc;
+pub mod kafka;
 pub mod lookup;
 pub mod nexmark;
 pub mod print;
@@ -33,13 +37,14 @@ const KNOWN: &[&str] = &[
     "nexmark",
     "datagen",
     "filesystem",
+    "kafka",
     "print",
     "blackhole",
     "jdbc",
 ];
 
 /// Connectors Flink has that come later.
-const LATER: &[&str] = &["kafka", "upsert-kafka"];
+const LATER: &[&str] = &["upsert-kafka"];
 
 /// A table's `'connector'`, checked.
 fn connector_of(def: &TableDef, options: &Options) -> Result<String> {
@@ -76,6 +81,14 @@ pub enum SourceConnector {
     Datagen(datagen::DatagenSpec),
     /// Files, read once (bounded).
     Filesystem(filesystem::FilesystemSpec),
+    /// Kafka topics (bounded with `scan.bounded.mode`).
+    Kafka(Box<kafka::KafkaSourceSpec>),
+}
+
+/// Whether `def`'s source generates the table's watermark itself, per split (Kafka: Flink
+/// pushes the watermark into its Kafka source), known from its options alone.
+pub fn takes_watermark(def: &TableDef) -> bool {
+    def.option("connector") == Some("kafka")
 }
 
 impl SourceConnector {
@@ -93,6 +106,9 @@ impl SourceConnector {
             "filesystem" => Ok(SourceConnector::Filesystem(
                 filesystem::FilesystemSpec::new(&options, &schema)?,
             )),
+            "kafka" => Ok(SourceConnector::Kafka(Box::new(
+                kafka::KafkaSourceSpec::new(def, &options, &schema)?,
+            ))),
             "jdbc" => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!(
@@ -116,6 +132,26 @@ impl SourceConnector {
             SourceConnector::Nexmark(s) => s.stream(env),
             SourceConnector::Datagen(s) => s.stream(env),
             SourceConnector::Filesystem(s) => s.stream(env),
+            SourceConnector::Kafka(s) => s.stream(env, None),
+        }
+    }
+
+    /// Whether the source generates the table's watermark itself
+    /// ([`stream_with_watermark`](Self::stream_with_watermark)).
+    pub fn takes_watermark(&self) -> bool {
+        matches!(self, SourceConnector::Kafka(_))
+    }
+
+    /// The source's rows with `watermark` generated per split, for a source that
+    /// [takes it](Self::takes_watermark) (others give their rows without it).
+    pub fn stream_with_watermark(
+        &self,
+        env: &StreamEnv,
+        watermark: &crate::scan::SourceWatermark,
+    ) -> DataStream<Row> {
+        match self {
+            SourceConnector::Kafka(s) => s.stream(env, Some(watermark)),
+            other => other.stream(env),
         }
     }
 }
@@ -125,6 +161,8 @@ impl SourceConnector {
 pub enum SinkConnector {
     /// Part files under a directory.
     Filesystem(filesystem::FilesystemSpec),
+    /// A Kafka topic.
+    Kafka(Box<kafka::KafkaSinkSpec>),
     /// Flink's print sink.
     Print(print::PrintSpec),
     /// Drops every row.
@@ -142,6 +180,9 @@ impl SinkConnector {
             "filesystem" => Ok(SinkConnector::Filesystem(filesystem::FilesystemSpec::new(
                 &options, &schema,
             )?)),
+            "kafka" => Ok(SinkConnector::Kafka(Box::new(kafka::KafkaSinkSpec::new(
+                def, &options, &schema,
+            )?))),
             "print" => Ok(SinkConnector::Print(print::PrintSpec::new(
                 &options, &schema,
             )?)),
@@ -166,6 +207,7 @@ impl SinkConnector {
     pub fn write(&self, rows: &DataStream<Row>) -> Result<Sink<()>> {
         Ok(match self {
             SinkConnector::Filesystem(s) => s.write(rows),
+            SinkConnector::Kafka(s) => s.write(rows),
             SinkConnector::Print(s) => s.write(rows),
             SinkConnector::Blackhole => rows.sink_fn("BlackHole", |_| Ok(())),
             SinkConnector::Jdbc(s) => s.write(rows)?,

@@ -1,9 +1,11 @@
 //! sluice-table's integration tests: real jobs over the DataStream API.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod flink_answers;
 mod formats;
 mod jdbc;
 mod joins;
+mod kafka;
 mod nexmark_lookup;
 mod nexmark_scan;
 mod options;

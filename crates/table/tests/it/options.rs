@@ -61,9 +61,9 @@ fn a_malformed_value_says_what_was_expected() {
 fn unknown_and_later_connectors() {
     let e = source_error("'connector' = 'filesystm'");
     assert!(e.to_string().contains("Did you mean 'filesystem'"), "{e}");
-    let e = source_error("'connector' = 'kafka', 'topic' = 'x'");
+    let e = source_error("'connector' = 'upsert-kafka', 'topic' = 'x'");
     assert!(
-        matches!(&e, SqlError::Unsupported { what, .. } if what.contains("'kafka'")),
+        matches!(&e, SqlError::Unsupported { what, .. } if what.contains("'upsert-kafka'")),
         "{e}"
     );
     // jdbc runs now: without its url it is refused naming the option.

@@ -122,6 +122,23 @@ fn a_window_table_function_without_aggregate_is_refused_by_flinks_name() {
     assert!(e.contains("WindowTableFunction"), "{e}");
 }
 
+#[test]
+fn source_watermark_on_a_connector_table_is_refused_with_flinks_words_before_the_script_runs() {
+    let e = SqlScript::prepare(
+        "CREATE TABLE g (n BIGINT, ts TIMESTAMP(3), WATERMARK FOR ts AS SOURCE_WATERMARK()) \
+           WITH ('connector' = 'datagen', 'number-of-rows' = '3');
+         CREATE TABLE o (n BIGINT) WITH ('connector' = 'blackhole');
+         INSERT INTO o SELECT n FROM g;",
+        &BTreeMap::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("SOURCE_WATERMARK() is a declarative marker function") && e.contains("line 3"),
+        "{e}"
+    );
+}
+
 /// Runs the official `query` (its blackhole sink captured as csv) at parallelism `p`; returns
 /// the captured lines and the job.
 fn run_official(

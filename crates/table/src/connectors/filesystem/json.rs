@@ -1,7 +1,8 @@
 //! Flink's `json` format over rows: one object per line, a field per column by name; NULL as
-//! `null`, a missing field read as NULL (`json.fail-on-missing-field` = false, Flink's default);
+//! `null`, a missing field read as NULL (`json.fail-on-missing-field` = false, Flink's default)
+//! or refused (`true`, at any depth);
 //! timestamps in Flink's SQL standard form (`json.timestamp-format.standard` = `SQL`:
-//! `yyyy-MM-dd HH:mm:ss.SSS`); decimals as plain numbers; ROW as an object, ARRAY as an array,
+//! `yyyy-MM-dd HH:mm:ss[.f]`, the fraction without trailing zeros, [`super::scalar`]); decimals as plain numbers; ROW as an object, ARRAY as an array,
 //! MAP as an object with text keys.
 //!
 //! Numbers are read through `f64` when they are not integers, so a DECIMAL of more than 15
@@ -42,8 +43,27 @@ pub fn to_json(v: &Value, ty: &DataType) -> Json {
     }
 }
 
-/// A JSON value as a value of `ty`; `Err` says what did not fit.
+/// A JSON value as a value of `ty`; `Err` says what did not fit. A field missing from an
+/// object is NULL.
 pub fn from_json(j: &Json, ty: &DataType) -> Result<Value, String> {
+    from_json_checked(j, ty, false)
+}
+
+/// The field `name` of object `o`: NULL when missing, unless `fail_on_missing`.
+fn field<'a>(
+    o: &'a Map<String, Json>,
+    name: &str,
+    fail_on_missing: bool,
+) -> Result<&'a Json, String> {
+    match o.get(name) {
+        Some(v) => Ok(v),
+        None if fail_on_missing => Err(format!("field '{name}' is missing")),
+        None => Ok(&Json::Null),
+    }
+}
+
+/// [`from_json`], a missing field of a ROW being an error when `fail_on_missing`.
+fn from_json_checked(j: &Json, ty: &DataType, fail_on_missing: bool) -> Result<Value, String> {
     use LogicalType as L;
     Ok(match (j, &ty.logical) {
         (Json::Null, _) => Value::Null,
@@ -55,20 +75,27 @@ pub fn from_json(j: &Json, ty: &DataType) -> Result<Value, String> {
         (Json::Object(o), L::Row(fields)) => Value::Row(
             fields
                 .iter()
-                .map(|f| from_json(o.get(&f.name).unwrap_or(&Json::Null), &f.ty))
+                .map(|f| {
+                    from_json_checked(field(o, &f.name, fail_on_missing)?, &f.ty, fail_on_missing)
+                })
                 .collect::<Result<Vec<_>, _>>()?
                 .into(),
         ),
         (Json::Array(items), L::Array(et)) => Value::Array(
             items
                 .iter()
-                .map(|x| from_json(x, et))
+                .map(|x| from_json_checked(x, et, fail_on_missing))
                 .collect::<Result<Vec<_>, _>>()?
                 .into(),
         ),
         (Json::Object(o), L::Map(kt, vt)) => Value::Map(
             o.iter()
-                .map(|(k, x)| Ok((from_text(k, kt)?, from_json(x, vt)?)))
+                .map(|(k, x)| {
+                    Ok((
+                        from_text(k, kt)?,
+                        from_json_checked(x, vt, fail_on_missing)?,
+                    ))
+                })
                 .collect::<Result<Vec<_>, String>>()?
                 .into(),
         ),
@@ -87,8 +114,14 @@ pub fn write_row(out: &mut String, row: &Row, names: &[String], types: &[DataTyp
     out.push_str(&Json::Object(object).to_string());
 }
 
-/// One JSON line as a row of the named columns; `Err` says why it is malformed.
-pub fn read_row(line: &str, names: &[String], types: &[DataType]) -> Result<Row, String> {
+/// One JSON line as a row of the named columns; `Err` says why it is malformed (with
+/// `fail_on_missing`, a missing field too).
+pub fn read_row(
+    line: &str,
+    names: &[String],
+    types: &[DataType],
+    fail_on_missing: bool,
+) -> Result<Row, String> {
     let parsed: Json = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let Json::Object(o) = parsed else {
         return Err("not a JSON object".into());
@@ -97,7 +130,8 @@ pub fn read_row(line: &str, names: &[String], types: &[DataType]) -> Result<Row,
         .iter()
         .zip(types)
         .map(|(n, t)| {
-            from_json(o.get(n).unwrap_or(&Json::Null), t).map_err(|e| format!("field '{n}': {e}"))
+            from_json_checked(field(&o, n, fail_on_missing)?, t, fail_on_missing)
+                .map_err(|e| format!("field '{n}': {e}"))
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Row)
@@ -132,8 +166,8 @@ mod tests {
             line,
             r#"{"a":null,"b":"say \"hi\"\n","t":"2015-07-15 00:00:00.123","d":123.45}"#
         );
-        assert_eq!(read_row(&line, &names, &types).unwrap(), row);
-        assert!(read_row("{\"a\": \"x\"}", &names, &types).is_err());
+        assert_eq!(read_row(&line, &names, &types, false).unwrap(), row);
+        assert!(read_row("{\"a\": \"x\"}", &names, &types, false).is_err());
     }
 
     #[test]

@@ -2,9 +2,13 @@
 //! listing, record by record; a record that does not parse is a dead letter with its file and
 //! byte offset. Its checkpoint position is (file of its share, byte offset of the next record);
 //! a restore at the same parallelism resumes there.
+//!
+//! A file whose name ends in `.gz` is decompressed as it is read, as Flink's file source picks
+//! its decompression by the file's extension; its offsets count decompressed bytes, and a
+//! restore decompresses again up to its offset (gzip cannot seek).
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use sluice_datastream::{DataStream, OperatorError, StreamEnv};
@@ -12,7 +16,8 @@ use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
 use sluice_sql::Row;
 use sluice_types::Collector;
 
-use super::{FilesystemSpec, Format};
+use super::super::format::Format;
+use super::FilesystemSpec;
 
 /// Whether a file is data (not hidden, not in progress).
 fn is_data(path: &Path) -> bool {
@@ -43,6 +48,32 @@ fn list(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `path` is read through gzip (by its extension, as Flink's file source decides).
+fn is_gzip(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"))
+}
+
+/// `path`'s content from (decompressed) byte `offset` on.
+fn open_at(path: &Path, offset: u64) -> std::io::Result<Box<dyn BufRead>> {
+    let mut file = File::open(path)?;
+    if !is_gzip(path) {
+        file.seek(SeekFrom::Start(offset))?;
+        return Ok(Box::new(BufReader::with_capacity(64 * 1024, file)));
+    }
+    // Concatenated gzip members are one stream, as `gzip -d` reads them.
+    let inflated = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(64 * 1024, file));
+    let mut reader = BufReader::with_capacity(64 * 1024, inflated);
+    let skipped = std::io::copy(&mut (&mut reader).take(offset), &mut std::io::sink())?;
+    if skipped < offset {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("the checkpointed offset {offset} is past the end ({skipped} bytes)"),
+        ));
+    }
+    Ok(Box::new(reader))
 }
 
 pub(super) fn stream(spec: FilesystemSpec, env: &StreamEnv) -> DataStream<Row> {
@@ -86,15 +117,13 @@ impl SourceFunction<Row> for FileRows {
             .filter(|(i, _)| i % self.parallelism == self.subtask)
             .map(|(_, f)| f)
             .collect();
-        let csv = matches!(self.spec.format, Format::Csv { .. });
+        let csv = matches!(self.spec.format.format, Format::Csv(_));
         let mut n = 0u64;
         while self.position.0 < mine.len() {
             let path = &mine[self.position.0];
             let shown = path.display().to_string();
             let io = |e| OperatorError::io(format!("reading {shown}"), e);
-            let mut file = File::open(path).map_err(io)?;
-            file.seek(SeekFrom::Start(self.position.1)).map_err(io)?;
-            let mut reader = BufReader::with_capacity(64 * 1024, file);
+            let mut reader = open_at(path, self.position.1).map_err(io)?;
             let mut record = String::new();
             let mut bytes = Vec::with_capacity(256);
             loop {

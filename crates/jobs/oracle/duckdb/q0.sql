@@ -1,0 +1,2 @@
+-- q0, passthrough: every bid's columns.
+SELECT auction, bidder, price, dateTime, extra FROM bid
