@@ -1,13 +1,16 @@
 use std::fmt;
 
 /// The key a record is looked up by: an integer or a text (a PostgreSQL key column of an
-/// integer or text type; the `{key}` of an HTTP URL template).
+/// integer or text type; the `{key}` of an HTTP URL template), or SQL's NULL.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum LookupKey {
     /// An integer key.
     Int(i64),
     /// A text key.
     Text(String),
+    /// SQL NULL: equal to nothing, so it has no rows (SQL's `=`, as in Flink's lookup join); it
+    /// is never sent to the source.
+    Null,
 }
 
 impl fmt::Display for LookupKey {
@@ -15,6 +18,7 @@ impl fmt::Display for LookupKey {
         match self {
             LookupKey::Int(i) => write!(f, "{i}"),
             LookupKey::Text(s) => f.write_str(s),
+            LookupKey::Null => f.write_str("NULL"),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! record of a stream is enriched with the rows an external system holds for its key.
 //!
 //! Main types: [`LookupSource`] (a PostgreSQL table by key, [`PostgresLookup`]; an HTTP JSON
-//! service by URL template, [`HttpLookup`]), [`LookupOptions`] (sync or async [`LookupMode`],
+//! service by URL template, [`HttpLookup`]; rows loaded into memory, [`MemoryLookup`]), [`LookupOptions`] (sync or async [`LookupMode`],
 //! [`LookupCache`], retries and timeout), [`LookupExt::lookup`] (the DataStream call),
 //! [`LookupStats`] (a source's counters, summed over its subtasks), [`LookupKey`], [`LookupError`].
 //!
@@ -15,6 +15,9 @@
 //! - `join_fn(&record, Some(&row))` is called once per row the source holds for the key, and
 //!   `join_fn(&record, None)` once when it holds none; returning `None` drops the output, so an
 //!   inner join returns `None` for a missing row and a left join pads it.
+//!   [`LookupExt::lookup_rows_with`] hands the join all rows of the key at once instead (SQL's
+//!   `LEFT JOIN` with a condition on the row pads once when no row passes). A
+//!   [`LookupKey::Null`] has no rows and is never sent to the source.
 //! - Sync mode: one request at a time on the task thread (Flink's `LookupFunction`). Async mode:
 //!   sluice-runtime's async wait operator over the lookup (Flink's `AsyncLookupFunction` under
 //!   `AsyncWaitOperator`, `table.exec.async-lookup.buffer-capacity`): up to `capacity` requests
@@ -44,6 +47,7 @@ mod cache;
 mod error;
 mod http;
 mod key;
+mod memory;
 mod metrics;
 mod operator;
 pub mod options;
@@ -56,6 +60,7 @@ pub use cache::LookupCache;
 pub use error::LookupError;
 pub use http::HttpLookup;
 pub use key::LookupKey;
+pub use memory::MemoryLookup;
 pub use metrics::{LookupStats, LookupStatsSnapshot};
 pub use options::{LookupMode, LookupOptions};
 pub use postgres::PostgresLookup;

@@ -21,7 +21,8 @@ use crate::source::Client;
 use crate::{LookupError, LookupKey, LookupMode, LookupOptions, LookupSource, Row};
 
 pub(crate) type KeyFn<T> = Arc<dyn Fn(&T) -> LookupKey + Send + Sync>;
-pub(crate) type JoinFn<T, U> = Arc<dyn Fn(&T, Option<&Row>) -> Option<U> + Send + Sync>;
+/// The join over all rows of a record's key (none: an empty slice).
+pub(crate) type JoinFn<T, U> = Arc<dyn Fn(&T, &[Row]) -> Vec<U> + Send + Sync>;
 
 /// Retries and timeouts of one subtask's loads.
 pub(crate) struct Policy {
@@ -73,13 +74,9 @@ pub(crate) async fn load(
     })
 }
 
-/// The join's output for `record` and its rows: `join(record, row)` per row, `join(record,
-/// None)` when there is none.
+/// The join's output for `record` and its rows (empty: the key has none).
 pub(crate) fn joined<T, U>(join: &JoinFn<T, U>, record: &T, rows: &[Row]) -> Vec<U> {
-    if rows.is_empty() {
-        return join(record, None).into_iter().collect();
-    }
-    rows.iter().filter_map(|r| join(record, Some(r))).collect()
+    join(record, rows)
 }
 
 /// Sync mode: one load at a time on the task thread.
@@ -160,20 +157,29 @@ impl<T: Send + 'static, U: Send + 'static> Operator<T, U> for SyncLookup<T, U> {
             }
             None => {
                 r.metrics.miss();
-                r.metrics.in_flight(1);
-                let rows = r.rt.block_on(load(
-                    r.client.clone(),
-                    key.clone(),
-                    r.policy.clone(),
-                    r.metrics.clone(),
-                ));
-                r.metrics.in_flight(0);
-                let rows = Arc::new(rows?);
-                if let Some(c) = &mut r.cache {
-                    c.put(key, rows.clone(), Instant::now());
-                    r.metrics.cached(c.len());
+                if let Client::Memory(m) = &r.client {
+                    // No I/O: answered on the task thread, never through the runtime (and
+                    // never cached: the table is memory already).
+                    let t0 = Instant::now();
+                    let rows = m.get(&key);
+                    r.metrics.loaded(t0.elapsed());
+                    rows
+                } else {
+                    r.metrics.in_flight(1);
+                    let rows = r.rt.block_on(load(
+                        r.client.clone(),
+                        key.clone(),
+                        r.policy.clone(),
+                        r.metrics.clone(),
+                    ));
+                    r.metrics.in_flight(0);
+                    let rows = Arc::new(rows?);
+                    if let Some(c) = &mut r.cache {
+                        c.put(key, rows.clone(), Instant::now());
+                        r.metrics.cached(c.len());
+                    }
+                    rows
                 }
-                rows
             }
         };
         for u in joined(&self.join_fn, &record, &rows) {

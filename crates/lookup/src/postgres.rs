@@ -85,6 +85,50 @@ impl PostgresLookup {
         Ok((client, stmt))
     }
 
+    /// The table's columns as PostgreSQL describes them (name, type name such as `int8`,
+    /// `text`), read on a connection of their own: for checking a table before a job starts.
+    /// An unreachable server is [`LookupError::Connect`] (or `Timeout`), a missing table
+    /// [`LookupError::Source`], each naming the table.
+    pub fn table_columns(&self) -> Result<Vec<(String, String)>, LookupError> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .enable_time()
+            .build()?;
+        rt.block_on(async {
+            let detail = |e: tokio_postgres::Error| {
+                e.as_db_error()
+                    .map_or_else(|| e.to_string(), |d| d.message().to_string())
+            };
+            let fail = |e: tokio_postgres::Error| LookupError::Connect {
+                what: format!("PostgreSQL table {}", self.table),
+                detail: detail(e),
+            };
+            let (client, connection) = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                tokio_postgres::connect(&self.url, NoTls),
+            )
+            .await
+            .map_err(|_| LookupError::Timeout(std::time::Duration::from_secs(10)))?
+            .map_err(fail)?;
+            let conn = tokio::spawn(async move {
+                let _ = connection.await;
+            });
+            let sql = format!("SELECT * FROM {} LIMIT 0", quote_path(&self.table));
+            // Connected: a failure now is about the table (missing, no access).
+            let stmt = client.prepare(&sql).await.map_err(|e| {
+                LookupError::Source(format!("PostgreSQL table {}: {}", self.table, detail(e)))
+            })?;
+            let cols = stmt
+                .columns()
+                .iter()
+                .map(|c| (c.name().to_string(), c.type_().name().to_string()))
+                .collect();
+            drop(client);
+            let _ = conn.await;
+            Ok(cols)
+        })
+    }
+
     pub(crate) async fn client(&self) -> Result<PgClient, LookupError> {
         let conn = self.open().await?;
         let key_type = conn.1.params().first().cloned().unwrap_or(Type::TEXT);

@@ -197,6 +197,16 @@ impl<T: Data> PostgresSink<T> {
         self
     }
 
+    /// Runs the table check now, on a connection of its own (the same check the sink runs when
+    /// its job is deployed): for a caller that wants a bad table refused while it builds the
+    /// job (a SQL script, before its first job starts).
+    pub fn check(&self) -> Result<(), PostgresError> {
+        let endpoint = Endpoint::parse(&self.conn, self.options.connect_timeout)?;
+        let mut client = endpoint.connect(&format!("sluice sink {} (check)", self.table))?;
+        schema::check_table(&mut client, &self.table, self.mapping.columns(), &self.mode)?;
+        Ok(())
+    }
+
     /// Adds the sink to `stream` (through [`DataStream::add_sink`]). The connection string is
     /// parsed now; the table is checked when the job is deployed.
     pub fn add_to(self, stream: &DataStream<T>) -> Result<Sink<PostgresSinkHandle>, PostgresError> {

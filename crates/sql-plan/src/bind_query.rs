@@ -81,7 +81,19 @@ enum FromTree {
         on: Option<Expr>,
         /// The right side is read by `FOR SYSTEM_TIME AS OF` (a lookup join).
         lookup: bool,
+        /// A `LEFT JOIN` (only of a lookup join: it emits no retraction).
+        left_outer: bool,
     },
+}
+
+/// A lookup join's conditions, sorted by the caller: `lc` / `rest` / `equi` from its ON (and,
+/// for an inner join, its WHERE), `after` the WHERE conditions of a LEFT JOIN.
+struct LookupOn {
+    lc: Vec<Expr>,
+    rest: Vec<Expr>,
+    equi: Vec<(usize, usize)>,
+    left_outer: bool,
+    after: Vec<Expr>,
 }
 
 impl FromTree {
@@ -567,12 +579,6 @@ impl<'a> QueryBinder<'a> {
                     _ => (None, Some("this join type")),
                 };
                 let jpos = self.pos(base, &j.relation);
-                if let Some(what) = outer {
-                    return Err(SqlError::unsupported(
-                        jpos,
-                        format!("{what}: an outer join emits a row and retracts it when its match arrives, so {UPDATING}"),
-                    ));
-                }
                 let lookup = matches!(
                     &j.relation,
                     ast::TableFactor::Table {
@@ -580,6 +586,18 @@ impl<'a> QueryBinder<'a> {
                         ..
                     }
                 );
+                // A lookup join's LEFT JOIN pads a row once and never retracts it.
+                let left_outer = lookup && outer == Some("LEFT JOIN");
+                let constraint = match (&j.join_operator, left_outer) {
+                    (ast::JoinOperator::Left(c) | ast::JoinOperator::LeftOuter(c), true) => Some(c),
+                    _ => constraint,
+                };
+                if let (Some(what), false) = (outer, left_outer) {
+                    return Err(SqlError::unsupported(
+                        jpos,
+                        format!("{what}: an outer join emits a row and retracts it when its match arrives, so {UPDATING}"),
+                    ));
+                }
                 let right = FromTree::Leaf(self.bind_factor(&j.relation, base)?);
                 let mut cols = t.scope_columns();
                 cols.extend(right.scope_columns());
@@ -599,6 +617,7 @@ impl<'a> QueryBinder<'a> {
                     right: Box::new(right),
                     on,
                     lookup,
+                    left_outer,
                 };
             }
             tree = Some(match tree {
@@ -609,6 +628,7 @@ impl<'a> QueryBinder<'a> {
                     right: Box::new(t),
                     on: None,
                     lookup: false,
+                    left_outer: false,
                 },
             });
         }
@@ -1781,11 +1801,17 @@ impl<'a> QueryBinder<'a> {
                 right,
                 on,
                 lookup,
+                left_outer,
             } => {
                 let lw = left.width();
                 let fields_l = left.fields();
                 let fields_r = right.fields();
-                let mut all = conds;
+                // A LEFT JOIN's WHERE holds after the join, its ON decides matches only.
+                let (mut all, after) = if left_outer {
+                    (Vec::new(), conds)
+                } else {
+                    (conds, Vec::new())
+                };
                 if let Some(o) = on {
                     all.extend(conjuncts(o));
                 }
@@ -1847,7 +1873,14 @@ impl<'a> QueryBinder<'a> {
                     }
                 };
                 if lookup {
-                    return self.lookup_join(*left, *right, lc, rest, equi, required, lw);
+                    let on = LookupOn {
+                        lc,
+                        rest,
+                        equi,
+                        left_outer,
+                        after,
+                    };
+                    return self.lookup_join(*left, *right, on, required, lw);
                 }
                 if let Some(((sl, sr), (el, er))) = window_join {
                     equi.retain(|p| *p != (sl, sr) && *p != (el, er));
@@ -2004,17 +2037,21 @@ impl<'a> QueryBinder<'a> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn lookup_join(
         &mut self,
         left: FromTree,
         right: FromTree,
-        lc: Vec<Expr>,
-        rest: Vec<Expr>,
-        equi: Vec<(usize, usize)>,
+        on: LookupOn,
         required: &BTreeSet<usize>,
         lw: usize,
     ) -> Result<(Rel, Vec<Option<usize>>, Constants)> {
+        let LookupOn {
+            lc,
+            rest,
+            equi,
+            left_outer,
+            after,
+        } = on;
         let FromTree::Leaf(rb) = right else {
             return Err(SqlError::unsupported(
                 None,
@@ -2069,15 +2106,26 @@ impl<'a> QueryBinder<'a> {
         }
         let mut left_conds = Vec::new();
         let mut join_rest = Vec::new();
+        // An inner join's left-only conditions filter its input; a LEFT JOIN's ON conditions
+        // only decide matches (its WHERE's left-only ones filter the input, the others hold
+        // over the joined row).
+        let mut post = Vec::new();
         for c in residual {
-            if c.columns().iter().all(|&i| i < lw) {
+            if c.columns().iter().all(|&i| i < lw) && !left_outer {
                 left_conds.push(c);
             } else {
                 join_rest.push(c);
             }
         }
+        for c in after {
+            if c.columns().iter().all(|&i| i < lw) {
+                left_conds.push(c);
+            } else {
+                post.push(c);
+            }
+        }
         let mut req_l: BTreeSet<usize> = required.iter().copied().filter(|&i| i < lw).collect();
-        for c in &join_rest {
+        for c in join_rest.iter().chain(&post) {
             req_l.extend(c.columns().into_iter().filter(|&i| i < lw));
         }
         let (lrel, lmap, consts) = self.materialize(left, left_conds, &req_l, false)?;
@@ -2121,7 +2169,13 @@ impl<'a> QueryBinder<'a> {
         let mut map = lmap;
         map.extend((0..rb.rel.schema.len()).map(|j| Some(lo + j)));
         let mut schema = lrel.schema.clone();
-        schema.extend(rb.rel.schema.iter().cloned());
+        schema.extend(rb.rel.schema.iter().map(|f| {
+            let mut f = f.clone();
+            if left_outer {
+                f.ty = f.ty.with_nullable(true);
+            }
+            f
+        }));
         let mut names: Vec<String> = schema.iter().map(|f| f.name.clone()).collect();
         uniquify(&mut names);
         for (f, n) in schema.iter_mut().zip(names) {
@@ -2133,19 +2187,36 @@ impl<'a> QueryBinder<'a> {
                 .map(|c| remap(c, &map, &consts, &schema))
                 .collect(),
         );
-        Ok((
-            Rel {
-                node: RelNode::Join(Join {
-                    kind: JoinKind::Lookup { keys: keys.clone() },
-                    equi: keys.iter().map(|(r, l)| (*l, *r)).collect(),
-                    condition,
-                }),
-                inputs: vec![lrel, rb.rel],
-                schema,
-            },
-            map,
-            consts,
-        ))
+        let rel = Rel {
+            node: RelNode::Join(Join {
+                kind: JoinKind::Lookup {
+                    keys: keys.clone(),
+                    left_outer,
+                },
+                equi: keys.iter().map(|(r, l)| (*l, *r)).collect(),
+                condition,
+            }),
+            inputs: vec![lrel, rb.rel],
+            schema,
+        };
+        // A LEFT JOIN's WHERE over looked-up columns: a filter over the joined rows.
+        let rel = match and_all(
+            post.iter()
+                .map(|c| remap(c, &map, &consts, &rel.schema))
+                .collect(),
+        ) {
+            None => rel,
+            Some(cond) => {
+                let proj = rel
+                    .schema
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (column(i, f), f.name.clone()))
+                    .collect();
+                calc(rel, proj, Some(cond))
+            }
+        };
+        Ok((rel, map, consts))
     }
 }
 

@@ -505,15 +505,20 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
         }
         PhysicalOp::LookupJoin { join, table } => {
             let lw = input(0).len();
-            let JoinKind::Lookup { keys } = &join.kind else {
+            let JoinKind::Lookup { keys, left_outer } = &join.kind else {
                 return "LookupJoin()".into();
+            };
+            let join_type = if *left_outer {
+                "LeftOuterJoin"
+            } else {
+                "InnerJoin"
             };
             let lookup: Vec<String> = keys
                 .iter()
                 .map(|(r, l)| format!("{}={}", node.schema[lw + r].name, input(0)[*l].name))
                 .collect();
             let mut s = format!(
-                "LookupJoin(table=[{}], joinType=[InnerJoin], lookup=[{}]",
+                "LookupJoin(table=[{}], joinType=[{join_type}], lookup=[{}]",
                 table.full_name(),
                 lookup.join(", ")
             );
@@ -809,12 +814,15 @@ fn logical_lines(rel: &Rel) -> Vec<(String, Vec<&Rel>)> {
         RelNode::Join(j) => {
             let lw = rel.inputs.first().map(|r| r.schema.len()).unwrap_or(0);
             let cond = join_where(j, &rel.schema, lw, Style::Physical);
-            let name = match j.kind {
-                JoinKind::Lookup { .. } => "LogicalCorrelate",
-                _ => "LogicalJoin",
+            let (name, join_type) = match j.kind {
+                JoinKind::Lookup {
+                    left_outer: true, ..
+                } => ("LogicalCorrelate", "left"),
+                JoinKind::Lookup { .. } => ("LogicalCorrelate", "inner"),
+                _ => ("LogicalJoin", "inner"),
             };
             vec![(
-                format!("{name}(condition=[{cond}], joinType=[inner])"),
+                format!("{name}(condition=[{cond}], joinType=[{join_type}])"),
                 rel.inputs.iter().collect(),
             )]
         }

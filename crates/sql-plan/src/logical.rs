@@ -115,6 +115,9 @@ pub enum JoinKind {
     Lookup {
         /// `(right column, left column)` key pairs.
         keys: Vec<(usize, usize)>,
+        /// `LEFT JOIN`: a left row no right row matches is emitted once, padded with NULLs
+        /// (append-only, as Flink's lookup join: nothing is retracted later).
+        left_outer: bool,
     },
 }
 

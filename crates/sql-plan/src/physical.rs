@@ -776,7 +776,7 @@ impl PhysicalNode {
                 }
             }
             PhysicalOp::LookupJoin { join, table } => {
-                if let JoinKind::Lookup { keys } = &join.kind {
+                if let JoinKind::Lookup { keys, .. } = &join.kind {
                     if keys
                         .iter()
                         .any(|(r, l)| *r >= table.columns.len() || *l >= input(0).len())

@@ -8,18 +8,22 @@
 //!
 //! * [`key`]: [`SqlKey`], the key of a SQL keyed operator (a `Row` of key columns or a single
 //!   `Value`), with the traits keyed streams and keyed state need.
-//! * [`official`]: the official Nexmark SQL files as the benchmark's runner runs them.
+//! * [`official`]: the official Nexmark SQL files as the benchmark's runner runs them (with
+//!   q13's side input under `${FLINK_HOME}`).
 //! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
 //!   missing → `SqlError::BadOption` naming the key and the nearest known keys).
 //! * [`connectors`]: sources and sinks by the `'connector'` option, with Flink's option names:
 //!   `nexmark`, `datagen`, `filesystem` (csv, json), `kafka` (csv, json keys and values, over
-//!   `sluice-kafka`), `print`, `blackhole`.
+//!   `sluice-kafka`), `print`, `blackhole`, `jdbc` (PostgreSQL on sluice-postgres: upsert by
+//!   primary key or append); lookup tables (`jdbc` on sluice-lookup, the legacy csv table loaded
+//!   into memory).
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
 //! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows.
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
 //! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
-//!   and uid'd as Flink names them.
+//!   and uid'd as Flink names them; a `LookupJoin` runs on sluice-lookup's operator (inner and
+//!   `LEFT`).
 //! * [`script`]: [`SqlScript`], a script planned whole (every refusal before any job runs),
 //!   its jobs in order as Flink's SQL client runs a file.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).

@@ -205,7 +205,7 @@ pub fn insert_into(
             errors: errors.clone(),
         })
     };
-    Ok(connector.write(&rows))
+    connector.write(&rows)
 }
 
 #[cfg(test)]

@@ -14,13 +14,16 @@
 //! see the SQL plan. A subtree the plan holds more than once (Flink's `Reused(reference_id)`)
 //! is built once and its stream shared. Window aggregates and joins are built by
 //! [`translate_stateful`](self) onto [`crate::window_agg`] and [`crate::joins`] (every rows'
-//! lateness counted in the job's [`LateRecords`]); a `WindowTableFunction` not folded into an
-//! aggregate or join and a `LookupJoin` are refused as not runnable yet, naming the node.
+//! lateness counted in the job's [`LateRecords`]); a `LookupJoin` by
+//! [`translate_lookup`](self) onto sluice-lookup's operator; a `WindowTableFunction` not folded
+//! into an aggregate or join is refused as not runnable yet, naming the node.
 //!
 //! A program's tables ([`Translation`]'s [`StreamTables`]) are scanned from its streams, and
 //! their `WATERMARK FOR … AS SOURCE_WATERMARK()` keeps the stream's own watermarks; that
 //! marker is refused anywhere else, with Flink's words.
 
+#[path = "translate_lookup.rs"]
+mod lookup;
 #[path = "translate_stateful.rs"]
 mod stateful;
 
@@ -431,9 +434,8 @@ impl<'a> Translator<'a> {
             PhysicalOp::Join(_) | PhysicalOp::IntervalJoin(_) | PhysicalOp::WindowJoin(_) => {
                 self.join(node, OperatorIds::new(name, uid))?
             }
-            PhysicalOp::WindowTableFunction(_)
-            | PhysicalOp::LocalWindowAggregate(_)
-            | PhysicalOp::LookupJoin { .. } => {
+            PhysicalOp::LookupJoin { .. } => self.lookup_join(node, OperatorIds::new(name, uid))?,
+            PhysicalOp::WindowTableFunction(_) | PhysicalOp::LocalWindowAggregate(_) => {
                 return Err(SqlError::unsupported(
                     None,
                     format!(

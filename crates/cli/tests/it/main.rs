@@ -38,5 +38,6 @@ mod savepoint;
 mod socket_source;
 mod sql;
 mod sql_kafka;
+mod sql_kafka_postgres;
 mod top;
 mod top_live;

@@ -8,15 +8,20 @@
 //! | `kafka`      | yes    | yes  | [`kafka`] (`format` / `value.format`, `key.format` = `csv` or `json`) |
 //! | `print`      |        | yes  | [`print`](mod@print) |
 //! | `blackhole`  |        | yes  | (drops rows) |
+//! | `jdbc`       | lookup | yes  | [`jdbc`] (PostgreSQL: upsert by primary key, else append; lookup joins) |
 //!
-//! `upsert-kafka` and `jdbc` are refused as not supported yet. Sources produce rows in the
-//! table's physical column order ([`PhysicalSchema`]); the csv and json formats are
-//! [`format`]'s, shared by the connectors that read and write records.
+//! `upsert-kafka` is refused as not supported yet. Sources produce rows in the table's physical
+//! column order ([`PhysicalSchema`]); the csv and json formats are [`format`]'s, shared by the
+//! connectors that read and write records. A lookup join's right side (`FOR SYSTEM_TIME AS
+//! OF`) is read through [`lookup`]: `jdbc` tables and the legacy `'connector.type' =
+//! 'filesystem'` csv table (Nexmark's q13).
 
 pub mod datagen;
 pub mod filesystem;
 pub mod format;
+pub mod jdbc;
 pub mod kafka;
+pub mod lookup;
 pub mod nexmark;
 pub mod print;
 pub mod seeded;
@@ -35,10 +40,11 @@ const KNOWN: &[&str] = &[
     "kafka",
     "print",
     "blackhole",
+    "jdbc",
 ];
 
 /// Connectors Flink has that come later.
-const LATER: &[&str] = &["upsert-kafka", "jdbc"];
+const LATER: &[&str] = &["upsert-kafka"];
 
 /// A table's `'connector'`, checked.
 fn connector_of(def: &TableDef, options: &Options) -> Result<String> {
@@ -103,6 +109,13 @@ impl SourceConnector {
             "kafka" => Ok(SourceConnector::Kafka(Box::new(
                 kafka::KafkaSourceSpec::new(def, &options, &schema)?,
             ))),
+            "jdbc" => Err(SqlError::unsupported(
+                Some(def.pos),
+                format!(
+                    "a scan of jdbc table '{}' is not supported yet: a jdbc table is read by lookup joins (JOIN … FOR SYSTEM_TIME AS OF) and written by INSERT",
+                    def.name
+                ),
+            )),
             other => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!(
@@ -154,6 +167,8 @@ pub enum SinkConnector {
     Print(print::PrintSpec),
     /// Drops every row.
     Blackhole,
+    /// PostgreSQL through `jdbc`.
+    Jdbc(Box<jdbc::JdbcSink>),
 }
 
 impl SinkConnector {
@@ -175,6 +190,9 @@ impl SinkConnector {
                 options.check_known("blackhole", &["connector"])?;
                 Ok(SinkConnector::Blackhole)
             }
+            "jdbc" => Ok(SinkConnector::Jdbc(Box::new(jdbc::JdbcSink::new(
+                &options, &schema, def,
+            )?))),
             other => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!(
@@ -186,12 +204,13 @@ impl SinkConnector {
     }
 
     /// Writes `rows` (already cast to the table's physical columns) through the connector.
-    pub fn write(&self, rows: &DataStream<Row>) -> Sink<()> {
-        match self {
+    pub fn write(&self, rows: &DataStream<Row>) -> Result<Sink<()>> {
+        Ok(match self {
             SinkConnector::Filesystem(s) => s.write(rows),
             SinkConnector::Kafka(s) => s.write(rows),
             SinkConnector::Print(s) => s.write(rows),
             SinkConnector::Blackhole => rows.sink_fn("BlackHole", |_| Ok(())),
-        }
+            SinkConnector::Jdbc(s) => s.write(rows)?,
+        })
     }
 }

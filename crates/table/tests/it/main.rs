@@ -3,8 +3,10 @@
 
 mod flink_answers;
 mod formats;
+mod jdbc;
 mod joins;
 mod kafka;
+mod nexmark_lookup;
 mod nexmark_scan;
 mod options;
 mod q2_oracle;

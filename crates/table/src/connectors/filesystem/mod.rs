@@ -13,6 +13,7 @@
 
 pub mod csv;
 pub mod json;
+pub mod legacy;
 pub mod scalar;
 mod source;
 
