@@ -124,7 +124,11 @@ fn window_aggregation_restores_its_checkpoint_after_failures() {
         let monitor = handle.monitor();
         handle.wait().unwrap();
         let checkpoints = monitor.control.checkpoints().unwrap();
-        assert_eq!(checkpoints.attempt(), 2, "both faults fired (local={local})");
+        assert_eq!(
+            checkpoints.attempt(),
+            2,
+            "both faults fired (local={local})"
+        );
         let stats = checkpoints.stats();
         assert!(
             stats.restored >= 1,
