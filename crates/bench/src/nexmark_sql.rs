@@ -312,7 +312,7 @@ impl Runner<'_> {
             .output()
             .map_err(|e| BenchError::Start(format!("run sql {q}"), e))?;
         let events = self.events.max(1) as f64;
-        Ok(outcome(&out, |s| {
+        let side = outcome(&out, |s| {
             let secs = field(s, "wall_ms")? / 1000.0;
             let cpu = field(s, "cpu_ns_per_record")? * field(s, "records")?;
             Some(Figures {
@@ -320,7 +320,13 @@ impl Runner<'_> {
                 cpu_ns: cpu / events,
                 rss_mib: field(s, "peak_rss_kib")? / 1024.0,
             })
-        }))
+        });
+        // The scratch script's path says nothing to the reader; the line and column do.
+        let scratch = format!("{}: ", path.display());
+        Ok(match side {
+            Side::Refused(why) => Side::Refused(why.replace(&scratch, "")),
+            other => other,
+        })
     }
 }
 
