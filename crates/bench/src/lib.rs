@@ -4,7 +4,11 @@
 //! process, so its CPU time and peak memory are its own ([`reference`](mod@reference),
 //! [`autopilot`]); that process samples its in-flight bytes ([`in_flight`]) and, for the
 //! profiler's cost, alternates sampling windows with windows without ([`profile_all`]), and
-//! prints one [`RunStats`] line; [`procstat`] reads CPU time and peak RSS from `/proc`.
+//! prints one [`RunStats`] line; [`procstat`] reads CPU time and peak RSS from `/proc`. The
+//! Nexmark queries run the same way, each in a fresh `sluice nexmark --stats-json` process
+//! ([`nexmark`]); [`nexmark_sql`] sets the official SQL beside the hand-written queries, and
+//! beside the official Flink suite's figures read from its harness's output
+//! ([`flink_results`]).
 //!
 //! Main types: [`BenchCases`] (the flags), [`RunStats`], [`profile_all::ProfileAll`],
 //! [`in_flight::InFlightSampler`], [`BenchError`].
@@ -14,8 +18,10 @@
 #![warn(missing_docs)]
 
 pub mod autopilot;
+pub mod flink_results;
 pub mod in_flight;
 pub mod nexmark;
+pub mod nexmark_sql;
 pub mod procstat;
 pub mod profile_all;
 pub mod reference;
@@ -110,4 +116,42 @@ pub struct BenchCases {
     /// Debloating target in the comparison, ms (Flink's default 1000).
     #[arg(long, default_value_t = 1000)]
     pub debloat_target_ms: u64,
+    /// Instead of the reference cases: the Nexmark queries, each in a fresh process
+    /// (`sluice nexmark --bench`'s table of the hand-written queries; with `--sql`, the
+    /// official SQL beside them).
+    #[arg(long)]
+    pub nexmark: bool,
+    /// With `--nexmark`: every official SQL query Sluice runs beside its hand-written twin in
+    /// the same session (runs alternating): events/s, the SQL/hand-written ratio, CPU-ns per
+    /// event and peak RSS of each; the official Flink suite's figures beside them with
+    /// `--flink-results`.
+    #[arg(long, requires = "nexmark")]
+    pub sql: bool,
+    /// With `--sql`: the official query files, the `queries` folder of the nexmark repository
+    /// (nexmark-flink/src/main/resources/queries: ddl_gen.sql, ddl_views.sql, q0.sql…).
+    #[arg(long, value_name = "DIR", requires = "sql")]
+    pub queries: Option<std::path::PathBuf>,
+    /// With `--sql`: only these queries (`--query q5,q7`); all 14 by default.
+    #[arg(
+        long = "query",
+        value_name = "qN",
+        value_delimiter = ',',
+        requires = "sql"
+    )]
+    pub nexmark_queries: Vec<String>,
+    /// With `--nexmark`: events per run.
+    #[arg(long, default_value_t = 10_000_000)]
+    pub events: u64,
+    /// With `--nexmark`: the event-time rate, events per second (10 M: the Flink suite's V1
+    /// setting, which its harness uses).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub rate: u64,
+    /// With `--sql`: the Flink harness's output (its `out/results.txt` of `RESULT` lines, or
+    /// its folder), from `run.sh QUERY EVENTS P` with the same events and parallelism: Flink's
+    /// events/s, CPU-ns per event and peak RSS beside Sluice's, and the SQL/Flink ratio.
+    #[arg(long, value_name = "FILE", requires = "sql")]
+    pub flink_results: Option<std::path::PathBuf>,
+    /// With `--sql`: print the table as markdown (for the book's figures).
+    #[arg(long, requires = "sql")]
+    pub markdown: bool,
 }

@@ -1,4 +1,5 @@
-//! `sluice nexmark --bench`: every implemented Nexmark query, each in a fresh process.
+//! `sluice nexmark --bench` (and `sluice bench --nexmark`): every implemented Nexmark query,
+//! each in a fresh process.
 
 use std::io::Write;
 use std::process::Command;
@@ -18,6 +19,18 @@ pub struct Settings {
     pub parallelism: usize,
     /// Checkpoint interval, ms.
     pub checkpoint_interval: Option<u64>,
+}
+
+impl From<&crate::BenchCases> for Settings {
+    /// `sluice bench --nexmark`: its events, rate and parallelism; no checkpoints.
+    fn from(c: &crate::BenchCases) -> Settings {
+        Settings {
+            events: c.events,
+            rate: c.rate,
+            parallelism: c.parallelism,
+            checkpoint_interval: None,
+        }
+    }
 }
 
 /// Runs every implemented query in a fresh `nexmark --stats-json` process of the program at

@@ -15,6 +15,10 @@ pub fn bench(a: BenchArgs) -> anyhow::Result<ExitCode> {
         sluice_bench::reference::bench_profiler(c, &exe)?;
     } else if c.debloat {
         sluice_bench::reference::bench_debloat(&exe, c)?;
+    } else if c.nexmark && c.sql {
+        sluice_bench::nexmark_sql::bench_sql(&exe, c)?;
+    } else if c.nexmark {
+        sluice_bench::nexmark::bench_queries(&exe, &c.into())?;
     } else if c.autopilot {
         sluice_bench::autopilot::bench_autopilot(&exe, c)?;
     } else {

@@ -15,6 +15,7 @@ mod autopilot_live_skew;
 mod autopilot_sluice;
 mod autopilot_source_ceiling;
 mod bench_connectors;
+mod bench_nexmark_sql;
 mod checkpoints_object_store;
 mod cli;
 mod connectors;

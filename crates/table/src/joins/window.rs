@@ -163,15 +163,15 @@ fn take_due(
         return Ok(due);
     }
     let mut rows = ctx.map_state::<(Window, u64), Row>(rows_state);
-    let mut taken: Vec<((Window, u64), Row)> = rows
-        .entries()?
+    // The keys only, then each row moved out of the state as it is removed (not cloned).
+    let mut taken: Vec<(Window, u64)> = rows
+        .keys()?
         .into_iter()
-        .filter(|((w, _), _)| due.contains_key(w))
+        .filter(|(w, _)| due.contains_key(w))
         .collect();
-    taken.sort_by_key(|(k, _)| *k);
-    for (k, row) in taken {
-        rows.remove(&k)?;
-        if let Some(v) = due.get_mut(&k.0) {
+    taken.sort_unstable();
+    for k in taken {
+        if let (Some(row), Some(v)) = (rows.remove(&k)?, due.get_mut(&k.0)) {
             v.push(row);
         }
     }

@@ -161,23 +161,22 @@ impl GlobalWindowAgg {
         ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
-        let mut due: Vec<(Window, Vec<Accumulator>)> = state
-            .entries()?
-            .into_iter()
-            .filter(|(w, _)| w.max_timestamp() <= time)
-            .collect();
-        if due.is_empty() {
-            return Ok(());
-        }
-        due.sort_by_key(|(w, _)| (w.end, w.start));
-        for (w, _) in &due {
-            state.remove(w)?;
-        }
         let fired_at = ctx.timer_service().current_processing_time();
         let key = ctx.current_key().0 .0.clone();
+        let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
+        // The windows only, then each one's accumulators moved out of the state as it is
+        // removed (not cloned).
+        let mut due: Vec<Window> = state
+            .keys()?
+            .into_iter()
+            .filter(|w| w.max_timestamp() <= time)
+            .collect();
+        due.sort_by_key(|w| (w.end, w.start));
         let spec = &self.shared.spec;
-        for (w, accs) in due {
+        for w in due {
+            let Some(accs) = state.remove(&w)? else {
+                continue;
+            };
             let mut row = Vec::with_capacity(key.len() + accs.len() + spec.properties.len());
             row.extend(key.iter().cloned());
             row.extend(accs.iter().map(Accumulator::result));
