@@ -76,7 +76,7 @@ pub fn fields(line: &str) -> Option<BTreeMap<String, String>> {
 pub fn parse(text: &str) -> Vec<FlinkRun> {
     text.lines()
         .filter_map(fields)
-        .filter(|f| f.get("extra_args").map_or(true, |a| a.trim().is_empty()))
+        .filter(|f| f.get("extra_args").is_none_or(|a| a.trim().is_empty()))
         .filter_map(|f| {
             let num = |k: &str| f.get(k).and_then(|v| v.parse::<f64>().ok());
             Some(FlinkRun {

@@ -531,7 +531,7 @@ mod tests {
         assert_eq!(cells[6], "0.80 [0.60, 1.00]");
         assert_eq!(cells[12], "40.0x");
         assert_eq!(
-            summary(&[r.clone()], true)[0],
+            summary(std::slice::from_ref(&r), true)[0],
             "SQL below 0.7 of hand-written: none"
         );
     }
