@@ -1,6 +1,6 @@
 //! The official Flink suite's figures, read from the `RESULT` lines its harness prints and
-//! appends to `out/results.txt` (`../shared/nexmark-flink/run.sh QUERY EVENTS P`, Flink 2.3 in
-//! a local MiniCluster). The repository never runs nor depends on the harness: `sluice bench
+//! appends to `out/results.txt` (its `run.sh QUERY EVENTS P`, Flink 2.3 in a local MiniCluster;
+//! see `docs/src/benchmarks/reproduce.md`). The repository never runs nor depends on the harness: `sluice bench
 //! --nexmark --sql --flink-results FILE` takes its output as input, so the Sluice/Flink ratio
 //! is read beside Sluice's figures of the same query, events and parallelism.
 //!

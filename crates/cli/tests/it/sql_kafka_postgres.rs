@@ -39,6 +39,28 @@ fn record(i: u64) -> (String, u64, u64) {
     )
 }
 
+/// Produces records `0..n` as JSON to the topic `clicks` (3 partitions, keyed by user).
+fn produce_clicks(kafka: &KafkaBroker, n: u64) {
+    let settings = ClientSettings::new(kafka.bootstrap());
+    ensure_topic(&settings, "clicks", 3).unwrap();
+    let url = KafkaUrl::parse(&format!("kafka://{}/clicks", kafka.bootstrap())).unwrap();
+    produce_lines(
+        &settings,
+        &url,
+        n,
+        |i, key, line| {
+            let (user, amount, ts) = record(i);
+            key.push_str(&user);
+            line.push_str(&format!(
+                r#"{{"user_name":"{user}","amount":{amount},"ts":"{}"}}"#,
+                ts_text(ts)
+            ));
+        },
+        |_| {},
+    )
+    .unwrap();
+}
+
 const SCRIPT: &str = "
 SET 'parallelism.default' = '2';
 SET 'pipeline.auto-watermark-interval' = '10 ms';
@@ -99,24 +121,7 @@ fn a_kafka_window_script_upserts_postgresqls_own_group_by_through_a_failure() {
         RECORDS - 1
     ))
     .unwrap();
-    let settings = ClientSettings::new(kafka.bootstrap());
-    ensure_topic(&settings, "clicks", 3).unwrap();
-    let url = KafkaUrl::parse(&format!("kafka://{}/clicks", kafka.bootstrap())).unwrap();
-    produce_lines(
-        &settings,
-        &url,
-        RECORDS,
-        |i, key, line| {
-            let (user, amount, ts) = record(i);
-            key.push_str(&user);
-            line.push_str(&format!(
-                r#"{{"user_name":"{user}","amount":{amount},"ts":"{}"}}"#,
-                ts_text(ts)
-            ));
-        },
-        |_| {},
-    )
-    .unwrap();
+    produce_clicks(&kafka, RECORDS);
     let dir = std::env::temp_dir().join(format!("sluice-sql-kafka-pg-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -188,24 +193,7 @@ fn the_doctor_names_the_sql_operators_of_the_kafka_to_postgres_script() {
     )
     .unwrap();
     const BACKLOG: u64 = 400_000;
-    let settings = ClientSettings::new(kafka.bootstrap());
-    ensure_topic(&settings, "clicks", 3).unwrap();
-    let url = KafkaUrl::parse(&format!("kafka://{}/clicks", kafka.bootstrap())).unwrap();
-    produce_lines(
-        &settings,
-        &url,
-        BACKLOG,
-        |i, key, line| {
-            let (user, amount, ts) = record(i);
-            key.push_str(&user);
-            line.push_str(&format!(
-                r#"{{"user_name":"{user}","amount":{amount},"ts":"{}"}}"#,
-                ts_text(ts)
-            ));
-        },
-        |_| {},
-    )
-    .unwrap();
+    produce_clicks(&kafka, BACKLOG);
     let dir = std::env::temp_dir().join(format!("sluice-sql-kpg-live-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
