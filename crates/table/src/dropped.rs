@@ -1,7 +1,7 @@
 //! [`DroppedRows`]: what a SQL job dropped instead of emitting, and the lines its end-of-run
 //! summary says about it, so that no row goes missing without a word: rows whose evaluation
-//! failed (dead letters, [`RowErrors`]) and rows behind the watermark ([`LateRecords`], Flink's
-//! `numLateRecordsDropped`). The `sluice` binary prints the lines after each SQL job.
+//! failed (dead letters, [`RowErrors`]), rows behind the watermark ([`LateRecords`], Flink's
+//! `numLateRecordsDropped`) and rows in processing-time windows still open at the end of input. The `sluice` binary prints the lines after each SQL job.
 
 use crate::row_errors::RowErrors;
 use crate::stateful::LateRecords;
@@ -20,10 +20,11 @@ impl DroppedRows {
     /// its own run), their counts summed: one line per kind of drop that happened, none when
     /// no row was dropped.
     pub fn summary<'a>(builds: impl IntoIterator<Item = &'a DroppedRows>) -> Vec<String> {
-        let (mut errors, mut late, mut first) = (0, 0, None);
+        let (mut errors, mut late, mut open, mut first) = (0, 0, 0, None);
         for b in builds {
             errors += b.errors.count();
             late += b.late.count();
+            open += b.late.open_at_end();
             first = first.or_else(|| b.errors.first());
         }
         let mut lines = Vec::new();
@@ -36,6 +37,12 @@ impl DroppedRows {
         if late > 0 {
             lines.push(format!(
                 "SQL rows dropped as late (behind the watermark, numLateRecordsDropped): {late}"
+            ));
+        }
+        if open > 0 {
+            lines.push(format!(
+                "SQL rows not emitted: in processing-time windows still open at the end of input \
+                 (as in Flink): {open}"
             ));
         }
         lines

@@ -2,6 +2,8 @@
 //! map state, a timer at each window's last millisecond, the window's row when it fires. Its
 //! input is either rows (one phase) or the local step's partial slices (two phases).
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use sluice_datastream::{KeyedProcessFunction, OnTimerContext, ProcessContext};
@@ -32,6 +34,11 @@ pub(super) struct GlobalWindowAgg {
     late: LateRecords,
     /// Scratch: the current row's argument values, per call.
     args: Vec<Vec<Value>>,
+    /// Processing time: the rows of each window not fired yet, by its last millisecond (a row
+    /// under the last window it belongs to), and their total as the job's `open_at_end` reads
+    /// it (set when the subtask opens).
+    open_rows: BTreeMap<i64, u64>,
+    open_total: Option<Arc<AtomicU64>>,
 }
 
 impl GlobalWindowAgg {
@@ -41,6 +48,25 @@ impl GlobalWindowAgg {
             shared,
             late: late.clone(),
             args,
+            open_rows: BTreeMap::new(),
+            open_total: None,
+        }
+    }
+
+    /// Counts a row into the processing-time window `last` (the last one it belongs to).
+    fn count_open(&mut self, last: &Window) {
+        *self.open_rows.entry(last.max_timestamp()).or_default() += 1;
+        if let Some(t) = &self.open_total {
+            t.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Uncounts the rows of the processing-time windows due at `time`: they fire now.
+    fn uncount_fired(&mut self, time: i64) {
+        let later = self.open_rows.split_off(&time.saturating_add(1));
+        let fired: u64 = std::mem::replace(&mut self.open_rows, later).values().sum();
+        if let Some(t) = &self.open_total {
+            t.fetch_sub(fired, Ordering::Relaxed);
         }
     }
 
@@ -161,6 +187,9 @@ impl GlobalWindowAgg {
         ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
+        if self.shared.spec.time == WindowTime::ProcTime {
+            self.uncount_fired(time);
+        }
         let fired_at = ctx.timer_service().current_processing_time();
         let key = ctx.current_key().0 .0.clone();
         let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
@@ -195,6 +224,9 @@ impl GlobalWindowAgg {
 impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
         self.late.open(ctx);
+        if self.shared.spec.time == WindowTime::ProcTime {
+            self.open_total = Some(self.late.open_windows_slot(ctx));
+        }
         Ok(())
     }
 
@@ -212,11 +244,15 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
         let windows = match (spec.time, spec.kind) {
             (WindowTime::ProcTime, kind) => {
                 let now = ctx.timer_service().current_processing_time();
-                match (kind, kind.slice_end(now)) {
+                let windows = match (kind, kind.slice_end(now)) {
                     (WindowKind::Session { gap }, _) => return self.add_to_session(now, gap, ctx),
                     (_, Some(end)) => kind.windows_of_slice(end),
                     (_, None) => return Ok(()),
+                };
+                if let Some(last) = windows.iter().max_by_key(|w| w.end) {
+                    self.count_open(last);
                 }
+                windows
             }
             (WindowTime::RowTime(i), WindowKind::Session { gap }) => {
                 match row.get(i) {
