@@ -30,6 +30,9 @@ impl OperatorIds {
     }
 }
 
+/// Per (operator id, subtask index): its rows in processing-time windows not fired yet.
+type OpenWindowSlots = BTreeMap<(String, usize), Arc<AtomicU64>>;
+
 /// The records event-time SQL operators dropped because the watermark had passed them (Flink's
 /// `numLateRecordsDropped`), shared by every subtask of a job (cheap to clone): the job's total,
 /// which the run summary reports, and once an operator's copy is [opened](LateRecords::open) on
@@ -47,7 +50,7 @@ pub struct LateRecords {
     task: Option<Arc<TaskMetrics>>,
     /// Rows in processing-time windows not fired yet, per (operator id, subtask): a subtask's
     /// count is replaced when it opens again after a restart.
-    open_windows: Arc<Mutex<BTreeMap<(String, usize), Arc<AtomicU64>>>>,
+    open_windows: Arc<Mutex<OpenWindowSlots>>,
 }
 
 impl LateRecords {
