@@ -48,6 +48,7 @@
 
 use std::fmt;
 
+pub mod chain;
 mod checkpoints;
 mod error;
 pub mod examine;
@@ -111,6 +112,10 @@ pub struct SubtaskSample {
     /// A sink subtask's time for its last write to the external system, ms (FLIP-33
     /// `currentSendTime`).
     pub send_time: Option<f64>,
+    /// Records per second into the chain's last operator (Flink's operator metric
+    /// `<operator>.numRecordsInPerSecond`): a sink chained behind a source has no task-level
+    /// input rate.
+    pub last_records_in: Option<f64>,
     /// A lookup join's key repeat ratio (0..=1): the share of its recent lookups whose key came
     /// earlier among them (Sluice's `lookupKeyRepeatPerMille` ÷ 1000) — what a cache would hit.
     pub key_repeat: Option<f64>,
@@ -441,6 +446,7 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                         pending_records: avg(|s| s.pending_records),
                         assigned_splits: avg(|s| s.assigned_splits),
                         send_time: avg(|s| s.send_time),
+                        last_records_in: avg(|s| s.last_records_in),
                         key_repeat: avg(|s| s.key_repeat),
                     }
                 })
