@@ -12,6 +12,9 @@
 use crate::profile::{bare, is_idle_or_credit_wait};
 use crate::VertexProfile;
 
+/// The share of the chain's working samples an operator needs to be named from them.
+pub const NAMING_SHARE: f64 = 0.4;
+
 /// Flink's operator classes that wrap a user function or a connector in a chain (simple class
 /// names, `$`-suffixes of inner classes excluded).
 const WRAPPERS: &[&str] = &[
@@ -206,11 +209,15 @@ mod tests {
         let out = "org.apache.flink.streaming.runtime.tasks.ChainingOutput.collect:2";
         let map = "org.apache.flink.streaming.api.operators.StreamMap.processElement:3";
         let user = "sluice.harness.SkewWorkload$Work.map:4";
-        let sink = "org.apache.flink.streaming.runtime.operators.sink.SinkWriterOperator.processElement:5";
+        let sink =
+            "org.apache.flink.streaming.runtime.operators.sink.SinkWriterOperator.processElement:5";
         let p = VertexProfile {
             on_cpu: tree(&[
                 (&[src, "gen.next:1"], 20),
-                (&[src, out, map, user, "sluice.harness.SkewWorkload.burn:9"], 60),
+                (
+                    &[src, out, map, user, "sluice.harness.SkewWorkload.burn:9"],
+                    60,
+                ),
                 (&[src, out, map, out, sink, "x.Writer.write:1"], 10),
                 (&["org.apache.flink.runtime.Mailbox.run:1"], 10),
             ]),
@@ -226,7 +233,10 @@ mod tests {
         assert_eq!(t.on_cpu, vec![20, 60, 10]);
         assert_eq!(t.blocked, vec![0, 0, 100]);
         assert_eq!(t.outside, 10);
-        assert_eq!(t.wrappers, vec!["SourceOperator", "StreamMap", "SinkWriterOperator"]);
+        assert_eq!(
+            t.wrappers,
+            vec!["SourceOperator", "StreamMap", "SinkWriterOperator"]
+        );
         assert_eq!(
             t.user_frames[1].as_deref(),
             Some("sluice.harness.SkewWorkload$Work.map")

@@ -699,3 +699,5 @@ fn starved_by_a_busier_vertex(
 mod tests;
 #[cfg(test)]
 mod tests_connectors;
+#[cfg(test)]
+mod tests_flink_chain;

@@ -154,7 +154,16 @@ fn is_kryo(f: &str) -> bool {
 /// The class of a user-code frame (`pkg.Type$Inner.method:12` → `pkg.Type$Inner`), unless the
 /// frame is the JDK's, Flink's or Kryo's own.
 fn user_class(f: &str) -> Option<String> {
-    let lib = ["java.", "javax.", "jdk.", "sun.", "org.apache.flink.", "com.esotericsoftware.", "org.objenesis.", "["];
+    let lib = [
+        "java.",
+        "javax.",
+        "jdk.",
+        "sun.",
+        "org.apache.flink.",
+        "com.esotericsoftware.",
+        "org.objenesis.",
+        "[",
+    ];
     if lib.iter().any(|p| f.starts_with(p)) {
         return None;
     }
@@ -171,7 +180,10 @@ fn kryo_use(paths: &[(Vec<&str>, u64)], total: u64) -> Option<KryoUse> {
             continue;
         };
         hits += n;
-        if p[at..].iter().any(|f| f.contains(".read") || f.contains(".deserialize")) {
+        if p[at..]
+            .iter()
+            .any(|f| f.contains(".read") || f.contains(".deserialize"))
+        {
             reads += n;
         }
         for c in p[at..].iter().filter_map(|f| user_class(f)) {

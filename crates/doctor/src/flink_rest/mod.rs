@@ -318,9 +318,9 @@ pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> 
         pending_records: connector_metric(values, operators, PENDING_RECORDS),
         assigned_splits: connector_metric(values, operators, ASSIGNED_SPLITS),
         send_time: connector_metric(values, operators, SEND_TIME),
-        last_records_in: operators.last().and_then(|op| {
-            get(&format!("{}.{RECORDS_IN}", sanitize_operator_name(op)))
-        }),
+        last_records_in: operators
+            .last()
+            .and_then(|op| get(&format!("{}.{RECORDS_IN}", sanitize_operator_name(op)))),
         key_repeat: connector_metric(values, operators, KEY_REPEAT).map(|m| m / 1000.0),
     }
 }

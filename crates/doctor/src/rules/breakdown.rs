@@ -110,7 +110,8 @@ impl<'a> Breakdown<'a> {
             .and_then(|p| crate::chain::attribute(p, v.operators.len()))
             .filter(|t| t.total() >= crate::profile::MIN_ON_CPU_SAMPLES);
         if hottest.is_none() {
-            if let Some((k, share)) = chain_time.as_ref().and_then(|t| t.hottest()) {
+            let named = chain_time.as_ref().and_then(|t| t.hottest());
+            if let Some((k, share)) = named.filter(|(_, s)| *s >= crate::chain::NAMING_SHARE) {
                 hottest = v.operators.get(k).map(|name| (name.clone(), share));
             }
         }
@@ -252,8 +253,29 @@ impl Breakdown<'_> {
             return None;
         }
         let t = self.chain_time.as_ref()?;
-        let k = self.operator_position()?;
         let total = t.total().max(1) as f64;
+        let share = |j: usize| {
+            format!(
+                "`{}` {:.0}%",
+                self.v.operators[j],
+                100.0 * t.at(j) as f64 / total
+            )
+        };
+        let outside = (t.outside > 0).then(|| {
+            format!(
+                "outside the operators (the task's input, output and (de)serialization) {:.0}%",
+                100.0 * t.outside as f64 / total
+            )
+        });
+        let Some(k) = self.operator_position() else {
+            let all: Vec<String> = (0..t.on_cpu.len()).map(share).chain(outside).collect();
+            return Some(format!(
+                "flame graph: {}: no operator of the chain has {:.0}% of the working samples: {}",
+                self.v.name,
+                crate::chain::NAMING_SHARE * 100.0,
+                all.join(", ")
+            ));
+        };
         let name = &self.v.operators[k];
         let under = match &t.user_frames[k] {
             Some(u) => format!("under Flink's `{}`, user code `{u}`", t.wrappers[k]),
@@ -261,13 +283,8 @@ impl Breakdown<'_> {
         };
         let others: Vec<String> = (0..t.on_cpu.len())
             .filter(|&j| j != k)
-            .map(|j| format!("`{}` {:.0}%", self.v.operators[j], 100.0 * t.at(j) as f64 / total))
-            .chain((t.outside > 0).then(|| {
-                format!(
-                    "outside the operators {:.0}%",
-                    100.0 * t.outside as f64 / total
-                )
-            }))
+            .map(share)
+            .chain(outside)
             .collect();
         Some(format!(
             "flame graph: {}: the time is in `{name}` ({:.0}% of the working samples, {:.0}% \

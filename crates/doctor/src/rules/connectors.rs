@@ -262,16 +262,30 @@ fn sink_rate(b: &Breakdown) -> Option<f64> {
 
 /// The batch fix of a sink whose batch size is unknown and which waits a round trip per
 /// record (`r` records/s per subtask, `w` ms waited per record).
-fn batch_unknown(b: &Breakdown, target: &str, r: f64, w: f64, mut evidence: Vec<String>) -> Finding {
+fn batch_unknown(
+    b: &Breakdown,
+    target: &str,
+    r: f64,
+    w: f64,
+    mut evidence: Vec<String>,
+) -> Finding {
     evidence.push(format!(
         "{w:.2} ms per record is a request per record (≥ {ROUND_TRIP_MS} ms): the writes are \
          not batched, so batching comes before scaling"
     ));
-    let n = b.n;
+    let (p, n) = (b.p, b.n);
     // Busy ms per record now, and after the wait is shared by a batch.
     let per = b.hot_busy / r.max(1e-9);
     let after = (per - w + w / BATCH_ROWS as f64).max(1e-9);
     let speedup = (per / after).max(1.0);
+    let scale = if n > p {
+        format!("with its own parallelism {n} behind REBALANCE")
+    } else {
+        format!(
+            "with its own, higher parallelism behind REBALANCE once the cluster has free slots \
+             (none beyond the {p} in use)"
+        )
+    };
     Finding::new(
         Cause::SinkLimit,
         0.75,
@@ -282,8 +296,8 @@ fn batch_unknown(b: &Breakdown, target: &str, r: f64, w: f64, mut evidence: Vec<
                  (the connector's buffer-flush options: JDBC `JdbcExecutionOptions.withBatchSize` \
                  / SQL `{MAX_ROWS_OPTION}` with `sink.buffer-flush.interval`; flushed at every \
                  checkpoint, so what reaches the system is unchanged). If they are already \
-                 batched, scale the sink instead: split `{target}` from its chain with its own \
-                 parallelism {n} behind REBALANCE, where the external system has room"
+                 batched, scale the sink instead: split `{target}` from its chain {scale}, where \
+                 the external system has room"
             ),
             change: format!(
                 "batch the writes of `{target}` ({MAX_ROWS_OPTION} = {BATCH_ROWS} or the \
@@ -292,9 +306,10 @@ fn batch_unknown(b: &Breakdown, target: &str, r: f64, w: f64, mut evidence: Vec<
             plan_change: None,
         }),
         format!(
-            "up to {:.0}x the write rate while a request of {BATCH_ROWS} rows costs about one \
-             round trip ({w:.2} ms per record now, {r:.0} records/s per subtask)",
-            speedup
+            "the wait per record falls from {w:.2} ms toward {:.1} µs (one round trip per \
+             {BATCH_ROWS} rows): up to {speedup:.0}x the write rate ({r:.0} records/s per \
+             subtask now), until the chain's own work or the system's per-row cost is the limit",
+            1000.0 * w / BATCH_ROWS as f64
         ),
     )
 }

@@ -185,6 +185,17 @@ pub(crate) fn classify(
             Shape::Skewed => skew::uneven_load(&b),
             Shape::Uniform => uniform::under_provisioned(&b),
         });
+    if b.operator_from_profile() {
+        // Flink reports no time per operator; the flame graph's frames named it instead.
+        for u in undetermined
+            .iter_mut()
+            .filter(|u| u.starts_with("time per chained operator"))
+        {
+            *u = "time per chained operator: not reported; the operator inside the chain is \
+                  named from the flame graph's frames"
+                .to_string();
+        }
+    }
     let mut bottleneck = b.bottleneck();
     if let Some(op) = finding.operator {
         bottleneck.operator = Some(op);

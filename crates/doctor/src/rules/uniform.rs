@@ -318,19 +318,37 @@ pub(super) fn serialization(b: &Breakdown) -> Option<Finding> {
 /// frames show it, and Flink's fixes.
 fn kryo(b: &Breakdown, k: &crate::profile::KryoUse, mut evidence: Vec<String>) -> Finding {
     let v = b.v;
-    let (edge, op) = if k.reading >= 0.5 {
-        let op = v.operators.first().cloned().unwrap_or_else(|| v.name.clone());
-        (format!("the records `{op}` reads from its input"), op)
-    } else {
-        let op = v.operators.last().cloned().unwrap_or_else(|| v.name.clone());
-        (format!("the records `{op}` sends downstream"), op)
+    let last = |w: &crate::VertexView| {
+        w.operators
+            .last()
+            .cloned()
+            .unwrap_or_else(|| w.name.clone())
     };
-    let ty = match k.types.first() {
-        Some(t) => format!("type `{t}`"),
-        None => format!(
-            "the record type of {edge} (its frames do not name it; Flink logs it at submission: \
+    // The type is the output type of the operator that emits the records: upstream of the
+    // vertex when it reads them, its last operator when it sends them.
+    let (edge, op, emitter) = if k.reading >= 0.5 {
+        let op = v
+            .operators
+            .first()
+            .cloned()
+            .unwrap_or_else(|| v.name.clone());
+        let up = v.inputs.first().map(|&u| last(&b.job.vertices[u]));
+        (format!("the records `{op}` reads from its input"), op, up)
+    } else {
+        let op = last(v);
+        (
+            format!("the records `{op}` sends downstream"),
+            op.clone(),
+            Some(op),
+        )
+    };
+    let ty = match (k.types.first(), &emitter) {
+        (Some(t), _) => format!("type `{t}`"),
+        (None, Some(e)) => format!(
+            "the type `{e}` emits (the frames do not name it; Flink logs it at submission: \
              \"… cannot be used as a POJO type … must be processed as GenericType\")"
         ),
+        (None, None) => "the record type (the frames do not name it)".to_string(),
     };
     evidence.push(format!(
         "{:.0}% of on-CPU samples are in Kryo ({:.0}% of them reading): Flink fell back to \
@@ -338,7 +356,11 @@ fn kryo(b: &Breakdown, k: &crate::profile::KryoUse, mut evidence: Vec<String>) -
         k.share * 100.0,
         k.reading * 100.0
     ));
-    let short = k.types.first().map_or("the record type".to_string(), |t| format!("`{t}`"));
+    let short = match (k.types.first(), &emitter) {
+        (Some(t), _) => format!("`{t}`"),
+        (None, Some(e)) => format!("the type `{e}` emits"),
+        (None, None) => "the record type".to_string(),
+    };
     Finding::new(
         Cause::Serialization,
         0.75,
@@ -347,8 +369,9 @@ fn kryo(b: &Breakdown, k: &crate::profile::KryoUse, mut evidence: Vec<String>) -
             description: format!(
                 "Flink serializes {short} with Kryo because it is no POJO it can analyse: make it \
                  a POJO (a public class with a public no-arg constructor and public non-final \
-                 fields or public getters/setters, so Flink uses its PojoSerializer), or give it a serializer (register one in `pipeline.serialization-config`, \
-                 or declare its TypeInformation with `.returns(…)`); and set \
+                 fields or public getters/setters, so Flink uses its PojoSerializer), or register \
+                 a serializer for it (`pipeline.serialization-config`: a TypeInfoFactory, or a \
+                 Kryo serializer of its own); and set \
                  `pipeline.generic-types: false`, so Flink refuses every type that would fall \
                  back to Kryo at submission and names it"
             ),
