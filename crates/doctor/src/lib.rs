@@ -22,10 +22,13 @@
 //! - a partitioned source (Kafka) with at least as many subtasks as partitions, busy →
 //!   [`Cause::SourceCeiling`], fix "add partitions" (never "raise parallelism"), the subtasks
 //!   that own no partition named as idle;
-//! - a sink waiting on its external system (busy, little CPU, its send time) →
-//!   [`Cause::SinkLimit`] with "batch the writes" ([`PlanChange::SinkOption`]) while its batches
-//!   are small, else "scale the sink";
-//! - all busy, the flame graph's CPU mostly in serialization frames → [`Cause::Serialization`];
+//! - a sink waiting on its external system (busy, little CPU, its send time, or its flame-graph
+//!   samples off CPU under its writer) → [`Cause::SinkLimit`] with "batch the writes"
+//!   ([`PlanChange::SinkOption`]) while its batches are small (batch size unknown, as on Flink:
+//!   while it waits a round trip per record), else "scale the sink" — never async I/O;
+//! - all busy, the flame graph's CPU mostly in serialization frames → [`Cause::Serialization`]
+//!   (in Kryo: Flink's generic fallback, with Flink's fixes: a POJO, a registered serializer,
+//!   `pipeline.generic-types: false`);
 //! - all busy in a source operator → [`Cause::SourceCeiling`]; in a sink → [`Cause::SinkLimit`];
 //! - all busy otherwise → [`Cause::UnderProvisioned`] (fix: parallelism N behind REBALANCE/HASH);
 //! - nothing busy, but a vertex backpressured by a consumer that is not busy, with the network
@@ -33,7 +36,9 @@
 //!   that cross processes → [`Cause::Serialization`] at that edge ([`exchange`]);
 //! - nothing busy → [`Cause::NoBottleneck`]: the input is the limit.
 //!
-//! Inside a chain, the per-operator (exclusive) busy time names the operator.
+//! Inside a chain, the per-operator (exclusive) busy time names the operator; on Flink, which
+//! reports none, the flame graph's frames do ([`chain`]: the operator wrapper classes nest in
+//! chain order), and a busy source chain is a source ceiling only when the time is the source's.
 //!
 //! Source lag (FLIP-33 `pendingRecords`) is evidence ([`lag`]): growing while the source is
 //! backpressured, the source is throttled by the bottleneck; about 0 with nothing busy, the input

@@ -203,3 +203,113 @@ fn kryo_is_named_at_the_keyed_input_with_flinks_fixes() {
         fix.change
     );
 }
+
+// Synthetic Flink-shaped stacks (no per-operator metrics) for the paths the captures do not take.
+
+const SRC: &str = "org.apache.flink.streaming.api.operators.SourceOperator.emitNext:535";
+const OUT: &str =
+    "org.apache.flink.streaming.runtime.tasks.CopyingChainingOutput.pushToOperator:75";
+const MAP: &str = "org.apache.flink.streaming.api.operators.StreamMap.processElement:37";
+const SINK: &str =
+    "org.apache.flink.streaming.runtime.operators.sink.SinkWriterOperator.processElement:184";
+
+/// One vertex `Source: gen -> map -> out: Writer` (p=1, busy, no consumers) with these stacks.
+fn one_chain(on: &[(&[&str], u64)], off: &[(&[&str], u64)], rate: f64) -> crate::JobView {
+    use crate::profile::tests::tree;
+    let s = crate::SubtaskSample {
+        busy: Some(1000.0),
+        backpressured: Some(0.0),
+        idle: Some(0.0),
+        records_in: Some(0.0),
+        records_out: Some(0.0),
+        last_records_in: Some(rate),
+        ..Default::default()
+    };
+    let ops = ["Source: gen", "map", "out: Writer"];
+    crate::JobView {
+        vertices: vec![crate::VertexView {
+            id: "v0".into(),
+            name: ops.join(" -> "),
+            parallelism: 1,
+            is_source: true,
+            is_sink: true,
+            operators: ops.iter().map(|o| o.to_string()).collect(),
+            subtasks: vec![s],
+            profile: Some(crate::VertexProfile {
+                on_cpu: tree(on),
+                off_cpu: tree(off),
+            }),
+            ..Default::default()
+        }],
+        available_cores: Some(4),
+    }
+}
+
+#[test]
+fn a_source_chain_whose_time_is_in_the_source_is_a_source_ceiling() {
+    let j = one_chain(
+        &[
+            (&[SRC, "my.Reader.poll:1"], 80),
+            (&[SRC, OUT, MAP, "my.Map.map:1"], 20),
+        ],
+        &[],
+        50_000.0,
+    );
+    let d = crate::diagnose(&j);
+    assert_eq!(d.cause.name(), "source-ceiling", "{d:#?}");
+    assert_eq!(
+        d.bottleneck.as_ref().unwrap().operator.as_deref(),
+        Some("Source: gen")
+    );
+    assert!(evidence(&d).contains("the time is in `Source: gen` (80%"));
+}
+
+#[test]
+fn a_batched_sink_that_waits_is_scaled_out_of_its_chain() {
+    // 1000 records/s, half the time off CPU in socket reads under the sink: 0.5 ms per
+    // record would be a round trip each; at 40k records/s it is 0.0125 ms, batched already.
+    let stacks_on: &[(&[&str], u64)] = &[(&[SRC, OUT, MAP, OUT, SINK, "my.Db.encode:1"], 40)];
+    let stacks_off: &[(&[&str], u64)] = &[(
+        &[
+            SRC,
+            OUT,
+            MAP,
+            OUT,
+            SINK,
+            "my.Db.flush:1",
+            "sun.nio.ch.SocketDispatcher.read0:-2",
+        ],
+        60,
+    )];
+    let d = crate::diagnose(&one_chain(stacks_on, stacks_off, 40_000.0));
+    assert_eq!(d.cause.name(), "sink-limit", "{d:#?}");
+    let fix = d.fix.unwrap();
+    assert!(
+        fix.description.starts_with("scale the sink"),
+        "{}",
+        fix.description
+    );
+    assert!(fix
+        .description
+        .contains("split `out: Writer` from its chain"));
+    assert_eq!(
+        fix.plan_change,
+        Some(crate::PlanChange::Parallelism {
+            operator: "out: Writer".into(),
+            parallelism: 2,
+            ship: crate::ShipStrategy::Rebalance,
+        })
+    );
+    let d = crate::diagnose(&one_chain(stacks_on, stacks_off, 1_000.0));
+    assert!(d
+        .fix
+        .as_ref()
+        .unwrap()
+        .description
+        .starts_with("batch the writes"));
+    assert!(
+        evidence(&d).contains("waits 0.60 ms per record"),
+        "{}",
+        evidence(&d)
+    );
+}
