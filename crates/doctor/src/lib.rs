@@ -235,6 +235,9 @@ pub struct Bottleneck {
     pub parallelism: usize,
     /// The chained operator that takes the busy time, when the metrics single one out.
     pub operator: Option<String>,
+    /// The operator's share (0..=1) of the chain's flame-graph samples, when the frames named
+    /// it (Flink reports no time per operator; see [`chain`]).
+    pub operator_share: Option<f64>,
     /// Busy, not backpressured subtasks (0-based).
     pub subtasks: Vec<usize>,
 }
@@ -359,6 +362,12 @@ impl Diagnosis {
                 if let Some(op) = &b.operator {
                     if *op != b.vertex_name {
                         s.push_str(&format!(", operator `{op}`"));
+                        if let Some(share) = b.operator_share {
+                            s.push_str(&format!(
+                                " ({:.0}% of the chain's flame-graph samples)",
+                                share * 100.0
+                            ));
+                        }
                     }
                 }
                 let p = b.parallelism.max(1);

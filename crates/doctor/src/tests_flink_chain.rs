@@ -121,6 +121,9 @@ fn a_heavy_map_chained_to_its_source_is_named_from_the_streammap_frames() {
     assert_eq!(d.cause.name(), "under-provisioned");
     assert_eq!(b.vertex_name, "Source: generator -> heavy-map");
     assert_eq!(b.operator.as_deref(), Some("heavy-map"));
+    assert!(d.verdict().contains(
+        "at `Source: generator -> heavy-map`, operator `heavy-map` (95% of the chain's flame-graph samples)"
+    ), "{}", d.verdict());
     let ev = evidence(&d);
     assert!(ev.contains("the time is in `heavy-map`"), "{ev}");
     assert!(

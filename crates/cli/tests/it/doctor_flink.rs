@@ -99,6 +99,12 @@ fn a_heavy_map_chained_to_its_source_is_named_with_a_fix() {
         "{d:#}"
     );
     assert_eq!(d["bottleneck"]["operator"], "heavy-map", "{d:#}");
+    let verdict = d["verdict"].as_str().unwrap();
+    assert!(
+        verdict.contains("operator `heavy-map` (")
+            && verdict.contains("% of the chain's flame-graph samples)"),
+        "{verdict}"
+    );
     // Named from Flink's frames: most samples under StreamMap, more than under the source.
     assert!(ev.contains("the time is in `heavy-map`"), "{ev}");
     assert!(ev.contains("`StreamMap`"), "{ev}");

@@ -179,6 +179,10 @@ impl<'a> Breakdown<'a> {
             vertex_name: self.v.name.clone(),
             parallelism: self.p,
             operator: self.operator.clone(),
+            operator_share: self
+                .operator_from_profile()
+                .then(|| self.hottest.as_ref().map(|h| h.1))
+                .flatten(),
             subtasks: self.hot.clone(),
         }
     }

@@ -198,6 +198,9 @@ pub(crate) fn classify(
     }
     let mut bottleneck = b.bottleneck();
     if let Some(op) = finding.operator {
+        if bottleneck.operator.as_ref() != Some(&op) {
+            bottleneck.operator_share = None;
+        }
         bottleneck.operator = Some(op);
     }
     evidence.extend(finding.evidence);
