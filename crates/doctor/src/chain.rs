@@ -125,18 +125,26 @@ fn is_library(f: &str) -> bool {
     .any(|p| f.starts_with(p))
 }
 
-/// Where a stack's samples go: the innermost wrapper's position (runs of frames of one class
-/// count once) and the user frame under it.
+/// Where a stack's samples go: the innermost wrapper's position and the user frame under it. A
+/// new position starts at a wrapper frame of another class than the last one, or of the same
+/// class after a record crossed into the next operator (`ChainingOutput`: a map chained to a
+/// map); frames of one operator (`WindowOperator.processElement` → `.emitWindowContents`) count
+/// once.
 fn place<'a>(path: &[&'a str]) -> Option<(usize, &'a str, Option<&'a str>)> {
     let mut k: Option<usize> = None;
     let mut last: Option<&str> = None;
+    let mut crossed = false;
     let mut at = 0;
     for (i, f) in path.iter().enumerate() {
+        if f.contains("ChainingOutput.") {
+            crossed = true;
+        }
         if let Some(w) = wrapper_of(f) {
-            if last != Some(w) {
+            if last != Some(w) || crossed {
                 k = Some(k.map_or(0, |k| k + 1));
                 last = Some(w);
             }
+            crossed = false;
             at = i;
         }
     }
@@ -246,5 +254,28 @@ mod tests {
         assert_eq!(t.blocked_share(2), 100.0 / 110.0);
         // Two nested operators do not map onto a chain of one.
         assert_eq!(attribute(&p, 1), None);
+    }
+
+    #[test]
+    fn two_chained_maps_are_two_operators_and_one_operators_frames_count_once() {
+        let head = "org.apache.flink.streaming.api.operators.StreamMap.processElement:37";
+        let out = "org.apache.flink.streaming.runtime.tasks.ChainingOutput.pushToOperator:75";
+        let win = "org.apache.flink.streaming.runtime.operators.windowing.WindowOperator.processElement:1";
+        let emit = "org.apache.flink.streaming.runtime.operators.windowing.WindowOperator.emitWindowContents:2";
+        let p = VertexProfile {
+            on_cpu: tree(&[
+                (&[head, "a.A.map:1"], 30),
+                (&[head, out, head, "b.B.map:1"], 70),
+            ]),
+            off_cpu: tree(&[]),
+        };
+        let t = attribute(&p, 2).unwrap();
+        assert_eq!(t.on_cpu, vec![30, 70]);
+        assert_eq!(t.user_frames[1].as_deref(), Some("b.B.map"));
+        let p = VertexProfile {
+            on_cpu: tree(&[(&[win, emit, "c.C.apply:1"], 10)]),
+            off_cpu: tree(&[]),
+        };
+        assert_eq!(attribute(&p, 1).unwrap().on_cpu, vec![10]);
     }
 }
