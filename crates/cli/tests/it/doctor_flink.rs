@@ -168,3 +168,41 @@ fn kryo_is_named_with_flinks_fixes() {
     assert!(fix.contains("pipeline.generic-types: false"), "{fix}");
     assert!(fix.contains("into `latest-per-key`"), "{fix}");
 }
+
+/// The captured answers of the three scenarios give the same verdicts offline, in the text report.
+#[test]
+fn the_captures_give_the_same_verdicts_from_dir() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/flink/flink-rest"
+    );
+    for (scenario, verdict, fix) in [
+        (
+            "chained",
+            "Verdict: under-provisioned or expensive work at `Source: generator -> heavy-map`, \
+             operator `heavy-map` (95% of the chain's flame-graph samples)",
+            "Fix: raise `heavy-map` to parallelism 2 behind REBALANCE",
+        ),
+        (
+            "blocking-sink",
+            "Verdict: sink limit at `Source: generator -> map -> db-sink: Writer`, operator \
+             `db-sink: Writer` (99% of the chain's flame-graph samples)",
+            "Fix: batch the writes of `db-sink: Writer`",
+        ),
+        (
+            "kryo",
+            "Verdict: serialization cost at `latest-per-key -> sink: Writer`",
+            "Fix: a POJO or a registered serializer for the type `to-event` emits",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .args(["doctor", "--from-dir"])
+            .arg(format!("{dir}/{scenario}"))
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{out}");
+        assert!(out.contains(verdict), "{scenario}: {out}");
+        assert!(out.contains(fix), "{scenario}: {out}");
+    }
+}
