@@ -274,9 +274,14 @@ fn batch_unknown(
          not batched, so batching comes before scaling"
     ));
     let (p, n) = (b.p, b.n);
-    // Busy ms per record now, and after the wait is shared by a batch.
+    // Busy ms per record now, and after the wait is shared by a batch: the chain's time on the
+    // CPU (the flame graph's on-CPU share, when sampled) stays.
     let per = b.hot_busy / r.max(1e-9);
-    let after = (per - w + w / BATCH_ROWS as f64).max(1e-9);
+    let computing = match &b.profile {
+        Some(p) => per * (1.0 - p.blocked_share),
+        None => (per - w).max(0.0),
+    };
+    let after = (computing + w / BATCH_ROWS as f64).max(1e-9);
     let speedup = (per / after).max(1.0);
     let scale = if n > p {
         format!("with its own parallelism {n} behind REBALANCE")
