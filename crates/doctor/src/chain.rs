@@ -7,7 +7,8 @@
 //! by nested calls). So the k-th wrapper class on a stack, counted from the outermost, is the
 //! k-th operator of the chain in plan order, and a sample belongs to the innermost one on its
 //! stack. [`attribute`] counts the working samples (on CPU, and off CPU in the thread's own
-//! waits) per chain position; the rules name the operator with most of them.
+//! waits) per chain position; the operator with most of them, from [`NAMING_SHARE`] of all, is
+//! named.
 
 use crate::profile::{bare, is_idle_or_credit_wait};
 use crate::VertexProfile;
