@@ -85,6 +85,7 @@ pub(crate) fn codec_limit(job: &JobView) -> Option<Diagnosis> {
                     vertex_name: side.name.clone(),
                     parallelism: side.parallelism.max(side.subtasks.len()),
                     operator: operator.cloned(),
+                    operator_share: None,
                     subtasks,
                 }),
                 cause: Cause::Serialization,

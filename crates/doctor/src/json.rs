@@ -225,6 +225,7 @@ mod tests {
                     vertex_name: "sum -> sink".into(),
                     parallelism: 2,
                     operator: Some("sum".into()),
+                    operator_share: None,
                     subtasks: vec![0, 1],
                 }),
                 cause: Cause::KeySkew {
@@ -260,6 +261,7 @@ mod tests {
                 vertex_name: "source".into(),
                 parallelism: 1,
                 operator: None,
+                operator_share: None,
                 subtasks: Vec::new(),
             }),
             cause: Cause::UnderProvisioned,

@@ -22,10 +22,13 @@
 //! - a partitioned source (Kafka) with at least as many subtasks as partitions, busy →
 //!   [`Cause::SourceCeiling`], fix "add partitions" (never "raise parallelism"), the subtasks
 //!   that own no partition named as idle;
-//! - a sink waiting on its external system (busy, little CPU, its send time) →
-//!   [`Cause::SinkLimit`] with "batch the writes" ([`PlanChange::SinkOption`]) while its batches
-//!   are small, else "scale the sink";
-//! - all busy, the flame graph's CPU mostly in serialization frames → [`Cause::Serialization`];
+//! - a sink waiting on its external system (busy, little CPU, its send time, or its flame-graph
+//!   samples off CPU under its writer) → [`Cause::SinkLimit`] with "batch the writes"
+//!   ([`PlanChange::SinkOption`]) while its batches are small (batch size unknown, as on Flink:
+//!   while it waits a round trip per record), else "scale the sink" — never async I/O;
+//! - all busy, the flame graph's CPU mostly in serialization frames → [`Cause::Serialization`]
+//!   (in Kryo: Flink's generic fallback, with Flink's fixes: a POJO, a registered serializer,
+//!   `pipeline.generic-types: false`);
 //! - all busy in a source operator → [`Cause::SourceCeiling`]; in a sink → [`Cause::SinkLimit`];
 //! - all busy otherwise → [`Cause::UnderProvisioned`] (fix: parallelism N behind REBALANCE/HASH);
 //! - nothing busy, but a vertex backpressured by a consumer that is not busy, with the network
@@ -33,7 +36,9 @@
 //!   that cross processes → [`Cause::Serialization`] at that edge ([`exchange`]);
 //! - nothing busy → [`Cause::NoBottleneck`]: the input is the limit.
 //!
-//! Inside a chain, the per-operator (exclusive) busy time names the operator.
+//! Inside a chain, the per-operator (exclusive) busy time names the operator; on Flink, which
+//! reports none, the flame graph's frames do ([`chain`]: the operator wrapper classes nest in
+//! chain order), and a busy source chain is a source ceiling only when the time is the source's.
 //!
 //! Source lag (FLIP-33 `pendingRecords`) is evidence ([`lag`]): growing while the source is
 //! backpressured, the source is throttled by the bottleneck; about 0 with nothing busy, the input
@@ -48,6 +53,7 @@
 
 use std::fmt;
 
+pub mod chain;
 mod checkpoints;
 mod error;
 pub mod examine;
@@ -111,6 +117,10 @@ pub struct SubtaskSample {
     /// A sink subtask's time for its last write to the external system, ms (FLIP-33
     /// `currentSendTime`).
     pub send_time: Option<f64>,
+    /// Records per second into the chain's last operator (Flink's operator metric
+    /// `<operator>.numRecordsInPerSecond`): a sink chained behind a source has no task-level
+    /// input rate.
+    pub last_records_in: Option<f64>,
     /// A lookup join's key repeat ratio (0..=1): the share of its recent lookups whose key came
     /// earlier among them (Sluice's `lookupKeyRepeatPerMille` ÷ 1000) — what a cache would hit.
     pub key_repeat: Option<f64>,
@@ -225,6 +235,9 @@ pub struct Bottleneck {
     pub parallelism: usize,
     /// The chained operator that takes the busy time, when the metrics single one out.
     pub operator: Option<String>,
+    /// The operator's share (0..=1) of the chain's flame-graph samples, when the frames named
+    /// it (Flink reports no time per operator; see [`chain`]).
+    pub operator_share: Option<f64>,
     /// Busy, not backpressured subtasks (0-based).
     pub subtasks: Vec<usize>,
 }
@@ -349,6 +362,12 @@ impl Diagnosis {
                 if let Some(op) = &b.operator {
                     if *op != b.vertex_name {
                         s.push_str(&format!(", operator `{op}`"));
+                        if let Some(share) = b.operator_share {
+                            s.push_str(&format!(
+                                " ({:.0}% of the chain's flame-graph samples)",
+                                share * 100.0
+                            ));
+                        }
                     }
                 }
                 let p = b.parallelism.max(1);
@@ -441,6 +460,7 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                         pending_records: avg(|s| s.pending_records),
                         assigned_splits: avg(|s| s.assigned_splits),
                         send_time: avg(|s| s.send_time),
+                        last_records_in: avg(|s| s.last_records_in),
                         key_repeat: avg(|s| s.key_repeat),
                     }
                 })
@@ -693,3 +713,5 @@ fn starved_by_a_busier_vertex(
 mod tests;
 #[cfg(test)]
 mod tests_connectors;
+#[cfg(test)]
+mod tests_flink_chain;

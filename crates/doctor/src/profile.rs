@@ -60,7 +60,7 @@ impl FlameTree {
     }
 
     /// Every leaf path's frames (root excluded) with its self samples.
-    fn paths(&self) -> Vec<(Vec<&str>, u64)> {
+    pub(crate) fn paths(&self) -> Vec<(Vec<&str>, u64)> {
         fn walk<'a>(n: &'a FlameTree, path: &mut Vec<&'a str>, out: &mut Vec<(Vec<&'a str>, u64)>) {
             path.push(&n.name);
             if n.self_value() > 0 {
@@ -131,6 +131,77 @@ pub struct ProfileSummary {
     pub serialization: (f64, Option<String>),
     /// The on-CPU frames with the most self time, with their share of on-CPU samples.
     pub top_self: Vec<(String, f64)>,
+    /// Flink's generic serialization: on-CPU samples in Kryo frames (see [`KryoUse`]).
+    pub kryo: Option<KryoUse>,
+}
+
+/// What the flame graph shows of Kryo, Flink's fallback serializer for types it cannot analyse.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KryoUse {
+    /// Share of on-CPU samples inside Kryo frames.
+    pub share: f64,
+    /// Share of those that deserialize (read) rather than serialize or copy.
+    pub reading: f64,
+    /// Classes of user code called from inside Kryo (constructors, accessors): the type it
+    /// handles, when the frames show it.
+    pub types: Vec<String>,
+}
+
+fn is_kryo(f: &str) -> bool {
+    f.contains("com.esotericsoftware.kryo") || f.contains(".kryo.KryoSerializer")
+}
+
+/// The class of a user-code frame (`pkg.Type$Inner.method:12` → `pkg.Type$Inner`), unless the
+/// frame is the JDK's, Flink's or Kryo's own.
+fn user_class(f: &str) -> Option<String> {
+    let lib = [
+        "java.",
+        "javax.",
+        "jdk.",
+        "sun.",
+        "org.apache.flink.",
+        "com.esotericsoftware.",
+        "org.objenesis.",
+        "[",
+    ];
+    if lib.iter().any(|p| f.starts_with(p)) {
+        return None;
+    }
+    let (class, _) = bare(f).rsplit_once('.')?;
+    Some(class.to_string())
+}
+
+/// The Kryo summary of on-CPU paths (`None` without Kryo frames).
+fn kryo_use(paths: &[(Vec<&str>, u64)], total: u64) -> Option<KryoUse> {
+    let (mut hits, mut reads) = (0u64, 0u64);
+    let mut types: Vec<(String, u64)> = Vec::new();
+    for (p, n) in paths {
+        let Some(at) = p.iter().position(|f| is_kryo(f)) else {
+            continue;
+        };
+        hits += n;
+        if p[at..]
+            .iter()
+            .any(|f| f.contains(".read") || f.contains(".deserialize"))
+        {
+            reads += n;
+        }
+        for c in p[at..].iter().filter_map(|f| user_class(f)) {
+            match types.iter_mut().find(|(t, _)| *t == c) {
+                Some((_, k)) => *k += n,
+                None => types.push((c, *n)),
+            }
+        }
+    }
+    if hits == 0 {
+        return None;
+    }
+    types.sort_by_key(|t| std::cmp::Reverse(t.1));
+    Some(KryoUse {
+        share: hits as f64 / total.max(1) as f64,
+        reading: reads as f64 / hits as f64,
+        types: types.into_iter().map(|(t, _)| t).take(3).collect(),
+    })
 }
 
 /// Fewer on-CPU samples than this name no hot frame (their shares would be noise).
@@ -144,6 +215,11 @@ fn is_credit_wait(f: &str) -> bool {
     f.starts_with("[wait] output credit")
         || f.contains("requestMemorySegmentBlocking")
         || f.contains("requestBufferBuilderBlocking")
+}
+
+/// A wait that is idle (for input) or backpressure (for credit), not the thread's own.
+pub(crate) fn is_idle_or_credit_wait(f: &str) -> bool {
+    is_idle_wait(f) || is_credit_wait(f)
 }
 
 fn blocked_kind(f: &str) -> Option<BlockedIn> {
@@ -192,7 +268,7 @@ fn is_serialization(f: &str) -> bool {
 }
 
 /// A frame name without its `:line` suffix.
-fn bare(f: &str) -> &str {
+pub(crate) fn bare(f: &str) -> &str {
     match f.rsplit_once(':') {
         Some((head, line))
             if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit() || b == b'-') =>
@@ -281,6 +357,7 @@ impl VertexProfile {
             blocked_in,
             state: family(&on, on_cpu, is_state),
             serialization: family(&on, on_cpu, is_serialization),
+            kryo: kryo_use(&on, on_cpu),
             top_self: selfs
                 .into_iter()
                 .take(3)
@@ -325,11 +402,11 @@ impl ProfileSummary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
-    fn tree(paths: &[(&[&str], u64)]) -> FlameTree {
+    pub(crate) fn tree(paths: &[(&[&str], u64)]) -> FlameTree {
         let mut root = FlameTree {
             name: "root".into(),
             ..FlameTree::default()

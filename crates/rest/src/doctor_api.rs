@@ -191,6 +191,7 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
         pending_records: None,
         assigned_splits: None,
         send_time: None,
+        last_records_in: None,
         key_repeat: None,
     }
 }

@@ -19,8 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// One Flink at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+/// One Flink at a time (shared with `doctor_flink`).
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
 /// The harness script: `SLUICE_FLINK_SCENARIO`, else `scripts/flink/run-scenario.sh` of this
 /// repository.
@@ -33,7 +33,7 @@ fn scenario_script() -> PathBuf {
 }
 
 /// The script when it can run a Flink here (a JDK and the Flink jars), else why not.
-fn flink_available() -> Result<PathBuf, String> {
+pub(crate) fn flink_available() -> Result<PathBuf, String> {
     let script = scenario_script();
     if !script.is_file() {
         return Err(format!("no harness script at {}", script.display()));
@@ -50,14 +50,28 @@ fn flink_available() -> Result<PathBuf, String> {
 }
 
 /// A Flink MiniCluster running one scenario; stopped (stop file, then kill by PID) on drop.
-struct Flink {
+pub(crate) struct Flink {
     child: Child,
     stop: PathBuf,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Flink {
     fn start(script: &std::path::Path, adaptive: bool) -> Flink {
+        let extra: &[&str] = if adaptive {
+            &["--scheduler", "adaptive"]
+        } else {
+            &[]
+        };
+        Flink::start_scenario(script, "underprov", extra)
+    }
+
+    /// Starts `scenario` of the harness with extra job flags (`--parallelism 2`, …).
+    pub(crate) fn start_scenario(
+        script: &std::path::Path,
+        scenario: &str,
+        extra: &[&str],
+    ) -> Flink {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -68,14 +82,12 @@ impl Flink {
         let _ = std::fs::remove_file(&stop);
         let mut args = vec![
             script.display().to_string(),
-            "underprov".into(),
+            scenario.to_string(),
             port.to_string(),
             stop.display().to_string(),
             "400".into(),
         ];
-        if adaptive {
-            args.extend(["--scheduler".into(), "adaptive".into()]);
-        }
+        args.extend(extra.iter().map(|a| a.to_string()));
         let child = Command::new("bash")
             .args(&args)
             .stdout(Stdio::null())
@@ -90,7 +102,7 @@ impl Flink {
     }
 
     /// The job id once `/jobs/overview` lists it RUNNING (JVM start and compile: ~15 s).
-    fn running_job(&self) -> String {
+    pub(crate) fn running_job(&self) -> String {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
             if let Some(v) = get(&format!("{}/jobs/overview", self.url)) {
@@ -122,7 +134,7 @@ impl Drop for Flink {
     }
 }
 
-fn get(url: &str) -> Option<serde_json::Value> {
+pub(crate) fn get(url: &str) -> Option<serde_json::Value> {
     let out = Command::new("curl")
         .args(["-s", "--max-time", "5", url])
         .output()
@@ -140,7 +152,7 @@ fn heavy_map_parallelism(url: &str, jid: &str) -> Option<u64> {
 }
 
 /// Flink needs 20–25 s of running before its busy/backpressure figures mean something.
-fn warm_up(flink: &Flink, jid: &str) {
+pub(crate) fn warm_up(flink: &Flink, jid: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let job = get(&format!("{}/jobs/{jid}", flink.url)).unwrap_or_default();

@@ -251,6 +251,10 @@ pub fn subtask_metric_names(vertex: &VertexView) -> String {
     for op in &vertex.operators {
         names.push_str(&format!(",{}.{OPERATOR_BUSY}", sanitize_operator_name(op)));
     }
+    // A sink's own input rate (a chain from a source to a sink has no task-level one).
+    if let (true, Some(last)) = (vertex.is_sink, vertex.operators.last()) {
+        names.push_str(&format!(",{}.{RECORDS_IN}", sanitize_operator_name(last)));
+    }
     // A lookup join (it declares `lookup.async`) reports how often its keys repeat.
     for o in vertex.options.iter().filter(|o| o.key == "lookup.async") {
         names.push_str(&format!(
@@ -314,6 +318,9 @@ pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> 
         pending_records: connector_metric(values, operators, PENDING_RECORDS),
         assigned_splits: connector_metric(values, operators, ASSIGNED_SPLITS),
         send_time: connector_metric(values, operators, SEND_TIME),
+        last_records_in: operators
+            .last()
+            .and_then(|op| get(&format!("{}.{RECORDS_IN}", sanitize_operator_name(op)))),
         key_repeat: connector_metric(values, operators, KEY_REPEAT).map(|m| m / 1000.0),
     }
 }

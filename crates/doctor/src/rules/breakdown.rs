@@ -30,6 +30,10 @@ pub(crate) struct Breakdown<'a> {
     pub first_op: Option<String>,
     /// The operator with most exclusive busy time on the hot subtasks, and its share.
     pub hottest: Option<(String, f64)>,
+    /// Where the flame graph's working samples fall in the chain, when its frames show the
+    /// operators (Flink: no per-operator metrics; see [`crate::chain`]). When the metrics name
+    /// no operator, the hottest position names it.
+    pub chain_time: Option<crate::chain::ChainTime>,
     /// The operator the bottleneck is in, when known.
     pub operator: Option<String>,
     /// The operator, else the vertex name.
@@ -98,6 +102,19 @@ impl<'a> Breakdown<'a> {
                 hottest = Some(other);
             }
         }
+        let profile = v.profile.as_ref().and_then(|p| p.summary());
+        let chain_time = v
+            .profile
+            .as_ref()
+            .filter(|_| v.operators.len() > 1)
+            .and_then(|p| crate::chain::attribute(p, v.operators.len()))
+            .filter(|t| t.total() >= crate::profile::MIN_ON_CPU_SAMPLES);
+        if hottest.is_none() {
+            let named = chain_time.as_ref().and_then(|t| t.hottest());
+            if let Some((k, share)) = named.filter(|(_, s)| *s >= crate::chain::NAMING_SHARE) {
+                hottest = v.operators.get(k).map(|name| (name.clone(), share));
+            }
+        }
         let operator = match &hottest {
             Some((name, _)) => Some(name.clone()),
             None if v.operators.len() == 1 => first_op.clone(),
@@ -139,7 +156,8 @@ impl<'a> Breakdown<'a> {
             cpu_wait,
             state,
             stall_samples: stalls(samples, vi),
-            profile: v.profile.as_ref().and_then(|p| p.summary()),
+            profile,
+            chain_time,
             sample_count: samples.len(),
             busy_ratio,
             n,
@@ -161,6 +179,10 @@ impl<'a> Breakdown<'a> {
             vertex_name: self.v.name.clone(),
             parallelism: self.p,
             operator: self.operator.clone(),
+            operator_share: self
+                .operator_from_profile()
+                .then(|| self.hottest.as_ref().map(|h| h.1))
+                .flatten(),
             subtasks: self.hot.clone(),
         }
     }
@@ -203,7 +225,9 @@ impl<'a> Breakdown<'a> {
         if let Some(line) = self.profile.as_ref().and_then(|p| p.top_self_line()) {
             evidence.push(line);
         }
-        if let Some((name, share)) = &self.hottest {
+        if let Some(line) = self.chain_line() {
+            evidence.push(line);
+        } else if let Some((name, share)) = &self.hottest {
             if v.operators.len() > 1 {
                 evidence.push(format!(
                     "inside the chain, `{name}` takes {:.0}% of the busy subtasks' operator time",
@@ -212,6 +236,69 @@ impl<'a> Breakdown<'a> {
             }
         }
         evidence
+    }
+}
+
+impl Breakdown<'_> {
+    /// Whether the operator was named from the flame graph's frames (no per-operator metrics).
+    pub fn operator_from_profile(&self) -> bool {
+        self.chain_time.is_some() && !self.v.subtasks.iter().any(|s| !s.operator_busy.is_empty())
+    }
+
+    /// The chain position of the named operator.
+    pub fn operator_position(&self) -> Option<usize> {
+        let op = self.operator.as_ref()?;
+        self.v.operators.iter().position(|o| o == op)
+    }
+
+    /// The evidence line on where the flame graph's samples fall in the chain.
+    fn chain_line(&self) -> Option<String> {
+        if !self.operator_from_profile() {
+            return None;
+        }
+        let t = self.chain_time.as_ref()?;
+        let total = t.total().max(1) as f64;
+        let share = |j: usize| {
+            format!(
+                "`{}` {:.0}%",
+                self.v.operators[j],
+                100.0 * t.at(j) as f64 / total
+            )
+        };
+        let outside = (t.outside > 0).then(|| {
+            format!(
+                "outside the operators (the task's input, output and (de)serialization) {:.0}%",
+                100.0 * t.outside as f64 / total
+            )
+        });
+        let Some(k) = self.operator_position() else {
+            let all: Vec<String> = (0..t.on_cpu.len()).map(share).chain(outside).collect();
+            return Some(format!(
+                "flame graph: {}: no operator of the chain has {:.0}% of the working samples: {}",
+                self.v.name,
+                crate::chain::NAMING_SHARE * 100.0,
+                all.join(", ")
+            ));
+        };
+        let name = &self.v.operators[k];
+        let under = match &t.user_frames[k] {
+            Some(u) => format!("under Flink's `{}`, user code `{u}`", t.wrappers[k]),
+            None => format!("under Flink's `{}`", t.wrappers[k]),
+        };
+        let others: Vec<String> = (0..t.on_cpu.len())
+            .filter(|&j| j != k)
+            .map(share)
+            .chain(outside)
+            .collect();
+        Some(format!(
+            "flame graph: {}: the time is in `{name}` ({:.0}% of the working samples, {:.0}% \
+             of the on-CPU samples; {:.0}% of its samples off CPU), {under}; {}",
+            self.v.name,
+            100.0 * t.at(k) as f64 / total,
+            100.0 * t.on_cpu_share(k),
+            100.0 * t.blocked_share(k),
+            others.join(", ")
+        ))
     }
 }
 

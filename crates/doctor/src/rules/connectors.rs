@@ -106,16 +106,23 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
         return None;
     }
     let send_time = crate::mean_opt(b.hot.iter().map(|&i| v.subtasks[i].send_time));
+    let blocked = sink_blocked(b, alone);
     let waiting = match b.cpu {
         Some(c) => c + b.cpu_wait.unwrap_or(0.0) < LOW_CPU_RATIO * b.hot_busy,
-        None => send_time.is_some(),
+        None => send_time.is_some() || blocked.is_some(),
     };
     let target = b.operator.clone().unwrap_or_else(|| v.name.clone());
-    let mut evidence = vec![match b.cpu {
-        Some(c) if waiting => format!(
+    let mut evidence = vec![match (b.cpu, &blocked) {
+        (Some(c), _) if waiting => format!(
             "the sink is busy {} but on the CPU only {}: it waits on the system it writes to",
             pct(b.hot_busy),
             pct(c)
+        ),
+        (None, Some((share, what))) => format!(
+            "the sink `{target}` is busy {} and {:.0}% of its flame-graph samples are off CPU \
+             in {what}: it waits on the system it writes to",
+            pct(b.hot_busy),
+            share * 100.0
         ),
         _ => format!("the sink is busy writing ({})", pct(b.hot_busy)),
     }];
@@ -171,6 +178,19 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
     if !waiting {
         return None;
     }
+    // Batch size unknown (Flink reports none): a wait per record as long as a round trip says
+    // each record is its own request, so batching comes first.
+    let rate = sink_rate(b);
+    let wait_share = blocked.as_ref().map_or(1.0, |(s, _)| *s);
+    let per_record = rate.map(|r| b.hot_busy * wait_share / r.max(1e-9));
+    if let (None, Some(r), Some(w)) = (max_rows, rate, per_record) {
+        evidence.push(format!(
+            "it takes {r:.0} records/s per subtask and waits {w:.2} ms per record"
+        ));
+        if w >= ROUND_TRIP_MS {
+            return Some(batch_unknown(b, &target, r, w, evidence));
+        }
+    }
     if let Some(o) = max_rows {
         evidence.push(format!(
             "its writes are already batched ({MAX_ROWS_OPTION} = {})",
@@ -179,14 +199,22 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
     }
     let (p, n) = (b.p, b.n);
     let (operator, ship, how) = scale_target(b, &target);
+    let split = if v.operators.len() > 1 && operator == target {
+        format!(
+            " (split `{target}` from its chain — `disableChaining()` or `startNewChain()` on \
+             it — with its own parallelism)"
+        )
+    } else {
+        String::new()
+    };
     Some(Finding::new(
         Cause::SinkLimit,
         0.7,
         evidence,
         Some(FixProposal {
             description: format!(
-                "scale the sink: {n} subtasks write in parallel, if the external system has room \
-                 (its own CPU and I/O are not saturated){how}"
+                "scale the sink: {n} subtasks write in parallel{split}, if the external system \
+                 has room (its own CPU and I/O are not saturated){how}"
             ),
             change: format!("raise `{operator}` to parallelism {n} behind {ship}"),
             plan_change: Some(PlanChange::Parallelism {
@@ -200,6 +228,95 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
             n as f64 / p as f64
         ),
     ))
+}
+
+/// A sink waiting at least this long per record (ms) makes one request per record: batching
+/// is its fix before scaling.
+pub const ROUND_TRIP_MS: f64 = 0.05;
+
+/// The share of the sink's flame-graph samples spent off CPU, with what it waits in, when it
+/// reaches [`BLOCKED_SHARE`](super::uniform::BLOCKED_SHARE): the sink's own samples when the
+/// frames tell the chain's operators apart, else the whole vertex's when the sink is alone.
+fn sink_blocked(b: &Breakdown, alone: bool) -> Option<(f64, String)> {
+    let p = b.profile.as_ref()?;
+    let share = match (&b.chain_time, b.operator_position()) {
+        (Some(t), Some(k)) => t.blocked_share(k),
+        _ if alone => p.blocked_share,
+        _ => return None,
+    };
+    let what = match &p.blocked_in {
+        Some((kind, frame, _)) => format!("{} (`{frame}`)", kind.describe()),
+        None => "a blocking call".to_string(),
+    };
+    (share >= super::uniform::BLOCKED_SHARE).then_some((share, what))
+}
+
+/// Records per second into one busy sink subtask: the sink operator's own input rate when
+/// reported (a sink chained behind a source), else the vertex's.
+fn sink_rate(b: &Breakdown) -> Option<f64> {
+    let v = b.v;
+    crate::mean_opt(b.hot.iter().map(|&i| v.subtasks[i].last_records_in))
+        .or_else(|| (b.hot_rate > 0.0).then(|| b.hot_rate / b.hot.len().max(1) as f64))
+        .filter(|r| *r > 0.0)
+}
+
+/// The batch fix of a sink whose batch size is unknown and which waits a round trip per
+/// record (`r` records/s per subtask, `w` ms waited per record).
+fn batch_unknown(
+    b: &Breakdown,
+    target: &str,
+    r: f64,
+    w: f64,
+    mut evidence: Vec<String>,
+) -> Finding {
+    evidence.push(format!(
+        "{w:.2} ms per record is a request per record (≥ {ROUND_TRIP_MS} ms): the writes are \
+         not batched, so batching comes before scaling"
+    ));
+    let (p, n) = (b.p, b.n);
+    // Busy ms per record now, and after the wait is shared by a batch: the chain's time on the
+    // CPU (the flame graph's on-CPU share, when sampled) stays.
+    let per = b.hot_busy / r.max(1e-9);
+    let computing = match &b.profile {
+        Some(p) => per * (1.0 - p.blocked_share),
+        None => (per - w).max(0.0),
+    };
+    let after = (computing + w / BATCH_ROWS as f64).max(1e-9);
+    let speedup = (per / after).max(1.0);
+    let scale = if n > p {
+        format!("with its own parallelism {n} behind REBALANCE")
+    } else {
+        format!(
+            "with its own, higher parallelism behind REBALANCE once the cluster has free slots \
+             (none beyond the {p} in use)"
+        )
+    };
+    Finding::new(
+        Cause::SinkLimit,
+        0.75,
+        evidence,
+        Some(FixProposal {
+            description: format!(
+                "batch the writes: buffer records and write them {BATCH_ROWS} per request \
+                 (the connector's buffer-flush options: JDBC `JdbcExecutionOptions.withBatchSize` \
+                 / SQL `{MAX_ROWS_OPTION}` with `sink.buffer-flush.interval`; flushed at every \
+                 checkpoint, so what reaches the system is unchanged). If they are already \
+                 batched, scale the sink instead: split `{target}` from its chain {scale}, where \
+                 the external system has room"
+            ),
+            change: format!(
+                "batch the writes of `{target}` ({MAX_ROWS_OPTION} = {BATCH_ROWS} or the \
+                 connector's batch size)"
+            ),
+            plan_change: None,
+        }),
+        format!(
+            "the wait per record falls from {w:.2} ms toward {:.1} µs (one round trip per \
+             {BATCH_ROWS} rows): up to {speedup:.0}x the write rate ({r:.0} records/s per \
+             subtask now), until the chain's own work or the system's per-row cost is the limit",
+            1000.0 * w / BATCH_ROWS as f64
+        ),
+    )
 }
 
 /// What to raise to scale sink `target`, behind which ship strategy, and a note. A sink fed a

@@ -185,8 +185,22 @@ pub(crate) fn classify(
             Shape::Skewed => skew::uneven_load(&b),
             Shape::Uniform => uniform::under_provisioned(&b),
         });
+    if b.operator_from_profile() {
+        // Flink reports no time per operator; the flame graph's frames named it instead.
+        for u in undetermined
+            .iter_mut()
+            .filter(|u| u.starts_with("time per chained operator"))
+        {
+            *u = "time per chained operator: not reported; the operator inside the chain is \
+                  named from the flame graph's frames"
+                .to_string();
+        }
+    }
     let mut bottleneck = b.bottleneck();
     if let Some(op) = finding.operator {
+        if bottleneck.operator.as_ref() != Some(&op) {
+            bottleneck.operator_share = None;
+        }
         bottleneck.operator = Some(op);
     }
     evidence.extend(finding.evidence);

@@ -57,6 +57,11 @@ pub(super) fn stalls(b: &Breakdown) -> Option<Finding> {
 /// requests in flight. Decided by the CPU time when it is reported, else (Flink) by the flame
 /// graph: mostly off CPU inside the operator.
 pub(super) fn blocking_calls(b: &Breakdown) -> Option<Finding> {
+    // A sink that waits is the sink rules' (batch or scale it): async I/O is for lookups.
+    let alone = b.operator.is_none() && b.v.operators.len() <= 1;
+    if b.v.is_sink && (b.operator_is_last() || alone) {
+        return None;
+    }
     let hot_busy = b.hot_busy;
     // From the metrics: little CPU per busy ms (time waiting for a free core counts as CPU).
     let by_metrics = b
@@ -284,14 +289,18 @@ pub(super) fn serialization(b: &Breakdown) -> Option<Finding> {
     if *share < SERIALIZATION_SHARE {
         return None;
     }
+    let mut evidence = vec![format!(
+        "flame graph: {:.0}% of on-CPU samples in serialization, outermost `{}`",
+        share * 100.0,
+        frame.as_deref().unwrap_or("?")
+    )];
+    if let Some(k) = p.kryo.as_ref().filter(|k| k.share >= 0.5 * share) {
+        return Some(kryo(b, k, evidence));
+    }
     Some(Finding::new(
         Cause::Serialization,
         0.65,
-        vec![format!(
-            "flame graph: {:.0}% of on-CPU samples in serialization, outermost `{}`",
-            share * 100.0,
-            frame.as_deref().unwrap_or("?")
-        )],
+        std::mem::take(&mut evidence),
         Some(FixProposal {
             description: "give the records a type with a dedicated serializer (no generic or \
                           reflective fallback), send fewer or smaller fields, or chain the \
@@ -302,6 +311,78 @@ pub(super) fn serialization(b: &Breakdown) -> Option<Finding> {
         }),
         "the busy time falls with the serialization time".to_string(),
     ))
+}
+
+/// Serialization in Kryo: Flink fell back to generic serialization for a type it cannot analyse
+/// as a POJO. Names the edge (the records the vertex reads, or those it sends), the type when the
+/// frames show it, and Flink's fixes.
+fn kryo(b: &Breakdown, k: &crate::profile::KryoUse, mut evidence: Vec<String>) -> Finding {
+    let v = b.v;
+    let last = |w: &crate::VertexView| {
+        w.operators
+            .last()
+            .cloned()
+            .unwrap_or_else(|| w.name.clone())
+    };
+    // The type is the output type of the operator that emits the records: upstream of the
+    // vertex when it reads them, its last operator when it sends them.
+    let (edge, op, emitter) = if k.reading >= 0.5 {
+        let op = v
+            .operators
+            .first()
+            .cloned()
+            .unwrap_or_else(|| v.name.clone());
+        let up = v.inputs.first().map(|&u| last(&b.job.vertices[u]));
+        (format!("the records `{op}` reads from its input"), op, up)
+    } else {
+        let op = last(v);
+        (
+            format!("the records `{op}` sends downstream"),
+            op.clone(),
+            Some(op),
+        )
+    };
+    let ty = match (k.types.first(), &emitter) {
+        (Some(t), _) => format!("type `{t}`"),
+        (None, Some(e)) => format!(
+            "the type `{e}` emits (the frames do not name it; Flink logs it at submission: \
+             \"… cannot be used as a POJO type … must be processed as GenericType\")"
+        ),
+        (None, None) => "the record type (the frames do not name it)".to_string(),
+    };
+    evidence.push(format!(
+        "{:.0}% of on-CPU samples are in Kryo ({:.0}% of them reading): Flink fell back to \
+         generic serialization (Kryo) for {ty}, {edge}",
+        k.share * 100.0,
+        k.reading * 100.0
+    ));
+    let short = match (k.types.first(), &emitter) {
+        (Some(t), _) => format!("`{t}`"),
+        (None, Some(e)) => format!("the type `{e}` emits"),
+        (None, None) => "the record type".to_string(),
+    };
+    Finding::new(
+        Cause::Serialization,
+        0.75,
+        evidence,
+        Some(FixProposal {
+            description: format!(
+                "Flink serializes {short} with Kryo because it is no POJO it can analyse: make it \
+                 a POJO (a public class with a public no-arg constructor and public non-final \
+                 fields or public getters/setters, so Flink uses its PojoSerializer), or register \
+                 a serializer for it (`pipeline.serialization-config`: a TypeInfoFactory, or a \
+                 Kryo serializer of its own); and set \
+                 `pipeline.generic-types: false`, so Flink refuses every type that would fall \
+                 back to Kryo at submission and names it"
+            ),
+            change: format!(
+                "a POJO or a registered serializer for {short} (into `{op}`); \
+                 `pipeline.generic-types: false`"
+            ),
+            plan_change: None,
+        }),
+        "the busy time falls with the Kryo time".to_string(),
+    )
 }
 
 /// The source operator itself (named, or alone in its vertex) runs flat out. Its splits are
@@ -441,11 +522,25 @@ pub(super) fn under_provisioned(b: &Breakdown) -> Finding {
         } else {
             ""
         };
+        // A chained operator after the head is raised alone: it leaves its chain.
+        let split = if b.operator.is_some() && !b.operator_is_first() && v.operators.len() > 1 {
+            format!(
+                "split `{target}` from its chain (`startNewChain()` or `disableChaining()` on \
+                 it) and "
+            )
+        } else {
+            String::new()
+        };
         let fix = FixProposal {
             description: format!(
-                "run `{target}` on more subtasks: N = ceil({p} × {:.2} / {TARGET_BUSY}) = \
-                 {n}{capped}, fed by {ship} instead of FORWARD; or make it cheaper",
-                b.busy_ratio
+                "{split}run `{target}` on more subtasks: N = ceil({p} × {:.2} / {TARGET_BUSY}) = \
+                 {n}{capped}, fed by {ship} instead of FORWARD; {}or make it cheaper",
+                b.busy_ratio,
+                if split.is_empty() {
+                    ""
+                } else {
+                    "or raise the parallelism of the whole chain; "
+                }
             ),
             change: format!("raise `{target}` to parallelism {n} behind {ship}"),
             plan_change: Some(PlanChange::Parallelism {

@@ -33,6 +33,12 @@ import java.util.concurrent.TimeUnit;
  *       heavy-map is busy and sum-per-key mostly idle. The fix is a higher heavy-map parallelism.
  *   <li>{@code skew}: generator (p) -> map -HASH-> sum-per-key (p, extra work per record) -> sink,
  *       with 80% of the records on key 0: one sum-per-key subtask does most of the work.
+ *   <li>{@code chained}: generator -> heavy-map in one chain (p=1) -HASH-> sum-per-key (p) -> sink:
+ *       the source chain is busy and not backpressured, and the time is heavy-map's.
+ *   <li>{@code blocking-sink}: generator -> map -> db-sink in one chain (p=1); the sink sleeps
+ *       {@code --sink-wait-us} (1000) per request, one request per {@code --sink-batch} (1) records.
+ *   <li>{@code kryo}: generator -> to-event -HASH-> latest-per-key -> sink (p) over a record type
+ *       that is no POJO, so Flink falls back to Kryo ({@code --tags}: list entries per record, 8).
  * </ul>
  *
  * <p>Flags: {@code --scenario}, {@code --rest-port} (0 = any), {@code --stop-file},
@@ -63,8 +69,18 @@ public final class ScenarioRunner {
             case "skew":
                 skew(env, flags);
                 break;
+            case "chained":
+                chained(env, flags);
+                break;
+            case "blocking-sink":
+                blockingSink(env, flags);
+                break;
+            case "kryo":
+                kryo(env, flags);
+                break;
             default:
-                throw new IllegalArgumentException("unknown scenario '" + scenario + "' (underprov, skew)");
+                throw new IllegalArgumentException(
+                        "unknown scenario '" + scenario + "' (underprov, skew, chained, blocking-sink, kryo)");
         }
         JobClient job = env.executeAsync("sluice-harness " + scenario);
         System.out.println("JOB_ID " + job.getJobID());
@@ -129,6 +145,56 @@ public final class ScenarioRunner {
                 .keyBy(new SkewWorkload.ByKey())
                 .reduce(new SkewWorkload.Sum(flags.number("keyed-work", 400)))
                 .name("sum-per-key")
+                .sinkTo(new DiscardingSink<>())
+                .name("sink");
+    }
+
+    /**
+     * Source and heavy map in one chain (p=1): the chain is busy and nothing backpressures it,
+     * but the time is the map's, not the source's.
+     */
+    private static void chained(StreamExecutionEnvironment env, Flags flags) {
+        generator(env, flags, flags.fraction("hot", 0.0))
+                .setParallelism(1)
+                .map(new SkewWorkload.Work(flags.number("map-work", 1500)))
+                .returns(SkewWorkload.RECORD)
+                .name("heavy-map")
+                .setParallelism(1)
+                .keyBy(new SkewWorkload.ByKey())
+                .reduce(new SkewWorkload.Sum(flags.number("keyed-work", 0)))
+                .name("sum-per-key")
+                .sinkTo(new DiscardingSink<>())
+                .name("sink");
+    }
+
+    /**
+     * Source, map and a sink that waits on its "database" (a sleep of --sink-wait-us per
+     * request, one request per --sink-batch records), all in one chain at p=1.
+     */
+    private static void blockingSink(StreamExecutionEnvironment env, Flags flags) {
+        generator(env, flags, flags.fraction("hot", 0.0))
+                .setParallelism(1)
+                .map(new SkewWorkload.Work(flags.number("map-work", 4)))
+                .returns(SkewWorkload.RECORD)
+                .name("map")
+                .setParallelism(1)
+                .sinkTo(new ChainWorkloads.SlowSink(
+                        flags.number("sink-wait-us", 1000), flags.number("sink-batch", 1)))
+                .name("db-sink")
+                .setParallelism(1);
+    }
+
+    /**
+     * A keyed job over a record type that is no POJO, so Flink serializes it with Kryo on the
+     * HASH edge: source -> to-event -HASH-> latest-per-key -> sink.
+     */
+    private static void kryo(StreamExecutionEnvironment env, Flags flags) {
+        generator(env, flags, flags.fraction("hot", 0.0))
+                .map(new ChainWorkloads.ToEvent((int) flags.number("tags", 8)))
+                .name("to-event")
+                .keyBy(new ChainWorkloads.EventKey())
+                .reduce(new ChainWorkloads.EventSum())
+                .name("latest-per-key")
                 .sinkTo(new DiscardingSink<>())
                 .name("sink");
     }
