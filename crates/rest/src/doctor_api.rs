@@ -192,6 +192,8 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
         assigned_splits: None,
         send_time: None,
         key_repeat: None,
+        // One process: no TaskManager JVM of its own to read.
+        host: None,
     }
 }
 
