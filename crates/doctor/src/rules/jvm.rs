@@ -185,3 +185,64 @@ fn other_hosts(b: &Breakdown, tm: &str) -> Vec<String> {
         .map(|(t, g)| format!("`{t}` {g:.0} ms/s"))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::tests::{idle2, job, sub};
+    use crate::{diagnose, Cause, HostSample, SubtaskSample};
+
+    fn on(mut s: SubtaskSample, tm: &str, gc: f64, alone: Option<f64>, load: f64) -> SubtaskSample {
+        s.host = Some(HostSample {
+            taskmanager: tm.to_string(),
+            gc_ms: Some(gc),
+            heap_used: Some(90.0 * super::MB),
+            heap_max: Some(100.0 * super::MB),
+            task_heap: Some(48.0 * super::MB),
+            cpu_load: Some(load),
+            cores: Some(4.0),
+            alone_tasks: alone,
+            ..HostSample::default()
+        });
+        s
+    }
+
+    fn agg_on(gc: f64, alone: Option<f64>, load: f64) -> crate::JobView {
+        let agg = |_| on(sub(950.0, 0.0, 50.0, 1000.0), "tm-1", gc, alone, load);
+        job(
+            vec![sub(300.0, 700.0, 0.0, 2000.0); 2],
+            (0..2).map(agg).collect(),
+            idle2(),
+        )
+    }
+
+    #[test]
+    fn gc_time_on_the_hosting_taskmanager_is_a_gc_stall() {
+        let d = diagnose(&agg_on(250.0, None, 0.5));
+        assert_eq!(
+            d.cause,
+            Cause::GcStalls {
+                taskmanager: "tm-1".into()
+            }
+        );
+        assert_eq!(d.confidence, 0.8, "a heap 90 % full adds to it");
+        assert!(d.fix.unwrap().change.contains("task.heap.size: 96m"));
+        // A healthy JVM's GC (below GC_STALL_MS) is not a verdict.
+        let d = diagnose(&agg_on(20.0, None, 0.5));
+        assert_eq!(d.cause, Cause::UnderProvisioned);
+    }
+
+    #[test]
+    fn process_cpu_counts_only_where_the_vertex_lives_alone() {
+        // 2 subtasks alone on a 4-core TaskManager at 10 % load: 200 ms/s CPU each of 950 busy.
+        let d = diagnose(&agg_on(5.0, Some(2.0), 0.1));
+        assert_eq!(d.cause, Cause::BlockingCalls, "{:#?}", d.evidence);
+        assert!(d
+            .evidence
+            .iter()
+            .any(|l| l.contains("runs only `agg` (2 task(s))")));
+        // The same load on a TaskManager shared with other vertices says nothing about `agg`.
+        let d = diagnose(&agg_on(5.0, None, 0.1));
+        assert_eq!(d.cause, Cause::UnderProvisioned, "{:#?}", d.evidence);
+        assert!(d.undetermined.iter().any(|u| u.starts_with("CPU time")));
+    }
+}

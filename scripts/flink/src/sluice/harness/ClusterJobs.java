@@ -2,6 +2,7 @@ package sluice.harness;
 
 import org.apache.flink.api.common.RuntimeExecutionMode;
 import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.functions.MapFunction;
 import org.apache.flink.api.common.functions.OpenContext;
 import org.apache.flink.api.common.functions.RichMapFunction;
 import org.apache.flink.api.common.typeinfo.Types;
@@ -24,10 +25,16 @@ import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
  *       the young generation and then dies, so on a TaskManager with a small heap the JVM spends a
  *       large share of each second collecting garbage. The operator's busy time follows the GC
  *       time (the task thread is stopped mid-record), not its record rate: a GC stall.
+ *   <li>{@code burn} and {@code sleep}: generator (p=1) -REBALANCE-> work (p=1) -> sink, with
+ *       work and its sink in a slot sharing group of their own ({@code work}), so the job takes two
+ *       slots and, on TaskManagers of one slot each, each vertex lives alone on its TaskManager.
+ *       {@code burn}'s work computes ({@code --rounds} LCG steps per record), {@code sleep}'s waits
+ *       ({@code --sleep-ms} per record, as a synchronous call would): both busy, one on the CPU.
  * </ul>
  *
- * <p>Flags: {@code --scenario} (gc), {@code --retain-mb} (40), {@code --chunk-bytes} (4096),
- * {@code --records} (practically unbounded).
+ * <p>Flags: {@code --scenario} (gc, burn, sleep), {@code --retain-mb} (40), {@code --chunk-bytes}
+ * (4096), {@code --rounds} (20000), {@code --sleep-ms} (2), {@code --records} (practically
+ * unbounded).
  */
 public final class ClusterJobs {
     private ClusterJobs() {}
@@ -38,10 +45,19 @@ public final class ClusterJobs {
         StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment();
         env.setRuntimeMode(RuntimeExecutionMode.STREAMING);
         env.setParallelism(1);
-        if (!scenario.equals("gc")) {
-            throw new IllegalArgumentException("unknown scenario '" + scenario + "' (gc)");
+        switch (scenario) {
+            case "gc":
+                gc(env, flags);
+                break;
+            case "burn":
+                alone(env, flags, new Burn(flags.number("rounds", 20_000)));
+                break;
+            case "sleep":
+                alone(env, flags, new Sleep(flags.number("sleep-ms", 2)));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown scenario '" + scenario + "' (gc, burn, sleep)");
         }
-        gc(env, flags);
         env.execute("sluice-cluster " + scenario);
     }
 
@@ -56,6 +72,47 @@ public final class ClusterJobs {
                 .sinkTo(new DiscardingSink<>())
                 .name("sink")
                 .disableChaining();
+    }
+
+    private static void alone(StreamExecutionEnvironment env, Flags flags, MapFunction<Long, Long> work) {
+        DataGeneratorSource<Long> source = new DataGeneratorSource<>(
+                i -> i, flags.number("records", 1_000_000_000_000L), RateLimiterStrategy.noOp(), Types.LONG);
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "generator")
+                .rebalance()
+                .map(work)
+                .name("work")
+                .slotSharingGroup("work")
+                .sinkTo(new DiscardingSink<>())
+                .name("sink");
+    }
+
+    /** CPU work per record: LCG steps (see {@link SkewWorkload#burn}). */
+    static final class Burn implements MapFunction<Long, Long> {
+        private final long rounds;
+
+        Burn(long rounds) {
+            this.rounds = rounds;
+        }
+
+        @Override
+        public Long map(Long value) {
+            return SkewWorkload.burn(value, rounds);
+        }
+    }
+
+    /** Waits per record, off the CPU, as a synchronous call to a slow service would. */
+    static final class Sleep implements MapFunction<Long, Long> {
+        private final long millis;
+
+        Sleep(long millis) {
+            this.millis = millis;
+        }
+
+        @Override
+        public Long map(Long value) throws InterruptedException {
+            Thread.sleep(millis);
+            return value;
+        }
     }
 
     /** Allocates a chunk per record and keeps the last {@code retainMb} MB of them alive. */
