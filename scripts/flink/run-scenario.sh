@@ -9,6 +9,8 @@
 # Scenarios (src/sluice/harness/ScenarioRunner.java says more):
 #   underprov  generator(p=1) -FORWARD-> heavy-map(p=1) -HASH-> sum-per-key(p=2) -> sink
 #   skew       generator(p=2) -> map -HASH-> sum-per-key (80% of records on key 0) -> sink
+# A MiniCluster's TaskManagers share one JVM and report no JVM metrics of their own: cluster.sh
+# starts a standalone session cluster (JobManager and TaskManager processes) for those.
 # Needs: javac/java 17 (Debian: openjdk-17-jdk-headless) and python3 with apache-flink-libraries
 # (.ci/run installs both). The classes go to target/flink-harness/<hash of the sources>/ (or
 # $SLUICE_FLINK_BUILD), built once and shared by concurrent runs.
