@@ -6,6 +6,9 @@
 //! second. `tm-big` (512 MB) joins after the job is placed: the doctor must pick the TaskManager
 //! that hosts the bottleneck from the job's placement, and name it from its own GC metrics.
 //!
+//! A second test runs the `sleep` job with each vertex alone on a TaskManager: the doctor reads
+//! the waiting vertex's CPU from its TaskManager's process CPU load.
+//!
 //! Needs a JDK 17, python3 with `apache-flink-libraries==2.3.0` and curl (`cluster.sh check`);
 //! under `CI=true` it fails without them, elsewhere it skips loudly.
 
@@ -104,5 +107,66 @@ fn doctor_names_gc_stalls_on_the_taskmanager_hosting_the_bottleneck() {
     }
     // The heap the fix proposes is twice what tm-small has (48 MB).
     assert!(fix["change"].as_str().unwrap().contains("96m"), "{fix:#}");
+    eprintln!("took {:.0} s", started.elapsed().as_secs_f64());
+}
+
+/// Flink reports no CPU time per task; where a vertex is all its TaskManager runs, the process's
+/// CPU load is the vertex's. The `sleep` job's `work` waits 2 ms per record on a TaskManager of
+/// its own (a slot sharing group of its own, one slot per TaskManager): busy, hardly on the CPU,
+/// so the doctor says blocking calls from the metrics alone (no flame graphs).
+#[test]
+fn doctor_tells_waiting_from_the_process_cpu_of_a_taskmanager_running_one_vertex() {
+    let _one = one_at_a_time();
+    if require("a standalone Flink 2.3 cluster", FlinkCluster::available()).is_none() {
+        return;
+    }
+    let started = Instant::now();
+    let cluster = FlinkCluster::start(&[
+        TaskManagerSpec::new("tm-a", "64m"),
+        TaskManagerSpec::new("tm-b", "64m"),
+    ])
+    .unwrap();
+    let url = cluster.url();
+    let jid = cluster
+        .submit("sluice.harness.ClusterJobs", &["--scenario", "sleep"])
+        .unwrap();
+    // Each TaskManager runs one task: the generator on one, `work -> sink` on the other.
+    let work_tm = wait_for("one task on each TaskManager", 120, &cluster, || {
+        let j = get(&format!("{url}/jobs/{jid}"));
+        let work = j["vertices"]
+            .as_array()?
+            .iter()
+            .find(|v| v["name"] == "work -> sink: Writer" && v["status"] == "RUNNING")?;
+        let tms = get(&format!("{url}/taskmanagers"));
+        let all_one = tms["taskmanagers"]
+            .as_array()?
+            .iter()
+            .all(|t| t["assignedTasks"] == 1);
+        let details = get(&format!(
+            "{url}/jobs/{jid}/vertices/{}",
+            work["id"].as_str()?
+        ));
+        let tm = details["subtasks"][0]["taskmanager-id"]
+            .as_str()?
+            .to_string();
+        all_one.then_some(tm)
+    });
+    let d = doctor_with(&url, "5", "blocking-calls", &["--no-flame-graphs"]);
+    eprintln!("{}", serde_json::to_string_pretty(&d).unwrap());
+    assert_eq!(d["cause"], "blocking-calls", "{d:#}");
+    assert_eq!(
+        d["bottleneck"]["vertex-name"], "work -> sink: Writer",
+        "{d:#}"
+    );
+    let evidence = d["evidence"].to_string();
+    assert!(
+        evidence.contains(&format!(
+            "TaskManager `{work_tm}` runs only `work -> sink: Writer` (1 task(s))"
+        )),
+        "{evidence}"
+    );
+    assert!(evidence.contains("but on the CPU only"), "{evidence}");
+    let unknown = d["undetermined"].to_string();
+    assert!(!unknown.contains("CPU time"), "{unknown}");
     eprintln!("took {:.0} s", started.elapsed().as_secs_f64());
 }
