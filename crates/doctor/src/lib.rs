@@ -41,6 +41,10 @@
 //! Source lag (FLIP-33 `pendingRecords`) is evidence ([`lag`]): growing while the source is
 //! backpressured, the source is throttled by the bottleneck; about 0 with nothing busy, the input
 //! is the limit.
+//! On a Flink cluster with TaskManager processes each sample carries its subtask's
+//! [`HostSample`] (see [`flink_rest::taskmanagers`]): the TaskManager's GC, heap and process CPU.
+//! Where a vertex runs alone on its TaskManager, the process CPU is the vertex's CPU (Flink has
+//! none per task), which tells blocking calls from computation.
 //! When the busy subtasks' flame graphs are given ([`VertexView::profile`], see [`profile`]),
 //! their top self-time frames are evidence, and they decide where metrics are missing (Flink
 //! reports no CPU time per subtask, nor state-access time): mostly off CPU inside the operator
