@@ -172,3 +172,56 @@ pub fn attach_hosts(
 pub fn taskmanager_info<'a>(tms: &'a TaskManagersInfo, tm: &str) -> Option<&'a TaskManagerInfo> {
     tms.taskmanagers.iter().find(|i| i.id == tm)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tms(assigned: &[(&str, i64)]) -> TaskManagersInfo {
+        let list: Vec<Value> = assigned
+            .iter()
+            .map(|(id, n)| json!({"id": id, "assignedTasks": n, "hardware": {"cpuCores": 2}}))
+            .collect();
+        shape(&json!({ "taskmanagers": list }))
+    }
+
+    #[test]
+    fn a_taskmanager_is_a_vertexs_alone_only_when_it_runs_nothing_else() {
+        let some = |t: &str| Some(t.to_string());
+        // Vertex 0 on tm-a; vertex 1's two subtasks on tm-b; vertex 2 shares tm-c with vertex 1.
+        let placements = vec![
+            vec![some("tm-a")],
+            vec![some("tm-b"), some("tm-b"), some("tm-c")],
+            vec![some("tm-c")],
+        ];
+        let alone = alone_tasks(&placements, &tms(&[("tm-a", 1), ("tm-b", 2), ("tm-c", 2)]));
+        assert_eq!(alone.get("tm-a"), Some(&1));
+        assert_eq!(alone.get("tm-b"), Some(&2));
+        assert_eq!(alone.get("tm-c"), None, "two vertices share it");
+        // Another job's task on tm-a: its CPU is no longer this vertex's.
+        let alone = alone_tasks(&placements, &tms(&[("tm-a", 2), ("tm-b", 2)]));
+        assert_eq!(alone.get("tm-a"), None);
+    }
+
+    #[test]
+    fn the_old_generation_counts_whichever_collector_the_jvm_runs() {
+        let metrics = json!([
+            {"id": GC_TIME, "value": "120.5"},
+            {"id": "Status.JVM.GarbageCollector.PS_MarkSweep.Count", "value": "7"},
+            {"id": CPU_LOAD, "value": "-1.0"}
+        ]);
+        let info = tms(&[("tm", 1)]);
+        let h = host_sample(
+            "tm",
+            taskmanager_info(&info, "tm"),
+            Some(&metrics),
+            None,
+            None,
+        );
+        assert_eq!(h.gc_ms, Some(120.5));
+        assert_eq!(h.old_gc_count, Some(7.0));
+        assert_eq!(h.cpu_load, None, "the JVM's -1: not available");
+        assert_eq!(h.cores, Some(2.0));
+    }
+}
