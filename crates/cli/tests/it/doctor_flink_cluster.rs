@@ -19,7 +19,7 @@ use sluice_testkit::{require, FlinkCluster, TaskManagerSpec};
 use crate::common::{doctor_with, get, one_at_a_time};
 
 /// GC time per second `tm-small` must report before the doctor runs: Flink's
-/// `TimeMsPerSecond` is a rate over a minute, so it climbs for a while after the job starts.
+/// `TimeMsPerSecond` is an averaged rate, so it climbs for a while after the job starts.
 const GC_READY_MS: f64 = 150.0;
 
 fn number(v: &serde_json::Value) -> Option<f64> {

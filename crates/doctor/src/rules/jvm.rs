@@ -2,8 +2,8 @@
 //! `Status.JVM.*` metrics, see [`crate::flink_rest::taskmanagers`]): garbage collection that
 //! stalls the task thread, and the process's CPU where the bottleneck's vertex lives alone on it.
 //!
-//! Flink reports GC time per TaskManager, not per task, and as a rate over its own meter window
-//! (a minute), so the doctor cannot line single pauses up with single samples; what it lines up
+//! Flink reports GC time per TaskManager, not per task, and as a rate its metric system averages
+//! over several seconds, so the doctor cannot line single pauses up with single samples; what it lines up
 //! is the bottleneck's busy time with the GC time of the process it runs in: a stop-the-world
 //! pause stops the task thread mid-record, and Flink counts that time as busy.
 
