@@ -140,6 +140,9 @@ pub struct HostSample {
     pub gc_ms: Option<f64>,
     /// Collections since the JVM started (`…GarbageCollector.All.Count`).
     pub gc_count: Option<f64>,
+    /// Time spent collecting since the JVM started, ms (`…GarbageCollector.All.Time`, else the
+    /// collectors' sum): where `gc_ms` is not reported, a window's growth of it gives GC ms/s.
+    pub gc_time_total: Option<f64>,
     /// Old-generation (full or mixed) collections since the JVM started (the collector whose name
     /// holds `Old` or `MarkSweep`, e.g. `G1_Old_Generation`).
     pub old_gc_count: Option<f64>,
@@ -530,7 +533,13 @@ fn average_host(all: &[&SubtaskSample]) -> Option<HostSample> {
     };
     Some(HostSample {
         taskmanager: first.taskmanager.clone(),
-        gc_ms: avg(|h| h.gc_ms),
+        // Flink's own rate, else the growth of the total over the window: examine() takes one
+        // sample a second, so n samples span n - 1 seconds.
+        gc_ms: avg(|h| h.gc_ms).or_else(|| {
+            let span = hosts.len().checked_sub(1).filter(|s| *s > 0)? as f64;
+            Some(delta(|h| h.gc_time_total)? / span)
+        }),
+        gc_time_total: last(|h| h.gc_time_total),
         gc_count: last(|h| h.gc_count),
         old_gc_count: last(|h| h.old_gc_count),
         gc_in_window: delta(|h| h.gc_count),

@@ -34,11 +34,21 @@ pub const OLD_COLLECTORS: [&str; 4] = [
     "ConcurrentMarkSweep",
 ];
 
-/// `/taskmanagers/:tmid/metrics?get=…`: GC time and counts, heap, CPU load.
+/// The young-generation collectors, named as [`OLD_COLLECTORS`] are: with them, the GC time and
+/// count of a JVM whose Flink has no `All` group (Flink before the aggregated GC metrics).
+pub const YOUNG_COLLECTORS: [&str; 4] = ["G1_Young_Generation", "PS_Scavenge", "Copy", "ParNew"];
+/// Flink's TaskManager metric: ms all collectors spent collecting since the JVM started.
+pub const GC_TIME_TOTAL: &str = "Status.JVM.GarbageCollector.All.Time";
+
+/// `/taskmanagers/:tmid/metrics?get=…`: GC time and counts (aggregated and per collector), heap,
+/// CPU load.
 pub fn taskmanager_metrics_path(tm: &str) -> String {
-    let mut names = format!("{GC_TIME},{GC_COUNT},{HEAP_USED},{HEAP_MAX},{CPU_LOAD}");
-    for c in OLD_COLLECTORS {
-        names.push_str(&format!(",Status.JVM.GarbageCollector.{c}.Count"));
+    let mut names =
+        format!("{GC_TIME},{GC_COUNT},{GC_TIME_TOTAL},{HEAP_USED},{HEAP_MAX},{CPU_LOAD}");
+    for c in YOUNG_COLLECTORS.iter().chain(&OLD_COLLECTORS) {
+        names.push_str(&format!(
+            ",Status.JVM.GarbageCollector.{c}.Count,Status.JVM.GarbageCollector.{c}.Time"
+        ));
     }
     format!("/taskmanagers/{tm}/metrics?get={names}")
 }
@@ -96,15 +106,20 @@ pub fn host_sample(
 ) -> HostSample {
     let values = metrics.map(read_metric_values).unwrap_or_default();
     let get = |id: &str| values.get(id).copied();
-    let old: Vec<f64> = OLD_COLLECTORS
-        .iter()
-        .filter_map(|c| get(&format!("Status.JVM.GarbageCollector.{c}.Count")))
-        .collect();
+    // A sum over the collectors that report `what` (`Count`, `Time`); `None` when none does.
+    let sum = |collectors: &mut dyn Iterator<Item = &&str>, what: &str| {
+        let v: Vec<f64> = collectors
+            .filter_map(|c| get(&format!("Status.JVM.GarbageCollector.{c}.{what}")))
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>())
+    };
+    let all = || YOUNG_COLLECTORS.iter().chain(&OLD_COLLECTORS);
     HostSample {
         taskmanager: tm.to_string(),
         gc_ms: get(GC_TIME),
-        gc_count: get(GC_COUNT),
-        old_gc_count: (!old.is_empty()).then(|| old.iter().sum()),
+        gc_count: get(GC_COUNT).or_else(|| sum(&mut all(), "Count")),
+        gc_time_total: get(GC_TIME_TOTAL).or_else(|| sum(&mut all(), "Time")),
+        old_gc_count: sum(&mut OLD_COLLECTORS.iter(), "Count"),
         heap_used: get(HEAP_USED),
         heap_max: get(HEAP_MAX),
         task_heap: info

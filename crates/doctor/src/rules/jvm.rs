@@ -71,7 +71,7 @@ pub(super) fn gc_stalls(b: &Breakdown) -> Option<Finding> {
     let op = &b.op_or_vertex;
     let mut evidence = vec![format!(
         "TaskManager `{tm}`, which runs `{}` subtask(s) {}, spends {gc:.0} ms of every second \
-         in garbage collection (Status.JVM.GarbageCollector.All.TimeMsPerSecond): the JVM stops \
+         in garbage collection (Status.JVM.GarbageCollector.*): the JVM stops \
          the task thread in those pauses, so {} of its busy time ({}) is GC, not records",
         b.v.name,
         subs.join(", "),
@@ -229,6 +229,35 @@ mod tests {
         // A healthy JVM's GC (below GC_STALL_MS) is not a verdict.
         let d = diagnose(&agg_on(20.0, None, 0.5));
         assert_eq!(d.cause, Cause::UnderProvisioned);
+    }
+
+    #[test]
+    fn without_flinks_gc_rate_the_window_growth_of_the_gc_time_counts() {
+        // A Flink without `All.TimeMsPerSecond`: 3 samples (2 s) in which the collectors' total
+        // time grew by 600 ms, 300 ms/s.
+        let snapshot = |total: f64| {
+            let mut j = agg_on(0.0, None, 0.5);
+            for s in &mut j.vertices[1].subtasks {
+                let h = s.host.as_mut().unwrap();
+                h.gc_ms = None;
+                h.gc_time_total = Some(total);
+            }
+            j.vertices
+                .iter()
+                .map(|v| v.subtasks.clone())
+                .collect::<crate::Snapshot>()
+        };
+        let series = [snapshot(1000.0), snapshot(1250.0), snapshot(1600.0)];
+        let d = crate::diagnose_window(&agg_on(0.0, None, 0.5), &series);
+        assert_eq!(
+            d.cause,
+            Cause::GcStalls {
+                taskmanager: "tm-1".into()
+            },
+            "{:#?}",
+            d.evidence
+        );
+        assert!(d.evidence.iter().any(|l| l.contains("spends 300 ms")));
     }
 
     #[test]
