@@ -47,6 +47,20 @@ fn wait_for<T>(
     }
 }
 
+/// Subtask 0's `metric` of the vertex named `vertex`, as Flink's REST API reports it now.
+fn subtask_metric(url: &str, jid: &str, vertex: &str, metric: &str) -> Option<f64> {
+    let j = get(&format!("{url}/jobs/{jid}"));
+    let v = j["vertices"]
+        .as_array()?
+        .iter()
+        .find(|v| v["name"] == vertex)?;
+    let m = get(&format!(
+        "{url}/jobs/{jid}/vertices/{}/subtasks/0/metrics?get={metric}",
+        v["id"].as_str()?
+    ));
+    number(&m[0]["value"])
+}
+
 #[test]
 fn doctor_names_gc_stalls_on_the_taskmanager_hosting_the_bottleneck() {
     let _one = one_at_a_time();
@@ -154,6 +168,17 @@ fn doctor_tells_waiting_from_the_process_cpu_of_a_taskmanager_running_one_vertex
             .as_str()?
             .to_string();
         all_one.then_some(tm)
+    });
+    // Steady state: the generator's buffers have filled and it waits on `work` (right after
+    // the start its busy time still holds its initialization).
+    wait_for("the generator backpressured", 120, &cluster, || {
+        let bp = subtask_metric(
+            &url,
+            &jid,
+            "Source: generator",
+            "backPressuredTimeMsPerSecond",
+        )?;
+        (bp >= 800.0).then_some(())
     });
     let d = doctor_with(&url, "5", "blocking-calls", &["--no-flame-graphs"]);
     eprintln!("{}", serde_json::to_string_pretty(&d).unwrap());
