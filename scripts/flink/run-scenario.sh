@@ -12,6 +12,8 @@
 #   chained    generator -> heavy-map chained (p=1) -HASH-> sum-per-key -> sink
 #   blocking-sink  generator -> map -> db-sink (sleeps per write) chained (p=1)
 #   kryo       generator -> to-event -HASH-> latest-per-key -> sink over a non-POJO type (Kryo)
+# A MiniCluster's TaskManagers share one JVM and report no JVM metrics of their own: cluster.sh
+# starts a standalone session cluster (JobManager and TaskManager processes) for those.
 # Needs: javac/java 17 (Debian: openjdk-17-jdk-headless) and python3 with apache-flink-libraries
 # (.ci/run installs both). The classes go to target/flink-harness/<hash of the sources>/ (or
 # $SLUICE_FLINK_BUILD), built once and shared by concurrent runs.

@@ -7,6 +7,11 @@ use serde_json::Value;
 
 /// A vertex's file-name stem: `v<position>-<name slug>` (`v1-sum-per-key-counting-sink-writer`).
 pub fn vertex_stem(position: usize, name: &str) -> String {
+    format!("v{position}-{}", slug(name))
+}
+
+/// `name` in lower-case letters, digits and single `-`.
+fn slug(name: &str) -> String {
     let mut slug = String::new();
     for c in name.chars() {
         if c.is_ascii_alphanumeric() {
@@ -15,7 +20,7 @@ pub fn vertex_stem(position: usize, name: &str) -> String {
             slug.push('-');
         }
     }
-    format!("v{position}-{}", slug.trim_end_matches('-'))
+    slug.trim_end_matches('-').to_string()
 }
 
 /// Vertex id → file stem, from `/jobs/:id` (positions in its `vertices` list).
@@ -75,6 +80,10 @@ pub fn file_for(path: &str, stems: &HashMap<String, String>) -> Option<String> {
         ["jobs", _, "checkpoints", "config"] => "job-checkpoints-config.json".to_string(),
         ["jobs", _, "config"] => "job-config.json".to_string(),
         ["jobs", _, "jobmanager", "config"] => "job-jobmanager-config.json".to_string(),
+        ["jobs", _, "exceptions"] => "job-exceptions.json".to_string(),
+        ["taskmanagers"] => "taskmanagers.json".to_string(),
+        // A TaskManager id may hold `:` and `.` (`127.0.0.1:40123-9f3e2a`): slugged.
+        ["taskmanagers", tm, "metrics"] => format!("taskmanager-{}-metrics.json", slug(tm)),
         _ => return None,
     })
 }
@@ -121,7 +130,16 @@ mod tests {
             Some("v1-sum-per-key-counting-sink-writer-subtasks-metrics-aggregated.json")
         );
         assert_eq!(f("/jobs/abc/vertices/unknown/subtasks/1/metrics"), None);
-        assert_eq!(f("/taskmanagers"), None);
+        assert_eq!(f("/taskmanagers").as_deref(), Some("taskmanagers.json"));
+        assert_eq!(
+            f("/taskmanagers/127.0.0.1:40123-9f3e2a/metrics?get=a").as_deref(),
+            Some("taskmanager-127-0-0-1-40123-9f3e2a-metrics.json")
+        );
+        assert_eq!(
+            f("/jobs/abc/exceptions").as_deref(),
+            Some("job-exceptions.json")
+        );
+        assert_eq!(f("/taskmanagers/x/logs"), None);
         assert_eq!(
             f(&format!(
                 "/jobs/abc/vertices/{vid}/flamegraph?type=off_cpu&subtaskindex=1"

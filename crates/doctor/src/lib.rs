@@ -16,6 +16,9 @@
 //! [`CPU_STARVED`]). Its subtask breakdown says why:
 //! - a few busy subtasks, siblings idle, behind a HASH edge → [`Cause::KeySkew`] (fix: two-phase);
 //! - a few busy subtasks behind a non-keyed edge → [`Cause::UnevenLoad`] (fix: REBALANCE);
+//! - all busy on a TaskManager whose JVM spends ≥ [`GC_STALL_MS`] of every second collecting
+//!   garbage (a Flink cluster's `Status.JVM.GarbageCollector.*`) → [`Cause::GcStalls`] naming
+//!   it (fix: heap sizing, less allocation per record, object reuse, state off-heap);
 //! - all busy, busy time not following the record rate now and then → [`Cause::Stalls`];
 //! - all busy, little CPU per busy ms → [`Cause::BlockingCalls`] (fix: async I/O);
 //! - all busy, most of it in state calls → [`Cause::StateAccess`];
@@ -43,6 +46,10 @@
 //! Source lag (FLIP-33 `pendingRecords`) is evidence ([`lag`]): growing while the source is
 //! backpressured, the source is throttled by the bottleneck; about 0 with nothing busy, the input
 //! is the limit.
+//! On a Flink cluster with TaskManager processes each sample carries its subtask's
+//! [`HostSample`] (see [`flink_rest::taskmanagers`]): the TaskManager's GC, heap and process CPU.
+//! Where a vertex runs alone on its TaskManager, the process CPU is the vertex's CPU (Flink has
+//! none per task), which tells blocking calls from computation.
 //! When the busy subtasks' flame graphs are given ([`VertexView::profile`], see [`profile`]),
 //! their top self-time frames are evidence, and they decide where metrics are missing (Flink
 //! reports no CPU time per subtask, nor state-access time): mostly off CPU inside the operator
@@ -80,6 +87,9 @@ pub const TARGET_BUSY: f64 = 0.7;
 pub const LOW_CPU_RATIO: f64 = 0.3;
 /// State-access time per busy time from this share means state access dominates.
 pub const STATE_RATIO: f64 = 0.5;
+/// A TaskManager whose JVM collects garbage this many ms of every second stalls its tasks: they
+/// are stopped a tenth of the time, counted as busy.
+pub const GC_STALL_MS: f64 = 100.0;
 
 /// One subtask's metrics (one sample, or the average over a window). `None`: not reported.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -124,6 +134,51 @@ pub struct SubtaskSample {
     /// A lookup join's key repeat ratio (0..=1): the share of its recent lookups whose key came
     /// earlier among them (Sluice's `lookupKeyRepeatPerMille` ÷ 1000) — what a cache would hit.
     pub key_repeat: Option<f64>,
+    /// The TaskManager the subtask runs on and its JVM's figures at that moment (a Flink
+    /// cluster's `/taskmanagers/:tmid/metrics`); `None`: not reported (a MiniCluster or Sluice).
+    pub host: Option<HostSample>,
+}
+
+/// A TaskManager process as the subtasks it hosts see it: its JVM's garbage collection, heap and
+/// CPU (Flink's `Status.JVM.*` metrics), its configured task heap, and whether the subtask's
+/// vertex is all it runs. `None` fields: not reported.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HostSample {
+    /// The TaskManager's id (`/taskmanagers`' `id`, its resource id).
+    pub taskmanager: String,
+    /// Time the JVM spent in garbage collection, ms/s (`Status.JVM.GarbageCollector.All.TimeMsPerSecond`).
+    pub gc_ms: Option<f64>,
+    /// Collections since the JVM started (`…GarbageCollector.All.Count`).
+    pub gc_count: Option<f64>,
+    /// Time spent collecting since the JVM started, ms (`…GarbageCollector.All.Time`, else the
+    /// collectors' sum): where `gc_ms` is not reported, a window's growth of it gives GC ms/s.
+    pub gc_time_total: Option<f64>,
+    /// Old-generation (full or mixed) collections since the JVM started (the collector whose name
+    /// holds `Old` or `MarkSweep`, e.g. `G1_Old_Generation`).
+    pub old_gc_count: Option<f64>,
+    /// Collections, and old-generation ones, between a window's first and last sample (set when
+    /// a window is averaged).
+    pub gc_in_window: Option<f64>,
+    /// See `gc_in_window`.
+    pub old_gc_in_window: Option<f64>,
+    /// Heap in use and its maximum, bytes (`Status.JVM.Memory.Heap.Used` / `.Max`).
+    pub heap_used: Option<f64>,
+    /// See `heap_used`.
+    pub heap_max: Option<f64>,
+    /// The task heap the TaskManager was configured with, bytes (`memoryConfiguration.taskHeap`).
+    pub task_heap: Option<f64>,
+    /// The process's recent CPU load over all cores, 0..=1 (`Status.JVM.CPU.Load`).
+    pub cpu_load: Option<f64>,
+    /// Cores of the machine (`hardware.cpuCores`).
+    pub cores: Option<f64>,
+    /// Tasks the TaskManager runs when they all belong to this subtask's vertex (the vertex lives
+    /// alone there, so the process's CPU is its CPU); `None` when it runs others too.
+    pub alone_tasks: Option<f64>,
+    /// The job's failures recorded on this TaskManager (`/jobs/:jid/exceptions`' history: a
+    /// JVM stuck collecting garbage misses its heartbeats or runs out of memory).
+    pub failures: Option<f64>,
+    /// The latest of them, its first line.
+    pub last_failure: Option<String>,
 }
 
 impl SubtaskSample {
@@ -266,6 +321,12 @@ pub enum Cause {
     SinkLimit,
     /// Periodic stalls: busy time not following the record rate.
     Stalls,
+    /// The JVM of the TaskManager hosting the bottleneck spends much of each second in garbage
+    /// collection, which stops the task thread mid-record (Flink cluster metrics).
+    GcStalls {
+        /// The TaskManager whose garbage collection stalls the bottleneck.
+        taskmanager: String,
+    },
     /// Nothing is busy: the input is the limit.
     NoBottleneck,
 }
@@ -283,6 +344,7 @@ impl Cause {
             Cause::SourceCeiling => "source-ceiling",
             Cause::SinkLimit => "sink-limit",
             Cause::Stalls => "stalls",
+            Cause::GcStalls { .. } => "gc-stalls",
             Cause::NoBottleneck => "no-bottleneck",
         }
     }
@@ -300,6 +362,9 @@ impl fmt::Display for Cause {
             Cause::SourceCeiling => "source ceiling",
             Cause::SinkLimit => "sink limit",
             Cause::Stalls => "periodic stalls",
+            Cause::GcStalls { taskmanager } => {
+                return write!(f, "GC stalls on TaskManager `{taskmanager}`");
+            }
             Cause::NoBottleneck => "no bottleneck: the input is the limit",
         };
         f.write_str(s)
@@ -462,11 +527,56 @@ pub fn average(samples: &[Snapshot]) -> Snapshot {
                         send_time: avg(|s| s.send_time),
                         last_records_in: avg(|s| s.last_records_in),
                         key_repeat: avg(|s| s.key_repeat),
+                        host: average_host(&all),
                     }
                 })
                 .collect()
         })
         .collect()
+}
+
+/// A subtask's TaskManager figures averaged over a window: its id from the first sample that has
+/// one, GC time and CPU load averaged, the heap at its peak, the collection counts the last
+/// sample's and their growth over the window; the vertex is alone on it only if it was in every
+/// sample.
+fn average_host(all: &[&SubtaskSample]) -> Option<HostSample> {
+    let hosts: Vec<&HostSample> = all.iter().filter_map(|s| s.host.as_ref()).collect();
+    let first = hosts.first()?;
+    let avg = |f: fn(&HostSample) -> Option<f64>| mean_opt(hosts.iter().map(|h| f(h)));
+    let last = |f: fn(&HostSample) -> Option<f64>| hosts.iter().rev().find_map(|h| f(h));
+    let peak =
+        |f: fn(&HostSample) -> Option<f64>| hosts.iter().filter_map(|h| f(h)).reduce(f64::max);
+    let first_of = |f: fn(&HostSample) -> Option<f64>| hosts.iter().find_map(|h| f(h));
+    let delta = |f: fn(&HostSample) -> Option<f64>| {
+        (hosts.len() >= 2).then_some(())?;
+        Some((last(f)? - first_of(f)?).max(0.0))
+    };
+    Some(HostSample {
+        taskmanager: first.taskmanager.clone(),
+        // Flink's own rate, else the growth of the total over the window: examine() takes one
+        // sample a second, so n samples span n - 1 seconds.
+        gc_ms: avg(|h| h.gc_ms).or_else(|| {
+            let span = hosts.len().checked_sub(1).filter(|s| *s > 0)? as f64;
+            Some(delta(|h| h.gc_time_total)? / span)
+        }),
+        gc_time_total: last(|h| h.gc_time_total),
+        gc_count: last(|h| h.gc_count),
+        old_gc_count: last(|h| h.old_gc_count),
+        gc_in_window: delta(|h| h.gc_count),
+        old_gc_in_window: delta(|h| h.old_gc_count),
+        heap_used: peak(|h| h.heap_used),
+        heap_max: last(|h| h.heap_max),
+        task_heap: last(|h| h.task_heap),
+        cpu_load: avg(|h| h.cpu_load),
+        cores: last(|h| h.cores),
+        alone_tasks: if hosts.iter().all(|h| h.alone_tasks.is_some()) {
+            avg(|h| h.alone_tasks)
+        } else {
+            None
+        },
+        failures: last(|h| h.failures),
+        last_failure: hosts.iter().rev().find_map(|h| h.last_failure.clone()),
+    })
 }
 
 /// Vertices from the sources downstream (Kahn's order, ties by index; a cycle's rest at the end).
@@ -520,7 +630,13 @@ fn diagnose_inner(job: &JobView, samples: &[Snapshot]) -> Diagnosis {
     let mut evidence = Vec::new();
     let mut undetermined = Vec::new();
     let all_subs = || job.vertices.iter().flat_map(|v| v.subtasks.iter());
-    let has_cpu = all_subs().any(|s| s.cpu.is_some());
+    // A TaskManager that runs one vertex alone gives that vertex's CPU (`rules::jvm`).
+    let has_cpu = all_subs().any(|s| {
+        s.cpu.is_some()
+            || s.host
+                .as_ref()
+                .is_some_and(|h| h.alone_tasks.is_some() && h.cpu_load.is_some())
+    });
     let has_ops = all_subs().any(|s| !s.operator_busy.is_empty());
     let has_state = all_subs().any(|s| s.state_access.is_some());
     if !has_cpu {

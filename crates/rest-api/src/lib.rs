@@ -10,7 +10,7 @@
 //!
 //! Main types: [`ClusterOverview`], [`JobsOverview`] / [`JobOverview`], [`JobDetails`] with
 //! its [`Plan`], [`VertexDetails`], [`MetricValue`], [`AggregatedMetric`],
-//! [`CheckpointingStatistics`], [`CheckpointConfigInfo`], [`HotKeys`], [`ErrorBody`],
+//! [`CheckpointingStatistics`], [`CheckpointConfigInfo`], [`JobExceptions`], [`HotKeys`], [`ErrorBody`],
 //! [`DashboardConfig`], [`VertexBackPressure`], [`SubtasksTimes`], [`VertexAccumulators`],
 //! [`FlameGraph`], [`ThreadDump`], the savepoint requests and answers
 //! ([`SavepointTriggerRequest`], [`StopWithSavepointRequest`], [`TriggerResponse`],
@@ -40,6 +40,7 @@ mod checkpoints;
 mod cluster;
 mod doctor;
 mod error;
+mod exceptions;
 mod hot_keys;
 mod job;
 pub mod lenient;
@@ -74,6 +75,7 @@ pub use doctor::{
     ParallelismDiff, PlanChangeDiff, PlanChangeSpec, ShipStrategyDiff, SourceLag, SourceSplits,
 };
 pub use error::ErrorBody;
+pub use exceptions::{ExceptionHistory, ExceptionInfo, JobExceptions, RootException};
 pub use hot_keys::{HotKey, HotKeys};
 pub use job::{
     ConfigEntry, ConnectorOption, ExecutionConfig, IoMetrics, JobConfig, JobDetails, JobPlan,

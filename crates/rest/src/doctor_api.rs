@@ -193,6 +193,8 @@ fn sample(s: &SubtaskSnapshot) -> SubtaskSample {
         send_time: None,
         last_records_in: None,
         key_repeat: None,
+        // One process: no TaskManager JVM of its own to read.
+        host: None,
     }
 }
 

@@ -16,6 +16,11 @@
 //!   into `target/venv-moto/` by `scripts/install-moto.sh`, pinned; `SLUICE_MOTO` overrides the
 //!   executable), for checkpoints on object storage.
 //!
+//! - [`FlinkCluster`]: a standalone Apache Flink 2.3 session cluster (a JobManager and
+//!   TaskManager processes from the Flink jars of the PyPI package `apache-flink-libraries`, via
+//!   `scripts/flink/cluster.sh`), REST on a free loopback port, jobs submitted through Flink's
+//!   REST API; each TaskManager reports its own JVM's GC, heap and CPU.
+//!
 //! - [`Netns`]: a services namespace with a bridge and host namespaces joined to it by veth
 //!   pairs, for tests that partition processes from each other (`KafkaBroker::start_in`,
 //!   `PostgresCluster::start_in` run the servers inside the services namespace).
@@ -31,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+mod flink_cluster;
 mod kafka;
 pub mod kafka_read;
 mod lookup;
@@ -41,6 +47,7 @@ mod process;
 mod require;
 mod s3;
 
+pub use flink_cluster::{FlinkCluster, TaskManagerSpec};
 pub use kafka::KafkaBroker;
 pub use lookup::{Latency, LookupService, ServiceOptions};
 pub use netns::{Netns, SERVICES_ADDR};

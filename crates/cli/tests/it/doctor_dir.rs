@@ -31,6 +31,27 @@ fn json_of(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
 }
 
+/// The capture of a standalone Flink cluster (`scripts/flink/cluster.sh`, `--save`d by this
+/// binary): the TaskManagers' own answers are read back too, so the verdict names the one whose
+/// garbage collection stalls the bottleneck.
+#[test]
+fn from_dir_reads_a_standalone_clusters_taskmanagers() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/flink/flink-rest/gc-standalone"
+    );
+    let d = json_of(&["doctor", "--from-dir", dir, "--json", "--no-flame-graphs"]);
+    assert_eq!(d["cause"], "gc-stalls", "{d:#}");
+    assert_eq!(d["bottleneck"]["vertex-name"], "retain-map", "{d:#}");
+    assert!(
+        d["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("TaskManager `tm-small`"),
+        "{d:#}"
+    );
+}
+
 #[test]
 fn from_dir_diagnoses_the_flink_capture() {
     let d = json_of(&["doctor", "--from-dir", FLINK_SKEW, "--json"]);

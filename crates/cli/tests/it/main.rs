@@ -24,6 +24,7 @@ mod doctor;
 mod doctor_dir;
 mod doctor_fix;
 mod doctor_flink;
+mod doctor_flink_cluster;
 mod doctor_scenarios;
 mod doctor_tls;
 mod exactly_once;

@@ -2,11 +2,14 @@
 //! them), fetched through a [`RestSource`]: a live server, a directory of saved answers, or
 //! anything else that answers a `GET path`.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use sluice_rest_api::TaskManagersInfo;
 
 use super::{Probe, ProbedJob};
+use crate::flink_rest::taskmanagers as tm;
 use crate::flink_rest::{self, checkpoint_stats, read_graph, read_hot_keys, slot_cap};
 use crate::{CheckpointStats, DoctorError, FlameTree, HotKey, Snapshot, VertexProfile, VertexView};
 
@@ -122,6 +125,50 @@ impl<'a> RestProbe<'a> {
     }
 }
 
+impl RestProbe<'_> {
+    /// On a cluster with TaskManager processes: each subtask's TaskManager and its JVM's figures
+    /// (see [`flink_rest::taskmanagers`]). Best effort: a server without these answers (Sluice,
+    /// saved answers without them) leaves the samples without hosts.
+    fn attach_hosts(&self, jid: &str, vertices: &[VertexView], snap: &mut Snapshot) {
+        let get = |path: &str| self.src.get(path).ok().flatten();
+        let Some(tms) = get("/taskmanagers") else {
+            return;
+        };
+        let tms: TaskManagersInfo = flink_rest::shape(&tms);
+        if tms.taskmanagers.is_empty() {
+            return;
+        }
+        let placements: Vec<Vec<Option<String>>> = vertices
+            .iter()
+            .map(|v| {
+                get(&format!("/jobs/{jid}/vertices/{}", v.id))
+                    .map(|d| tm::subtask_placement(&d))
+                    .unwrap_or_default()
+            })
+            .collect();
+        let failures = get(&format!("/jobs/{jid}/exceptions"))
+            .map(|e| tm::failures_by_taskmanager(&e))
+            .unwrap_or_default();
+        let alone = tm::alone_tasks(&placements, &tms);
+        let mut hosts = HashMap::new();
+        for id in placements.iter().flatten().flatten() {
+            if hosts.contains_key(id) {
+                continue;
+            }
+            let metrics = get(&tm::taskmanager_metrics_path(id));
+            let host = tm::host_sample(
+                id,
+                tm::taskmanager_info(&tms, id),
+                metrics.as_ref(),
+                alone.get(id).copied(),
+                failures.get(id),
+            );
+            hosts.insert(id.clone(), host);
+        }
+        tm::attach_hosts(snap, &placements, &hosts);
+    }
+}
+
 impl Probe for RestProbe<'_> {
     fn describe(&self) -> String {
         self.src.describe()
@@ -155,6 +202,7 @@ impl Probe for RestProbe<'_> {
             }
             snap.push(subs);
         }
+        self.attach_hosts(jid, vertices, &mut snap);
         Ok(snap)
     }
 

@@ -12,7 +12,8 @@
 //! `/jobs/:id` with its `plan` ([`read_graph`]), `/jobs/:id/vertices/:vid/subtasks/:n/metrics`
 //! ([`subtask_metrics_path`], [`subtask_sample`]), `/jobs/:id/vertices/:vid/hot-keys`
 //! ([`hot_keys_path`], [`read_hot_keys`]), `/jobs/:id/checkpoints` and its `/config`
-//! ([`checkpoint_stats`]).
+//! ([`checkpoint_stats`]); on a cluster with TaskManager processes, `/taskmanagers`, their
+//! `/metrics` and `/jobs/:id/exceptions` ([`taskmanagers`]).
 
 use std::collections::HashMap;
 
@@ -322,6 +323,8 @@ pub fn sample_of_values(values: &HashMap<String, f64>, operators: &[String]) -> 
             .last()
             .and_then(|op| get(&format!("{}.{RECORDS_IN}", sanitize_operator_name(op)))),
         key_repeat: connector_metric(values, operators, KEY_REPEAT).map(|m| m / 1000.0),
+        // The TaskManager's figures come from its own answers (`taskmanagers`).
+        host: None,
     }
 }
 
@@ -425,6 +428,8 @@ pub fn slot_cap(overview: &Value) -> Option<usize> {
     }
     (overview.slots_total > 0).then_some(overview.slots_total as usize)
 }
+
+pub mod taskmanagers;
 
 #[cfg(test)]
 mod tests;

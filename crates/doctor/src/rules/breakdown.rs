@@ -3,7 +3,8 @@
 //! the parallelism a fix would aim at. Computed once, before any rule runs.
 
 use crate::{
-    mean, mean_opt, pct, Bottleneck, JobView, Snapshot, SubtaskSample, VertexView, TARGET_BUSY,
+    mean, mean_opt, pct, Bottleneck, HostSample, JobView, Snapshot, SubtaskSample, VertexView,
+    TARGET_BUSY,
 };
 
 /// The bottleneck vertex and its subtask breakdown.
@@ -58,6 +59,11 @@ pub(crate) struct Breakdown<'a> {
     pub n: usize,
     /// The subtasks run flat out, so the true demand may exceed what `n` covers.
     pub saturated: bool,
+    /// The hot subtasks' TaskManager (the one with most GC time), on a cluster that reports it.
+    pub host: Option<HostSample>,
+    /// How `cpu` was read from the TaskManager's process CPU, when it was (see
+    /// [`super::jvm::host_cpu`]).
+    pub host_cpu_line: Option<String>,
 }
 
 impl<'a> Breakdown<'a> {
@@ -134,7 +140,7 @@ impl<'a> Breakdown<'a> {
         if let Some(cores) = job.available_cores {
             n = n.min(cores);
         }
-        Breakdown {
+        let mut b = Breakdown {
             job,
             vertex_index: vi,
             v,
@@ -164,7 +170,17 @@ impl<'a> Breakdown<'a> {
             saturated: avg_busy >= 950.0,
             busy,
             hot,
+            host: None,
+            host_cpu_line: None,
+        };
+        b.host = super::jvm::hot_host(&b);
+        if b.cpu.is_none() {
+            if let Some((cpu, line)) = super::jvm::host_cpu(&b) {
+                b.cpu = Some(cpu);
+                b.host_cpu_line = Some(line);
+            }
         }
+        b
     }
 
     /// Mean busy ms/s over all subtasks.
@@ -225,6 +241,7 @@ impl<'a> Breakdown<'a> {
         if let Some(line) = self.profile.as_ref().and_then(|p| p.top_self_line()) {
             evidence.push(line);
         }
+        evidence.extend(self.host_cpu_line.clone());
         if let Some(line) = self.chain_line() {
             evidence.push(line);
         } else if let Some((name, share)) = &self.hottest {

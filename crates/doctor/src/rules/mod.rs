@@ -10,6 +10,7 @@
 
 mod breakdown;
 mod connectors;
+mod jvm;
 mod skew;
 mod uniform;
 
@@ -73,7 +74,7 @@ pub(crate) struct Rule {
 }
 
 /// Every rule, in the order they are tried.
-pub(crate) const RULES: [Rule; 13] = [
+pub(crate) const RULES: [Rule; 14] = [
     Rule {
         cause: "source-ceiling",
         shape: Shape::Skewed,
@@ -93,6 +94,11 @@ pub(crate) const RULES: [Rule; 13] = [
         cause: "source-ceiling",
         shape: Shape::Uniform,
         check: connectors::partition_ceiling,
+    },
+    Rule {
+        cause: "gc-stalls",
+        shape: Shape::Uniform,
+        check: jvm::gc_stalls,
     },
     Rule {
         cause: "stalls",
@@ -244,6 +250,9 @@ mod tests {
             Cause::KeySkew { hot_keys: vec![] },
             Cause::UnevenLoad,
             Cause::Stalls,
+            Cause::GcStalls {
+                taskmanager: String::new(),
+            },
             Cause::BlockingCalls,
             Cause::StateAccess,
             Cause::Serialization,

@@ -5,3 +5,4 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod flink_fixture;
+mod flink_standalone;
