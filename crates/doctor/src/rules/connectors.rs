@@ -126,6 +126,13 @@ pub(super) fn waiting_sink(b: &Breakdown) -> Option<Finding> {
         ),
         _ => format!("the sink is busy writing ({})", pct(b.hot_busy)),
     }];
+    // The CPU figure said it waits; the flame graph says in what.
+    if let (Some(_), true, Some((share, what))) = (b.cpu, waiting, &blocked) {
+        evidence.push(format!(
+            "{:.0}% of the sink `{target}`'s flame-graph samples are off CPU in {what}",
+            share * 100.0
+        ));
+    }
     if let Some(t) = send_time {
         evidence.push(format!("its last write took {t:.1} ms (currentSendTime)"));
     }

@@ -94,9 +94,11 @@ pub fn verdict_q12(
         emitted += n;
         match bids.get(bidder) {
             Some(&all) if n <= all => {}
-            Some(all) => return fail(format!(
+            Some(all) => {
+                return fail(format!(
                 "bidder {bidder} has {n} bids in the windows emitted, DuckDB counts {all} in all"
-            )),
+            ))
+            }
             None => return fail(format!("bidder {bidder} has no bids in DuckDB's answer")),
         }
     }
