@@ -163,7 +163,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     );
     let cores = crate::doctor_cmd::cores();
     print!("{}", proof.text(cores));
-    println!("\n{}", payoff(&proof, cores));
+    println!("\n{}", proof.payoff(cores));
     if proof.identical() {
         println!(
             "The fixed job's output is identical to the original's. ({:.1} s in all)",
@@ -174,26 +174,4 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
         println!("The outputs differ: the fix is NOT safe.");
         Ok(ExitCode::FAILURE)
     }
-}
-
-/// What the fix bought on this machine, or plainly that it did not pay.
-fn payoff(p: &sluice_jobs::proof::FixProof, cores: usize) -> String {
-    let (x, o, f) = (p.speedup(), p.original.throughput(), p.fixed.throughput());
-    let cpu = p.cpu_speedup(cores);
-    if x >= 1.1 {
-        return format!(
-            "What the fix buys: {x:.2}x the throughput ({o:.0} -> {f:.0} records/s) on this machine's {cores} cores."
-        );
-    }
-    let why = match cpu {
-        Some(c) if c >= 1.1 => format!(
-            "the CPU the runs used allows {c:.2}x on {cores} free cores, so other work on this machine took the cores the fix needs"
-        ),
-        _ => format!(
-            "the fix spreads the hot subtask's work over more threads, which pays only with free cores (this machine has {cores}) and enough work per record to outweigh the extra exchange"
-        ),
-    };
-    format!(
-        "The fix does NOT pay on this machine: the fixed job ran at {x:.2}x the original's throughput ({o:.0} -> {f:.0} records/s); {why}."
-    )
 }

@@ -351,12 +351,7 @@ pub const WARM_UP: Duration = Duration::from_millis(1200);
 /// Applies the diagnosis' plan change to `cmd` and runs the original and the fixed job of
 /// `records` records each, with their progress on stderr.
 pub fn prove_fix(cmd: &JobCmd, d: &Diagnosis, records: u64) -> anyhow::Result<FixProof> {
-    let change = d
-        .fix
-        .as_ref()
-        .and_then(|f| f.plan_change.as_ref())
-        .context("the doctor proposes no plan change for this job, so there is nothing to apply")?;
-    let fix = change.clone();
+    let fix = plan_change(d)?.clone();
     let build = || {
         build_job(cmd)
             .map(|(env, job, _)| (env, job))
@@ -367,6 +362,11 @@ pub fn prove_fix(cmd: &JobCmd, d: &Diagnosis, records: u64) -> anyhow::Result<Fi
         Box::new(move || p.finish())
     };
     FixProof::run(build, &fix, &watch).map_err(anyhow::Error::msg)
+}
+
+fn plan_change(d: &Diagnosis) -> anyhow::Result<&sluice_doctor::PlanChange> {
+    let change = d.fix.as_ref().and_then(|f| f.plan_change.as_ref());
+    change.context("the doctor proposes no plan change for this job, so there is nothing to apply")
 }
 
 /// Diagnoses `cmd` running live (its own REST API, fast metrics) over `window` seconds.
@@ -408,6 +408,7 @@ fn doctor_fix(
     println!("== diagnosis (the job running live, sampled over {window}s)\n");
     let report = diagnose_live(cmd, window)?;
     print!("{}", report_text(&report));
+    plan_change(&report.diagnosis)?;
     // An unbounded scenario without --records: a proof input the original runs in seconds.
     let mut cmd = cmd.clone();
     let unbounded = records_mut(&mut cmd).is_some_and(|r| *r == sluice_jobs::scenarios::UNBOUNDED);
@@ -429,6 +430,7 @@ fn doctor_fix(
     print!("plan diff:\n{}", proof.diff);
     println!("\n== original vs fixed, same bounded input\n");
     print!("{}", proof.text(cores()));
+    println!("\n{}", proof.payoff(cores()));
     if let Some(path) = fixed_output {
         let Some(JobOutput::Sums(sums)) = &proof.fixed.output else {
             anyhow::bail!("--fixed-output: this job has no per-key output to write");

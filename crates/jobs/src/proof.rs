@@ -256,6 +256,36 @@ impl FixProof {
         Some(f.bound(self.fixed.records, cores) / o.bound(self.original.records, cores).max(1e-9))
     }
 
+    /// What the fix bought on this machine of `cores` cores, or plainly that it did not pay
+    /// (a gain under 10% is within what a shared machine's noise makes of two runs).
+    pub fn payoff(&self, cores: usize) -> String {
+        let (x, o, f) = (
+            self.speedup(),
+            self.original.throughput(),
+            self.fixed.throughput(),
+        );
+        if x >= 1.1 {
+            return format!(
+                "What the fix buys: {x:.2}x the throughput ({} -> {} records/s) on this machine's {cores} cores.",
+                rate(o),
+                rate(f)
+            );
+        }
+        let why = match self.cpu_speedup(cores) {
+            Some(c) if c >= 1.1 => format!(
+                "the CPU the runs used would allow {c:.2}x on {cores} free cores, so other work on this machine took the cores the fix needs"
+            ),
+            _ => format!(
+                "the fix spreads work over more threads, which pays only with free cores (this machine has {cores}) and enough work per record to outweigh what it adds"
+            ),
+        };
+        format!(
+            "The fix does NOT pay on this machine: the fixed job ran at {x:.2}x the original's throughput ({} -> {} records/s); {why}.",
+            rate(o),
+            rate(f)
+        )
+    }
+
     /// The proof as text: records compared, outputs, wall times and throughputs, the throughput
     /// each run's CPU use allows on `cores` cores, busy shares before and after.
     pub fn text(&self, cores: usize) -> String {
