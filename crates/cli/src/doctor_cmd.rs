@@ -420,7 +420,9 @@ fn doctor_fix(
              this machine (--records sets the count).",
             target.as_secs()
         );
-        records_mut(&mut cmd).map(|r| *r = n);
+        if let Some(r) = records_mut(&mut cmd) {
+            *r = n;
+        }
     }
     let records = records_mut(&mut cmd).map_or(0, |r| *r);
     let proof = prove_fix(&cmd, &report.diagnosis, records)?;
