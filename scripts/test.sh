@@ -43,3 +43,5 @@ cargo build -q -p sluice-cli
 scripts/check-no-test-hooks.sh
 scripts/fuzz-rest.sh
 scripts/e2e-dashboard.sh
+# Flink's own web dashboard (its files from the pinned Flink package) on a live Sluice job.
+scripts/e2e-flink-dashboard.sh

@@ -210,6 +210,9 @@ pub struct SkewArgs {
     /// CPU work per record in the map (multiply/xor-shift rounds).
     #[arg(long, default_value_t = 4)]
     pub map_work: u32,
+    /// CPU work per record in the keyed sum's update (rounds; 0: a plain sum).
+    #[arg(long, default_value_t = 0)]
+    pub sum_work: u32,
     #[arg(long)]
     pub source_parallelism: Option<usize>,
     #[arg(long)]

@@ -1,7 +1,12 @@
 //! `sluice demo`: the doctor end to end on the skew job, in about 15 seconds. Runs the job live with
 //! its REST API up, shows the live subtask table (`sluice top`'s rendering), prints the doctor's
 //! verdict naming the hot key, applies the fix (two-phase aggregation), shows the plan change, then
-//! runs the original and the fixed job on the same bounded input and compares their output.
+//! runs the original and the fixed job on the same bounded input and compares their output and
+//! their throughputs, saying plainly when the fix does not pay on this machine.
+//!
+//! The sum does [`SUM_WORK`] rounds of CPU work per record (an aggregate whose update costs):
+//! with a plain sum the hot subtask's work is so cheap that spreading it over more threads
+//! costs more (one more exchange) than it saves, and on 2 cores the fixed job is slower.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -13,12 +18,21 @@ use sluice_doctor::Cause;
 use crate::args::{Cli, Command, JobCmd};
 use crate::doctor_cmd::{prove_fix, render_diagnosis, sample_and_diagnose, start_live, LiveSource};
 
+/// Rounds of CPU work per record in the skew job's sum (`--sum-work`): about 1 µs in a release
+/// build, several times the rest of a record's path, so the hot subtask's share is what limits
+/// the original job and the two-phase fix can spread it over the cores.
+pub const SUM_WORK: u32 = 600;
+
+/// How long the demo's original run should take (its record count is calibrated).
+const PROOF_RUN: Duration = Duration::from_secs(3);
+
 /// Arguments of `sluice demo`.
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
-    /// Records of the bounded runs that compare the original and the fixed job.
-    #[arg(long, default_value_t = 4_000_000)]
-    pub records: u64,
+    /// Records of the bounded runs that compare the original and the fixed job (default: what
+    /// the original runs in about 3 s on this machine, calibrated).
+    #[arg(long)]
+    pub records: Option<u64>,
     /// Seconds to show the live subtask table.
     #[arg(long, default_value_t = 4.0, value_name = "SECS")]
     pub watch: f64,
@@ -26,8 +40,17 @@ pub struct DemoArgs {
 
 /// The skew job as `sluice run skew <flags>` describes it.
 fn skew_cmd(records: u64) -> anyhow::Result<JobCmd> {
-    let records = records.to_string();
-    match Cli::try_parse_from(["sluice", "run", "skew", "--records", &records])?.command {
+    let (records, work) = (records.to_string(), SUM_WORK.to_string());
+    let args = [
+        "sluice",
+        "run",
+        "skew",
+        "--records",
+        &records,
+        "--sum-work",
+        &work,
+    ];
+    match Cli::try_parse_from(args)?.command {
         Command::Run(r) => Ok(r.job),
         _ => unreachable!("parsed a run command"),
     }
@@ -65,14 +88,14 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     }
     let t0 = Instant::now();
     let tty = std::io::stdout().is_terminal();
-    let cmd = skew_cmd(args.records)?;
+    // The live run is unbounded whatever the count (`start_live`); the proof sets its own.
+    let cmd = skew_cmd(1)?;
 
     println!("Sluice demo: find a bottleneck, name its cause, fix the plan, prove the fix.");
     heading(1, "A job with a hot key, running live");
     println!("  generator -> map -> key_by(key) -> running sum per key -> sink, parallelism 2;");
-    println!(
-        "  80% of the records carry key 0, so one subtask of the sum gets ~90% of the work.\n"
-    );
+    println!("  80% of the records carry key 0, so one subtask of the sum gets ~90% of the work");
+    println!("  (and the sum's update costs: {SUM_WORK} rounds of CPU work per record).\n");
     let live = start_live(&cmd)?;
     println!(
         "  REST API (Flink-compatible): {}/   try: sluice top --url {}",
@@ -103,6 +126,11 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     heading(2, "The doctor's diagnosis (sampled over 2 s)");
     let report = sample_and_diagnose(&LiveSource::new(&live.url)?, None, 2.0)?;
     live.stop();
+    let records = match args.records {
+        Some(n) => n,
+        None => crate::doctor_cmd::calibrate(&cmd, PROOF_RUN)?,
+    };
+    let cmd = skew_cmd(records)?;
     let d = &report.diagnosis;
     if let Cause::KeySkew { hot_keys } = &d.cause {
         if let (Some(k), Some(b)) = (hot_keys.first(), &d.bottleneck) {
@@ -119,7 +147,7 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     print!("{}", render_diagnosis(d));
 
     heading(3, "The fix, applied to the plan");
-    let proof = prove_fix(&cmd, d)?;
+    let proof = prove_fix(&cmd, d, records)?;
     if let Some(f) = &d.fix {
         println!("{}\n", f.change);
     }
@@ -128,12 +156,14 @@ pub fn demo(args: DemoArgs) -> anyhow::Result<ExitCode> {
     heading(
         4,
         &format!(
-            "Proof: the original and the fixed job on the same {} records",
-            args.records
+            "Proof: the original and the fixed job on the same {records} records \
+             (about {} s of the original)",
+            PROOF_RUN.as_secs()
         ),
     );
-    print!("{}", proof.text());
-    println!();
+    let cores = crate::doctor_cmd::cores();
+    print!("{}", proof.text(cores));
+    println!("\n{}", proof.payoff(cores));
     if proof.identical() {
         println!(
             "The fixed job's output is identical to the original's. ({:.1} s in all)",

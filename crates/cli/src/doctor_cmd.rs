@@ -348,20 +348,25 @@ pub fn start_live(cmd: &JobCmd) -> anyhow::Result<ServedJob> {
 /// How long the metric window needs to fill after a start with fast metrics.
 pub const WARM_UP: Duration = Duration::from_millis(1200);
 
-/// Applies the diagnosis' plan change to `cmd` and runs the original and the fixed job.
-pub fn prove_fix(cmd: &JobCmd, d: &Diagnosis) -> anyhow::Result<FixProof> {
-    let change = d
-        .fix
-        .as_ref()
-        .and_then(|f| f.plan_change.as_ref())
-        .context("the doctor proposes no plan change for this job, so there is nothing to apply")?;
-    let fix = change.clone();
+/// Applies the diagnosis' plan change to `cmd` and runs the original and the fixed job of
+/// `records` records each, with their progress on stderr.
+pub fn prove_fix(cmd: &JobCmd, d: &Diagnosis, records: u64) -> anyhow::Result<FixProof> {
+    let fix = plan_change(d)?.clone();
     let build = || {
         build_job(cmd)
             .map(|(env, job, _)| (env, job))
             .map_err(|e| format!("{e:#}"))
     };
-    FixProof::run(build, &fix).map_err(anyhow::Error::msg)
+    let watch = |label: &str, monitor| -> Box<dyn FnOnce()> {
+        let p = crate::progress::Progress::labelled(label, monitor, records);
+        Box::new(move || p.finish())
+    };
+    FixProof::run(build, &fix, &watch).map_err(anyhow::Error::msg)
+}
+
+fn plan_change(d: &Diagnosis) -> anyhow::Result<&sluice_doctor::PlanChange> {
+    let change = d.fix.as_ref().and_then(|f| f.plan_change.as_ref());
+    change.context("the doctor proposes no plan change for this job, so there is nothing to apply")
 }
 
 /// Diagnoses `cmd` running live (its own REST API, fast metrics) over `window` seconds.
@@ -371,6 +376,25 @@ pub fn diagnose_live(cmd: &JobCmd, window: f64) -> anyhow::Result<Report> {
     let report = sample_and_diagnose(&LiveSource::new(&live.url)?, None, window);
     live.stop();
     report
+}
+
+/// Records for a proof run of `cmd` (a job with a record count) taking about `target`.
+pub fn calibrate(cmd: &JobCmd, target: Duration) -> anyhow::Result<u64> {
+    let build = |n| {
+        let mut c = cmd.clone();
+        if let Some(r) = records_mut(&mut c) {
+            *r = n;
+        }
+        build_job(&c)
+            .map(|(env, job, _)| (env, job))
+            .map_err(|e| format!("{e:#}"))
+    };
+    sluice_jobs::proof::calibrate(build, target).map_err(anyhow::Error::msg)
+}
+
+/// The cores the proof's CPU-bound throughputs are computed for: this machine's.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn doctor_fix(
@@ -384,13 +408,31 @@ fn doctor_fix(
     println!("== diagnosis (the job running live, sampled over {window}s)\n");
     let report = diagnose_live(cmd, window)?;
     print!("{}", report_text(&report));
-    let proof = prove_fix(cmd, &report.diagnosis)?;
+    plan_change(&report.diagnosis)?;
+    // An unbounded scenario without --records: a proof input the original runs in seconds.
+    let mut cmd = cmd.clone();
+    let unbounded = records_mut(&mut cmd).is_some_and(|r| *r == sluice_jobs::scenarios::UNBOUNDED);
+    if unbounded {
+        let target = sluice_jobs::proof::PROOF_RUN;
+        let n = calibrate(&cmd, target)?;
+        println!(
+            "\nThe proof runs on {n} records, about {} s of the original job as measured on \
+             this machine (--records sets the count).",
+            target.as_secs()
+        );
+        if let Some(r) = records_mut(&mut cmd) {
+            *r = n;
+        }
+    }
+    let records = records_mut(&mut cmd).map_or(0, |r| *r);
+    let proof = prove_fix(&cmd, &report.diagnosis, records)?;
     if let Some(f) = &report.diagnosis.fix {
         println!("\n== the fix: {}\n", f.change);
     }
     print!("plan diff:\n{}", proof.diff);
     println!("\n== original vs fixed, same bounded input\n");
-    print!("{}", proof.text());
+    print!("{}", proof.text(cores()));
+    println!("\n{}", proof.payoff(cores()));
     if let Some(path) = fixed_output {
         let Some(JobOutput::Sums(sums)) = &proof.fixed.output else {
             anyhow::bail!("--fixed-output: this job has no per-key output to write");

@@ -1,11 +1,12 @@
 //! The progress bar on stderr (`indicatif`), fed from the job's source counters: a bar with a
 //! known record count, a spinner without one. Drawn only on a terminal and unless disabled
-//! (`--no-progress`, `--stats-json`).
+//! (`--no-progress`, `--stats-json`); `doctor fix`'s and the demo's proof runs
+//! ([`Progress::labelled`]) print plain lines instead when stderr is not a terminal.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use sluice_datastream::JobMonitor;
@@ -21,16 +22,34 @@ pub struct Progress {
 impl Progress {
     /// Starts drawing if stderr is a terminal and `enabled`; `total` 0 means unknown.
     pub fn start(monitor: Arc<JobMonitor>, total: u64, enabled: bool) -> Progress {
+        let draw = (enabled && std::io::stderr().is_terminal()).then(|| Draw::Bar(bar(total)));
+        Progress::spawn(move || monitor.records_emitted_by_sources(), draw)
+    }
+
+    /// A run named `label` of `total` records: the bar on a terminal; elsewhere (a log, a CI
+    /// job) a plain line every [`LINE_EVERY`] and one at the end, which no terminal rewrites.
+    /// Its position is what has gone through the whole job ([`JobMonitor::records_through`]).
+    pub fn labelled(label: &str, monitor: Arc<JobMonitor>, total: u64) -> Progress {
+        let draw = if std::io::stderr().is_terminal() {
+            let b = bar(total);
+            b.set_prefix(format!("{label} run "));
+            Draw::Bar(b)
+        } else {
+            Draw::Lines(format!("{label} run"), total, Instant::now())
+        };
+        Progress::spawn(move || monitor.records_through(), Some(draw))
+    }
+
+    fn spawn(pos: impl Fn() -> u64 + Send + 'static, draw: Option<Draw>) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = (enabled && std::io::stderr().is_terminal()).then(|| {
+        let thread = draw.map(|mut draw| {
             let stop = stop.clone();
-            let bar = bar(total);
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
-                    bar.set_position(monitor.records_emitted_by_sources());
+                    draw.show(pos(), false);
                     std::thread::park_timeout(REFRESH);
                 }
-                bar.finish_and_clear();
+                draw.show(pos(), true);
             })
         });
         Progress { stop, thread }
@@ -45,6 +64,31 @@ impl Progress {
     }
 }
 
+/// How often the plain progress lines come.
+const LINE_EVERY: Duration = Duration::from_secs(1);
+
+enum Draw {
+    Bar(ProgressBar),
+    /// Label, total, when the last line was printed.
+    Lines(String, u64, Instant),
+}
+
+impl Draw {
+    fn show(&mut self, pos: u64, end: bool) {
+        match self {
+            Draw::Bar(b) if end => b.finish_and_clear(),
+            Draw::Bar(b) => b.set_position(pos),
+            Draw::Lines(label, total, last) if end || last.elapsed() >= LINE_EVERY => {
+                *last = Instant::now();
+                let pct = 100.0 * pos as f64 / (*total).max(1) as f64;
+                let done = if end { ", done" } else { "" };
+                eprintln!("{label}: {pos} / {total} records ({pct:.0}%){done}");
+            }
+            Draw::Lines(..) => {}
+        }
+    }
+}
+
 /// The same bar for a loop of the CLI's own (e.g. `sluice produce`), if stderr is a terminal
 /// and `enabled`; the caller sets its position.
 pub fn records_bar(total: u64, enabled: bool) -> Option<ProgressBar> {
@@ -55,9 +99,9 @@ pub fn records_bar(total: u64, enabled: bool) -> Option<ProgressBar> {
 /// rate when the total is unknown.
 fn bar(total: u64) -> ProgressBar {
     let template = if total == 0 {
-        "{spinner} {records} records  {rate}/s"
+        "{prefix}{spinner} {records} records  {rate}/s"
     } else {
-        "[{bar:30}] {percent_1:>5}%  {records} records  {rate}/s"
+        "{prefix}[{bar:30}] {percent_1:>5}%  {records} records  {rate}/s"
     };
     let style = ProgressStyle::with_template(template)
         .unwrap_or_else(|_| ProgressStyle::default_bar())

@@ -55,6 +55,7 @@ pub fn build_on(env: &StreamEnv, job: &JobCmd) -> anyhow::Result<(BuiltJob, u64)
                 hot_key_share: a.hot_key_share,
                 keys: a.keys,
                 map_work: a.map_work,
+                sum_work: a.sum_work,
                 parallelism: a.env.parallelism,
                 source_parallelism: a.source_parallelism,
                 map_parallelism: a.map_parallelism,

@@ -43,7 +43,8 @@ impl BuiltJob {
                 (Some(j), _, _) => Some(JobOutput::Sums(j.final_sums())),
                 (None, Some(t), _) => Some(JobOutput::Table(t.contents())),
                 (None, None, Some(d)) => Some(JobOutput::Lookup(d)),
-                (None, None, None) => None,
+                // A counting sink: the count compares (no record lost or repeated).
+                (None, None, None) => Some(JobOutput::Count(s.records_sunk())),
             },
         })
     }

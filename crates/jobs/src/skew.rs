@@ -17,6 +17,11 @@ pub struct SkewConfig {
     pub keys: u64,
     /// Multiply/xor-shift rounds per record in the map.
     pub map_work: u32,
+    /// Multiply/xor-shift rounds per record in the keyed sum's update (0: a plain sum): an
+    /// aggregate whose update costs (a sketch, a scoring model). The map's work spreads over
+    /// its subtasks whatever the keys; this work lands where the key does, so a hot key makes
+    /// it one subtask's, until the two-phase fix spreads it.
+    pub sum_work: u32,
     /// Default parallelism of every operator.
     pub parallelism: usize,
     /// The source's parallelism, when not the default.
@@ -40,6 +45,7 @@ impl Default for SkewConfig {
             hot_key_share: 0.8,
             keys: 10_000,
             map_work: 4,
+            sum_work: 0,
             parallelism: 2,
             source_parallelism: None,
             map_parallelism: None,
@@ -145,6 +151,16 @@ pub fn work(v: i64, rounds: u32) -> i64 {
     v as i64
 }
 
+/// The keyed sum's update with `rounds` of CPU work on the incoming value first, whose result
+/// is consumed ([`std::hint::black_box`]) but does not enter the sum: the work must not change
+/// the answer, so the two-phase fix (which folds partial sums with the same function) keeps
+/// every final sum.
+#[inline]
+pub fn costly_add(a: (i64, i64), b: (i64, i64), rounds: u32) -> (i64, i64) {
+    std::hint::black_box(work(b.1, rounds));
+    (a.0, a.1.wrapping_add(b.1))
+}
+
 /// A built skew job: read its result after `execute()`.
 pub struct SkewJob {
     finals: Arc<Mutex<BTreeMap<i64, i64>>>,
@@ -222,7 +238,11 @@ pub fn sums(
         mapped = mapped.set_parallelism(p);
     }
     let keyed = mapped.key_by(|r: &(i64, i64)| r.0);
+    let sum_rounds = cfg.sum_work;
     let mut summed = match cfg.two_phase {
+        None if sum_rounds > 0 => keyed
+            .reduce(move |a: (i64, i64), b: (i64, i64)| costly_add(a, b, sum_rounds))
+            .name("sum-per-key"),
         None => keyed.sum(|r: &mut (i64, i64)| &mut r.1).name("sum-per-key"),
         Some(buckets) if cfg.adaptive => keyed
             .two_phase_adaptive(buckets, 0.05, |a: (i64, i64), b: (i64, i64)| {

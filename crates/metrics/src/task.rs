@@ -131,6 +131,10 @@ pub struct TaskMetrics {
     pub started_mono_ns: AtomicU64,
     /// Monotonic end ([`sluice_channel::mono_ns`]); 0 = not yet.
     pub ended_mono_ns: AtomicU64,
+    /// The task thread's CPU time (ns) as it ended, read by the thread itself; 0 = not yet or
+    /// unavailable. After the thread exits its /proc entry is gone, so the sampler's last tick
+    /// would otherwise keep the CPU time of the tick before: up to one interval short.
+    pub ended_cpu_ns: AtomicU64,
     /// Time spent inside keyed-state calls (ns, estimated: the memory backend samples; see
     /// `sluice-state`), for the doctor and `stateAccessTimeMsPerSecond`.
     pub state_access_ns: AtomicU64,

@@ -270,6 +270,10 @@ pub fn run_job(
                     .store(sluice_channel::mono_ns(), Ordering::Relaxed);
                 m.set_state(TaskState::Running);
                 let outcome = catch_unwind(AssertUnwindSafe(|| body(&ctx)));
+                let cpu = crate::telemetry::current_thread_id()
+                    .and_then(crate::telemetry::thread_cpu_ns)
+                    .unwrap_or(0);
+                m.ended_cpu_ns.store(cpu, Ordering::Relaxed);
                 m.ended_mono_ns
                     .store(sluice_channel::mono_ns(), Ordering::Relaxed);
                 m.ended_ms.store(epoch_ms(), Ordering::Relaxed);

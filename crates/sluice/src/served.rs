@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use sluice_datastream::{JobHandle, StreamEnv};
+use sluice_datastream::{JobHandle, JobMonitor, StreamEnv};
 use sluice_rest::{JobRegistry, RestServer};
 
 use crate::SluiceError;
@@ -30,6 +30,11 @@ impl ServedJob {
             handle: Some(handle),
             _server: server,
         })
+    }
+
+    /// The running job's monitor (what `doctor fix` measures the live rate with).
+    pub fn monitor(&self) -> Option<Arc<JobMonitor>> {
+        self.handle.as_ref().map(|h| h.monitor())
     }
 
     /// Cancels the job and waits for its threads.

@@ -257,3 +257,69 @@ fn blocking_lookup_whose_keys_repeat_gets_a_cache_and_identical_output() {
         "{out}"
     );
 }
+
+/// `sluice doctor fix scenario blocking` with no other flag: the scenario's input is unbounded,
+/// so the proof sizes a bounded one itself (about 4 s of the original on this machine) and
+/// ends with it. The deadline is generous (the issue asks for a minute; a loaded machine and a
+/// debug build get three) and the only deadline: the command must end on its own.
+#[test]
+fn blocking_with_no_flag_ends_with_a_proof_on_a_calibrated_input() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::env::temp_dir().join(format!("sluice-doctor-fix-noflag-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (out_path, err_path) = (dir.join("stdout"), dir.join("stderr"));
+    let t0 = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .args(["doctor", "fix", "scenario", "blocking"])
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = t0 + Duration::from_secs(180);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`doctor fix scenario blocking` did not end within 180 s:\n{}",
+                std::fs::read_to_string(&out_path).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let took = t0.elapsed();
+    let out = std::fs::read_to_string(&out_path).unwrap();
+    let err = std::fs::read_to_string(&err_path).unwrap();
+    assert!(status.success(), "{out}\n{err}");
+    // The record count it chose, said up front and compared in both runs.
+    let n: u64 = out
+        .split("The proof runs on ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|w| w.parse().ok())
+        .unwrap_or_else(|| panic!("no record count announced:\n{out}"));
+    assert!(n >= 1000, "{out}");
+    assert!(
+        out.contains(&format!(
+            "output: identical (the {n} looked-up records (in order on each of 2 subtasks) equal in both runs)"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("records compared")
+            && l.contains(&format!("original {n} "))
+            && l.ends_with(&format!("fixed {n}"))),
+        "{out}"
+    );
+    assert!(out.contains("throughput (records/s)"), "{out}");
+    // Off a terminal, the progress comes as plain lines on stderr, ending with each run's end.
+    assert!(
+        err.contains(&format!("original run: {n} / {n} records (100%), done"))
+            && err.contains(&format!("fixed run: {n} / {n} records (100%), done")),
+        "{err}"
+    );
+    eprintln!("doctor fix scenario blocking (no flag): {n} records, {took:?}");
+}

@@ -12,6 +12,7 @@ mod nexmark_oracle;
 mod nexmark_recovery;
 mod official_oracle;
 mod plan_golden;
+mod proof;
 mod skew_across_processes;
 mod skew_matches_flink;
 mod state_migration;

@@ -235,6 +235,25 @@ impl JobMonitor {
             .sum()
     }
 
+    /// Records that have gone through the whole job: those the last chained operator of each
+    /// last vertex has processed (counted every `OPERATOR_SAMPLE_EVERY` records, so a slow
+    /// job's count moves before a whole input buffer is done), else the vertex's input count.
+    pub fn records_through(&self) -> u64 {
+        let graph = &self.graph;
+        graph
+            .vertices
+            .iter()
+            .filter(|v| !graph.edges.iter().any(|e| e.from_vertex == v.index))
+            .filter_map(|v| self.subtasks.get(v.index))
+            .flatten()
+            .map(|t| {
+                let ops = t.operators.lock().unwrap_or_else(|p| p.into_inner());
+                ops.last()
+                    .map_or_else(|| t.records_in(), |o| o.records_in.load(Ordering::Relaxed))
+            })
+            .sum()
+    }
+
     /// Records emitted so far by all source subtasks, across attempts.
     pub fn records_emitted_by_sources(&self) -> u64 {
         self.source_emitted

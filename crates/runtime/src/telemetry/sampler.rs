@@ -188,8 +188,10 @@ fn sample(s: &mut SubtaskState, now: u64, window_s: f64) {
     let idle = m.waits.idle_ns_at(at);
     let bp = m.waits.backpressured_ns_at(at);
     let tid = m.thread_id.load(Relaxed);
+    // An ended thread's own last reading wins: its /proc entry may be gone already.
+    let ended_cpu = Some(m.ended_cpu_ns.load(Relaxed)).filter(|&c| ended > 0 && c > 0);
     let cpu = if tid > 0 {
-        thread_cpu_ns(tid).or(s.prev.cpu_ns)
+        ended_cpu.or_else(|| thread_cpu_ns(tid)).or(s.prev.cpu_ns)
     } else {
         None
     };
