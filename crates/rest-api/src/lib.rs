@@ -8,7 +8,8 @@
 //! Flink's exactly (as captured in `tests/fixtures/flink/flink-rest/`); each type derives
 //! `utoipa::ToSchema`, so the OpenAPI schemas are generated from the same definitions.
 //!
-//! Main types: [`ClusterOverview`], [`JobsOverview`] / [`JobOverview`], [`JobDetails`] with
+//! Main types: [`ClusterOverview`], [`JobsOverview`] / [`JobOverview`], Flink 2.3's
+//! applications ([`ApplicationsOverview`], [`ApplicationDetails`], [`ApplicationExceptions`]), [`JobDetails`] with
 //! its [`Plan`], [`VertexDetails`], [`MetricValue`], [`AggregatedMetric`],
 //! [`CheckpointingStatistics`], [`CheckpointConfigInfo`], [`JobExceptions`], [`HotKeys`], [`ErrorBody`],
 //! [`DashboardConfig`], [`VertexBackPressure`], [`SubtasksTimes`], [`VertexAccumulators`],
@@ -34,6 +35,7 @@
 //! client and the doctor can all depend on it without depending on each other.
 //!
 
+mod application;
 mod autopilot;
 mod checkpoint_details;
 mod checkpoints;
@@ -53,6 +55,10 @@ mod rescales;
 mod savepoints;
 mod vertex;
 
+pub use application::{
+    ApplicationDetails, ApplicationException, ApplicationExceptionHistory, ApplicationExceptions,
+    ApplicationOverview, ApplicationsOverview,
+};
 pub use autopilot::{
     AutopilotDecision, AutopilotLog, DecisionAccepted, DecisionGain, DecisionMeasurement,
 };

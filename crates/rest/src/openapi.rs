@@ -97,6 +97,10 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
         (Endpoint::Overview, _) => r("ClusterOverview"),
         (Endpoint::Jobs, _) => r("JobIdsWithStatus"),
         (Endpoint::JobsOverview, _) => r("JobsOverview"),
+        (Endpoint::ApplicationsOverview, _) => r("ApplicationsOverview"),
+        (Endpoint::Application, _) => r("ApplicationDetails"),
+        (Endpoint::ApplicationExceptions, _) => r("ApplicationExceptions"),
+        (Endpoint::ApplicationCancel, _) => ty("object"),
         (Endpoint::Job, "PATCH") => ty("object"),
         (Endpoint::Job, _) => r("JobDetails"),
         (Endpoint::JobConfig, _) => r("JobConfig"),
@@ -147,6 +151,10 @@ fn path_param(name: &str) -> Json {
     let (description, schema) = match name {
         "jobid" => (
             "Job id: 32 hexadecimal digits.",
+            string().with("pattern", "^[0-9a-fA-F]{32}$"),
+        ),
+        "applicationid" => (
+            "Application id: 32 hexadecimal digits (a job's id: each job is one application).",
             string().with("pattern", "^[0-9a-fA-F]{32}$"),
         ),
         "taskmanagerid" => (
@@ -243,7 +251,7 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
                 .with("explode", false),
         );
     }
-    let (status, what) = if op.method == "PATCH" {
+    let (status, what) = if op.method == "PATCH" || route.endpoint == Endpoint::ApplicationCancel {
         ("202", "Cancellation accepted")
     } else if route.endpoint == Endpoint::DoctorApply
         || (route.endpoint == Endpoint::ResourceRequirements && op.method == "PUT")
@@ -273,7 +281,7 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
     if !path_params.is_empty() || op.query.iter().any(|q| q.name == "get") {
         responses = responses.with(
             "404",
-            error_response("Unknown job, vertex, subtask or metric"),
+            error_response("Unknown job, application, vertex, subtask or metric"),
         );
     }
     if op.method == "PATCH" || op.method == "POST" || op.method == "PUT" {
@@ -282,7 +290,8 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             error_response("The job has already ended, or cannot change its plan live"),
         );
     }
-    if op.method == "POST" || op.method == "PUT" {
+    if (op.method == "POST" || op.method == "PUT") && route.endpoint != Endpoint::ApplicationCancel
+    {
         responses = responses.with(
             "400",
             error_response("Malformed request body, a refused plan change, bad bounds, or a target outside the savepoint directory"),
@@ -307,7 +316,7 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         .with("summary", op.summary)
         .with("parameters", params)
         .with("responses", responses);
-    if op.method == "PATCH" {
+    if op.method == "PATCH" || route.endpoint == Endpoint::ApplicationCancel {
         // No body is read, but a JSON content type is required (see `crate::policy`).
         operation = operation.with(
             "requestBody",
@@ -360,7 +369,7 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             ),
         );
     }
-    if op.method == "POST" {
+    if op.method == "POST" && route.endpoint != Endpoint::ApplicationCancel {
         let props = if route.endpoint == Endpoint::DoctorApply {
             obj(vec![
                 ("plan-change", ty("object")),

@@ -17,6 +17,14 @@ pub enum Endpoint {
     Jobs,
     /// The handler of `/jobs/overview`.
     JobsOverview,
+    /// The handler of `/applications/overview`.
+    ApplicationsOverview,
+    /// The handler of `/applications/:applicationid`.
+    Application,
+    /// The handler of `/applications/:applicationid/exceptions`.
+    ApplicationExceptions,
+    /// The handler of `/applications/:applicationid/cancel`.
+    ApplicationCancel,
     /// The handler of `/jobs/:jobid`.
     Job,
     /// The handler of `/jobs/:jobid/config`.
@@ -198,6 +206,15 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("Ids and states of all jobs.")] },
     Route { path: "/jobs/overview", endpoint: Endpoint::JobsOverview,
         operations: &[get("One summary per job: times, state, task counts.")] },
+    Route { path: "/applications/overview", endpoint: Endpoint::ApplicationsOverview,
+        operations: &[get("Flink 2.3's applications, one per job (SingleJobApplication(<job name>), the job's id): times, status, job counts by status.")] },
+    Route { path: "/applications/:applicationid", endpoint: Endpoint::Application,
+        operations: &[get("One application: status, times, per-state timestamps, and its job as /jobs/overview lists it.")] },
+    Route { path: "/applications/:applicationid/exceptions", endpoint: Endpoint::ApplicationExceptions,
+        operations: &[get("The application's failures (Flink 2.3's exception history): the failure that ended its job, if it failed.")] },
+    Route { path: "/applications/:applicationid/cancel", endpoint: Endpoint::ApplicationCancel,
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "Cancels the application's job (202 with an empty object), as PATCH /jobs/:jobid does. Needs Content-Type: application/json (and the token when the server has one)." }] },
     Route { path: "/jobs/:jobid", endpoint: Endpoint::Job,
         operations: &[
             get("Job details: state, timestamps, vertices with IO metrics, plan."),
@@ -415,6 +432,10 @@ pub fn dispatch(
         (Endpoint::Overview, _) => api::overview(&ctx),
         (Endpoint::Jobs, _) => api::jobs(&ctx),
         (Endpoint::JobsOverview, _) => api::jobs_overview(&ctx),
+        (Endpoint::ApplicationsOverview, _) => api::applications_overview(&ctx),
+        (Endpoint::Application, _) => api::application_details(&ctx, p(0)),
+        (Endpoint::ApplicationExceptions, _) => api::application_exceptions(&ctx, p(0)),
+        (Endpoint::ApplicationCancel, _) => api::cancel_application(&ctx, p(0)),
         (Endpoint::Job, "PATCH") => api::cancel_job(&ctx, p(0)),
         (Endpoint::Job, _) => api::job(&ctx, p(0)),
         (Endpoint::JobConfig, _) => api::job_config(&ctx, p(0)),
@@ -510,6 +531,47 @@ mod tests {
         assert_eq!(match_route(&s).unwrap().1, vec!["%2F"]);
         let s = vec!["jobs".to_string(), "a/overview".to_string()];
         assert_eq!(match_route(&s).unwrap().0.endpoint, Endpoint::Job);
+        let s = segs("/applications/overview");
+        assert_eq!(
+            match_route(&s).unwrap().0.endpoint,
+            Endpoint::ApplicationsOverview
+        );
+        let s = segs("/applications/abc/cancel");
+        let (r, p) = match_route(&s).unwrap();
+        assert_eq!((r.endpoint, p), (Endpoint::ApplicationCancel, vec!["abc"]));
+    }
+
+    #[test]
+    fn application_ids_are_checked_like_job_ids() {
+        let reg = JobRegistry::new();
+        let sp = crate::savepoint_dir::default_savepoint_dir();
+        let r = dispatch(&reg, &sp, "GET", &segs("/applications/overview"), &[], &[]);
+        assert_eq!(
+            (r.status, r.body.as_slice()),
+            (200, &br#"{"applications":[]}"#[..])
+        );
+        let unknown = "0123456789abcdef0123456789abcdef";
+        for (method, path) in [
+            ("GET", format!("/applications/{unknown}")),
+            ("GET", format!("/applications/{unknown}/exceptions")),
+            ("POST", format!("/applications/{unknown}/cancel")),
+        ] {
+            let r = dispatch(&reg, &sp, method, &segs(&path), &[], b"{}");
+            assert_eq!(r.status, 404, "{method} {path}");
+            let body = String::from_utf8_lossy(&r.body);
+            assert_eq!(
+                body,
+                format!(r#"{{"errors":["Application {unknown} not found"]}}"#)
+            );
+            let bad = path.replace(unknown, "xyz");
+            let r = dispatch(&reg, &sp, method, &segs(&bad), &[], b"{}");
+            assert_eq!(r.status, 400, "{method} {bad}");
+            let body = String::from_utf8_lossy(&r.body);
+            assert!(body.contains("path parameter (applicationid)"), "{body}");
+        }
+        let r = dispatch(&reg, &sp, "GET", &segs("/applications/x/cancel"), &[], &[]);
+        assert_eq!(r.status, 405);
+        assert_eq!(r.headers, vec![("Allow", "POST".to_string())]);
     }
 
     #[test]

@@ -80,6 +80,11 @@ fn schemas_are_generated_for_every_shape() {
         "JobsOverview",
         "JobOverview",
         "TaskCounts",
+        "ApplicationsOverview",
+        "ApplicationOverview",
+        "ApplicationDetails",
+        "ApplicationExceptions",
+        "ApplicationException",
     ] {
         assert!(names.iter().any(|x| x == n), "{n} in {names:?}");
     }
@@ -92,4 +97,46 @@ fn schemas_are_generated_for_every_shape() {
     let overview = &all["ClusterOverview"]["properties"];
     assert_eq!(overview["slots-total"]["type"], "integer");
     assert_eq!(overview["flink-commit"]["type"], "string");
+}
+
+fn application_fixture(name: &str) -> String {
+    let path = format!(
+        "{}/../../tests/fixtures/flink/flink-rest/applications/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// Flink 2.3's application answers read into the shapes and write back byte for byte (field
+/// names and order are Flink's).
+#[test]
+fn application_shapes_write_back_flinks_answers() {
+    let raw = application_fixture("applications-overview.json");
+    let v: ApplicationsOverview = serde_json::from_str(&raw).unwrap();
+    assert_eq!(v.applications.len(), 1);
+    let app = &v.applications[0];
+    assert_eq!(app.name, "SingleJobApplication(sluice-harness skew)");
+    assert_eq!(
+        (app.status.as_str(), app.jobs.get("RUNNING")),
+        ("RUNNING", Some(&1))
+    );
+    assert_eq!(serde_json::to_string(&v).unwrap(), raw.trim());
+
+    let raw = application_fixture("application.json");
+    let v: ApplicationDetails = serde_json::from_str(&raw).unwrap();
+    assert_eq!(v.jobs.len(), 1);
+    assert_eq!(v.jobs[0].jid, v.id);
+    assert_eq!(v.timestamps.get("CREATED"), Some(&1796473441482));
+    assert_eq!(serde_json::to_string(&v).unwrap(), raw.trim());
+
+    let raw = application_fixture("application-exceptions.json");
+    let v: ApplicationExceptions = serde_json::from_str(&raw).unwrap();
+    assert!(v.exception_history.entries.is_empty());
+    assert_eq!(serde_json::to_string(&v).unwrap(), raw.trim());
+
+    // An entry as Flink's `ApplicationExceptionInfo` writes it (jobId only when known).
+    let entry = r#"{"exceptionHistory":{"entries":[{"exceptionName":"java.lang.RuntimeException","stacktrace":"boom","timestamp":12,"jobId":"a8ccd8a1db97ff68c1ed086d3076adde"},{"exceptionName":"x","stacktrace":"y","timestamp":13}]}}"#;
+    let v: ApplicationExceptions = serde_json::from_str(entry).unwrap();
+    assert_eq!(v.exception_history.entries[1].job_id, None);
+    assert_eq!(serde_json::to_string(&v).unwrap(), entry);
 }

@@ -123,7 +123,7 @@ fn compare(flink: &Value, ours: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-fn assert_same_shape(file: &str, flink: &Value, ours: &Value) {
+pub(crate) fn assert_same_shape(file: &str, flink: &Value, ours: &Value) {
     let mut diffs = Vec::new();
     compare(flink, ours, "$", &mut diffs);
     assert!(

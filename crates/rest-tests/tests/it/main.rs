@@ -6,6 +6,7 @@
 
 mod common;
 
+mod applications;
 mod async_metrics;
 mod autopilot_endpoint;
 mod behaviour;

@@ -86,38 +86,41 @@ pub fn jobs_overview(ctx: &Ctx) -> ApiResult {
         .jobs()
         .iter()
         .rev()
-        .map(|m| {
-            let t = job_times(m, ctx.now);
-            let counts = job_counts(m);
-            let n = |state: &str| counts.get(state) as u64;
-            JobOverview {
-                jid: m.job_id.to_string(),
-                name: m.graph.name.clone(),
-                job_type: Some("STREAMING".to_string()),
-                scheduler_type: Some("Default".to_string()),
-                start_time: Some(t.start),
-                end_time: Some(t.end),
-                duration: Some(t.duration),
-                state: job_state(m).to_string(),
-                last_modification: Some(last_modification(m)),
-                tasks: TaskCounts {
-                    running: n("running"),
-                    canceling: n("canceling"),
-                    canceled: n("canceled"),
-                    total: counts.total() as u64,
-                    created: n("created"),
-                    scheduled: n("scheduled"),
-                    deploying: n("deploying"),
-                    reconciling: n("reconciling"),
-                    finished: n("finished"),
-                    initializing: n("initializing"),
-                    failed: n("failed"),
-                },
-                pending_operators: Some(0),
-            }
-        })
+        .map(|m| job_overview(m, ctx.now))
         .collect();
     ok_shape(&JobsOverview { jobs: Some(jobs) })
+}
+
+/// One job as `/jobs/overview` lists it (and `/applications/:id` under `jobs`).
+pub(super) fn job_overview(m: &JobMonitor, now: i64) -> JobOverview {
+    let t = job_times(m, now);
+    let counts = job_counts(m);
+    let n = |state: &str| counts.get(state) as u64;
+    JobOverview {
+        jid: m.job_id.to_string(),
+        name: m.graph.name.clone(),
+        job_type: Some("STREAMING".to_string()),
+        scheduler_type: Some("Default".to_string()),
+        start_time: Some(t.start),
+        end_time: Some(t.end),
+        duration: Some(t.duration),
+        state: job_state(m).to_string(),
+        last_modification: Some(last_modification(m)),
+        tasks: TaskCounts {
+            running: n("running"),
+            canceling: n("canceling"),
+            canceled: n("canceled"),
+            total: counts.total() as u64,
+            created: n("created"),
+            scheduled: n("scheduled"),
+            deploying: n("deploying"),
+            reconciling: n("reconciling"),
+            finished: n("finished"),
+            initializing: n("initializing"),
+            failed: n("failed"),
+        },
+        pending_operators: Some(0),
+    }
 }
 
 /// A TaskManager as the REST API names it: its id and Flink's `endpoint` (`host:dataPort`).

@@ -160,13 +160,20 @@ pub fn cancel_job(ctx: &Ctx, jid: &str) -> ApiResult {
             )))
         }
     }
+    cancel_running(&m, "Job")
+}
+
+/// Cancels a running job: 202 with `{}`, or 409 when it has already ended (`what` names what
+/// was asked to cancel: `Job`, `Application`).
+pub(super) fn cancel_running(m: &JobMonitor, what: &str) -> ApiResult {
     if m.outcome() != JobOutcome::Running {
         return Err(ApiError {
             status: 409,
             message: format!(
-                "Job cancellation failed: job {} is already {}.",
+                "{what} cancellation failed: {} {} is already {}.",
+                what.to_ascii_lowercase(),
                 m.job_id,
-                job_state(&m)
+                job_state(m)
             ),
         });
     }

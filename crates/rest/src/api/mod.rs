@@ -1,7 +1,7 @@
 //! The Flink REST endpoints: JSON bodies built from a job's monitor and metric snapshots, with
 //! Flink 2.3's keys, key order and value types. This module holds what every endpoint shares (the
 //! request context [`Ctx`], [`ApiError`], id resolution); the endpoints are grouped by resource:
-//! [`cluster`], [`job`], [`vertex`], [`metric_queries`], [`profiler`] (flame graphs, thread dump); [`states`] and [`io`] are the execution
+//! [`cluster`], [`application`] (Flink 2.3's applications: one per job), [`job`], [`vertex`], [`metric_queries`], [`profiler`] (flame graphs, thread dump); [`states`] and [`io`] are the execution
 //! states/times and IO metrics they report.
 
 use sluice_runtime::JobMonitor;
@@ -10,6 +10,7 @@ use sluice_types::Id128;
 use crate::http::{shorten, Response};
 use crate::registry::JobRegistry;
 
+mod application;
 mod cluster;
 mod io;
 mod job;
@@ -18,6 +19,9 @@ mod profiler;
 mod states;
 mod vertex;
 
+pub use application::{
+    application_details, application_exceptions, applications_overview, cancel_application,
+};
 pub use cluster::{config, jobs, jobs_overview, overview, taskmanagers};
 pub use job::{cancel_job, job, job_config, job_plan};
 pub use metric_queries::{subtask_metrics, subtasks_metrics, vertex_metrics, AGGREGATIONS};
