@@ -513,6 +513,9 @@ const SERVED: &[&str] = &[
     "/jobs/{jobid}/checkpoints/config",
     "/jobs/{jobid}/checkpoints/details/{checkpointid}",
     "/jobs/{jobid}/checkpoints/details/{checkpointid}/subtasks/{vertexid}",
+    "/applications/overview",
+    "/applications/{applicationid}",
+    "/applications/{applicationid}/exceptions",
     "/taskmanagers",
     "/taskmanagers/{taskmanagerid}/thread-dump",
     "/metrics",
@@ -529,11 +532,11 @@ fn openapi_document_describes_every_served_path() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
     assert!(doc["info"]["title"].is_string());
     let paths = doc["paths"].as_object().unwrap();
-    // The POST-only savepoint, stop and doctor/apply paths and a rescale's details (none on a
-    // job that never rescaled) are checked below.
+    // The POST-only savepoint, stop, doctor/apply and application cancel paths and a rescale's
+    // details (none on a job that never rescaled) are checked below.
     assert_eq!(
         paths.len(),
-        SERVED.len() + 4,
+        SERVED.len() + 5,
         "{:?}",
         paths.keys().collect::<Vec<_>>()
     );
@@ -592,6 +595,7 @@ fn openapi_document_describes_every_served_path() {
         // And the path really is served.
         let concrete = p
             .replace("{jobid}", &jid)
+            .replace("{applicationid}", &jid)
             .replace("{vertexid}", &v)
             .replace("{subtaskindex}", "0")
             .replace("{checkpointid}", &checkpoint)
@@ -602,6 +606,12 @@ fn openapi_document_describes_every_served_path() {
     }
     let patch = &paths["/jobs/{jobid}"]["patch"];
     assert!(patch["responses"]["202"].is_object());
+    let cancel = &paths["/applications/{applicationid}/cancel"]["post"];
+    assert!(cancel["responses"]["202"].is_object() && cancel["responses"]["401"].is_object());
+    assert_eq!(
+        cancel["requestBody"]["required"], false,
+        "Flink's cancel reads no body"
+    );
     let apply = &paths["/jobs/{jobid}/doctor/apply"]["post"];
     assert!(apply["responses"]["200"].is_object() && apply["responses"]["409"].is_object());
     let put = &paths["/jobs/{jobid}/resource-requirements"]["put"];
