@@ -3,8 +3,8 @@
 # from the pinned Flink package (the `web/` folder of flink-dist-2.3.0.jar in PyPI's
 # apache-flink-libraries, extracted into target/e2e/flink-web at test time, never committed);
 # tests/e2e/flink-dashboard.test.mjs serves them and passes every other request to a live
-# `sluice run skew` job, then checks the job graph, the BackPressure and the FlameGraph tabs
-# (screenshots under target/e2e/). Requires node, npm, /usr/bin/chromium and the Flink package:
+# `sluice run skew` job, then checks the start page (the job listed as an application), the job
+# graph, the BackPressure and the FlameGraph tabs (screenshots under target/e2e/). Requires node, npm, /usr/bin/chromium and the Flink package:
 # without them it fails under CI=true and skips loudly elsewhere (scripts/lib/require.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

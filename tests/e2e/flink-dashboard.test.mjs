@@ -5,9 +5,10 @@
 // (`config`, `jobs/overview`, `jobs/:jid`, `jobs/:jid/vertices/:vid/backpressure`, …). This
 // script serves the app's files (FLINK_WEB: the `web/` folder of the pinned flink-dist jar,
 // extracted by the shell script) and passes every other request to Sluice's REST API unchanged,
-// so what the dashboard renders is Sluice's answers in Flink's shapes. It opens the running job
-// and checks the job graph shows the job's vertices, the BackPressure tab shows values and the
-// FlameGraph tab draws a graph; screenshots go to E2E_OUT.
+// so what the dashboard renders is Sluice's answers in Flink's shapes. It opens the start page
+// (the job listed as an application, no "Not found"), then the running job, and checks the job
+// graph shows the job's vertices, the BackPressure tab shows values and the FlameGraph tab
+// draws a graph; screenshots go to E2E_OUT.
 //
 // Env: SLUICE_URL (http://127.0.0.1:18083), FLINK_WEB (extracted web/), E2E_OUT (output dir),
 //      PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (/usr/bin/chromium).
@@ -103,9 +104,22 @@ try {
   const vertices = job?.vertices || [];
   check(vertices.length >= 2, `the job has ${vertices.length} vertices: ${vertices.map((v) => v.name).join(" | ")}`);
 
+  // The start page (Overview): Flink 2.3 lists applications there (/applications/overview);
+  // Sluice shows the job as the one job of "SingleJobApplication(<job name>)", RUNNING, and the
+  // dashboard shows no "Not found" (what it said while Sluice did not serve the path).
+  const appName = `SingleJobApplication(${job.name})`;
+  await page.goto(`${BASE}/#/overview`, { waitUntil: "domcontentloaded" });
+  const appRow = page.locator("tr", { hasText: appName }).first();
+  const appListed = await until(async () => (await appRow.count()) > 0 ? (await appRow.textContent()) : null);
+  check(!!appListed, `the start page lists the application "${appName}" (${(appListed || "").replace(/\s+/g, " ").trim().slice(0, 120)})`);
+  check(/RUNNING/.test(appListed || ""), "the application is RUNNING");
+  const bodyText = (await page.locator("body").textContent().catch(() => "")) || "";
+  check(!/not found/i.test(bodyText), `the start page shows no "Not found"`);
+  check(!unanswered.has("GET /applications/overview"), "Sluice answers GET /applications/overview");
+  await page.screenshot({ path: path.join(OUT, "flink-dashboard-overview.png") });
+
   // "Running Jobs" lists the job (from /jobs/overview); a click on its row opens it, as a user
-  // would. (Flink 2.3's start page lists applications, /applications/overview, which Sluice
-  // does not serve: it has no applications, and the dashboard says "Not found" for them.)
+  // would.
   await page.goto(`${BASE}/#/job/running`, { waitUntil: "domcontentloaded" });
   const row = page.locator("tr", { hasText: jid }).or(page.locator("tr", { hasText: job.name })).first();
   const listed = await until(async () => (await row.count()) > 0);
@@ -181,7 +195,7 @@ try {
   check(errors.length === 0, `no page errors${errors.length ? ": " + errors.slice(0, 3).join(" | ") : ""}`);
   const missed = [...unanswered].map(([k, s]) => `${k} ${s}`);
   console.log(`info ${proxied.length} requests went to Sluice; unanswered (not 2xx): ${missed.join(", ") || "none"}`);
-  console.log(`screenshots: ${OUT}/flink-dashboard-{graph,backpressure,flamegraph}.png`);
+  console.log(`screenshots: ${OUT}/flink-dashboard-{overview,graph,backpressure,flamegraph}.png`);
 } finally {
   await browser.close();
   server.close();

@@ -32,6 +32,8 @@
 //! `backpressure`, `subtasktimes`, `taskmanagers`, `metrics`, `subtasks/metrics`,
 //! `subtasks/:subtaskindex`, `subtasks/:subtaskindex/metrics`, `watermarks`, `accumulators`;
 //! `/jobs/:jobid/doctor` (Sluice extension: the doctor's diagnosis of the job's latest metrics);
+//! Flink 2.3's `/applications/overview`, `/applications/:applicationid`, its `exceptions` and
+//! `POST …/cancel` (each job is one `SingleJobApplication(<job name>)` with the job's id);
 //! `/taskmanagers`, `/metrics` (Prometheus), `/openapi.json`. The route table is in
 //! [`routes::ROUTES`] (matched by a `matchit` router); the OpenAPI document is generated from
 //! it, so it lists every path. Every JSON answer is written from a shape of `sluice-rest-api`
@@ -77,6 +79,9 @@
 //!   derived from them as Flink does (`1000 − min(idle + backPressured, 1000)`); the ratios of
 //!   the backpressure endpoint use the same values.
 //! - `/jobs/overview` lists the newest job first; finished jobs stay listed.
+//! - Applications: an unknown id is 404 (Flink answers 500, `FlinkApplicationNotFoundException`);
+//!   the exception history holds at most the failure that ended the job (Sluice keeps no
+//!   failures it restarted from); CANCELING and FAILING have timestamp 0 (not recorded).
 //!
 //! ## Serving and security
 //!
