@@ -17,6 +17,8 @@
 //!   `sluice-kafka`), `print`, `blackhole`, `jdbc` (PostgreSQL on sluice-postgres: upsert by
 //!   primary key or append); lookup tables (`jdbc` on sluice-lookup, the legacy csv table loaded
 //!   into memory).
+//! * [`demand`]: which columns and `ROW` fields the operators above a scan read, so that the
+//!   source builds only those (nested projection push-down at run time; the plan is Flink's).
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
 //! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows.
@@ -48,6 +50,7 @@
 
 pub mod calc;
 pub mod connectors;
+pub mod demand;
 pub mod dropped;
 pub mod joins;
 pub mod key;
