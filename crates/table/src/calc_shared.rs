@@ -65,9 +65,8 @@ pub(crate) fn share(projections: &[Expr], condition: Option<&Expr>) -> Option<Sh
     // Slot bodies in creation order (largest first) with their phase.
     let mut slots: Vec<(Expr, Phase)> = Vec::new();
     loop {
-        let next = candidate(&condition, &projections, &slots, Phase::Before).or_else(|| {
-            candidate(&condition, &projections, &slots, Phase::After)
-        });
+        let next = candidate(&condition, &projections, &slots, Phase::Before)
+            .or_else(|| candidate(&condition, &projections, &slots, Phase::After));
         let Some((body, phase)) = next else { break };
         let key = key_of(&body);
         let slot = Expr::Column {
@@ -281,7 +280,10 @@ mod tests {
         assert_eq!(s.after.len(), 1);
         assert_eq!(s.after[0].to_string(), "LOWER(channel)");
         let text = s.projections[0].to_string();
-        assert!(!text.contains("REGEXP") && !text.contains("LOWER"), "{text}");
+        assert!(
+            !text.contains("REGEXP") && !text.contains("LOWER"),
+            "{text}"
+        );
         // lower() stays in the condition's second operand: a slot is not ready there.
         assert!(s.condition.unwrap().to_string().contains("LOWER"));
     }

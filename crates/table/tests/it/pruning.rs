@@ -18,7 +18,11 @@ fn demands(query: &str) -> Vec<Demand> {
     let script = SqlScript::prepare(&text, &nexmark_vars(1000, 10_000)).unwrap();
     let jobs = script.jobs();
     let all = scan_demands(&jobs[0].plan.roots);
-    assert_eq!(all.len(), 1, "{query}: one scan (reused where the plan repeats it)");
+    assert_eq!(
+        all.len(),
+        1,
+        "{query}: one scan (reused where the plan repeats it)"
+    );
     all.into_values().next().unwrap()
 }
 
@@ -35,12 +39,22 @@ fn the_official_queries_read_only_some_fields_of_the_events() {
     // q0: bid.auction, bidder, price, dateTime, extra (not channel, url).
     assert_eq!(
         demands("q0"),
-        [Demand::Whole, fields(&[6]), fields(&[5]), fields(&[0, 1, 2, 5, 6])]
+        [
+            Demand::Whole,
+            fields(&[6]),
+            fields(&[5]),
+            fields(&[0, 1, 2, 5, 6])
+        ]
     );
     // q21: auction, bidder, price, channel, url (and dateTime for the watermark).
     assert_eq!(
         demands("q21"),
-        [Demand::Whole, fields(&[6]), fields(&[5]), fields(&[0, 1, 2, 3, 4, 5])]
+        [
+            Demand::Whole,
+            fields(&[6]),
+            fields(&[5]),
+            fields(&[0, 1, 2, 3, 4, 5])
+        ]
     );
     // q5 reads bids twice (the plan reuses the scan): auction and dateTime.
     assert_eq!(
