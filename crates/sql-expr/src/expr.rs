@@ -358,7 +358,9 @@ impl Expr {
         }
     }
 
-    fn children(&self) -> Vec<&Expr> {
+    /// The node's direct operands, in evaluation order (for analyses that walk a tree
+    /// themselves and stop where they like).
+    pub fn children(&self) -> Vec<&Expr> {
         match self {
             Expr::Column { .. } | Expr::Literal { .. } => vec![],
             Expr::Call { args, .. } | Expr::And(args) | Expr::Or(args) => args.iter().collect(),
@@ -383,7 +385,8 @@ impl Expr {
         }
     }
 
-    fn children_mut(&mut self) -> Vec<&mut Expr> {
+    /// [`Expr::children`], to rewrite them in place.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
         match self {
             Expr::Column { .. } | Expr::Literal { .. } => vec![],
             Expr::Call { args, .. } | Expr::And(args) | Expr::Or(args) => args.iter_mut().collect(),

@@ -129,7 +129,7 @@ impl<'a, K: StateKey, UK: StateKey, UV: StateValue> MapState<'a, K, UK, UV> {
 
     /// The user keys of the current key's map (unspecified order).
     pub fn keys(&mut self) -> Result<Vec<UK>, OperatorError> {
-        Ok(self.entries()?.into_iter().map(|(k, _)| k).collect())
+        self.store.map_keys::<UK, UV>(self.target)
     }
 
     /// Whether the current key's map has no entries.

@@ -1155,6 +1155,30 @@ impl<K: StateKey> KeyedStateStore<K> {
         })
     }
 
+    /// The user keys of the current key's map, without copying its values (a window
+    /// operator's timer lists its windows, then moves each due one's value out).
+    pub(crate) fn map_keys<UK: StateKey, UV: StateValue>(
+        &mut self,
+        target: Target<'_>,
+    ) -> Result<Vec<UK>, OperatorError> {
+        self.timed(|s| {
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
+            if s.is_memory() {
+                s.mem_map::<UK, UV, _>(slot, false, |m| {
+                    m.map(|m| m.keys().cloned().collect()).unwrap_or_default()
+                })
+            } else {
+                s.ensure_prefix()?;
+                let plen = s.prefix.len();
+                let mut out = Vec::new();
+                for k in scan_keys(&s.lsm_space(slot), &s.prefix)? {
+                    out.push(layout::decode(&k[plen..])?);
+                }
+                Ok(out)
+            }
+        })
+    }
+
     pub(crate) fn map_is_empty<UK: StateKey, UV: StateValue>(
         &mut self,
         target: Target<'_>,

@@ -3,18 +3,24 @@
 //!
 //! Per row: the condition first (a row for which it is not TRUE is dropped); then the computed
 //! projections, into a scratch buffer the operator keeps (no allocation per row); then the
-//! output row, its one allocation, takes the computed values and moves the input's columns that
-//! are projected bare exactly once (cloning only a column projected twice), and likewise the
+//! output row takes the computed values and moves the input's columns that are projected bare
+//! exactly once (cloning only a column projected twice), and likewise the
 //! fields of a `ROW` column projected as `column.field` (`bid.price`, as the Nexmark views
 //! read the `datagen` table): moved out of the `ROW` when no other projection reads that
 //! column bare or that field again and the `ROW` is not shared, cloned otherwise. A row whose
 //! evaluation fails (a cast that cannot hold, a division by zero) is counted in [`RowErrors`]
 //! with its error and dropped — Sluice's rule for malformed records; Flink fails the job.
+//!
+//! The output row is built in a spare vector and the input row's vector becomes the next spare,
+//! so a Calc that does not widen its rows allocates nothing per row. Repeated deterministic
+//! subexpressions are computed once per row (`calc_shared`), only where the plain evaluation
+//! would certainly have computed them.
 
 use sluice_datastream::DataStream;
 use sluice_sql::{DataType, Expr, Row, Value};
 use sluice_types::{Collector, Operator, OperatorError, OutputBatch};
 
+use crate::calc_shared::{share, Shared};
 use crate::row_errors::RowErrors;
 
 /// A projection and an optional condition, both over the input row.
@@ -82,7 +88,11 @@ struct CalcOp {
     slots: Vec<Slot>,
     computed: Vec<Expr>,
     condition: Option<Expr>,
+    /// Common subexpressions, computed once per row into columns after the input's.
+    shared: Option<Shared>,
     scratch: Vec<Value>,
+    /// An empty vector with room, for the next output row.
+    spare: Vec<Value>,
     errors: RowErrors,
 }
 
@@ -96,7 +106,11 @@ impl CalcOp {
             Expr::Field { expr, index, .. } => bare(expr).map(|c| (c, *index)),
             _ => None,
         };
-        let p = &calc.projections;
+        let shared = share(&calc.projections, calc.condition.as_ref());
+        let (p, condition) = match &shared {
+            Some(s) => (&s.projections, s.condition.clone()),
+            None => (&calc.projections, calc.condition.clone()),
+        };
         let bare_uses = |j: usize| p.iter().filter(|e| bare(e) == Some(j)).count();
         let mut computed = Vec::new();
         let slots = p
@@ -124,15 +138,39 @@ impl CalcOp {
             name,
             slots,
             scratch: Vec::with_capacity(computed.len()),
+            spare: Vec::new(),
             computed,
-            condition: calc.condition.clone(),
+            condition,
+            shared,
             errors,
         }
+    }
+
+    /// Computes the common subexpressions of one phase into the row; `false` (counted) if one
+    /// failed.
+    #[inline]
+    fn slots(&self, row: &mut Row, exprs: &[Expr]) -> bool {
+        for e in exprs {
+            match e.eval(row) {
+                Ok(v) => row.0.push(v),
+                Err(err) => {
+                    self.errors.record(|| format!("{}: {err}", self.name));
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     /// The output row, or `None` when the row is filtered out or failed.
     #[inline]
     fn apply(&mut self, mut row: Row) -> Option<Row> {
+        if let Some(s) = &self.shared {
+            s.prepare(&mut row);
+            if !self.slots(&mut row, &s.before) {
+                return None;
+            }
+        }
         if let Some(c) = &self.condition {
             match c.eval_predicate(&row) {
                 Ok(true) => {}
@@ -141,6 +179,11 @@ impl CalcOp {
                     self.errors.record(|| format!("{}: {e}", self.name));
                     return None;
                 }
+            }
+        }
+        if let Some(s) = &self.shared {
+            if !self.slots(&mut row, &s.after) {
+                return None;
             }
         }
         self.scratch.clear();
@@ -154,7 +197,15 @@ impl CalcOp {
             }
         }
         let mut computed = self.scratch.drain(..);
-        let mut out = Vec::with_capacity(self.slots.len());
+        // The output goes into the spare vector when it has room, and the input's vector,
+        // emptied, is the next row's spare when it has: no allocation per row when the output
+        // is not wider than the input (a widening Calc allocates its row, as it must).
+        let width = self.slots.len();
+        let mut out = if self.spare.capacity() >= width {
+            std::mem::take(&mut self.spare)
+        } else {
+            Vec::with_capacity(width)
+        };
         for slot in &self.slots {
             out.push(match *slot {
                 Slot::Move(j) => row
@@ -166,7 +217,13 @@ impl CalcOp {
                 Slot::Eval(_) => computed.next().unwrap_or(Value::Null),
             });
         }
-        Some(Row(out))
+        drop(computed);
+        std::mem::swap(&mut row.0, &mut out);
+        if out.capacity() >= width {
+            out.clear();
+            self.spare = out;
+        }
+        Some(row)
     }
 }
 

@@ -17,9 +17,12 @@
 //!   `sluice-kafka`), `print`, `blackhole`, `jdbc` (PostgreSQL on sluice-postgres: upsert by
 //!   primary key or append); lookup tables (`jdbc` on sluice-lookup, the legacy csv table loaded
 //!   into memory).
+//! * [`demand`]: which columns and `ROW` fields the operators above a scan read, so that the
+//!   source builds only those (nested projection push-down at run time; the plan is Flink's).
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
-//! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows.
+//! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows, its common
+//!   subexpressions computed once per row (`calc_shared`).
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
 //! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
 //!   and uid'd as Flink names them; a `LookupJoin` runs on sluice-lookup's operator (inner and
@@ -47,7 +50,9 @@
 //! row whose evaluation fails is counted as a dead letter, never silently changed.
 
 pub mod calc;
+mod calc_shared;
 pub mod connectors;
+pub mod demand;
 pub mod dropped;
 pub mod joins;
 pub mod key;

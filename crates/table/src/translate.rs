@@ -43,6 +43,7 @@ use sluice_sql::{
 use crate::calc::{calc, Calc};
 use crate::connectors::print::PrintSpec;
 use crate::connectors::{self, SourceConnector};
+use crate::demand::{scan_demands, Demand};
 use crate::dropped::DroppedRows;
 use crate::key::SqlKey;
 use crate::options::Options;
@@ -161,6 +162,8 @@ struct Translator<'a> {
     tables: StreamTables,
     /// A `WatermarkAssigner`'s watermark on its way to the source scan below it.
     pending_watermark: Option<SourceWatermark>,
+    /// What the plan reads of each scan's columns, by the scan's plan text.
+    demands: HashMap<String, Vec<Demand>>,
 }
 
 /// How many nodes a subtree holds.
@@ -189,6 +192,7 @@ impl<'a> Translator<'a> {
             built: HashMap::new(),
             tables: translation.tables.clone(),
             pending_watermark: None,
+            demands: scan_demands(&plan.roots),
         })
     }
 
@@ -339,8 +343,11 @@ impl<'a> Translator<'a> {
                 let rows = match program_rows {
                     Some(rows) => rows,
                     None => {
-                        let source =
+                        let mut source =
                             SourceConnector::for_table(def).map_err(|e| defined_at(e, def))?;
+                        if let Some(read) = self.demands.get(&physical_text(node, Style::Exec)) {
+                            source = source.pruned(read);
+                        }
                         match self.pending_watermark.take() {
                             Some(w) if source.takes_watermark() => {
                                 source.stream_with_watermark(self.env, &w)

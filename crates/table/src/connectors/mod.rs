@@ -136,6 +136,15 @@ impl SourceConnector {
         }
     }
 
+    /// The same source building only what `read` says the operators above read of each column
+    /// ([`crate::demand`]); a source without that ability is returned as it is.
+    pub fn pruned(self, read: &[crate::demand::Demand]) -> SourceConnector {
+        match self {
+            SourceConnector::Nexmark(s) => SourceConnector::Nexmark(s.pruned(read)),
+            other => other,
+        }
+    }
+
     /// Whether the source generates the table's watermark itself
     /// ([`stream_with_watermark`](Self::stream_with_watermark)).
     pub fn takes_watermark(&self) -> bool {

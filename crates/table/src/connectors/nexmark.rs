@@ -24,6 +24,7 @@ use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
 use sluice_sql::{DataType, LogicalType, Result, Row, SqlError, Timestamp, Value};
 use sluice_types::Collector;
 
+use crate::demand::Demand;
 use crate::options::{parse_memory_size, Options};
 use crate::schema::PhysicalSchema;
 
@@ -90,9 +91,14 @@ fn field_type(name: &str) -> DataType {
     }
 }
 
+/// In a `ROW` pick, a field no operator reads: built as NULL (see [`NexmarkSpec::pruned`]).
+const UNREAD: usize = usize::MAX;
+
 /// What one column of the table takes from an event.
 #[derive(Clone, Debug, PartialEq)]
 enum Pick {
+    /// A column no operator reads: NULL.
+    Unread,
     /// `event_type`.
     EventType,
     /// `person`, with the official field index of each of the declared fields.
@@ -258,6 +264,33 @@ impl NexmarkSpec {
         Ok(NexmarkSpec { config, picks })
     }
 
+    /// The same table building only what `read` says is read of each column (the fields and
+    /// columns nobody reads are NULL, and their strings never copied).
+    pub fn pruned(&self, read: &[Demand]) -> NexmarkSpec {
+        let fields = |f: &[usize], d: &Demand| -> Vec<usize> {
+            f.iter()
+                .enumerate()
+                .map(|(k, &i)| if d.reads_field(k) { i } else { UNREAD })
+                .collect()
+        };
+        let picks = self
+            .picks
+            .iter()
+            .zip(read)
+            .map(|(p, d)| match (p, d) {
+                (_, Demand::Unread) => Pick::Unread,
+                (Pick::Person(f), d) => Pick::Person(fields(f, d)),
+                (Pick::Auction(f), d) => Pick::Auction(fields(f, d)),
+                (Pick::Bid(f), d) => Pick::Bid(fields(f, d)),
+                (p, _) => p.clone(),
+            })
+            .collect();
+        NexmarkSpec {
+            config: self.config.clone(),
+            picks,
+        }
+    }
+
     /// The table's rows: subtask `k` of `n` runs generator split `k` of `n`.
     pub fn stream(&self, env: &StreamEnv) -> DataStream<Row> {
         let config = self.config.clone();
@@ -280,6 +313,7 @@ fn ts(ms: i64) -> Value {
 
 fn person_field(p: &sluice_nexmark::Person, i: usize) -> Value {
     match i {
+        UNREAD => Value::Null,
         0 => Value::Int(p.id),
         1 => Value::str(&p.name),
         2 => Value::str(&p.email_address),
@@ -293,6 +327,7 @@ fn person_field(p: &sluice_nexmark::Person, i: usize) -> Value {
 
 fn auction_field(a: &sluice_nexmark::Auction, i: usize) -> Value {
     match i {
+        UNREAD => Value::Null,
         0 => Value::Int(a.id),
         1 => Value::str(&a.item_name),
         2 => Value::str(&a.description),
@@ -308,6 +343,7 @@ fn auction_field(a: &sluice_nexmark::Auction, i: usize) -> Value {
 
 fn bid_field(b: &sluice_nexmark::Bid, i: usize) -> Value {
     match i {
+        UNREAD => Value::Null,
         0 => Value::Int(b.auction),
         1 => Value::Int(b.bidder),
         2 => Value::Int(b.price),
@@ -322,6 +358,7 @@ fn event_row(picks: &[Pick], event: &Event) -> Row {
     let values = picks
         .iter()
         .map(|pick| match (pick, event) {
+            (Pick::Unread, _) => Value::Null,
             (Pick::EventType, e) => Value::Int(i64::from(e.event_type())),
             (Pick::Person(f), Event::Person(p)) => {
                 Value::Row(f.iter().map(|i| person_field(p, *i)).collect())

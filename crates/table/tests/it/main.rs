@@ -9,6 +9,7 @@ mod kafka;
 mod nexmark_lookup;
 mod nexmark_scan;
 mod options;
+mod pruning;
 mod q2_oracle;
 mod q5_windows;
 mod rows;
