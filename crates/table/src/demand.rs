@@ -90,7 +90,6 @@ fn walk(node: &PhysicalNode, mut read: Vec<Demand>, out: &mut HashMap<String, Ve
             for (e, r) in entry.iter_mut().zip(&read) {
                 e.merge(r);
             }
-            return;
         }
         PhysicalOp::Calc(c) => {
             let mut below = vec![Demand::Unread; width(0)];
