@@ -283,12 +283,13 @@ pub fn calc(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use sluice_sql::{bind_expr, BindContext, FunctionRegistry, Scope};
     use sluice_types::VecCollector;
 
-    fn bind(text: &str, scope: &Scope) -> Expr {
+    /// `text` bound over `scope` (shared by the Calc's tests).
+    pub(crate) fn bind(text: &str, scope: &Scope) -> Expr {
         let f = FunctionRegistry::builtins();
         let ast = sqlparser::parser::Parser::new(&sluice_sql::dialect::FlinkDialect)
             .try_with_sql(text)

@@ -248,17 +248,8 @@ fn replace(e: &mut Expr, key: &str, slot: &Expr) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_sql::{bind_expr, BindContext, DataType, FunctionRegistry, Scope};
-
-    fn bind(text: &str, scope: &Scope) -> Expr {
-        let f = FunctionRegistry::builtins();
-        let ast = sqlparser::parser::Parser::new(&sluice_sql::dialect::FlinkDialect)
-            .try_with_sql(text)
-            .unwrap()
-            .parse_expr()
-            .unwrap();
-        bind_expr(&ast, scope, &BindContext::new(&f)).unwrap()
-    }
+    use crate::calc::tests::bind;
+    use sluice_sql::{DataType, Scope};
 
     #[test]
     fn q21_computes_each_repeated_call_once_where_it_is_certain() {
