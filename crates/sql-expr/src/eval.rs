@@ -372,7 +372,7 @@ pub fn similar_to_regex(
     regex::Regex::new(&re).map_err(|e| e.to_string())
 }
 
-fn division_by_zero() -> SqlError {
+pub(crate) fn division_by_zero() -> SqlError {
     SqlError::eval("Division by zero")
 }
 
@@ -531,14 +531,14 @@ fn temporal(op: BinaryOp, l: &Value, r: &Value) -> Result<Value> {
     })
 }
 
-fn add_millis(t: Timestamp, ms: i64) -> Timestamp {
+pub(crate) fn add_millis(t: Timestamp, ms: i64) -> Timestamp {
     Timestamp {
         millis: t.millis.wrapping_add(ms),
         nanos_of_milli: t.nanos_of_milli,
     }
 }
 
-fn binary(op: BinaryOp, l: &Value, r: &Value, ty: &DataType) -> Result<Value> {
+pub(crate) fn binary(op: BinaryOp, l: &Value, r: &Value, ty: &DataType) -> Result<Value> {
     match op {
         BinaryOp::IsDistinctFrom | BinaryOp::IsNotDistinctFrom => {
             let same = match (l.is_null(), r.is_null()) {

@@ -25,10 +25,16 @@
 //! * `eval`: [`Expr::eval`] over a `Row` with three-valued logic, Java's integer wrap-around,
 //!   NULL on decimal overflow, and `CAST` (`cast`) with Flink's rules; `datetime` is the civil
 //!   calendar and the `SimpleDateFormat` patterns, in UTC.
+//! * [`CompiledExpr`] / [`CompiledPredicate`] (`compiled`): what operators evaluate per row —
+//!   an `Expr` compiled once into specialised nodes (operands read in place, comparisons with
+//!   literals on `Int`/`Str`/`Timestamp` done directly, conditions answered as `bool` without
+//!   a `Value::Bool`, errors boxed) that run the walk's own code for anything else, so their
+//!   answers are the walk's, value for value and error for error (`compiled/tests.rs`).
 
 pub mod aggregates;
 pub mod bind_expr;
 pub mod cast;
+pub mod compiled;
 pub mod datetime;
 pub mod eval;
 pub mod expr;
@@ -42,6 +48,7 @@ use sluice_sql_front::{error, types, value};
 
 pub use aggregates::{resolve_aggregate, Accumulator, AggregateCall, AggregateFunction};
 pub use bind_expr::{bind_expr, is_aggregate_call, BindContext, Scope, ScopeColumn};
+pub use compiled::{CompiledExpr, CompiledPredicate, EvalError};
 pub use expr::{BinaryOp, Expr, IsTest};
 pub use functions::udf::udf_by_identifier;
 pub use functions::{FunctionRegistry, ScalarFunction, SOURCE_WATERMARK, SOURCE_WATERMARK_MISUSED};
