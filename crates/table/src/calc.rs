@@ -1,6 +1,8 @@
 //! Flink's `Calc`: a projection (one expression per output column) and an optional condition,
 //! over rows.
 //!
+//! The expressions are compiled when the operator starts (`sluice_sql::compiled`: operands read
+//! in place, the condition answered as a `bool`, the tree walk only where nothing is faster).
 //! Per row: the condition first (a row for which it is not TRUE is dropped); then the computed
 //! projections, into a scratch buffer the operator keeps (no allocation per row); then the
 //! output row takes the computed values and moves the input's columns that are projected bare
@@ -17,7 +19,7 @@
 //! would certainly have computed them.
 
 use sluice_datastream::DataStream;
-use sluice_sql::{DataType, Expr, Row, Value};
+use sluice_sql::{CompiledExpr, CompiledPredicate, DataType, Expr, Row, Value};
 use sluice_types::{Collector, Operator, OperatorError, OutputBatch};
 
 use crate::calc_shared::{share, Shared};
@@ -86,10 +88,12 @@ enum Slot {
 struct CalcOp {
     name: String,
     slots: Vec<Slot>,
-    computed: Vec<Expr>,
-    condition: Option<Expr>,
-    /// Common subexpressions, computed once per row into columns after the input's.
-    shared: Option<Shared>,
+    /// The projections that are computed, compiled.
+    computed: Vec<CompiledExpr>,
+    condition: Option<CompiledPredicate>,
+    /// Common subexpressions, computed once per row into columns after the input's: the row's
+    /// width, and the slots before and after the condition, compiled.
+    shared: Option<(Shared, Vec<CompiledExpr>, Vec<CompiledExpr>)>,
     scratch: Vec<Value>,
     /// An empty vector with room, for the next output row.
     spare: Vec<Value>,
@@ -129,19 +133,23 @@ impl CalcOp {
                     Slot::Field(c, f, readers == 1 && bare_uses(c) == 0)
                 }
                 (None, None) => {
-                    computed.push(e.clone());
+                    computed.push(CompiledExpr::new(e));
                     Slot::Eval(computed.len() - 1)
                 }
             })
             .collect();
+        let compile = |exprs: &[Expr]| exprs.iter().map(CompiledExpr::new).collect::<Vec<_>>();
         CalcOp {
             name,
             slots,
             scratch: Vec::with_capacity(computed.len()),
             spare: Vec::new(),
             computed,
-            condition,
-            shared,
+            condition: condition.as_ref().map(CompiledPredicate::new),
+            shared: shared.map(|s| {
+                let (before, after) = (compile(&s.before), compile(&s.after));
+                (s, before, after)
+            }),
             errors,
         }
     }
@@ -149,7 +157,7 @@ impl CalcOp {
     /// Computes the common subexpressions of one phase into the row; `false` (counted) if one
     /// failed.
     #[inline]
-    fn slots(&self, row: &mut Row, exprs: &[Expr]) -> bool {
+    fn slots(&self, row: &mut Row, exprs: &[CompiledExpr]) -> bool {
         for e in exprs {
             match e.eval(row) {
                 Ok(v) => row.0.push(v),
@@ -165,14 +173,14 @@ impl CalcOp {
     /// The output row, or `None` when the row is filtered out or failed.
     #[inline]
     fn apply(&mut self, mut row: Row) -> Option<Row> {
-        if let Some(s) = &self.shared {
+        if let Some((s, before, _)) = &self.shared {
             s.prepare(&mut row);
-            if !self.slots(&mut row, &s.before) {
+            if !self.slots(&mut row, before) {
                 return None;
             }
         }
         if let Some(c) = &self.condition {
-            match c.eval_predicate(&row) {
+            match c.holds(&row) {
                 Ok(true) => {}
                 Ok(false) => return None,
                 Err(e) => {
@@ -181,8 +189,8 @@ impl CalcOp {
                 }
             }
         }
-        if let Some(s) = &self.shared {
-            if !self.slots(&mut row, &s.after) {
+        if let Some((_, _, after)) = &self.shared {
+            if !self.slots(&mut row, after) {
                 return None;
             }
         }

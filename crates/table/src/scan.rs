@@ -22,10 +22,11 @@ use std::time::Duration;
 use sluice_datastream::{DataStream, StreamEnv};
 use sluice_runtime::operators::WatermarkAssignerOp;
 use sluice_runtime::time::watermarks::BoundedOutOfOrderness;
+use sluice_sql::compiled::Fallible;
 use sluice_sql::ddl::ColumnKind;
 use sluice_sql::{
-    bind_expr, BindContext, DataType, Expr, LogicalType, Result, Row, Scope, ScopeColumn,
-    SessionConfig, SqlError, TableDef, TimestampKind, Value,
+    bind_expr, BindContext, CompiledExpr, DataType, Expr, LogicalType, Result, Row, Scope,
+    ScopeColumn, SessionConfig, SqlError, TableDef, TimestampKind, Value,
 };
 
 use crate::calc::{calc, Calc};
@@ -94,11 +95,14 @@ impl SourceWatermark {
     /// The watermark `watermark` over the columns that `projection` (the computed columns, or
     /// `None` for the physical columns as they are) makes of a source row.
     pub fn new(projection: Option<Vec<Expr>>, watermark: Expr, settings: ScanSettings) -> Self {
+        let projection: Option<Vec<CompiledExpr>> =
+            projection.map(|p| p.iter().map(CompiledExpr::new).collect());
+        let watermark = CompiledExpr::new(&watermark);
         let value = move |r: &Row| -> Option<i64> {
             let v = match &projection {
                 None => watermark.eval(r).ok()?,
                 Some(p) => {
-                    let cols = p.iter().map(|e| e.eval(r)).collect::<Result<Vec<_>>>();
+                    let cols = p.iter().map(|e| e.eval(r)).collect::<Fallible<Vec<_>>>();
                     watermark.eval(&Row(cols.ok()?)).ok()?
                 }
             };
@@ -307,7 +311,7 @@ pub fn assign_watermark(
         if let Some(idle) = settings.idle_timeout {
             generator = generator.with_idleness(idle.as_millis() as u64);
         }
-        let wm = watermark.clone();
+        let wm = CompiledExpr::new(&watermark);
         // The generator's watermark is `max - 0 - 1`: feed it `expr + 1` so that it emits
         // max(expr), Flink SQL's watermark.
         WatermarkAssignerOp::new(

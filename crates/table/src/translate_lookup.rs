@@ -82,7 +82,10 @@ impl Translator<'_> {
         let left_outer = *left_outer;
         let width = node.schema.len();
         let right_width = lookup.types().len();
-        let condition = join.condition.clone();
+        let condition = join
+            .condition
+            .as_ref()
+            .map(sluice_sql::CompiledPredicate::new);
         let errors = self.errors.clone();
         let name = ids.name.clone();
         let table_rows = lookup.clone();
@@ -97,7 +100,7 @@ impl Translator<'_> {
                 }
                 let joined = Row(values);
                 if let Some(c) = &condition {
-                    match c.eval_predicate(&joined) {
+                    match c.holds(&joined) {
                         Ok(true) => {}
                         Ok(false) => continue,
                         Err(e) => {
