@@ -283,9 +283,18 @@ pub fn calc(
     output_names: &[String],
     errors: &RowErrors,
 ) -> DataStream<Row> {
-    let name = calc.flink_name(output_names);
-    let (c, errors, op_name) = (calc.clone(), errors.clone(), name.clone());
-    input.transform(&name, move |_| {
+    calc_named(input, calc, &calc.flink_name(output_names), errors)
+}
+
+/// [`calc()`] named `name` (a Calc rebound to a flat scan's rows keeps its plan's name).
+pub fn calc_named(
+    input: &DataStream<Row>,
+    calc: &Calc,
+    name: &str,
+    errors: &RowErrors,
+) -> DataStream<Row> {
+    let (c, errors, op_name) = (calc.clone(), errors.clone(), name.to_string());
+    input.transform(name, move |_| {
         CalcOp::new(op_name.clone(), &c, errors.clone())
     })
 }

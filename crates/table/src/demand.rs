@@ -9,6 +9,9 @@
 //! source builds the rest as NULL ([`crate::SourceConnector::pruned`]): values no operator
 //! looks at, so no answer changes.
 //!
+//! Where a `ROW` column is read by field only, the scan goes further and emits those fields
+//! as columns of their own ([`crate::layout`]).
+//!
 //! The analysis is conservative: a `Calc` (its projections and condition: every projection is
 //! computed, read or not, so only a bare column passes its readers' demand through), a
 //! `WatermarkAssigner`, an `Exchange` and a `Union` narrow what is read; every other node reads

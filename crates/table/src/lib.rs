@@ -19,6 +19,8 @@
 //!   into memory).
 //! * [`demand`]: which columns and `ROW` fields the operators above a scan read, so that the
 //!   source builds only those (nested projection push-down at run time; the plan is Flink's).
+//! * [`layout`]: flat scans: a `ROW` column read only by field is emitted as one column per
+//!   read field, and the operators between the scan and the plan's layout again rebound to them.
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
 //! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows, its common
@@ -56,6 +58,7 @@ pub mod demand;
 pub mod dropped;
 pub mod joins;
 pub mod key;
+pub mod layout;
 pub mod official;
 pub mod options;
 pub mod row_errors;

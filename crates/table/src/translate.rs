@@ -8,6 +8,9 @@
 //! columns, `global` for a single instance), `Union` a union and `Sink` [`insert_into`]. The
 //! planner already shapes a table's scan (source → Calc of the computed columns → watermark), so
 //! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
+//! A scan builds only what is read ([`crate::demand`]); a `nexmark` scan whose `ROW` columns are
+//! read by field only emits those fields flat and the operators up to the plan's layout again
+//! are rebound to its rows ([`crate::layout`]), the plan unchanged.
 //!
 //! Every operator is named [`operator_name`] (Flink's SQL names: `Calc(select=[…])`…) and
 //! carries its stable uid from [`operator_uids`], so the dashboard, the doctor and savepoints
@@ -40,12 +43,13 @@ use sluice_sql::{
     SOURCE_WATERMARK_MISUSED,
 };
 
-use crate::calc::{calc, Calc};
+use crate::calc::{calc_named, Calc};
 use crate::connectors::print::PrintSpec;
 use crate::connectors::{self, SourceConnector};
 use crate::demand::{scan_demands, Demand};
 use crate::dropped::DroppedRows;
 use crate::key::SqlKey;
+use crate::layout::{self, Derived, Rebound, ScanLayouts};
 use crate::options::Options;
 use crate::row_errors::RowErrors;
 use crate::scan::{assign_watermark, with_rowtime, ScanSettings, SourceWatermark};
@@ -164,6 +168,8 @@ struct Translator<'a> {
     pending_watermark: Option<SourceWatermark>,
     /// What the plan reads of each scan's columns, by the scan's plan text.
     demands: HashMap<String, Vec<Demand>>,
+    /// The scans that emit flat rows, and the operators above them rebound ([`layout`]).
+    flat: ScanLayouts,
 }
 
 /// How many nodes a subtree holds.
@@ -181,6 +187,20 @@ impl<'a> Translator<'a> {
         for root in &plan.roots {
             root.check()?;
         }
+        let demands = scan_demands(&plan.roots);
+        let flattenable = |n: &PhysicalNode| match &n.op {
+            // Only the nexmark source builds flat rows; a program's stream never does.
+            PhysicalOp::TableSourceScan(scan) => {
+                let name = scan.path.last().map(String::as_str).unwrap_or_default();
+                translation.tables.get(name).is_none()
+                    && matches!(
+                        session.catalog.get(name),
+                        Some(CatalogTable::Table(def)) if def.option("connector") == Some("nexmark")
+                    )
+            }
+            _ => false,
+        };
+        let flat = layout::choose(&plan.roots, &demands, &flattenable);
         Ok(Translator {
             env,
             session,
@@ -192,7 +212,8 @@ impl<'a> Translator<'a> {
             built: HashMap::new(),
             tables: translation.tables.clone(),
             pending_watermark: None,
-            demands: scan_demands(&plan.roots),
+            demands,
+            flat,
         })
     }
 
@@ -229,6 +250,19 @@ impl<'a> Translator<'a> {
             errors: self.errors,
             late: self.late,
             sinks,
+        })
+    }
+
+    /// `node`'s expressions rebound to its input rows' layout (its own over the plan's).
+    fn rebind(&self, node: &PhysicalNode) -> Result<Derived> {
+        layout::derive_over(node, &self.flat.layouts).ok_or_else(|| {
+            SqlError::validation(
+                None,
+                format!(
+                    "internal plan error: {} cannot read its input's flat rows",
+                    flink_node_name(node)
+                ),
+            )
         })
     }
 
@@ -345,8 +379,13 @@ impl<'a> Translator<'a> {
                     None => {
                         let mut source =
                             SourceConnector::for_table(def).map_err(|e| defined_at(e, def))?;
-                        if let Some(read) = self.demands.get(&physical_text(node, Style::Exec)) {
+                        let key = physical_text(node, Style::Exec);
+                        if let Some(read) = self.demands.get(&key) {
                             source = source.pruned(read);
+                        }
+                        if let Some(l) = self.flat.layouts.get(&key) {
+                            let width = self.flat.widths.get(&key).copied().unwrap_or(0);
+                            source = source.flattened(l, width);
                         }
                         match self.pending_watermark.take() {
                             Some(w) if source.takes_watermark() => {
@@ -368,8 +407,16 @@ impl<'a> Translator<'a> {
                 }
                 let input = self.stream(&node.inputs[0])?;
                 let (exprs, names): (Vec<_>, Vec<_>) = c.projection.iter().cloned().unzip();
-                let op = Calc::new(exprs, c.condition.clone());
-                let rows = calc(&input, &op, &names, &self.errors)
+                let planned = Calc::new(exprs, c.condition.clone());
+                let derived = self.rebind(node)?;
+                let op = match derived.rebound {
+                    Rebound::Calc {
+                        projection,
+                        condition,
+                    } => Calc::new(projection, condition),
+                    _ => planned.clone(),
+                };
+                let rows = calc_named(&input, &op, &planned.flink_name(&names), &self.errors)
                     .name(&name)
                     .uid(&uid);
                 // Event time stays readable downstream when the rowtime is projected.
@@ -377,6 +424,7 @@ impl<'a> Translator<'a> {
                     .schema
                     .iter()
                     .position(|f| f.ty.time_attribute() == TimestampKind::Rowtime)
+                    .and_then(|i| derived.layout.as_ref().map_or(Some(i), |l| l.at(i)))
                 {
                     Some(i) if input.timestamps().is_some() => with_rowtime(rows, i),
                     _ => rows,
@@ -391,6 +439,11 @@ impl<'a> Translator<'a> {
                 with_rowtime(self.stream(&node.inputs[0])?, *rowtime)
             }
             PhysicalOp::WatermarkAssigner { rowtime, expr } => {
+                let (rowtime, expr) = match self.rebind(node)?.rebound {
+                    Rebound::Watermark { rowtime, expr } => (rowtime, expr),
+                    _ => (*rowtime, expr.clone()),
+                };
+                let (rowtime, expr) = (&rowtime, &expr);
                 let pushed = self.pushable_watermark(&node.inputs[0], expr)?;
                 let pushing = pushed.is_some();
                 self.pending_watermark = pushed;
@@ -407,7 +460,10 @@ impl<'a> Translator<'a> {
                 match d {
                     Distribution::Single => input.global(),
                     Distribution::Hash(keys) => {
-                        let keys = keys.clone();
+                        let keys = match self.rebind(node)?.rebound {
+                            Rebound::Keys(k) => k,
+                            _ => keys.clone(),
+                        };
                         input
                             .key_by(move |r: &Row| {
                                 SqlKey(Row(keys.iter().map(|&i| r.get(i).clone()).collect()))

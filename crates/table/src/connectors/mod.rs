@@ -145,6 +145,18 @@ impl SourceConnector {
         }
     }
 
+    /// The same source emitting its rows in a flat `layout` ([`crate::layout`]), each row
+    /// allocated with room for `width` columns; only `nexmark` can (the translator flattens no
+    /// other: [`crate::layout::choose`]), another source is returned as it is.
+    pub fn flattened(self, layout: &crate::layout::Layout, width: usize) -> SourceConnector {
+        match self {
+            SourceConnector::Nexmark(s) => {
+                SourceConnector::Nexmark(s.flattened(layout).with_capacity(width))
+            }
+            other => other,
+        }
+    }
+
     /// Whether the source generates the table's watermark itself
     /// ([`stream_with_watermark`](Self::stream_with_watermark)).
     pub fn takes_watermark(&self) -> bool {

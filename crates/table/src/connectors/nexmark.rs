@@ -15,6 +15,11 @@
 //! ms since the epoch; default 2015-07-15T00:00:00Z, so runs are reproducible, where Flink's
 //! generator starts at the wall clock) and `sluice.flink-compat` (Flink's id and timestamp
 //! numbering, default `false`: the numbering of Sluice's hand-written Nexmark queries).
+//!
+//! In a SQL job the rows hold only what the operators above read ([`NexmarkSpec::pruned`]: the
+//! rest NULL) and, when the translator flattens the scan ([`crate::layout`]), a `ROW` read by
+//! field only is one column per read field ([`NexmarkSpec::flattened`]); rows are allocated
+//! once, with room for the columns the operators above add.
 
 use std::sync::Arc;
 
@@ -25,6 +30,7 @@ use sluice_sql::{DataType, LogicalType, Result, Row, SqlError, Timestamp, Value}
 use sluice_types::Collector;
 
 use crate::demand::Demand;
+use crate::layout::{Col, Layout};
 use crate::options::{parse_memory_size, Options};
 use crate::schema::PhysicalSchema;
 
@@ -107,6 +113,13 @@ enum Pick {
     Auction(Vec<usize>),
     /// `bid`, likewise.
     Bid(Vec<usize>),
+    /// One field of `person` (its official index) as a column of its own: a flat scan
+    /// ([`crate::layout`]).
+    PersonField(usize),
+    /// One field of `auction`, likewise.
+    AuctionField(usize),
+    /// One field of `bid`, likewise.
+    BidField(usize),
 }
 
 /// Whether a declared type holds what the official type produces (lengths and nullability
@@ -163,7 +176,11 @@ fn row_picks(schema: &PhysicalSchema, column: usize, official: &[&str]) -> Resul
 pub struct NexmarkSpec {
     /// The generator's configuration, from the options.
     pub config: GeneratorConfig,
+    /// What each column of the rows takes from an event.
     picks: Vec<Pick>,
+    /// Room each row is allocated with (at least one per column): a flat scan's rows are
+    /// widened by the computed columns above without reallocating.
+    capacity: usize,
 }
 
 impl NexmarkSpec {
@@ -261,7 +278,11 @@ impl NexmarkSpec {
                 }),
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(NexmarkSpec { config, picks })
+        Ok(NexmarkSpec {
+            config,
+            capacity: picks.len(),
+            picks,
+        })
     }
 
     /// The same table building only what `read` says is read of each column (the fields and
@@ -288,22 +309,66 @@ impl NexmarkSpec {
         NexmarkSpec {
             config: self.config.clone(),
             picks,
+            capacity: self.capacity,
         }
+    }
+
+    /// The same table emitting its rows in `layout` ([`crate::layout`]: a `ROW` column read
+    /// by field only becomes one column per read field, an unread column none).
+    pub fn flattened(&self, layout: &Layout) -> NexmarkSpec {
+        let mut picks = Vec::with_capacity(layout.width());
+        for (pick, col) in self.picks.iter().zip(&layout.cols) {
+            match col {
+                Col::Gone => {}
+                Col::At(_) => picks.push(pick.clone()),
+                Col::Flat(fields) => {
+                    for (k, at) in fields.iter().enumerate() {
+                        if at.is_none() {
+                            continue;
+                        }
+                        picks.push(match pick {
+                            Pick::Person(f) => {
+                                f.get(k).map_or(Pick::Unread, |&i| Pick::PersonField(i))
+                            }
+                            Pick::Auction(f) => {
+                                f.get(k).map_or(Pick::Unread, |&i| Pick::AuctionField(i))
+                            }
+                            Pick::Bid(f) => f.get(k).map_or(Pick::Unread, |&i| Pick::BidField(i)),
+                            _ => Pick::Unread,
+                        });
+                    }
+                }
+            }
+        }
+        NexmarkSpec {
+            config: self.config.clone(),
+            capacity: picks.len(),
+            picks,
+        }
+    }
+
+    /// The same table, each row allocated with room for `width` columns (or its own, if more).
+    pub fn with_capacity(mut self, width: usize) -> NexmarkSpec {
+        self.capacity = width.max(self.picks.len());
+        self
     }
 
     /// The table's rows: subtask `k` of `n` runs generator split `k` of `n`.
     pub fn stream(&self, env: &StreamEnv) -> DataStream<Row> {
         let config = self.config.clone();
         let picks: Arc<[Pick]> = self.picks.clone().into();
+        let capacity = self.capacity;
         env.add_source("nexmark", move |k, n| {
             let picks = picks.clone();
-            NexmarkSplitSource::new(&config, k, n, move |e: Event| event_row(&picks, &e))
+            NexmarkSplitSource::new(&config, k, n, move |e: Event| {
+                event_row(&picks, capacity, &e)
+            })
         })
     }
 
     /// One event as the table's row (what the source emits for it).
     pub fn row_of(&self, event: &Event) -> Row {
-        event_row(&self.picks, event)
+        event_row(&self.picks, self.capacity, event)
     }
 }
 
@@ -354,24 +419,23 @@ fn bid_field(b: &sluice_nexmark::Bid, i: usize) -> Value {
     }
 }
 
-fn event_row(picks: &[Pick], event: &Event) -> Row {
-    let values = picks
-        .iter()
-        .map(|pick| match (pick, event) {
-            (Pick::Unread, _) => Value::Null,
-            (Pick::EventType, e) => Value::Int(i64::from(e.event_type())),
-            (Pick::Person(f), Event::Person(p)) => {
-                Value::Row(f.iter().map(|i| person_field(p, *i)).collect())
-            }
-            (Pick::Auction(f), Event::Auction(a)) => {
-                Value::Row(f.iter().map(|i| auction_field(a, *i)).collect())
-            }
-            (Pick::Bid(f), Event::Bid(b)) => {
-                Value::Row(f.iter().map(|i| bid_field(b, *i)).collect())
-            }
-            _ => Value::Null,
-        })
-        .collect();
+fn event_row(picks: &[Pick], capacity: usize, event: &Event) -> Row {
+    let mut values = Vec::with_capacity(capacity);
+    values.extend(picks.iter().map(|pick| match (pick, event) {
+        (Pick::Unread, _) => Value::Null,
+        (Pick::EventType, e) => Value::Int(i64::from(e.event_type())),
+        (Pick::Person(f), Event::Person(p)) => {
+            Value::Row(f.iter().map(|i| person_field(p, *i)).collect())
+        }
+        (Pick::Auction(f), Event::Auction(a)) => {
+            Value::Row(f.iter().map(|i| auction_field(a, *i)).collect())
+        }
+        (Pick::Bid(f), Event::Bid(b)) => Value::Row(f.iter().map(|i| bid_field(b, *i)).collect()),
+        (Pick::PersonField(i), Event::Person(p)) => person_field(p, *i),
+        (Pick::AuctionField(i), Event::Auction(a)) => auction_field(a, *i),
+        (Pick::BidField(i), Event::Bid(b)) => bid_field(b, *i),
+        _ => Value::Null,
+    }));
     Row(values)
 }
 

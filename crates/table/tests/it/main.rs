@@ -1,6 +1,7 @@
 //! sluice-table's integration tests: real jobs over the DataStream API.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod flat_scan;
 mod flink_answers;
 mod formats;
 mod jdbc;
