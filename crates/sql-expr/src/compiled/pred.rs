@@ -92,7 +92,7 @@ pub(crate) enum Pred {
         test: IsTest,
     },
     /// `pred IS …` on a predicate (its NULL is `Unknown`).
-    IsPred {
+    IsTruth {
         pred: Box<Pred>,
         test: IsTest,
     },
@@ -157,7 +157,7 @@ impl Pred {
             Expr::And(args) => Pred::And(args.iter().map(Pred::compile).collect()),
             Expr::Or(args) => Pred::Or(args.iter().map(Pred::compile).collect()),
             Expr::Not(inner) => Pred::Not(Box::new(Pred::compile(inner))),
-            Expr::Is { expr, test } if is_predicate(expr) => Pred::IsPred {
+            Expr::Is { expr, test } if is_predicate(expr) => Pred::IsTruth {
                 pred: Box::new(Pred::compile(expr)),
                 test: *test,
             },
@@ -282,7 +282,7 @@ impl Pred {
                 let v = operand.get(row)?;
                 Truth::from_bool(is(*test, Truth::of(&v), v.is_null()))
             }
-            Pred::IsPred { pred, test } => {
+            Pred::IsTruth { pred, test } => {
                 let t = pred.eval(row)?;
                 Truth::from_bool(is(*test, t, t == Truth::Unknown))
             }
