@@ -105,13 +105,20 @@ fn the_official_queries_scan_flat_rows() {
     );
     assert_eq!(layout.slots[5].0, "bid.price");
     assert_eq!(l.widths[key], 8);
-    // Every official query that runs reads the events by field only.
-    for q in ["q1", "q2", "q3", "q5", "q7", "q8", "q22"] {
+    // The official queries reading the events once are flat; those that reuse the scan
+    // (joins of two views, q7's bids joined with their own maximum) keep their ROWs.
+    for (q, flat) in [
+        ("q1", true),
+        ("q2", true),
+        ("q7", false),
+        ("q22", true),
+        ("q3", false),
+        ("q5", false),
+        ("q8", false),
+    ] {
         let text = runner_script(&dir, q).unwrap();
         let script = SqlScript::prepare(&text, &nexmark_vars(1000, 10_000)).unwrap();
-        let l = layouts(&script.jobs()[0].plan);
-        assert_eq!(l.layouts.len(), 1, "{q}");
-        assert!(bid_flat(&script.jobs()[0].plan), "{q}");
+        assert_eq!(bid_flat(&script.jobs()[0].plan), flat, "{q}");
     }
 }
 
