@@ -129,6 +129,15 @@ impl<'a, K: StateKey, UK: StateKey, UV: StateValue> MapState<'a, K, UK, UV> {
         self.store.map_upsert(self.target, key, init, update)
     }
 
+    /// Calls `f` on every entry (unspecified order) without copying them on the memory
+    /// backend; stops at `f`'s first error and returns it.
+    pub fn for_each(
+        &mut self,
+        f: impl FnMut(&UK, &UV) -> Result<(), OperatorError>,
+    ) -> Result<(), OperatorError> {
+        self.store.map_for_each(self.target, f)
+    }
+
     /// Removes and returns the entries whose key satisfies `take` (unspecified order), the
     /// values moved out rather than copied.
     pub fn take_where(

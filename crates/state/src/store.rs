@@ -1175,6 +1175,30 @@ impl<K: StateKey> KeyedStateStore<K> {
         })
     }
 
+    /// Calls `f` on every entry of the current key's map (unspecified order), by reference
+    /// on the memory backend (nothing copied); stops at `f`'s first error.
+    pub(crate) fn map_for_each<UK: StateKey, UV: StateValue>(
+        &mut self,
+        target: Target<'_>,
+        mut f: impl FnMut(&UK, &UV) -> Result<(), OperatorError>,
+    ) -> Result<(), OperatorError> {
+        self.timed(|s| {
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
+            if s.is_memory() {
+                s.mem_map::<UK, UV, _>(slot, false, |m| {
+                    m.map_or(Ok(()), |m| m.iter().try_for_each(|(k, v)| f(k, v)))
+                })?
+            } else {
+                s.ensure_prefix()?;
+                let plen = s.prefix.len();
+                for (k, v) in scan(&s.lsm_space(slot), &s.prefix)? {
+                    f(&layout::decode(&k[plen..])?, &layout::decode(&v)?)?;
+                }
+                Ok(())
+            }
+        })
+    }
+
     /// Removes and returns the entries of the current key's map whose user key satisfies
     /// `take` (unspecified order), moving the values out rather than copying them.
     pub(crate) fn map_take<UK: StateKey, UV: StateValue>(

@@ -332,7 +332,19 @@ proptest! {
                             .into_iter()
                             .collect::<BTreeMap<_, _>>()
                     });
-                    prop_assert_eq!(&got, m);
+                    prop_assert_eq!(&got, &*m);
+                    let mut visited = BTreeMap::new();
+                    let got = b.both(|s| {
+                        visited.clear();
+                        s.map_state::<u8, String>("m")
+                            .for_each(|k, v| {
+                                visited.insert(*k, v.clone());
+                                Ok(())
+                            })
+                            .unwrap();
+                        visited.clone()
+                    });
+                    prop_assert_eq!(&got, &*m);
                 }
                 MapOp::IsEmpty => {
                     let got = b.both(|s| s.map_state::<u8, String>("m").is_empty().unwrap());
