@@ -117,6 +117,36 @@ impl<'a, K: StateKey, UK: StateKey, UV: StateValue> MapState<'a, K, UK, UV> {
         self.store.map_set::<UK, UV>(self.target, key.clone(), None)
     }
 
+    /// Updates `key`'s value in place with `update`, first inserting `init()` if the map has
+    /// none (one lookup and no copy of the value on the memory backend); returns whether it
+    /// was inserted, and `update`'s result.
+    pub fn upsert<R>(
+        &mut self,
+        key: &UK,
+        init: impl FnOnce() -> UV,
+        update: impl FnOnce(&mut UV) -> R,
+    ) -> Result<(bool, R), OperatorError> {
+        self.store.map_upsert(self.target, key, init, update)
+    }
+
+    /// Calls `f` on every entry (unspecified order) without copying them on the memory
+    /// backend; stops at `f`'s first error and returns it.
+    pub fn for_each(
+        &mut self,
+        f: impl FnMut(&UK, &UV) -> Result<(), OperatorError>,
+    ) -> Result<(), OperatorError> {
+        self.store.map_for_each(self.target, f)
+    }
+
+    /// Removes and returns the entries whose key satisfies `take` (unspecified order), the
+    /// values moved out rather than copied.
+    pub fn take_where(
+        &mut self,
+        take: impl FnMut(&UK) -> bool,
+    ) -> Result<Vec<(UK, UV)>, OperatorError> {
+        self.store.map_take(self.target, take)
+    }
+
     /// Whether the current key's map has `key`.
     pub fn contains(&mut self, key: &UK) -> Result<bool, OperatorError> {
         self.store.map_contains::<UK, UV>(self.target, key)

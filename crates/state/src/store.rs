@@ -1132,6 +1132,104 @@ impl<K: StateKey> KeyedStateStore<K> {
         })
     }
 
+    /// Updates user key `uk`'s value in place with `update`, first inserting `init()` if the
+    /// map has none; returns whether it was inserted, and `update`'s result. On the memory
+    /// backend this is one lookup and no copy of the value (a window's accumulators updated
+    /// per record); on the LSM backend a read, then a write.
+    pub(crate) fn map_upsert<UK: StateKey, UV: StateValue, R>(
+        &mut self,
+        target: Target<'_>,
+        uk: &UK,
+        init: impl FnOnce() -> UV,
+        update: impl FnOnce(&mut UV) -> R,
+    ) -> Result<(bool, R), OperatorError> {
+        self.timed(|s| {
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
+            if s.is_memory() {
+                s.mem_map::<UK, UV, _>(slot, true, |m| {
+                    let Some(m) = m else {
+                        unreachable!("mem_map creates the map when asked to")
+                    };
+                    match m.get_mut(uk) {
+                        Some(v) => (false, update(v)),
+                        None => {
+                            let mut v = init();
+                            let r = update(&mut v);
+                            m.insert(uk.clone(), v);
+                            (true, r)
+                        }
+                    }
+                })
+            } else {
+                s.map_key(uk)?;
+                let ks = s.lsm_space(slot);
+                let (inserted, mut v) = match ks.get(&s.scratch).map_err(lsm_err)? {
+                    Some(b) => (false, layout::decode::<UV>(&b)?),
+                    None => (true, init()),
+                };
+                let r = update(&mut v);
+                ks.insert(s.scratch.as_slice(), layout::encode(&v)?)
+                    .map_err(lsm_err)?;
+                Ok((inserted, r))
+            }
+        })
+    }
+
+    /// Calls `f` on every entry of the current key's map (unspecified order), by reference
+    /// on the memory backend (nothing copied); stops at `f`'s first error.
+    pub(crate) fn map_for_each<UK: StateKey, UV: StateValue>(
+        &mut self,
+        target: Target<'_>,
+        mut f: impl FnMut(&UK, &UV) -> Result<(), OperatorError>,
+    ) -> Result<(), OperatorError> {
+        self.timed(|s| {
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
+            if s.is_memory() {
+                s.mem_map::<UK, UV, _>(slot, false, |m| {
+                    m.map_or(Ok(()), |m| m.iter().try_for_each(|(k, v)| f(k, v)))
+                })?
+            } else {
+                s.ensure_prefix()?;
+                let plen = s.prefix.len();
+                for (k, v) in scan(&s.lsm_space(slot), &s.prefix)? {
+                    f(&layout::decode(&k[plen..])?, &layout::decode(&v)?)?;
+                }
+                Ok(())
+            }
+        })
+    }
+
+    /// Removes and returns the entries of the current key's map whose user key satisfies
+    /// `take` (unspecified order), moving the values out rather than copying them.
+    pub(crate) fn map_take<UK: StateKey, UV: StateValue>(
+        &mut self,
+        target: Target<'_>,
+        mut take: impl FnMut(&UK) -> bool,
+    ) -> Result<Vec<(UK, UV)>, OperatorError> {
+        self.timed(|s| {
+            let slot = s.resolve::<MapCell<UK, UV>>(target, StateKind::Map)?;
+            if s.is_memory() {
+                s.mem_map::<UK, UV, _>(slot, false, |m| {
+                    m.map(|m| m.extract_if(|k, _| take(k)).collect())
+                        .unwrap_or_default()
+                })
+            } else {
+                s.ensure_prefix()?;
+                let plen = s.prefix.len();
+                let ks = s.lsm_space(slot);
+                let mut out = Vec::new();
+                for (k, v) in scan(&ks, &s.prefix)? {
+                    let uk: UK = layout::decode(&k[plen..])?;
+                    if take(&uk) {
+                        out.push((uk, layout::decode(&v)?));
+                        ks.remove(k).map_err(lsm_err)?;
+                    }
+                }
+                Ok(out)
+            }
+        })
+    }
+
     pub(crate) fn map_entries<UK: StateKey, UV: StateValue>(
         &mut self,
         target: Target<'_>,

@@ -13,11 +13,12 @@
 //! what placement needs; it is not Flink SQL's placement, which hashes a key's `BinaryRowData`
 //! bytes with murmur (a layout that depends on the declared types, not only the values).
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sluice_datastream::partition::JavaHash;
 use sluice_sql::{Row, Value};
 
-/// A key of a SQL keyed operator: a [`Row`] of the key columns, or a single [`Value`].
+/// A key of a SQL keyed operator: a [`Row`] or a [`KeyRow`] of the key columns, or a single
+/// [`Value`].
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default)]
 pub struct SqlKey<K>(pub K);
 
@@ -30,6 +31,75 @@ impl JavaHash for SqlKey<Row> {
 impl JavaHash for SqlKey<Value> {
     fn java_hash_code(&self) -> i32 {
         value_hash(&self.0)
+    }
+}
+
+/// The key columns of a row, packed for keyed state: no column or one column (the common
+/// `GROUP BY auction`, `ON p.id = a.seller`) is held inline, so hashing, comparing and cloning
+/// a key touch no heap memory and allocate nothing (keyed state and timers compare and clone
+/// keys on every record); more columns are a `Vec`.
+///
+/// It is the same key as the [`Row`] of its values: the same Java hash, hence the same key
+/// group ([`SqlKey<KeyRow>`] and [`SqlKey<Row>`] partition alike), and the same serde form (a
+/// sequence of values), hence the same bytes in a savepoint. Built only by
+/// [`KeyRow::from_vec`] and [`KeyRow::of`], so one list of values has one form (`Eq` and
+/// `Hash` may compare forms).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum KeyRow {
+    /// No key columns (a global window aggregation or a join on the window only).
+    #[default]
+    Empty,
+    /// One key column.
+    One(Value),
+    /// Two or more key columns.
+    Many(Vec<Value>),
+}
+
+impl KeyRow {
+    /// The key of these values.
+    pub fn from_vec(mut values: Vec<Value>) -> KeyRow {
+        match values.len() {
+            0 => KeyRow::Empty,
+            1 => values.pop().map_or(KeyRow::Empty, KeyRow::One),
+            _ => KeyRow::Many(values),
+        }
+    }
+
+    /// The key of `row`'s `columns`.
+    pub fn of(row: &Row, columns: &[usize]) -> KeyRow {
+        match columns {
+            [] => KeyRow::Empty,
+            [i] => KeyRow::One(row.get(*i).clone()),
+            _ => KeyRow::Many(columns.iter().map(|&i| row.get(i).clone()).collect()),
+        }
+    }
+
+    /// The key's values, in column order.
+    pub fn values(&self) -> &[Value] {
+        match self {
+            KeyRow::Empty => &[],
+            KeyRow::One(v) => std::slice::from_ref(v),
+            KeyRow::Many(vs) => vs,
+        }
+    }
+}
+
+impl Serialize for KeyRow {
+    /// As the `Vec<Value>` of a [`Row`]: a sequence of the values.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.values())
+    }
+}
+
+impl<'de> Deserialize<'de> for KeyRow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Value>::deserialize(deserializer).map(KeyRow::from_vec)
+    }
+}
+
+impl JavaHash for SqlKey<KeyRow> {
+    fn java_hash_code(&self) -> i32 {
+        values_hash(self.0.values())
     }
 }
 
@@ -98,5 +168,48 @@ mod tests {
         assert_eq!(SqlKey(Value::str("abc")).java_hash_code(), 96354);
         let row = SqlKey(Row(vec![Value::Int(1), Value::Null]));
         assert_eq!(row.java_hash_code(), (31 + 1) * 31);
+    }
+
+    fn rows() -> Vec<Vec<Value>> {
+        vec![
+            vec![],
+            vec![Value::Int(7)],
+            vec![Value::str("abc")],
+            vec![Value::Null],
+            vec![Value::Int(1), Value::str("x"), Value::Double(2.5)],
+        ]
+    }
+
+    #[test]
+    fn a_packed_key_is_its_row_for_placement_and_savepoints() {
+        for values in rows() {
+            let row = SqlKey(Row(values.clone()));
+            let packed = SqlKey(KeyRow::from_vec(values.clone()));
+            assert_eq!(packed.0.values(), values.as_slice());
+            assert_eq!(packed.java_hash_code(), row.java_hash_code(), "{values:?}");
+            let bytes = postcard::to_allocvec(&packed).unwrap();
+            assert_eq!(bytes, postcard::to_allocvec(&row).unwrap(), "{values:?}");
+            let back: SqlKey<KeyRow> = postcard::from_bytes(&bytes).unwrap();
+            assert_eq!(back, packed);
+            // A savepoint's row key reads back as the packed key, in its one form.
+            let from_row: SqlKey<KeyRow> =
+                postcard::from_bytes(&postcard::to_allocvec(&row).unwrap()).unwrap();
+            assert_eq!(from_row, packed);
+        }
+    }
+
+    #[test]
+    fn a_packed_key_of_columns_is_the_key_of_their_values() {
+        let row = Row(vec![Value::Int(3), Value::str("s"), Value::Int(9)]);
+        assert_eq!(KeyRow::of(&row, &[]), KeyRow::Empty);
+        assert_eq!(KeyRow::of(&row, &[2]), KeyRow::One(Value::Int(9)));
+        assert_eq!(
+            KeyRow::of(&row, &[2, 0]),
+            KeyRow::from_vec(vec![Value::Int(9), Value::Int(3)])
+        );
+        assert_eq!(
+            KeyRow::from_vec(vec![Value::Int(9)]),
+            KeyRow::of(&row, &[2])
+        );
     }
 }

@@ -6,8 +6,9 @@
 //! `DataStream<Row>` ([`sluice_sql::Row`]), so a SQL job is a DataStream job and gets what
 //! DataStream jobs get (checkpoints, REST, the doctor).
 //!
-//! * [`key`]: [`SqlKey`], the key of a SQL keyed operator (a `Row` of key columns or a single
-//!   `Value`), with the traits keyed streams and keyed state need.
+//! * [`key`]: [`SqlKey`], the key of a SQL keyed operator (a `Row` of key columns, a single
+//!   `Value`, or a [`KeyRow`]: the key columns packed, one column inline, as the window
+//!   aggregations and joins keep them), with the traits keyed streams and keyed state need.
 //! * [`official`]: the official Nexmark SQL files as the benchmark's runner runs them (with
 //!   q13's side input under `${FLINK_HOME}`).
 //! * [`options`]: a table's `WITH` options checked against a connector's known keys (unknown or
@@ -78,7 +79,7 @@ pub use joins::{
     interval_join, regular_join, window_join, IntervalJoinSpec, JoinType, RegularJoinSpec,
     WindowJoinSpec,
 };
-pub use key::SqlKey;
+pub use key::{KeyRow, SqlKey};
 pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;

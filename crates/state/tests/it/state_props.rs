@@ -275,6 +275,10 @@ enum MapOp {
     Entries,
     IsEmpty,
     Clear,
+    /// Appends to the value in place (an empty one first if absent).
+    Append(u8, String),
+    /// Takes the entries below a user key.
+    TakeBelow(u8),
 }
 
 fn map_op() -> impl Strategy<Value = MapOp> {
@@ -283,10 +287,12 @@ fn map_op() -> impl Strategy<Value = MapOp> {
         4 => (uk.clone(), "[a-z]{0,4}").prop_map(|(k, v)| MapOp::Put(k, v)),
         2 => uk.clone().prop_map(MapOp::Remove),
         2 => uk.clone().prop_map(MapOp::Get),
-        1 => uk.prop_map(MapOp::Contains),
+        1 => uk.clone().prop_map(MapOp::Contains),
         1 => Just(MapOp::Entries),
         1 => Just(MapOp::IsEmpty),
         1 => Just(MapOp::Clear),
+        2 => (uk, "[a-z]{0,2}").prop_map(|(k, v)| MapOp::Append(k, v)),
+        1 => (0u8..7).prop_map(MapOp::TakeBelow),
     ]
 }
 
@@ -326,7 +332,19 @@ proptest! {
                             .into_iter()
                             .collect::<BTreeMap<_, _>>()
                     });
-                    prop_assert_eq!(&got, m);
+                    prop_assert_eq!(&got, &*m);
+                    let mut visited = BTreeMap::new();
+                    let got = b.both(|s| {
+                        visited.clear();
+                        s.map_state::<u8, String>("m")
+                            .for_each(|k, v| {
+                                visited.insert(*k, v.clone());
+                                Ok(())
+                            })
+                            .unwrap();
+                        visited.clone()
+                    });
+                    prop_assert_eq!(&got, &*m);
                 }
                 MapOp::IsEmpty => {
                     let got = b.both(|s| s.map_state::<u8, String>("m").is_empty().unwrap());
@@ -335,6 +353,32 @@ proptest! {
                 MapOp::Clear => {
                     b.both(|s| s.map_state::<u8, String>("m").clear().unwrap());
                     m.clear();
+                }
+                MapOp::Append(uk, tail) => {
+                    let got = b.both(|s| {
+                        s.map_state::<u8, String>("m")
+                            .upsert(&uk, String::new, |v| {
+                                v.push_str(&tail);
+                                v.len()
+                            })
+                            .unwrap()
+                    });
+                    let inserted = !m.contains_key(&uk);
+                    let v = m.entry(uk).or_default();
+                    v.push_str(&tail);
+                    prop_assert_eq!(got, (inserted, v.len()));
+                }
+                MapOp::TakeBelow(t) => {
+                    let got = b.both(|s| {
+                        s.map_state::<u8, String>("m")
+                            .take_where(|k| *k < t)
+                            .unwrap()
+                            .into_iter()
+                            .collect::<BTreeMap<_, _>>()
+                    });
+                    let kept = m.split_off(&t);
+                    prop_assert_eq!(&got, &*m);
+                    *m = kept;
                 }
             }
         }

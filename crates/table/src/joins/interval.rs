@@ -16,7 +16,7 @@ use sluice_sql::{Expr, Result, Row, Value};
 use sluice_types::{Collector, CollectorExt, Operator, OperatorError, Watermark};
 
 use super::{drop_null_keys, joined, key_of, JoinType};
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::stateful::OperatorIds;
 
@@ -76,7 +76,7 @@ impl IntervalJoinFn {
         ts: i64,
         (from, to): (i64, i64),
         row_is_left: bool,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         let (own, other) = if row_is_left {
@@ -84,11 +84,12 @@ impl IntervalJoinFn {
         } else {
             (RIGHT, LEFT)
         };
-        for (t, rows) in ctx.map_state::<i64, Vec<Row>>(other).entries()? {
+        // The other side's cached rows by reference, not copied out of the state.
+        ctx.map_state::<i64, Vec<Row>>(other).for_each(|&t, rows| {
             if t < from || t > to {
-                continue;
+                return Ok(());
             }
-            for o in &rows {
+            for o in rows {
                 let (l, r) = if row_is_left { (&row, o) } else { (o, &row) };
                 if let Some(j) =
                     joined(l, r, self.spec.condition.as_ref(), &self.errors, &self.name)
@@ -96,17 +97,16 @@ impl IntervalJoinFn {
                     out.collect(j)?;
                 }
             }
-        }
+            Ok(())
+        })?;
         let keep_until = if row_is_left {
             ts.saturating_add(self.spec.upper)
         } else {
             ts.saturating_sub(self.spec.lower)
         };
         if ctx.timer_service().current_watermark() < keep_until {
-            let mut cache = ctx.map_state::<i64, Vec<Row>>(own);
-            let mut at = cache.get(&ts)?.unwrap_or_default();
-            at.push(row);
-            cache.put(ts, at)?;
+            ctx.map_state::<i64, Vec<Row>>(own)
+                .upsert(&ts, Vec::new, |at| at.push(row))?;
             ctx.timer_service()
                 .register_event_time_timer(keep_until.saturating_add(1));
         }
@@ -123,11 +123,11 @@ impl IntervalJoinFn {
     }
 }
 
-impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for IntervalJoinFn {
+impl KeyedCoProcessFunction<SqlKey<KeyRow>, Row, Row, Row> for IntervalJoinFn {
     fn process_left(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         let Some(ts) = self.time_of(&row, self.spec.left_time) else {
@@ -143,7 +143,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for IntervalJoinFn {
     fn process_right(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         let Some(ts) = self.time_of(&row, self.spec.right_time) else {
@@ -161,18 +161,14 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for IntervalJoinFn {
     fn on_timer(
         &mut self,
         _time: i64,
-        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         let wm = ctx.timer_service().current_watermark();
         let (lower, upper) = (self.spec.lower, self.spec.upper);
         for (side, reach) in [(LEFT, upper), (RIGHT, lower.saturating_neg())] {
-            let mut cache = ctx.map_state::<i64, Vec<Row>>(side);
-            for t in cache.keys()? {
-                if t.saturating_add(reach) < wm {
-                    cache.remove(&t)?;
-                }
-            }
+            ctx.map_state::<i64, Vec<Row>>(side)
+                .take_where(|t| t.saturating_add(reach) < wm)?;
         }
         Ok(())
     }

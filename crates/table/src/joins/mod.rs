@@ -19,7 +19,7 @@ pub mod window;
 use sluice_datastream::DataStream;
 use sluice_sql::{Expr, Result, Row, SqlError, Value};
 
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 
 pub use interval::{interval_join, IntervalJoinSpec};
@@ -73,8 +73,8 @@ impl JoinType {
 }
 
 /// The equi-join key of a row: its `columns`.
-fn key_of(columns: &[usize], row: &Row) -> SqlKey<Row> {
-    SqlKey(Row(columns.iter().map(|&i| row.get(i).clone()).collect()))
+fn key_of(columns: &[usize], row: &Row) -> SqlKey<KeyRow> {
+    SqlKey(KeyRow::of(row, columns))
 }
 
 /// `input` without the rows that have a NULL in a key column (they match nothing).

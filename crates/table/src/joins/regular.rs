@@ -12,7 +12,7 @@ use sluice_sql::{Expr, Result, Row};
 use sluice_types::{Collector, OperatorError};
 
 use super::{drop_null_keys, joined, key_of, JoinType};
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::stateful::OperatorIds;
 use sluice_datastream::DataStream;
@@ -55,34 +55,44 @@ impl RegularJoinFn {
         own: &str,
         other: &str,
         row_is_left: bool,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         let now = match self.ttl_ms {
             Some(_) => ctx.timer_service().current_processing_time(),
             None => i64::MIN,
         };
-        for (r, (copies, expires)) in ctx.map_state::<Row, Kept>(other).entries()? {
-            if expires <= now {
-                continue;
-            }
-            let (l, r) = if row_is_left { (&row, &r) } else { (&r, &row) };
-            if let Some(j) = joined(l, r, self.condition.as_ref(), &self.errors, &self.name) {
-                for _ in 1..copies {
-                    out.collect(j.clone())?;
+        // The other side's rows by reference, not copied out of the state.
+        ctx.map_state::<Row, Kept>(other)
+            .for_each(|r, &(copies, expires)| {
+                if expires <= now {
+                    return Ok(());
                 }
-                out.collect(j)?;
-            }
-        }
+                let (l, r) = if row_is_left { (&row, r) } else { (r, &row) };
+                if let Some(j) = joined(l, r, self.condition.as_ref(), &self.errors, &self.name) {
+                    for _ in 1..copies {
+                        out.collect(j.clone())?;
+                    }
+                    out.collect(j)?;
+                }
+                Ok(())
+            })?;
         let expires = match self.ttl_ms {
             Some(ttl) => now.saturating_add(ttl),
             None => i64::MAX,
         };
-        let mut kept = ctx.map_state::<Row, Kept>(own);
-        let copies = kept
-            .get(&row)?
-            .map_or(0, |(c, e)| if e <= now { 0 } else { c });
-        kept.put(row, (copies + 1, expires))?;
+        // One more live copy of the row (an expired count starts over), updated in place.
+        ctx.map_state::<Row, Kept>(own).upsert(
+            &row,
+            || (0, expires),
+            |(copies, until)| {
+                if *until <= now {
+                    *copies = 0;
+                }
+                *copies += 1;
+                *until = expires;
+            },
+        )?;
         if self.ttl_ms.is_some() {
             ctx.timer_service().register_processing_time_timer(expires);
         }
@@ -90,11 +100,11 @@ impl RegularJoinFn {
     }
 }
 
-impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for RegularJoinFn {
+impl KeyedCoProcessFunction<SqlKey<KeyRow>, Row, Row, Row> for RegularJoinFn {
     fn process_left(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.on_row(row, LEFT, RIGHT, true, ctx, out)
@@ -103,7 +113,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for RegularJoinFn {
     fn process_right(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.on_row(row, RIGHT, LEFT, false, ctx, out)
@@ -113,15 +123,20 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for RegularJoinFn {
     fn on_timer(
         &mut self,
         now: i64,
-        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         for side in [LEFT, RIGHT] {
             let mut kept = ctx.map_state::<Row, Kept>(side);
-            for (r, (_, expires)) in kept.entries()? {
+            let mut expired = Vec::new();
+            kept.for_each(|r, &(_, expires)| {
                 if expires <= now {
-                    kept.remove(&r)?;
+                    expired.push(r.clone());
                 }
+                Ok(())
+            })?;
+            for r in expired {
+                kept.remove(&r)?;
             }
         }
         Ok(())

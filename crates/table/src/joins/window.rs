@@ -11,7 +11,7 @@ use sluice_sql::{Expr, Result, Row, Value};
 use sluice_types::{Collector, OperatorContext, OperatorError};
 
 use super::{drop_null_keys, joined, key_of, JoinType};
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::stateful::{LateRecords, OperatorIds};
 use crate::window_agg::Window;
@@ -69,7 +69,7 @@ impl WindowJoinFn {
         row: Row,
         columns: (usize, usize),
         (rows_state, counts_state): Side,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
     ) -> Result<(), OperatorError> {
         let Some(w) = window_of(&row, columns) else {
             self.errors
@@ -80,9 +80,12 @@ impl WindowJoinFn {
             self.late.add(1);
             return Ok(());
         }
-        let mut counts = ctx.map_state::<Window, u64>(counts_state);
-        let n = counts.get(&w)?.unwrap_or(0);
-        counts.put(w, n + 1)?;
+        // The window's row count, bumped in place: the new row's number.
+        let (_, n) = ctx.map_state::<Window, u64>(counts_state).upsert(
+            &w,
+            || 0,
+            |n| std::mem::replace(n, *n + 1),
+        )?;
         ctx.map_state::<(Window, u64), Row>(rows_state)
             .put((w, n), row)?;
         if n == 0 {
@@ -93,7 +96,7 @@ impl WindowJoinFn {
     }
 }
 
-impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
+impl KeyedCoProcessFunction<SqlKey<KeyRow>, Row, Row, Row> for WindowJoinFn {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
         self.late.open(ctx);
         Ok(())
@@ -102,7 +105,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
     fn process_left(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.buffer(row, self.spec.left_window, (LEFT, LEFT_COUNT), ctx)
@@ -111,7 +114,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
     fn process_right(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.buffer(row, self.spec.right_window, (RIGHT, RIGHT_COUNT), ctx)
@@ -121,7 +124,7 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
     fn on_timer(
         &mut self,
         time: i64,
-        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         let left = take_due(ctx, (LEFT, LEFT_COUNT), time)?;
@@ -147,31 +150,27 @@ impl KeyedCoProcessFunction<SqlKey<Row>, Row, Row, Row> for WindowJoinFn {
 /// Removes and returns one side's rows of the windows whose last millisecond is at or before
 /// `time`, per window in arrival order.
 fn take_due(
-    ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+    ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
     (rows_state, counts_state): Side,
     time: i64,
 ) -> Result<BTreeMap<Window, Vec<Row>>, OperatorError> {
-    let mut due = BTreeMap::new();
-    let mut counts = ctx.map_state::<Window, u64>(counts_state);
-    for (w, _) in counts.entries()? {
-        if w.max_timestamp() <= time {
-            counts.remove(&w)?;
-            due.insert(w, Vec::new());
-        }
-    }
+    let mut due: BTreeMap<Window, Vec<Row>> = ctx
+        .map_state::<Window, u64>(counts_state)
+        .take_where(|w| w.max_timestamp() <= time)?
+        .into_iter()
+        .map(|(w, _)| (w, Vec::new()))
+        .collect();
     if due.is_empty() {
         return Ok(due);
     }
-    let mut rows = ctx.map_state::<(Window, u64), Row>(rows_state);
-    // The keys only, then each row moved out of the state as it is removed (not cloned).
-    let mut taken: Vec<(Window, u64)> = rows
-        .keys()?
-        .into_iter()
-        .filter(|(w, _)| due.contains_key(w))
-        .collect();
-    taken.sort_unstable();
-    for k in taken {
-        if let (Some(row), Some(v)) = (rows.remove(&k)?, due.get_mut(&k.0)) {
+    // Each row moved out of the state as it is removed (not cloned), then put in arrival
+    // order.
+    let mut taken = ctx
+        .map_state::<(Window, u64), Row>(rows_state)
+        .take_where(|(w, _)| due.contains_key(w))?;
+    taken.sort_unstable_by_key(|(k, _)| *k);
+    for ((w, _), row) in taken {
+        if let Some(v) = due.get_mut(&w) {
             v.push(row);
         }
     }

@@ -13,7 +13,7 @@ use sluice_types::{Collector, OperatorContext, OperatorError};
 use super::kinds::{Window, WindowKind};
 use super::local::WindowPartial;
 use super::{timestamp, WindowAggSpec, WindowProperty, WindowTime};
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::stateful::LateRecords;
 
@@ -81,12 +81,12 @@ impl GlobalWindowAgg {
 
     /// Whether a slice ending at `slice_end` is late: the watermark passed its last
     /// millisecond (event time only).
-    fn is_late(&self, slice_end: i64, ctx: &mut ProcessContext<'_, SqlKey<Row>>) -> bool {
+    fn is_late(&self, slice_end: i64, ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>) -> bool {
         self.shared.spec.time != WindowTime::ProcTime
             && slice_end - 1 <= ctx.timer_service().current_watermark()
     }
 
-    fn register(&self, w: &Window, ctx: &mut ProcessContext<'_, SqlKey<Row>>) {
+    fn register(&self, w: &Window, ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>) {
         match self.shared.spec.time {
             WindowTime::RowTime(_) | WindowTime::Windowed { .. } => ctx
                 .timer_service()
@@ -124,7 +124,7 @@ impl GlobalWindowAgg {
         &mut self,
         ts: i64,
         gap: i64,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
     ) -> Result<(), OperatorError> {
         let new = Window {
             start: ts,
@@ -134,47 +134,55 @@ impl GlobalWindowAgg {
             self.late.add(1);
             return Ok(());
         }
-        let mut touching: Vec<(Window, Vec<Accumulator>)> = ctx
-            .map_state::<Window, Vec<Accumulator>>(WINDOWS)
-            .entries()?
-            .into_iter()
-            .filter(|(w, _)| w.start <= new.end && w.end >= new.start)
-            .collect();
-        touching.sort_by_key(|(w, _)| *w);
-        let mut merged = new;
-        let mut accs = self.fresh();
+        // The touching sessions are moved out of the state (not copied), merged in order of
+        // their windows into the first one (a fresh accumulator merged with one is that one),
+        // and the merged session put back.
         let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
-        for (w, a) in &touching {
+        let mut touching = state.take_where(|w| w.start <= new.end && w.end >= new.start)?;
+        touching.sort_unstable_by_key(|(w, _)| *w);
+        let mut merged = new;
+        let mut sessions = touching.into_iter();
+        let (mut accs, mut timed) = match sessions.next() {
+            Some((w, accs)) => {
+                merged.start = merged.start.min(w.start);
+                merged.end = merged.end.max(w.end);
+                (accs, vec![w])
+            }
+            None => (self.fresh(), Vec::new()),
+        };
+        for (w, a) in sessions {
             merged.start = merged.start.min(w.start);
             merged.end = merged.end.max(w.end);
-            self.merge_into(&mut accs, a);
-            state.remove(w)?;
+            self.merge_into(&mut accs, &a);
+            timed.push(w);
         }
         self.add_args(&mut accs);
         state.put(merged, accs)?;
-        self.register(&merged, ctx);
+        // A session still in the state has its timer: only a grown one needs another.
+        if !timed.contains(&merged) {
+            self.register(&merged, ctx);
+        }
         Ok(())
     }
 
-    /// Folds `update` into each window's accumulators, creating (and timing) new windows.
+    /// Folds `update` into each window's accumulators in place, creating (and timing) new
+    /// windows: one state lookup per window, the accumulators neither read out nor written
+    /// back.
     fn update_windows(
-        &mut self,
+        &self,
         windows: &[Window],
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         update: impl Fn(&Self, &mut Vec<Accumulator>),
     ) -> Result<(), OperatorError> {
         for w in windows {
-            let existing = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS).get(w)?;
-            let mut accs = match existing {
-                Some(a) => a,
-                None => {
-                    self.register(w, ctx);
-                    self.fresh()
-                }
-            };
-            update(self, &mut accs);
-            ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS)
-                .put(*w, accs)?;
+            let (created, ()) = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS).upsert(
+                w,
+                || self.fresh(),
+                |accs| update(self, accs),
+            )?;
+            if created {
+                self.register(w, ctx);
+            }
         }
         Ok(())
     }
@@ -184,28 +192,21 @@ impl GlobalWindowAgg {
     fn fire(
         &mut self,
         time: i64,
-        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         if self.shared.spec.time == WindowTime::ProcTime {
             self.uncount_fired(time);
         }
         let fired_at = ctx.timer_service().current_processing_time();
-        let key = ctx.current_key().0 .0.clone();
-        let mut state = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS);
-        // The windows only, then each one's accumulators moved out of the state as it is
-        // removed (not cloned).
-        let mut due: Vec<Window> = state
-            .keys()?
-            .into_iter()
-            .filter(|w| w.max_timestamp() <= time)
-            .collect();
-        due.sort_by_key(|w| (w.end, w.start));
+        // The due windows' accumulators are moved out of the state as they are removed.
+        let mut due = ctx
+            .map_state::<Window, Vec<Accumulator>>(WINDOWS)
+            .take_where(|w| w.max_timestamp() <= time)?;
+        due.sort_unstable_by_key(|(w, _)| (w.end, w.start));
+        let key = ctx.current_key().0.values();
         let spec = &self.shared.spec;
-        for w in due {
-            let Some(accs) = state.remove(&w)? else {
-                continue;
-            };
+        for (w, accs) in due {
             let mut row = Vec::with_capacity(key.len() + accs.len() + spec.properties.len());
             row.extend(key.iter().cloned());
             row.extend(accs.iter().map(Accumulator::result));
@@ -221,7 +222,7 @@ impl GlobalWindowAgg {
     }
 }
 
-impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
+impl KeyedProcessFunction<SqlKey<KeyRow>, Row, Row> for GlobalWindowAgg {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
         self.late.open(ctx);
         if self.shared.spec.time == WindowTime::ProcTime {
@@ -233,7 +234,7 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
     fn process_element(
         &mut self,
         row: Row,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         for (slot, a) in self.args.iter_mut().zip(&self.shared.spec.aggs) {
@@ -298,14 +299,14 @@ impl KeyedProcessFunction<SqlKey<Row>, Row, Row> for GlobalWindowAgg {
     fn on_timer(
         &mut self,
         time: i64,
-        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.fire(time, ctx, out)
     }
 }
 
-impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
+impl KeyedProcessFunction<SqlKey<KeyRow>, WindowPartial, Row> for GlobalWindowAgg {
     fn open(&mut self, ctx: &OperatorContext) -> Result<(), OperatorError> {
         self.late.open(ctx);
         Ok(())
@@ -314,7 +315,7 @@ impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
     fn process_element(
         &mut self,
         partial: WindowPartial,
-        ctx: &mut ProcessContext<'_, SqlKey<Row>>,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         if self.is_late(partial.slice.end, ctx) {
@@ -330,7 +331,7 @@ impl KeyedProcessFunction<SqlKey<Row>, WindowPartial, Row> for GlobalWindowAgg {
     fn on_timer(
         &mut self,
         time: i64,
-        ctx: &mut OnTimerContext<'_, SqlKey<Row>>,
+        ctx: &mut OnTimerContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
         self.fire(time, ctx, out)
@@ -376,7 +377,7 @@ mod tests {
         });
         let config = KeyedStateConfig {
             backend: StateBackendKind::Memory,
-            key_group_of: Arc::new(|_: &SqlKey<Row>| 0),
+            key_group_of: Arc::new(|_: &SqlKey<KeyRow>| 0),
             key_groups: 0..=0,
         };
         let f = GlobalWindowAgg::new(shared, &LateRecords::new());

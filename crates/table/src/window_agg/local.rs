@@ -12,7 +12,7 @@ use sluice_sql::{Accumulator, Row, Value};
 use sluice_types::{Collector, CollectorExt, Operator, OperatorError, Watermark};
 
 use super::{Window, WindowAggSpec};
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::stateful::OperatorIds;
 
@@ -23,7 +23,7 @@ pub const BUNDLE: usize = 10_000;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WindowPartial {
     /// The group's key columns.
-    pub key: SqlKey<Row>,
+    pub key: SqlKey<KeyRow>,
     /// The slice the rows fell in (with a windowed input: their window).
     pub slice: Window,
     /// One accumulator per aggregate call.
@@ -34,7 +34,7 @@ pub struct WindowPartial {
 
 struct LocalWindowAggOp {
     spec: WindowAggSpec,
-    groups: FastHashMap<(SqlKey<Row>, Window), (Vec<Accumulator>, u64)>,
+    groups: FastHashMap<(SqlKey<KeyRow>, Window), (Vec<Accumulator>, u64)>,
     args: Vec<Value>,
     errors: RowErrors,
 }

@@ -3,9 +3,10 @@
 //! (`GroupWindowAggregate`), which is the same operator with another output layout
 //! ([`WindowProperty`]), lateness judged per window ([`WindowAggSpec::legacy`]) and one phase.
 //!
-//! One keyed operator (keyed by the key columns, [`SqlKey`]) keeps, per key, one accumulator
-//! list per open window in keyed map state (accumulators are serde, so a checkpoint holds
-//! them), registers a timer at each window's last millisecond and emits the window's row when
+//! One keyed operator (keyed by the key columns packed in a [`KeyRow`], so that a one-column
+//! key is hashed, compared and cloned without touching the heap) keeps, per key, one
+//! accumulator list per open window in keyed map state, updated in place (one lookup per
+//! window, no copy; accumulators are serde, so a checkpoint holds them), registers a timer at each window's last millisecond and emits the window's row when
 //! it fires: with event time when the watermark passes `window_end - 1` (a record whose slice
 //! the watermark has passed is dropped and counted in [`LateRecords`], as Flink's slicing
 //! operator does), with processing time when the clock does. The output is append-only.
@@ -41,7 +42,7 @@ use sluice_sql::{AggregateCall, Result, Row, SqlError, Value};
 pub use kinds::{Window, WindowKind};
 pub use local::WindowPartial;
 
-use crate::key::SqlKey;
+use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::scan::with_rowtime;
 use crate::stateful::{LateRecords, OperatorIds};
@@ -202,8 +203,8 @@ impl WindowAggSpec {
     }
 
     /// The key of an input row.
-    fn key_of(&self, row: &Row) -> SqlKey<Row> {
-        SqlKey(Row(self.keys.iter().map(|&i| row.get(i).clone()).collect()))
+    fn key_of(&self, row: &Row) -> SqlKey<KeyRow> {
+        SqlKey(KeyRow::of(row, &self.keys))
     }
 }
 
