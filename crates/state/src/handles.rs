@@ -122,7 +122,7 @@ impl<'a, K: StateKey, UK: StateKey, UV: StateValue> MapState<'a, K, UK, UV> {
     /// was inserted, and `update`'s result.
     pub fn upsert<R>(
         &mut self,
-        key: &UK,
+        key: UK,
         init: impl FnOnce() -> UV,
         update: impl FnOnce(&mut UV) -> R,
     ) -> Result<(bool, R), OperatorError> {

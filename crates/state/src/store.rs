@@ -1139,7 +1139,7 @@ impl<K: StateKey> KeyedStateStore<K> {
     pub(crate) fn map_upsert<UK: StateKey, UV: StateValue, R>(
         &mut self,
         target: Target<'_>,
-        uk: &UK,
+        uk: UK,
         init: impl FnOnce() -> UV,
         update: impl FnOnce(&mut UV) -> R,
     ) -> Result<(bool, R), OperatorError> {
@@ -1150,18 +1150,21 @@ impl<K: StateKey> KeyedStateStore<K> {
                     let Some(m) = m else {
                         unreachable!("mem_map creates the map when asked to")
                     };
-                    match m.get_mut(uk) {
-                        Some(v) => (false, update(v)),
-                        None => {
+                    // The key is moved in (a new row as a join's key is not copied).
+                    match m.entry(uk) {
+                        std::collections::hash_map::Entry::Occupied(mut e) => {
+                            (false, update(e.get_mut()))
+                        }
+                        std::collections::hash_map::Entry::Vacant(e) => {
                             let mut v = init();
                             let r = update(&mut v);
-                            m.insert(uk.clone(), v);
+                            e.insert(v);
                             (true, r)
                         }
                     }
                 })
             } else {
-                s.map_key(uk)?;
+                s.map_key(&uk)?;
                 let ks = s.lsm_space(slot);
                 let (inserted, mut v) = match ks.get(&s.scratch).map_err(lsm_err)? {
                     Some(b) => (false, layout::decode::<UV>(&b)?),

@@ -357,7 +357,7 @@ proptest! {
                 MapOp::Append(uk, tail) => {
                     let got = b.both(|s| {
                         s.map_state::<u8, String>("m")
-                            .upsert(&uk, String::new, |v| {
+                            .upsert(uk, String::new, |v| {
                                 v.push_str(&tail);
                                 v.len()
                             })

@@ -106,7 +106,7 @@ impl IntervalJoinFn {
         };
         if ctx.timer_service().current_watermark() < keep_until {
             ctx.map_state::<i64, Vec<Row>>(own)
-                .upsert(&ts, Vec::new, |at| at.push(row))?;
+                .upsert(ts, Vec::new, |at| at.push(row))?;
             ctx.timer_service()
                 .register_event_time_timer(keep_until.saturating_add(1));
         }

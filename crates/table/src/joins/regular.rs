@@ -83,7 +83,7 @@ impl RegularJoinFn {
         };
         // One more live copy of the row (an expired count starts over), updated in place.
         ctx.map_state::<Row, Kept>(own).upsert(
-            &row,
+            row,
             || (0, expires),
             |(copies, until)| {
                 if *until <= now {

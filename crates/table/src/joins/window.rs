@@ -82,7 +82,7 @@ impl WindowJoinFn {
         }
         // The window's row count, bumped in place: the new row's number.
         let (_, n) = ctx.map_state::<Window, u64>(counts_state).upsert(
-            &w,
+            w,
             || 0,
             |n| std::mem::replace(n, *n + 1),
         )?;

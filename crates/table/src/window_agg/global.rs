@@ -176,7 +176,7 @@ impl GlobalWindowAgg {
     ) -> Result<(), OperatorError> {
         for w in windows {
             let (created, ()) = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS).upsert(
-                w,
+                *w,
                 || self.fresh(),
                 |accs| update(self, accs),
             )?;
