@@ -18,7 +18,7 @@ use crate::row_errors::RowErrors;
 use crate::stateful::LateRecords;
 
 /// The keyed map state: open window → its accumulators (one per aggregate call).
-const WINDOWS: &str = "window-accumulators";
+pub(super) const WINDOWS: &str = "window-accumulators";
 
 /// What every subtask shares.
 pub(super) struct Shared {
@@ -142,24 +142,25 @@ impl GlobalWindowAgg {
         touching.sort_unstable_by_key(|(w, _)| *w);
         let mut merged = new;
         let mut sessions = touching.into_iter();
-        let (mut accs, mut timed) = match sessions.next() {
+        let (mut accs, created) = match sessions.next() {
             Some((w, accs)) => {
                 merged.start = merged.start.min(w.start);
                 merged.end = merged.end.max(w.end);
-                (accs, vec![w])
+                (accs, false)
             }
-            None => (self.fresh(), Vec::new()),
+            None => (self.fresh(), true),
         };
         for (w, a) in sessions {
             merged.start = merged.start.min(w.start);
             merged.end = merged.end.max(w.end);
             self.merge_into(&mut accs, &a);
-            timed.push(w);
         }
         self.add_args(&mut accs);
         state.put(merged, accs)?;
-        // A session still in the state has its timer: only a grown one needs another.
-        if !timed.contains(&merged) {
+        // Timers are lazy: a session merged from others keeps their timers (each at or before
+        // its end), and `fire` times the sessions it leaves open at their ends; so a session
+        // that grows by every record costs a timer per gap, not per record.
+        if created {
             self.register(&merged, ctx);
         }
         Ok(())
@@ -204,6 +205,13 @@ impl GlobalWindowAgg {
             .map_state::<Window, Vec<Accumulator>>(WINDOWS)
             .take_where(|w| w.max_timestamp() <= time)?;
         due.sort_unstable_by_key(|(w, _)| (w.end, w.start));
+        if matches!(self.shared.spec.kind, WindowKind::Session { .. }) {
+            // The sessions left open (grown past this timer) get a timer at their end.
+            let open = ctx.map_state::<Window, Vec<Accumulator>>(WINDOWS).keys()?;
+            for w in &open {
+                self.register(w, ctx);
+            }
+        }
         let key = ctx.current_key().0.values();
         let spec = &self.shared.spec;
         for (w, accs) in due {

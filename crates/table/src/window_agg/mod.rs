@@ -4,12 +4,16 @@
 //! ([`WindowProperty`]), lateness judged per window ([`WindowAggSpec::legacy`]) and one phase.
 //!
 //! One keyed operator (keyed by the key columns packed in a [`KeyRow`], so that a one-column
-//! key is hashed, compared and cloned without touching the heap) keeps, per key, one
-//! accumulator list per open window in keyed map state, updated in place (one lookup per
-//! window, no copy; accumulators are serde, so a checkpoint holds them), registers a timer at each window's last millisecond and emits the window's row when
-//! it fires: with event time when the watermark passes `window_end - 1` (a record whose slice
-//! the watermark has passed is dropped and counted in [`LateRecords`], as Flink's slicing
-//! operator does), with processing time when the clock does. The output is append-only.
+//! key is hashed, compared and cloned without touching the heap) keeps one accumulator list per
+//! key and open window and emits the window's row when it fires. Event-time windows other than
+//! SESSION on the memory backend are kept by window (`aligned`: a table of keys per window,
+//! drained whole as the watermark passes it, no timer per key); the rest (`global`) per key in
+//! keyed map state, updated in place (one lookup per window, no copy; accumulators are serde,
+//! so a checkpoint holds them), with a timer at each window's last millisecond. Both checkpoint
+//! the same bytes. A window fires: with event time when the watermark passes `window_end - 1`
+//! (a record whose slice the watermark has passed is dropped and counted in [`LateRecords`], as
+//! Flink's slicing operator does), with processing time when the clock does. The output is
+//! append-only.
 //!
 //! Two phases ([`WindowAggSpec::local`], Flink's `LocalWindowAggregate` +
 //! `GlobalWindowAggregate`): before the keyed exchange a chained operator pre-aggregates per
@@ -29,6 +33,7 @@
 //! event timestamp (a rowtime attribute downstream); a processing-time property
 //! ([`WindowProperty::ProcTime`]) is the wall-clock time the window fired.
 
+mod aligned;
 mod global;
 pub mod kinds;
 pub mod local;
@@ -239,6 +244,13 @@ pub fn window_aggregate(
         }
         WindowTime::ProcTime => input.clone(),
     };
+    // Event-time windows other than SESSION on the memory backend are kept by window
+    // (`aligned`); the rest per key in keyed state (`global`).
+    let aligned = !matches!(
+        (spec.time, spec.kind),
+        (WindowTime::ProcTime, _) | (WindowTime::RowTime(_), WindowKind::Session { .. })
+    ) && input.env().state_backend()
+        == sluice_runtime::state::StateBackendKind::Memory;
     let out = match (spec.time, &spec.local) {
         (WindowTime::ProcTime, _) => {
             let key = spec.clone();
@@ -248,9 +260,25 @@ pub fn window_aggregate(
         }
         (_, Some(local_ids)) => {
             let partials = local::local_window_aggregate(&timed, spec, local_ids, errors);
-            partials
-                .key_by(|p: &WindowPartial| p.key.clone())
-                .process_event_time(global::GlobalWindowAgg::new(shared, late))
+            let keyed = partials.key_by(|p: &WindowPartial| p.key.clone());
+            if aligned {
+                let late = late.clone();
+                keyed.as_stream().transform(&ids.name, move |_| {
+                    aligned::AlignedWindowAgg::new(shared.clone(), &late)
+                })
+            } else {
+                keyed.process_event_time(global::GlobalWindowAgg::new(shared, late))
+            }
+        }
+        (_, None) if aligned => {
+            let key = spec.clone();
+            let late = late.clone();
+            timed
+                .key_by(move |r: &Row| key.key_of(r))
+                .as_stream()
+                .transform(&ids.name, move |_| {
+                    aligned::AlignedWindowAgg::new(shared.clone(), &late)
+                })
         }
         (_, None) => {
             let key = spec.clone();
