@@ -12,6 +12,7 @@
 //! Only inner joins for now: the others are refused by [`JoinType::require_inner`]. A row with
 //! a NULL equi-join column never matches (SQL's `=`), so it is dropped before the exchange.
 
+mod by_window;
 pub mod interval;
 pub mod regular;
 pub mod window;

@@ -2,7 +2,9 @@
 //! columns (of a window TVF or window aggregation); rows of equal keys and the same window meet
 //! when the watermark passes the window's last millisecond, then the window's rows are
 //! cleared. A row whose window the watermark has already passed is dropped and counted in
-//! [`LateRecords`], as Flink's operator does.
+//! [`LateRecords`], as Flink's operator does. On the memory backend the rows are kept by window
+//! (`by_window`, one pass per window as the watermark passes it); otherwise per key in keyed
+//! state with a timer per key and window (below). Both checkpoint the same bytes.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +17,7 @@ use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
 use crate::stateful::{LateRecords, OperatorIds};
 use crate::window_agg::Window;
-use sluice_datastream::DataStream;
+use sluice_datastream::{DataStream, Either};
 
 /// A planned window join.
 #[derive(Clone, Debug)]
@@ -36,16 +38,16 @@ pub struct WindowJoinSpec {
 
 // Each side's rows, one map entry per row (appending to a list value would copy the window's
 // rows on every arrival), and how many rows each window has so far (the next row's number).
-const LEFT: &str = "window-join-left";
-const RIGHT: &str = "window-join-right";
-const LEFT_COUNT: &str = "window-join-left-count";
-const RIGHT_COUNT: &str = "window-join-right-count";
+pub(super) const LEFT: &str = "window-join-left";
+pub(super) const RIGHT: &str = "window-join-right";
+pub(super) const LEFT_COUNT: &str = "window-join-left-count";
+pub(super) const RIGHT_COUNT: &str = "window-join-right-count";
 
 /// A side's state names: its rows and its windows' row counts.
 type Side = (&'static str, &'static str);
 
 /// The window of a row (`None` if a bound is not a timestamp).
-fn window_of(row: &Row, (start, end): (usize, usize)) -> Option<Window> {
+pub(super) fn window_of(row: &Row, (start, end): (usize, usize)) -> Option<Window> {
     match (row.get(start), row.get(end)) {
         (Value::Timestamp(s), Value::Timestamp(e)) => Some(Window {
             start: s.millis,
@@ -194,6 +196,33 @@ pub fn window_join(
         move |r: &Row| window_of(r, columns).map_or(i64::MIN, |w| w.max_timestamp())
     };
     let (lk, rk) = (spec.left_keys.clone(), spec.right_keys.clone());
+    if left.env().state_backend() == sluice_runtime::state::StateBackendKind::Memory {
+        let l = drop_null_keys(left, &lk)
+            .map(Either::<Row, Row>::Left)
+            .name("Left");
+        let r = drop_null_keys(right, &rk)
+            .map(Either::<Row, Row>::Right)
+            .name("Right");
+        let (spec, name, errors, late) =
+            (spec.clone(), ids.name.clone(), errors.clone(), late.clone());
+        return Ok(l
+            .union(&[&r])
+            .key_by(move |e: &Either<Row, Row>| match e {
+                Either::Left(l) => key_of(&lk, l),
+                Either::Right(r) => key_of(&rk, r),
+            })
+            .as_stream()
+            .transform(&ids.name, move |_| {
+                super::by_window::WindowJoinOp::new(
+                    spec.clone(),
+                    name.clone(),
+                    errors.clone(),
+                    &late,
+                )
+            })
+            .name(&ids.name)
+            .uid(&ids.uid));
+    }
     let l = drop_null_keys(left, &lk)
         .with_timestamps(end_of(spec.left_window))
         .key_by(move |r: &Row| key_of(&lk, r));

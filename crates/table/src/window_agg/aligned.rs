@@ -393,7 +393,7 @@ mod tests {
     ) {
         let mut max = i64::MIN;
         for i in rows {
-            let t = i * 7 - (i % 5) * 40;
+            let t = i * 7 - (i % 5) * 150;
             max = max.max(t);
             op.process(Row(vec![Value::Int(i % 12), ts(t), Value::Int(i)]), out)
                 .unwrap();
@@ -418,7 +418,8 @@ mod tests {
                 feed(op, 0..2_000, out);
                 op.on_watermark(Watermark(i64::MAX), out).unwrap();
             }
-            assert!(late_a.count() > 0, "some rows are late (legacy={legacy})");
+            // A legacy window takes a row until the window fires: none is late here.
+            assert!(legacy || late_a.count() > 0, "some rows are late");
             assert_eq!(late_a.count(), late_b.count(), "legacy={legacy}");
             assert!(a.records.len() > 100);
             assert_eq!(a.records, b.records, "legacy={legacy}");
@@ -438,15 +439,15 @@ mod tests {
         let mut expected = VecCollector::default();
         let mut whole = aligned(&shared, &late, 0, 1);
         feed(&mut whole, 0..2_000, &mut expected);
-        whole
-            .on_watermark(Watermark(i64::MAX), &mut expected)
-            .unwrap();
+        Operator::<Row, Row>::on_watermark(&mut whole, Watermark(i64::MAX), &mut expected).unwrap();
 
         // The first 1 000 rows, checkpointed by either layout at parallelism 1.
         let mut before_new = VecCollector::default();
         let mut new = aligned(&shared, &late, 0, 1);
         feed(&mut new, 0..1_000, &mut before_new);
-        let snap_new = new.snapshot_state(1).unwrap().unwrap();
+        let snap_new = Operator::<Row, Row>::snapshot_state(&mut new, 1)
+            .unwrap()
+            .unwrap();
         let mut before_old = VecCollector::default();
         let mut old = per_key(&shared, &late);
         feed(&mut old, 0..1_000, &mut before_old);
@@ -456,13 +457,16 @@ mod tests {
             sorted(before_old.records)
         );
 
-        // Restored at parallelism 2 from either, and into the per-key layout from the new one.
+        // Restored at parallelism 2 from either, and into the per-key layout from the new one;
+        // an operator's watermark is not in its checkpoint: the last one arrives again.
+        let resume = Watermark((0..1_000).map(|i| i * 7 - (i % 5) * 150).max().unwrap() - 300);
         for snap in [&snap_new, &snap_old] {
             let mut out = before_new.records.clone();
             for subtask in 0..2 {
                 let mut op = aligned(&shared, &late, subtask, 2);
                 Operator::<Row, Row>::restore_state(&mut op, &[(0, snap.clone())]).unwrap();
                 let mut rest = VecCollector::default();
+                Operator::<Row, Row>::on_watermark(&mut op, resume, &mut rest).unwrap();
                 // Each subtask gets the rows of its own key groups.
                 let (first, last) = (
                     op.key_groups.start().to_owned(),
@@ -470,18 +474,24 @@ mod tests {
                 );
                 let mut max = i64::MIN;
                 for i in 1_000..2_000 {
-                    let t = i * 7 - (i % 5) * 40;
+                    let t = i * 7 - (i % 5) * 150;
                     max = max.max(t);
                     let row = Row(vec![Value::Int(i % 12), ts(t), Value::Int(i)]);
                     let kg = op.key_group(&shared.spec.key_of(&row));
                     if (first..=last).contains(&kg) {
-                        op.process(row, &mut rest).unwrap();
+                        Operator::<Row, Row>::process(&mut op, row, &mut rest).unwrap();
                     }
                     if i % 50 == 49 {
-                        op.on_watermark(Watermark(max - 300), &mut rest).unwrap();
+                        Operator::<Row, Row>::on_watermark(
+                            &mut op,
+                            Watermark(max - 300),
+                            &mut rest,
+                        )
+                        .unwrap();
                     }
                 }
-                op.on_watermark(Watermark(i64::MAX), &mut rest).unwrap();
+                Operator::<Row, Row>::on_watermark(&mut op, Watermark(i64::MAX), &mut rest)
+                    .unwrap();
                 out.extend(rest.records);
             }
             assert_eq!(sorted(out), sorted(expected.records.clone()));
@@ -489,6 +499,7 @@ mod tests {
         let mut old = per_key(&shared, &late);
         old.restore_state(&[(0, snap_new)]).unwrap();
         let mut out = before_new;
+        old.on_watermark(resume, &mut out).unwrap();
         feed(&mut old, 1_000..2_000, &mut out);
         old.on_watermark(Watermark(i64::MAX), &mut out).unwrap();
         assert_eq!(sorted(out.records), sorted(expected.records));
