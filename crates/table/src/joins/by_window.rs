@@ -27,6 +27,10 @@ use crate::window_agg::Window;
 
 type Key = SqlKey<KeyRow>;
 
+/// A keyed store and the processing- and event-time timers, to write or read a checkpoint in
+/// the keyed operator's format.
+type Scratch = (KeyedStateStore<Key>, TimerService<Key>, TimerService<Key>);
+
 /// One open window's keys and their rows (left, right), in the order the keys first came.
 #[derive(Default)]
 struct Keys {
@@ -84,9 +88,7 @@ impl WindowJoinOp {
         &mut keys.entries[i]
     }
 
-    fn scratch_store(
-        &self,
-    ) -> Result<(KeyedStateStore<Key>, TimerService<Key>, TimerService<Key>), OperatorError> {
+    fn scratch_store(&self) -> Result<Scratch, OperatorError> {
         let first = *self.key_groups.start();
         let store = KeyedStateStore::open(&StateBackendKind::Memory, "", self.key_groups.clone())?;
         Ok((store, TimerService::new(first), TimerService::new(first)))

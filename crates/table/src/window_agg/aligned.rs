@@ -34,6 +34,10 @@ use crate::stateful::LateRecords;
 
 type Key = SqlKey<KeyRow>;
 
+/// A keyed store and the processing- and event-time timers, to write or read a checkpoint in
+/// the keyed operator's format.
+type Scratch = (KeyedStateStore<Key>, TimerService<Key>, TimerService<Key>);
+
 /// One open window's keys and their accumulators, in the order the keys first reached it.
 #[derive(Default)]
 struct Groups {
@@ -129,9 +133,7 @@ impl AlignedWindowAgg {
     }
 
     /// A memory store and timer services of the subtask's key groups.
-    fn scratch_store(
-        &self,
-    ) -> Result<(KeyedStateStore<Key>, TimerService<Key>, TimerService<Key>), OperatorError> {
+    fn scratch_store(&self) -> Result<Scratch, OperatorError> {
         let first = *self.key_groups.start();
         let store = KeyedStateStore::open(&StateBackendKind::Memory, "", self.key_groups.clone())?;
         Ok((store, TimerService::new(first), TimerService::new(first)))
@@ -468,17 +470,14 @@ mod tests {
                 let mut rest = VecCollector::default();
                 Operator::<Row, Row>::on_watermark(&mut op, resume, &mut rest).unwrap();
                 // Each subtask gets the rows of its own key groups.
-                let (first, last) = (
-                    op.key_groups.start().to_owned(),
-                    op.key_groups.end().to_owned(),
-                );
+                let groups = op.key_groups.clone();
                 let mut max = i64::MIN;
                 for i in 1_000..2_000 {
                     let t = i * 7 - (i % 5) * 150;
                     max = max.max(t);
                     let row = Row(vec![Value::Int(i % 12), ts(t), Value::Int(i)]);
                     let kg = op.key_group(&shared.spec.key_of(&row));
-                    if (first..=last).contains(&kg) {
+                    if groups.contains(&kg) {
                         Operator::<Row, Row>::process(&mut op, row, &mut rest).unwrap();
                     }
                     if i % 50 == 49 {
