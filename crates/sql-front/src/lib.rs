@@ -33,6 +33,7 @@ pub mod dialect;
 pub mod error;
 pub mod script;
 pub mod session;
+pub mod sql_str;
 pub mod statement;
 pub mod tokens;
 pub mod types;
@@ -49,4 +50,5 @@ pub use statement::{
     StatementSet,
 };
 pub use types::{DataType, LogicalType, RowField, TimestampKind};
+pub use sql_str::SqlStr;
 pub use value::{Decimal, Row, Timestamp, Value};
