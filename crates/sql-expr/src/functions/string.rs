@@ -155,19 +155,16 @@ fn sub_of(v: &Value, piece: &str) -> Value {
 }
 
 /// Group `group` of the first match of `re` in `text` (NULL when there is no match, no such group,
-/// or the group did not take part). Group 0 needs no capture search; another group is captured
-/// only when the match exists, within the matched span (`captures_at` at its start).
+/// or the group did not take part). Group 0 needs no capture slots (`find`); for another group the
+/// regex crate already finds the match span first and runs its capture engine on that span only.
 fn regexp_extract<'t>(re: &regex::Regex, text: &'t str, group: usize) -> Option<&'t str> {
     if group >= re.captures_len() {
         return None;
     }
-    let m = re.find(text)?;
     if group == 0 {
-        return Some(m.as_str());
+        return re.find(text).map(|m| m.as_str());
     }
-    re.captures_at(text, m.start())?
-        .get(group)
-        .map(|g| g.as_str())
+    re.captures(text)?.get(group).map(|g| g.as_str())
 }
 
 fn initcap(text: &str) -> String {
