@@ -45,10 +45,10 @@ pub use ddl::{ColumnDef, ColumnKind, TableDef, WatermarkDef};
 pub use error::{Position, Result, SqlError};
 pub use script::{split_statements, substitute, RawStatement, Source};
 pub use session::{parse_script, PlannedStatement, Session};
+pub use sql_str::SqlStr;
 pub use statement::{
     ExplainDetail, ExplainStatement, Explained, InsertStatement, QueryStatement, Statement,
     StatementSet,
 };
 pub use types::{DataType, LogicalType, RowField, TimestampKind};
-pub use sql_str::SqlStr;
 pub use value::{Decimal, Row, Timestamp, Value};

@@ -197,13 +197,18 @@ mod tests {
         assert_eq!(s.cmp(&a), Ordering::Equal);
         assert_eq!(hash(&s), hash(&a));
         assert_eq!(hash(&s), hash(&Arc::<str>::from("channel")));
-        assert!(SqlStr::from_static("a") < SqlStr::from("b"));
+        let b = SqlStr::from("b");
+        assert!(SqlStr::from_static("a") < b);
         assert_eq!(&*s, "channel");
     }
 
     #[test]
     fn serializes_exactly_as_arc_str() {
-        for s in ["", "Google", "ünïcödé text with 130 chars ".repeat(5).as_str()] {
+        for s in [
+            "",
+            "Google",
+            "ünïcödé text with 130 chars ".repeat(5).as_str(),
+        ] {
             let arc: Arc<str> = Arc::from(s);
             let want = postcard::to_stdvec(&arc).unwrap();
             let shared = postcard::to_stdvec(&SqlStr::from(s)).unwrap();

@@ -7,12 +7,19 @@
 //! (classes, groups, alternation, quantifiers, anchors); Rust's has no backreferences (`\1`) and no
 //! look-around (`(?=…)`, `(?<=…)`): such a literal pattern is refused when the statement is bound,
 //! a computed one gives NULL. In replacements Java writes `$1` as Rust does.
+//!
+//! Functions whose answer is a piece of their input (`SUBSTRING`, `SPLIT_INDEX`, the `TRIM` family,
+//! `REGEXP_EXTRACT`, `LOWER`/`UPPER` of text they leave unchanged) return it as a piece of the
+//! input's [`SqlStr`](crate::value::SqlStr): static text (a Nexmark URL) gives a static piece,
+//! with no allocation and no copy per row.
 
 use super::{
     any_nullable, int_arg, is_integer, is_string, str_arg, string_len, FunctionRegistry, Prepared,
     ScalarFunction,
 };
 use std::ops::Range;
+
+use regex_automata::meta;
 
 use crate::types::{DataType, LogicalType};
 use crate::value::Value;
@@ -155,16 +162,39 @@ fn sub_of(v: &Value, piece: &str) -> Value {
 }
 
 /// Group `group` of the first match of `re` in `text` (NULL when there is no match, no such group,
-/// or the group did not take part). Group 0 needs no capture slots (`find`); for another group the
-/// regex crate already finds the match span first and runs its capture engine on that span only.
-fn regexp_extract<'t>(re: &regex::Regex, text: &'t str, group: usize) -> Option<&'t str> {
+/// or the group did not take part). The capture slots live on the stack and cover groups up to
+/// `group` only (group 0 is a plain find); the engine finds the match span first and runs its
+/// capture search on that span only.
+fn regexp_extract<'t>(re: &meta::Regex, text: &'t str, group: usize) -> Option<&'t str> {
     if group >= re.captures_len() {
         return None;
     }
-    if group == 0 {
-        return re.find(text).map(|m| m.as_str());
+    const STACK_SLOTS: usize = 16;
+    let wanted = 2 * (group + 1);
+    let input = regex_automata::Input::new(text);
+    let mut stack = [None; STACK_SLOTS];
+    let mut heap = Vec::new();
+    let slots = if wanted <= STACK_SLOTS {
+        &mut stack[..wanted]
+    } else {
+        heap.resize(wanted, None);
+        &mut heap[..]
+    };
+    re.search_slots(&input, slots)?;
+    let (start, end) = (slots[2 * group]?, slots[2 * group + 1]?);
+    text.get(start.get()..end.get())
+}
+
+/// Prepares REGEXP_EXTRACT's literal pattern (checked by [`compile_regex`] for its message).
+fn prepare_extract(lits: &[Option<&Value>]) -> std::result::Result<Option<Prepared>, String> {
+    match lits.get(1) {
+        Some(Some(Value::Str(p))) => {
+            compile_regex(p)?;
+            let re = meta::Regex::new(p).map_err(|e| e.to_string())?;
+            Ok(Some(Prepared::Extract(re)))
+        }
+        _ => Ok(None),
     }
-    re.captures(text)?.get(group).map(|g| g.as_str())
 }
 
 fn initcap(text: &str) -> String {
@@ -231,9 +261,11 @@ fn case_fn(r: &mut FunctionRegistry, name: &str, upper: bool) {
             move |a, _| {
                 let text = str_arg(&a[0]);
                 let unchanged = if upper {
-                    text.bytes().all(|b| b.is_ascii() && !b.is_ascii_lowercase())
+                    text.bytes()
+                        .all(|b| b.is_ascii() && !b.is_ascii_lowercase())
                 } else {
-                    text.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+                    text.bytes()
+                        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
                 };
                 Ok(match (unchanged, upper) {
                     (true, _) => a[0].clone(),
@@ -446,13 +478,20 @@ pub(super) fn register(r: &mut FunctionRegistry) {
                 if group < 0 {
                     return Ok(Value::Null);
                 }
-                Ok(with_regex(p, str_arg(&a[1]), |re| {
+                let extract = |re: &meta::Regex| {
                     regexp_extract(re, str_arg(&a[0]), group as usize)
                         .map_or(Value::Null, |piece| sub_of(&a[0], piece))
-                }))
+                };
+                Ok(match p {
+                    Some(Prepared::Extract(re)) => extract(re),
+                    _ => match meta::Regex::new(str_arg(&a[1])) {
+                        Ok(re) => extract(&re),
+                        Err(_) => Value::Null,
+                    },
+                })
             },
         )
-        .with_prepare(|l| prepare_regex_at(l, 1)),
+        .with_prepare(prepare_extract),
     );
     r.register(
         "REGEXP_REPLACE",

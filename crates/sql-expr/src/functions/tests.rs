@@ -172,11 +172,17 @@ fn pieces_of_static_text_are_static() {
     for (sql, want) in [
         ("SPLIT_INDEX(url, '/', 3)", Some("abc")),
         ("SPLIT_INDEX(url, '?', 1)", Some("query=1&channel_id=1234")),
-        ("SPLIT_INDEX(url, 'abc/', 1)", Some("def/ghi/item.htm?query=1&channel_id=1234")),
+        (
+            "SPLIT_INDEX(url, 'abc/', 1)",
+            Some("def/ghi/item.htm?query=1&channel_id=1234"),
+        ),
         ("SPLIT_INDEX(url, '/', 9)", None),
         ("SUBSTRING(url, 9, 3)", Some("www")),
         ("SUBSTR(url, -4)", Some("1234")),
-        ("REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)", Some("1234")),
+        (
+            "REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)",
+            Some("1234"),
+        ),
         ("REGEXP_EXTRACT(url, 'query=(\\d)')", Some("query=1")),
         ("REGEXP_EXTRACT(url, 'nomatch=(x)', 1)", None),
         ("TRIM(channel)", Some("Apple")),
