@@ -14,14 +14,13 @@
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::sync::Arc;
 
 use crate::cast::{self, fit_decimal, pow10, to_decimal, to_f64, wrap_int};
 use crate::datetime;
 use crate::error::{Result, SqlError};
 use crate::expr::{BinaryOp, Expr, IsTest};
 use crate::types::{DataType, LogicalType};
-use crate::value::{Decimal, Row, Timestamp, Value};
+use crate::value::{Decimal, Row, SqlStr, Timestamp, Value};
 
 /// SQL comparison of two non-NULL values (numbers across representations, strings, times…);
 /// `None` when either is NULL or they are not comparable.
@@ -571,7 +570,7 @@ pub(crate) fn binary(op: BinaryOp, l: &Value, r: &Value, ty: &DataType) -> Resul
         let mut s = String::with_capacity(a.len() + b.len());
         s.push_str(a);
         s.push_str(b);
-        return Ok(Value::Str(Arc::from(s)));
+        return Ok(Value::Str(SqlStr::from(s)));
     }
     arithmetic(op, l, r, ty)
 }

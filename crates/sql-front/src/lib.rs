@@ -33,6 +33,7 @@ pub mod dialect;
 pub mod error;
 pub mod script;
 pub mod session;
+pub mod sql_str;
 pub mod statement;
 pub mod tokens;
 pub mod types;
@@ -44,6 +45,7 @@ pub use ddl::{ColumnDef, ColumnKind, TableDef, WatermarkDef};
 pub use error::{Position, Result, SqlError};
 pub use script::{split_statements, substitute, RawStatement, Source};
 pub use session::{parse_script, PlannedStatement, Session};
+pub use sql_str::SqlStr;
 pub use statement::{
     ExplainDetail, ExplainStatement, Explained, InsertStatement, QueryStatement, Statement,
     StatementSet,

@@ -4,7 +4,8 @@
 //! [`DataType`](crate::DataType), the value only carries what evaluation needs. All integer
 //! types are held as `i64` (evaluation narrows to the column's type with Java's wrap-around, as
 //! Flink does), `FLOAT` as `f32` and `DOUBLE` as `f64`, `DECIMAL` as an unscaled `i128` with its
-//! scale, strings and bytes behind an `Arc` so that copying a row does not copy its text.
+//! scale, bytes behind an `Arc` and strings as a [`SqlStr`] (static or shared text) so that copying
+//! a row does not copy its text.
 //!
 //! Values are `Eq`, `Ord` and `Hash` so that they can be keys (GROUP BY, joins): floating-point
 //! values compare by IEEE total order, so NaN equals itself and a key never goes missing.
@@ -14,6 +15,8 @@ use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+pub use crate::sql_str::SqlStr;
 
 /// A `DECIMAL` value: `unscaled × 10^-scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -110,7 +113,7 @@ pub enum Value {
     /// `DECIMAL(p, s)`.
     Decimal(Decimal),
     /// `CHAR` / `VARCHAR` / `STRING`.
-    Str(Arc<str>),
+    Str(SqlStr),
     /// `BINARY` / `VARBINARY` / `BYTES`.
     Bytes(Arc<[u8]>),
     /// `DATE`: days since 1970-01-01.
@@ -137,9 +140,14 @@ impl Value {
         matches!(self, Value::Null)
     }
 
-    /// A string value.
+    /// A string value: a shared copy of `s`.
     pub fn str(s: &str) -> Value {
-        Value::Str(Arc::from(s))
+        Value::Str(SqlStr::from(s))
+    }
+
+    /// A string value of static text: borrowed, no allocation and no copy.
+    pub const fn static_str(s: &'static str) -> Value {
+        Value::Str(SqlStr::from_static(s))
     }
 
     /// The value as a boolean, if it is one.
@@ -337,6 +345,25 @@ mod tests {
         assert_eq!(d(-12345, 3).rescale(2), Some(d(-1235, 2)));
         assert_eq!(d(12344, 3).rescale(2), Some(d(1234, 2)));
         assert_eq!(d(12, 0).rescale(3), Some(d(12000, 3)));
+    }
+
+    #[test]
+    fn static_and_shared_strings_are_the_same_value() {
+        let a = Value::static_str("Google");
+        let b = Value::str("Google");
+        assert_eq!(a, b);
+        let hash = |v: &Value| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            v.hash(&mut h);
+            h.finish()
+        };
+        assert_eq!(hash(&a), hash(&b));
+        // The bytes of the `Arc<str>` form this replaced: variant index 6, length, UTF-8.
+        let bytes = postcard::to_stdvec(&a).unwrap();
+        assert_eq!(bytes, vec![6, 6, b'G', b'o', b'o', b'g', b'l', b'e']);
+        assert_eq!(postcard::to_stdvec(&b).unwrap(), bytes);
+        // Static or shared text does not make a value bigger than its widest variant (DECIMAL).
+        assert_eq!(std::mem::size_of::<Value>(), 48);
     }
 
     #[test]

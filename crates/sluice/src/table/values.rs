@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use sluice_sql::types::MAX_LENGTH;
-use sluice_sql::{DataType, LogicalType, Timestamp, Value};
+use sluice_sql::{DataType, LogicalType, SqlStr, Timestamp, Value};
 
 /// A Rust value that is a SQL value: integers are `Int` (any of `TINYINT` … `BIGINT`), `f32`
 /// `FLOAT`, `f64` `DOUBLE`, strings `STRING`, byte vectors `BYTES`, [`Timestamp`] a `TIMESTAMP`
@@ -53,13 +53,13 @@ impl IntoValue for &str {
 
 impl IntoValue for String {
     fn into_value(self) -> Value {
-        Value::Str(Arc::from(self))
+        Value::Str(SqlStr::from(self))
     }
 }
 
 impl IntoValue for Arc<str> {
     fn into_value(self) -> Value {
-        Value::Str(self)
+        Value::Str(SqlStr::from(self))
     }
 }
 

@@ -1,7 +1,6 @@
 //! [`Accumulator`]: one group's running state of one aggregate call, as data.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -9,7 +8,7 @@ use super::numeric::{add_decimal38, divide_half_up, IntWidth};
 use super::{AggregateCall, AggregateFunction};
 use crate::error::{Result, SqlError};
 use crate::types::LogicalType;
-use crate::value::{Decimal, Value};
+use crate::value::{Decimal, SqlStr, Value};
 
 /// Which of the four variance-family functions a [`Accumulator::Variance`] computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -610,7 +609,7 @@ impl Accumulator {
             | Accumulator::LastValue(value) => value.clone().unwrap_or(Value::Null),
             Accumulator::ListAgg { joined, .. } => joined
                 .as_deref()
-                .map(|j| Value::Str(Arc::from(j)))
+                .map(|j| Value::Str(SqlStr::from(j)))
                 .unwrap_or(Value::Null),
             Accumulator::Variance {
                 kind,

@@ -15,7 +15,7 @@ use super::value::Node;
 use super::Fallible;
 use crate::eval::compare;
 use crate::expr::{BinaryOp, Expr, IsTest, Pattern};
-use crate::value::{Row, Timestamp, Value};
+use crate::value::{Row, SqlStr, Timestamp, Value};
 
 /// SQL's three truth values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +60,7 @@ impl Truth {
 #[derive(Clone, Debug)]
 pub(crate) enum Lit {
     Int(i64),
-    Str(Arc<str>),
+    Str(SqlStr),
     Timestamp(Timestamp),
     /// Any other value: compared by [`compare`].
     Other,

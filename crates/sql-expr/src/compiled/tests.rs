@@ -278,6 +278,18 @@ const EXPRESSIONS: &[&str] = &[
     "REGEXP_EXTRACT(u, '(&|^)channel_id=([^&]*)', 2) IS NOT NULL \
      OR lower(s) IN ('apple', 'google', 'facebook', 'baidu')",
     "SPLIT_INDEX(u, '/', 3)",
+    "SPLIT_INDEX(u, '/', 0)",
+    "SPLIT_INDEX(u, 'channel', 1)",
+    "SPLIT_INDEX(u, '', 0)",
+    "SUBSTRING(u, 3)",
+    "SUBSTRING(u, -4, 2)",
+    "SUBSTR(s, 2, 100)",
+    "TRIM(u)",
+    "RTRIM(u, '&v=')",
+    "LTRIM(s, 'A')",
+    "REGEXP_EXTRACT(u, 'channel_id=([^&]*)')",
+    "REGEXP_EXTRACT(u, '(&|^)k=(v)', 2)",
+    "REGEXP_EXTRACT(u, '(a)|(b)', 2)",
     "COALESCE(i, 2.5)",
     "COALESCE(b > 0, flag)",
     "CONCAT(s, '-', u, '-', 'x')",
@@ -316,6 +328,47 @@ fn compiled_expressions_answer_as_the_tree_walk() {
                 "{sql} as a predicate on row {n}"
             );
         }
+    }
+}
+
+/// The same rows with every string static text (as the Nexmark source gives them).
+fn static_rows() -> Vec<Row> {
+    fn to_static(v: &Value) -> Value {
+        match v {
+            Value::Str(s) => Value::static_str(Box::leak(s.to_string().into_boxed_str())),
+            Value::Row(fields) => Value::Row(fields.iter().map(to_static).collect()),
+            other => other.clone(),
+        }
+    }
+    rows()
+        .iter()
+        .map(|r| Row(r.0.iter().map(to_static).collect()))
+        .collect()
+}
+
+#[test]
+fn static_strings_answer_as_shared_strings() {
+    let shared = rows();
+    let statics = static_rows();
+    let mut more = shared.clone();
+    // Non-ASCII text, whitespace to trim, an empty token.
+    more[4].0[4] = Value::static_str("  héllo wörld/ß//x ");
+    more[4].0[5] = Value::static_str("ü/&channel_id=ö&k=v");
+    for sql in EXPRESSIONS {
+        let e = bind(sql);
+        let compiled = CompiledExpr::new(&e);
+        for (n, (s, t)) in shared.iter().zip(&statics).enumerate() {
+            assert_eq!(
+                outcome(compiled.eval(t)),
+                outcome(e.eval(s)),
+                "{sql} on static row {n}"
+            );
+        }
+        assert_eq!(
+            outcome(compiled.eval(&more[4])),
+            outcome(e.eval(&more[4])),
+            "{sql} on non-ASCII text"
+        );
     }
 }
 

@@ -27,6 +27,8 @@ use crate::value::Value;
 pub enum Prepared {
     /// A compiled regular expression.
     Regex(regex::Regex),
+    /// A compiled regular expression, as the engine under `regex` (for capture slots on the stack).
+    Extract(regex_automata::meta::Regex),
     /// A compiled date format.
     Format(Vec<FormatItem>),
 }

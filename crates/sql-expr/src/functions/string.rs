@@ -7,11 +7,20 @@
 //! (classes, groups, alternation, quantifiers, anchors); Rust's has no backreferences (`\1`) and no
 //! look-around (`(?=…)`, `(?<=…)`): such a literal pattern is refused when the statement is bound,
 //! a computed one gives NULL. In replacements Java writes `$1` as Rust does.
+//!
+//! Functions whose answer is a piece of their input (`SUBSTRING`, `SPLIT_INDEX`, the `TRIM` family,
+//! `REGEXP_EXTRACT`, `LOWER`/`UPPER` of text they leave unchanged) return it as a piece of the
+//! input's [`SqlStr`](crate::value::SqlStr): static text (a Nexmark URL) gives a static piece,
+//! with no allocation and no copy per row.
 
 use super::{
     any_nullable, int_arg, is_integer, is_string, str_arg, string_len, FunctionRegistry, Prepared,
     ScalarFunction,
 };
+use std::ops::Range;
+
+use regex_automata::meta;
+
 use crate::types::{DataType, LogicalType};
 use crate::value::Value;
 
@@ -61,13 +70,17 @@ fn with_regex(
 }
 
 /// Flink's `SUBSTRING(s, start[, len])`: 1-based; a start of 0 counts as 1; a negative start counts
-/// from the end; a negative length is NULL.
-pub(crate) fn substring(text: &str, start: i64, len: Option<i64>) -> Option<String> {
+/// from the end; a negative length is NULL. The answer is the byte range of the piece in `text`.
+pub(crate) fn substring(text: &str, start: i64, len: Option<i64>) -> Option<Range<usize>> {
     if matches!(len, Some(l) if l < 0) {
         return None;
     }
-    let chars: Vec<char> = text.chars().collect();
-    let n = chars.len() as i64;
+    // Character positions, counted once; ASCII text (the common case) is its own index.
+    let n = if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    } as i64;
     let from = if start > 0 {
         start - 1
     } else if start == 0 {
@@ -76,25 +89,112 @@ pub(crate) fn substring(text: &str, start: i64, len: Option<i64>) -> Option<Stri
         (n + start).max(0)
     };
     if from >= n {
-        return Some(String::new());
+        return Some(0..0);
     }
     let to = match len {
-        Some(l) => (from + l).min(n),
+        Some(l) => from.saturating_add(l).min(n),
         None => n,
     };
-    Some(chars[from as usize..to.max(from) as usize].iter().collect())
+    let (from, to) = (from as usize, to.max(from) as usize);
+    if text.is_ascii() {
+        return Some(from..to);
+    }
+    let byte = |c: usize| text.char_indices().nth(c).map_or(text.len(), |(b, _)| b);
+    Some(byte(from)..byte(to))
 }
 
 /// Flink's `SPLIT_INDEX(s, sep, i)`: the 0-based `i`-th token (empty tokens kept); NULL when out of
-/// range, when `s` is empty, or when `i` is negative.
-pub(crate) fn split_index(text: &str, sep: &str, index: i64) -> Option<String> {
+/// range, when `s` is empty, or when `i` is negative. The answer is a piece of `text`. A separator
+/// of one character is searched as a `char` (memchr), not by the two-way substring searcher.
+pub(crate) fn split_index<'t>(text: &'t str, sep: &str, index: i64) -> Option<&'t str> {
     if index < 0 || text.is_empty() {
         return None;
     }
     if sep.is_empty() {
-        return (index == 0).then(|| text.to_string());
+        return (index == 0).then_some(text);
     }
-    text.split(sep).nth(index as usize).map(str::to_string)
+    let index = usize::try_from(index).ok()?;
+    let mut chars = sep.chars();
+    match (chars.next(), chars.next()) {
+        (Some(c), None) => text.split(c).nth(index),
+        _ => text.split(sep).nth(index),
+    }
+}
+
+/// `TRIM`'s characters: a space by default; the characters of the second argument otherwise.
+fn trimmed(text: &str, chars: &str, mode: i8) -> Range<usize> {
+    let piece = match chars.as_bytes() {
+        [b] if b.is_ascii() => {
+            let c = char::from(*b);
+            match mode {
+                -1 => text.trim_start_matches(c),
+                1 => text.trim_end_matches(c),
+                _ => text.trim_matches(c),
+            }
+        }
+        _ => {
+            let is_trim = |c: char| chars.contains(c);
+            match mode {
+                -1 => text.trim_start_matches(is_trim),
+                1 => text.trim_end_matches(is_trim),
+                _ => text.trim_matches(is_trim),
+            }
+        }
+    };
+    let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+    start..start + piece.len()
+}
+
+/// The piece `range` of the string value `v`: a static piece of static text, no allocation.
+fn piece_of(v: &Value, range: Range<usize>) -> Value {
+    match v {
+        Value::Str(t) => Value::Str(t.slice(range)),
+        _ => Value::Null,
+    }
+}
+
+/// The piece `piece` (a sub-slice of `v`'s text) of the string value `v`.
+fn sub_of(v: &Value, piece: &str) -> Value {
+    match v {
+        Value::Str(t) => Value::Str(t.sub(piece)),
+        _ => s(piece),
+    }
+}
+
+/// Group `group` of the first match of `re` in `text` (NULL when there is no match, no such group,
+/// or the group did not take part). The capture slots live on the stack and cover groups up to
+/// `group` only (group 0 is a plain find); the engine finds the match span first and runs its
+/// capture search on that span only.
+fn regexp_extract<'t>(re: &meta::Regex, text: &'t str, group: usize) -> Option<&'t str> {
+    if group >= re.captures_len() {
+        return None;
+    }
+    const STACK_SLOTS: usize = 16;
+    let wanted = 2 * (group + 1);
+    let input = regex_automata::Input::new(text);
+    let mut stack = [None; STACK_SLOTS];
+    let mut heap = Vec::new();
+    let slots = if wanted <= STACK_SLOTS {
+        &mut stack[..wanted]
+    } else {
+        heap.resize(wanted, None);
+        &mut heap[..]
+    };
+    re.search_slots(&input, slots)?;
+    let (start, end) = (slots[2 * group]?, slots[2 * group + 1]?);
+    text.get(start.get()..end.get())
+}
+
+/// Prepares REGEXP_EXTRACT's literal pattern (checked by [`compile_regex`] for its message).
+fn prepare_extract(lits: &[Option<&Value>]) -> std::result::Result<Option<Prepared>, String> {
+    match lits.get(1) {
+        Some(Some(Value::Str(p))) => {
+            compile_regex(p)?;
+            let re = meta::Regex::new(p).map_err(|e| e.to_string())?;
+            Ok(Some(Prepared::Extract(re)))
+        }
+        _ => Ok(None),
+    }
 }
 
 fn initcap(text: &str) -> String {
@@ -149,6 +249,34 @@ fn one_string_same_type(r: &mut FunctionRegistry, name: &str, f: fn(&str) -> Str
     );
 }
 
+/// `LOWER`/`UPPER`: ASCII text that the case mapping would not change is returned as it is (a
+/// static input stays static, nothing is allocated); other text is mapped.
+fn case_fn(r: &mut FunctionRegistry, name: &str, upper: bool) {
+    r.register(
+        name,
+        ScalarFunction::new(
+            name,
+            &format!("{name}(<STRING>)"),
+            |t, _| (t.len() == 1 && is_string(&t[0])).then(|| t[0].clone()),
+            move |a, _| {
+                let text = str_arg(&a[0]);
+                let unchanged = if upper {
+                    text.bytes()
+                        .all(|b| b.is_ascii() && !b.is_ascii_lowercase())
+                } else {
+                    text.bytes()
+                        .all(|b| b.is_ascii() && !b.is_ascii_uppercase())
+                };
+                Ok(match (unchanged, upper) {
+                    (true, _) => a[0].clone(),
+                    (false, true) => s(&text.to_uppercase()),
+                    (false, false) => s(&text.to_lowercase()),
+                })
+            },
+        ),
+    );
+}
+
 fn trim_fn(r: &mut FunctionRegistry, name: &str, mode: i8) {
     r.register(
         name,
@@ -160,25 +288,16 @@ fn trim_fn(r: &mut FunctionRegistry, name: &str, mode: i8) {
                     .then(|| varchar(string_len(&t[0]), any_nullable(t)))
             },
             move |a, _| {
-                let text = str_arg(&a[0]);
-                let chars: Vec<char> = match a.get(1) {
-                    Some(v) => str_arg(v).chars().collect(),
-                    None => vec![' '],
-                };
-                let is_trim = |c: char| chars.contains(&c);
-                Ok(s(match mode {
-                    -1 => text.trim_start_matches(is_trim),
-                    1 => text.trim_end_matches(is_trim),
-                    _ => text.trim_matches(is_trim),
-                }))
+                let chars = a.get(1).map_or(" ", str_arg);
+                Ok(piece_of(&a[0], trimmed(str_arg(&a[0]), chars, mode)))
             },
         ),
     );
 }
 
 pub(super) fn register(r: &mut FunctionRegistry) {
-    one_string_same_type(r, "LOWER", str::to_lowercase);
-    one_string_same_type(r, "UPPER", str::to_uppercase);
+    case_fn(r, "LOWER", false);
+    case_fn(r, "UPPER", true);
     one_string_same_type(r, "INITCAP", initcap);
     trim_fn(r, "TRIM", 0);
     trim_fn(r, "BTRIM", 0);
@@ -211,8 +330,7 @@ pub(super) fn register(r: &mut FunctionRegistry) {
                 |a, _| {
                     let len = a.get(2).map(int_arg);
                     Ok(substring(str_arg(&a[0]), int_arg(&a[1]), len)
-                        .map(|x| s(&x))
-                        .unwrap_or(Value::Null))
+                        .map_or(Value::Null, |range| piece_of(&a[0], range)))
                 },
             ),
         );
@@ -360,15 +478,20 @@ pub(super) fn register(r: &mut FunctionRegistry) {
                 if group < 0 {
                     return Ok(Value::Null);
                 }
-                Ok(with_regex(p, str_arg(&a[1]), |re| {
-                    re.captures(str_arg(&a[0]))
-                        .and_then(|c| c.get(group as usize))
-                        .map(|m| s(m.as_str()))
-                        .unwrap_or(Value::Null)
-                }))
+                let extract = |re: &meta::Regex| {
+                    regexp_extract(re, str_arg(&a[0]), group as usize)
+                        .map_or(Value::Null, |piece| sub_of(&a[0], piece))
+                };
+                Ok(match p {
+                    Some(Prepared::Extract(re)) => extract(re),
+                    _ => match meta::Regex::new(str_arg(&a[1])) {
+                        Ok(re) => extract(&re),
+                        Err(_) => Value::Null,
+                    },
+                })
             },
         )
-        .with_prepare(|l| prepare_regex_at(l, 1)),
+        .with_prepare(prepare_extract),
     );
     r.register(
         "REGEXP_REPLACE",
@@ -412,8 +535,7 @@ pub(super) fn register(r: &mut FunctionRegistry) {
             },
             |a, _| {
                 Ok(split_index(str_arg(&a[0]), str_arg(&a[1]), int_arg(&a[2]))
-                    .map(|x| s(&x))
-                    .unwrap_or(Value::Null))
+                    .map_or(Value::Null, |piece| sub_of(&a[0], piece)))
             },
         ),
     );

@@ -163,6 +163,44 @@ fn nexmark_scalar_expressions() {
 }
 
 #[test]
+fn pieces_of_static_text_are_static() {
+    use crate::value::SqlStr;
+    let url = "https://www.nexmark.com/abc/def/ghi/item.htm?query=1&channel_id=1234";
+    let mut row = bid_row(9, "x", url);
+    row.0[3] = Value::static_str("  Apple ");
+    row.0[4] = Value::static_str(url);
+    for (sql, want) in [
+        ("SPLIT_INDEX(url, '/', 3)", Some("abc")),
+        ("SPLIT_INDEX(url, '?', 1)", Some("query=1&channel_id=1234")),
+        (
+            "SPLIT_INDEX(url, 'abc/', 1)",
+            Some("def/ghi/item.htm?query=1&channel_id=1234"),
+        ),
+        ("SPLIT_INDEX(url, '/', 9)", None),
+        ("SUBSTRING(url, 9, 3)", Some("www")),
+        ("SUBSTR(url, -4)", Some("1234")),
+        (
+            "REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2)",
+            Some("1234"),
+        ),
+        ("REGEXP_EXTRACT(url, 'query=(\\d)')", Some("query=1")),
+        ("REGEXP_EXTRACT(url, 'nomatch=(x)', 1)", None),
+        ("TRIM(channel)", Some("Apple")),
+        ("LTRIM(channel)", Some("Apple ")),
+        ("RTRIM(channel, ' e')", Some("  Appl")),
+        ("LOWER(SPLIT_INDEX(url, '/', 3))", Some("abc")),
+    ] {
+        match (eval_on(sql, &row), want) {
+            (Value::Str(SqlStr::Static(got)), Some(want)) => assert_eq!(got, want, "{sql}"),
+            (Value::Null, None) => {}
+            (other, _) => panic!("{sql}: {other:?}, want static {want:?}"),
+        }
+    }
+    // Text that changes is made, not borrowed.
+    assert_eq!(eval_on("LOWER(TRIM(channel))", &row), s("apple"));
+}
+
+#[test]
 fn flink_edge_cases_of_functions() {
     let cases: &[(&str, Value)] = &[
         ("SUBSTRING('hello', 0, 2)", s("he")),
@@ -178,6 +216,20 @@ fn flink_edge_cases_of_functions() {
         ("SPLIT_INDEX('a//c', '/', 1)", s("")),
         ("SPLIT_INDEX('', '/', 0)", Value::Null),
         ("SPLIT_INDEX('abc', '', 0)", s("abc")),
+        ("SPLIT_INDEX('abc', '', 1)", Value::Null),
+        ("SPLIT_INDEX('a::b::c', '::', 2)", s("c")),
+        ("SPLIT_INDEX('héé', 'é', 1)", s("")),
+        ("SUBSTRING('héllo', 2, 3)", s("éll")),
+        ("SUBSTRING('héllo', -3)", s("llo")),
+        ("SUBSTRING('héllo', 5, 9)", s("o")),
+        ("SUBSTRING('hello', 2, 9223372036854775807)", s("ello")),
+        ("TRIM(BOTH 'x' FROM 'xxaxx')", s("a")),
+        ("RTRIM('aéé', 'é')", s("a")),
+        ("UPPER('abc')", s("ABC")),
+        ("LOWER('ÀB')", s("àb")),
+        ("REGEXP_EXTRACT('abc', '(a)|(b)', 2)", Value::Null),
+        ("REGEXP_EXTRACT('xb', '(a)|(b)', 2)", s("b")),
+        ("REGEXP_EXTRACT('ab', '^b')", Value::Null),
         ("SPLIT_INDEX(CAST(NULL AS STRING), '/', 0)", Value::Null),
         ("REGEXP_EXTRACT('abc', 'x')", Value::Null),
         ("REGEXP_EXTRACT('abc', '(b)', 2)", Value::Null),
