@@ -6,7 +6,7 @@
 //! computed columns that are not bare columns (the official DDL's `dateTime AS CASE …`) are
 //! evaluated once over the source row and appended to it (the row is allocated with room), the
 //! watermark expression and the following Calc read that *extended* row through their columns
-//! remapped ([`FusedPlan::new`]), and the Calc moves its output out of it ([`CalcOp`]).
+//! remapped ([`FusedPlan::new`]), and the Calc moves its output out of it (`CalcOp`).
 //!
 //! The semantics are the unfused operators', step by step: a row whose computed column fails is
 //! counted under the computed Calc's name and never reaches the watermark; every other row
@@ -14,7 +14,7 @@
 //! runs, so max over *all* rows, including those the Calc then drops, every
 //! `pipeline.auto-watermark-interval`, with the idle timeout — and then the Calc (its condition
 //! first, failures counted under its name). The job graph is unchanged: the three operators
-//! stay in it with their names and uids, as [`Done`] (rows and watermarks passed on), so the
+//! stay in it with their names and uids, as `Done` (rows and watermarks passed on), so the
 //! vertex's name, the plan and savepoints are Flink's.
 //!
 //! A source may skip building the rows the Calc certainly drops ([`FusedPlan::kind_filter`]:

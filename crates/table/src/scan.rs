@@ -14,7 +14,9 @@
 //! A source that generates watermarks itself (Kafka, [`SourceConnector::takes_watermark`]) is
 //! given the watermark instead ([`SourceWatermark`], Flink's watermark push-down): each of its
 //! partitions runs the same periodic generator over its own rows and the subtask emits the
-//! smallest, so no WatermarkAssigner operator follows it.
+//! smallest, so no WatermarkAssigner operator follows it. A `nexmark` scan runs the same
+//! generator (`periodic_watermark`) in its source when the translator fuses it
+//! ([`crate::fused`]).
 
 use std::sync::Arc;
 use std::time::Duration;

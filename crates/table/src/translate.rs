@@ -10,7 +10,9 @@
 //! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
 //! A scan builds only what is read ([`crate::demand`]); a `nexmark` scan whose `ROW` columns are
 //! read by field only emits those fields flat and the operators up to the plan's layout again
-//! are rebound to its rows ([`crate::layout`]), the plan unchanged.
+//! are rebound to its rows ([`crate::layout`]), the plan unchanged. A `nexmark` scan's chain up
+//! to the first `Calc` above its `WatermarkAssigner` runs fused in the source
+//! ([`crate::fused`], `translate_fused.rs`), its operators kept in the graph as pass-throughs.
 //!
 //! Every operator is named [`operator_name`] (Flink's SQL names: `Calc(select=[…])`…) and
 //! carries its stable uid from [`operator_uids`], so the dashboard, the doctor and savepoints

@@ -19,7 +19,8 @@
 //! In a SQL job the rows hold only what the operators above read ([`NexmarkSpec::pruned`]: the
 //! rest NULL) and, when the translator flattens the scan ([`crate::layout`]), a `ROW` read by
 //! field only is one column per read field ([`NexmarkSpec::flattened`]); rows are allocated
-//! once, with room for the columns the operators above add.
+//! once, with room for the columns the operators above add. The scan's chain up to its first
+//! `Calc` may run in the source itself ([`NexmarkSpec::fused_stream`], [`crate::fused`]).
 
 #[path = "nexmark_fused.rs"]
 mod fused;
