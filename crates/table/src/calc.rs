@@ -84,8 +84,8 @@ enum Slot {
     Eval(usize),
 }
 
-/// The Calc as an operator.
-struct CalcOp {
+/// The Calc as an operator (also run inside a fused scan, [`crate::fused`]).
+pub(crate) struct CalcOp {
     name: String,
     slots: Vec<Slot>,
     /// The projections that are computed, compiled.
@@ -101,7 +101,7 @@ struct CalcOp {
 }
 
 impl CalcOp {
-    fn new(name: String, calc: &Calc, errors: RowErrors) -> CalcOp {
+    pub(crate) fn new(name: String, calc: &Calc, errors: RowErrors) -> CalcOp {
         let bare = |e: &Expr| match e {
             Expr::Column { index, .. } => Some(*index),
             _ => None,
@@ -172,7 +172,7 @@ impl CalcOp {
 
     /// The output row, or `None` when the row is filtered out or failed.
     #[inline]
-    fn apply(&mut self, mut row: Row) -> Option<Row> {
+    pub(crate) fn apply(&mut self, mut row: Row) -> Option<Row> {
         if let Some((s, before, _)) = &self.shared {
             s.prepare(&mut row);
             if !self.slots(&mut row, before) {

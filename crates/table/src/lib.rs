@@ -24,6 +24,9 @@
 //!   read field, and the operators between the scan and the plan's layout again rebound to them.
 //! * [`scan`]: a table scan: source rows → computed columns → the `WATERMARK FOR` watermark, the
 //!   rowtime column being the record timestamp.
+//! * [`fused`]: scan fusion: source → computed columns → watermark → the first Calc run per
+//!   row in the `nexmark` source (no intermediate row; events the Calc drops by kind not
+//!   built), the job graph unchanged.
 //! * [`calc`](mod@calc): Flink's `Calc` (projection and condition) over rows, its common
 //!   subexpressions computed once per row (`calc_shared`).
 //! * [`sink`]: the implicit cast of each column to the sink table's type, then the connector.
@@ -57,6 +60,7 @@ mod calc_shared;
 pub mod connectors;
 pub mod demand;
 pub mod dropped;
+pub mod fused;
 pub mod joins;
 pub mod key;
 pub mod layout;

@@ -14,7 +14,9 @@
 //! A source that generates watermarks itself (Kafka, [`SourceConnector::takes_watermark`]) is
 //! given the watermark instead ([`SourceWatermark`], Flink's watermark push-down): each of its
 //! partitions runs the same periodic generator over its own rows and the subtask emits the
-//! smallest, so no WatermarkAssigner operator follows it.
+//! smallest, so no WatermarkAssigner operator follows it. A `nexmark` scan runs the same
+//! generator (`periodic_watermark`) in its source when the translator fuses it
+//! ([`crate::fused`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -307,26 +309,36 @@ pub fn assign_watermark(
     name: &str,
 ) -> DataStream<Row> {
     let assigned = rows.transform(name, move |_| {
-        let mut generator = BoundedOutOfOrderness::new(0);
-        if let Some(idle) = settings.idle_timeout {
-            generator = generator.with_idleness(idle.as_millis() as u64);
-        }
         let wm = CompiledExpr::new(&watermark);
-        // The generator's watermark is `max - 0 - 1`: feed it `expr + 1` so that it emits
-        // max(expr), Flink SQL's watermark.
-        WatermarkAssignerOp::new(
-            move |r: &Row| {
-                wm.eval(r)
-                    .ok()
-                    .as_ref()
-                    .and_then(millis)
-                    .map_or(i64::MIN, |ms| ms.saturating_add(1))
-            },
-            generator,
-            settings.watermark_interval,
-        )
+        periodic_watermark(move |r: &Row| watermark_input(&wm, r), settings)
     });
     with_rowtime(assigned, rowtime)
+}
+
+/// Flink SQL's periodic watermark generator over records whose [`watermark_input`] is
+/// `input`: emits max(expr) every `pipeline.auto-watermark-interval`, idle after the timeout.
+/// Shared by [`assign_watermark`] and the fused scan ([`crate::fused`]).
+pub(crate) fn periodic_watermark<T, F: Fn(&T) -> i64>(
+    input: F,
+    settings: ScanSettings,
+) -> WatermarkAssignerOp<T, F> {
+    let mut generator = BoundedOutOfOrderness::new(0);
+    if let Some(idle) = settings.idle_timeout {
+        generator = generator.with_idleness(idle.as_millis() as u64);
+    }
+    WatermarkAssignerOp::new(input, generator, settings.watermark_interval)
+}
+
+/// What the watermark generator is fed for a row: `expr + 1` in ms, as the generator's
+/// watermark is `max - 0 - 1` and Flink SQL's is max(expr); `i64::MIN` (no move) for NULL or
+/// a failed evaluation.
+#[inline]
+pub(crate) fn watermark_input(expr: &CompiledExpr, row: &Row) -> i64 {
+    expr.eval(row)
+        .ok()
+        .as_ref()
+        .and_then(millis)
+        .map_or(i64::MIN, |ms| ms.saturating_add(1))
 }
 
 /// Metadata columns were refused by [`PhysicalSchema::of`] already.

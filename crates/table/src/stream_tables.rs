@@ -108,4 +108,6 @@ pub struct Translation {
     /// Plan node ids start after this many (Flink numbers the exec nodes of every plan of a
     /// session from one counter, so two SQL jobs added to one environment keep distinct uids).
     pub uid_offset: usize,
+    /// Every plan node its own operator: no scan fusion ([`crate::fused`]; tests compare).
+    pub unfused: bool,
 }

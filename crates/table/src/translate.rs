@@ -10,7 +10,9 @@
 //! the translator follows its nodes and never runs [`crate::TableScan`]'s own steps on top.
 //! A scan builds only what is read ([`crate::demand`]); a `nexmark` scan whose `ROW` columns are
 //! read by field only emits those fields flat and the operators up to the plan's layout again
-//! are rebound to its rows ([`crate::layout`]), the plan unchanged.
+//! are rebound to its rows ([`crate::layout`]), the plan unchanged. A `nexmark` scan's chain up
+//! to the first `Calc` above its `WatermarkAssigner` runs fused in the source
+//! ([`crate::fused`], `translate_fused.rs`), its operators kept in the graph as pass-throughs.
 //!
 //! Every operator is named [`operator_name`] (Flink's SQL names: `Calc(select=[…])`…) and
 //! carries its stable uid from [`operator_uids`], so the dashboard, the doctor and savepoints
@@ -25,6 +27,8 @@
 //! their `WATERMARK FOR … AS SOURCE_WATERMARK()` keeps the stream's own watermarks; that
 //! marker is refused anywhere else, with Flink's words.
 
+#[path = "translate_fused.rs"]
+mod fused_scan;
 #[path = "translate_lookup.rs"]
 mod lookup;
 #[path = "translate_stateful.rs"]
@@ -75,6 +79,8 @@ pub struct SqlJob {
     pub late: LateRecords,
     /// The job's sinks, one per INSERT (or the query's print sink), in plan order.
     pub sinks: Vec<Sink<()>>,
+    /// How many scan chains run fused in their source ([`crate::fused`]).
+    pub fused: usize,
 }
 
 impl SqlJob {
@@ -135,6 +141,7 @@ impl SqlJob {
             errors: t.errors,
             late: t.late,
             sinks: Vec::new(),
+            fused: t.fused,
         };
         Ok((job, streams))
     }
@@ -170,6 +177,20 @@ struct Translator<'a> {
     demands: HashMap<String, Vec<Demand>>,
     /// The scans that emit flat rows, and the operators above them rebound ([`layout`]).
     flat: ScanLayouts,
+    /// How many times each subtree is in the plan, by its plan text (fusion needs one).
+    seen: HashMap<String, usize>,
+    /// No scan fusion ([`Translation::unfused`]).
+    unfused: bool,
+    /// Scan chains fused so far.
+    fused: usize,
+}
+
+/// Counts every subtree under `node` by its plan text.
+fn count_subtrees(node: &PhysicalNode, seen: &mut HashMap<String, usize>) {
+    *seen.entry(physical_text(node, Style::Exec)).or_default() += 1;
+    for i in &node.inputs {
+        count_subtrees(i, seen);
+    }
 }
 
 /// How many nodes a subtree holds.
@@ -201,6 +222,10 @@ impl<'a> Translator<'a> {
             _ => false,
         };
         let flat = layout::choose(&plan.roots, &demands, &flattenable);
+        let mut seen = HashMap::new();
+        for root in &plan.roots {
+            count_subtrees(root, &mut seen);
+        }
         Ok(Translator {
             env,
             session,
@@ -214,6 +239,9 @@ impl<'a> Translator<'a> {
             pending_watermark: None,
             demands,
             flat,
+            seen,
+            unfused: translation.unfused,
+            fused: 0,
         })
     }
 
@@ -250,6 +278,7 @@ impl<'a> Translator<'a> {
             errors: self.errors,
             late: self.late,
             sinks,
+            fused: self.fused,
         })
     }
 
@@ -404,6 +433,9 @@ impl<'a> Translator<'a> {
                 let exprs = c.projection.iter().map(|(e, _)| e).chain(&c.condition);
                 if exprs.into_iter().any(calls_source_watermark) {
                     return Err(SqlError::unsupported(None, SOURCE_WATERMARK_MISUSED));
+                }
+                if let Some(rows) = self.fused_chain(node, &name, &uid)? {
+                    return Ok(rows);
                 }
                 let input = self.stream(&node.inputs[0])?;
                 let (exprs, names): (Vec<_>, Vec<_>) = c.projection.iter().cloned().unzip();

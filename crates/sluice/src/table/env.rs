@@ -396,6 +396,7 @@ impl TableEnv {
                 errors: inner.errors.clone(),
                 late: inner.late.clone(),
                 uid_offset: inner.uid_offset,
+                ..Translation::default()
             },
         )
     }

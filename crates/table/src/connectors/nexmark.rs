@@ -19,7 +19,11 @@
 //! In a SQL job the rows hold only what the operators above read ([`NexmarkSpec::pruned`]: the
 //! rest NULL) and, when the translator flattens the scan ([`crate::layout`]), a `ROW` read by
 //! field only is one column per read field ([`NexmarkSpec::flattened`]); rows are allocated
-//! once, with room for the columns the operators above add.
+//! once, with room for the columns the operators above add. The scan's chain up to its first
+//! `Calc` may run in the source itself ([`NexmarkSpec::fused_stream`], [`crate::fused`]).
+
+#[path = "nexmark_fused.rs"]
+mod fused;
 
 use std::sync::Arc;
 
@@ -366,6 +370,16 @@ impl NexmarkSpec {
         })
     }
 
+    /// How many columns its rows have.
+    pub fn width(&self) -> usize {
+        self.picks.len()
+    }
+
+    /// Whether column `c` of its rows is `event_type`.
+    pub fn is_event_type(&self, c: usize) -> bool {
+        self.picks.get(c) == Some(&Pick::EventType)
+    }
+
     /// One event as the table's row (what the source emits for it).
     pub fn row_of(&self, event: &Event) -> Row {
         event_row(&self.picks, self.capacity, event)
@@ -513,22 +527,32 @@ where
         parts: &[(usize, Vec<u8>)],
         op: &sluice_types::OperatorContext,
     ) -> Result<(), OperatorError> {
-        if parts.len() != op.parallelism {
-            return Err(OperatorError::failed(format!(
-                "the Nexmark source was checkpointed at parallelism {} and cannot resume at {}",
-                parts.len(),
-                op.parallelism
-            )));
-        }
-        for (i, bytes) in parts {
-            if *i == op.subtask_index {
-                let emitted: u64 = sluice_runtime::state::layout::decode(bytes)?;
-                self.split.skip_events(emitted);
-                self.emitted = emitted;
-            }
-        }
-        Ok(())
+        restore_split(&mut self.split, &mut self.emitted, parts, op)
     }
+}
+
+/// A split restored to the position `parts` hold for this subtask (the events emitted).
+fn restore_split(
+    split: &mut Split,
+    emitted: &mut u64,
+    parts: &[(usize, Vec<u8>)],
+    op: &sluice_types::OperatorContext,
+) -> Result<(), OperatorError> {
+    if parts.len() != op.parallelism {
+        return Err(OperatorError::failed(format!(
+            "the Nexmark source was checkpointed at parallelism {} and cannot resume at {}",
+            parts.len(),
+            op.parallelism
+        )));
+    }
+    for (i, bytes) in parts {
+        if *i == op.subtask_index {
+            let n: u64 = sluice_runtime::state::layout::decode(bytes)?;
+            split.skip_events(n);
+            *emitted = n;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

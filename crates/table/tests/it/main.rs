@@ -4,6 +4,7 @@
 mod flat_scan;
 mod flink_answers;
 mod formats;
+mod fused_scan;
 mod jdbc;
 mod joins;
 mod kafka;

@@ -1,0 +1,137 @@
+//! The `nexmark` source running a fused scan chain ([`crate::fused`]): each event's row goes
+//! through the computed columns, the periodic watermark and the following Calc in the source,
+//! and with a kind filter ([`FusedPlan::kind_filter`]) an event of another kind is built as a
+//! row of only the columns the watermark needs, which moves the watermark and is then dropped.
+
+use std::sync::Arc;
+
+use sluice_datastream::{DataStream, OperatorError, StreamEnv};
+use sluice_nexmark::{GeneratorConfig, NexmarkGenerator, Split};
+use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
+use sluice_sql::Row;
+use sluice_types::Collector;
+
+use super::{event_row, restore_split, NexmarkSpec, Pick};
+use crate::fused::{FusedEmitter, FusedPlan};
+use crate::row_errors::RowErrors;
+
+impl NexmarkSpec {
+    /// The table's rows through `plan` (its rows in this spec's layout, [`NexmarkSpec::width`]
+    /// wide): the fused chain's output rows and watermarks; failed rows counted in `errors`.
+    pub fn fused_stream(
+        &self,
+        env: &StreamEnv,
+        plan: &FusedPlan,
+        errors: &RowErrors,
+    ) -> DataStream<Row> {
+        let kind = plan.kind_filter(|c| self.is_event_type(c));
+        let reads = plan.watermark_reads();
+        let rows = Rows {
+            kept: self.picks.clone().into(),
+            dropped: self
+                .picks
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    if reads.contains(&i) {
+                        p.clone()
+                    } else {
+                        Pick::Unread
+                    }
+                })
+                .collect(),
+            // Room for the computed columns appended in place.
+            capacity: self.capacity.max(plan.width + plan.extras.len()),
+            kind,
+        };
+        let (config, plan, errors) = (self.config.clone(), plan.clone(), errors.clone());
+        env.add_source("nexmark", move |k, n| {
+            FusedSource::new(&config, k, n, rows.clone(), plan.clone(), errors.clone())
+        })
+    }
+}
+
+/// What rows a fused source builds.
+#[derive(Clone)]
+struct Rows {
+    /// An event the chain may keep: every column read.
+    kept: Arc<[Pick]>,
+    /// An event the kind filter drops: only the columns the watermark needs.
+    dropped: Arc<[Pick]>,
+    capacity: usize,
+    /// The only `event_type` the chain keeps, if it says so.
+    kind: Option<i64>,
+}
+
+/// One generator split through the fused chain; its checkpoint position is the number of
+/// events generated, as [`super::NexmarkSplitSource`]'s.
+struct FusedSource {
+    split: Split,
+    emitted: u64,
+    rows: Rows,
+    plan: FusedPlan,
+    errors: RowErrors,
+}
+
+impl FusedSource {
+    fn new(
+        config: &GeneratorConfig,
+        k: usize,
+        n: usize,
+        rows: Rows,
+        plan: FusedPlan,
+        errors: RowErrors,
+    ) -> Result<FusedSource, OperatorError> {
+        let generator = NexmarkGenerator::new(config.clone())
+            .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
+        Ok(FusedSource {
+            split: generator.split(k, n),
+            emitted: 0,
+            rows,
+            plan,
+            errors,
+        })
+    }
+}
+
+impl SourceFunction<Row> for FusedSource {
+    fn run(
+        &mut self,
+        ctx: &SourceContext,
+        out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        // Made here, on the subtask's thread as it starts: the watermark's clock starts now.
+        let mut chain = FusedEmitter::new(&self.plan, self.errors.clone());
+        let rows = &self.rows;
+        loop {
+            if ctx.should_stop() {
+                return Err(OperatorError::Cancelled);
+            }
+            let emitted = self.emitted;
+            ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&emitted))?;
+            let mut n = 0;
+            for (_, e) in self.split.by_ref().take(SOURCE_BATCH as usize) {
+                let kept = rows.kind.is_none_or(|k| i64::from(e.event_type()) == k);
+                let picks = if kept { &rows.kept } else { &rows.dropped };
+                chain.push(event_row(picks, rows.capacity, &e), kept, out)?;
+                n += 1;
+            }
+            self.emitted += n;
+            ctx.add_emitted(n);
+            if n < SOURCE_BATCH {
+                let emitted = self.emitted;
+                return ctx.await_final_checkpoint(out, || {
+                    sluice_runtime::state::layout::encode(&emitted)
+                });
+            }
+        }
+    }
+
+    fn restore_position(
+        &mut self,
+        parts: &[(usize, Vec<u8>)],
+        op: &sluice_types::OperatorContext,
+    ) -> Result<(), OperatorError> {
+        restore_split(&mut self.split, &mut self.emitted, parts, op)
+    }
+}
