@@ -19,7 +19,13 @@ use serde::{Deserialize, Serialize};
 pub use crate::sql_str::SqlStr;
 
 /// A `DECIMAL` value: `unscaled × 10^-scale`.
+///
+/// Packed to 8-byte alignment: an `i128` would align it (and every [`Value`]) to 16 bytes,
+/// making `Value` 48 bytes instead of 32 — a third more to move and keep per column, for a
+/// type most rows never hold. Fields are read by copy (a reference to a packed field is
+/// refused by the compiler), and the serialized form is unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(C, packed(8))]
 pub struct Decimal {
     /// The digits, as an integer.
     pub unscaled: i128,
@@ -241,7 +247,7 @@ impl Ord for Value {
 fn decimal_cmp(a: Decimal, b: Decimal) -> Ordering {
     let scale = a.scale.max(b.scale);
     match (a.rescale(scale), b.rescale(scale)) {
-        (Some(x), Some(y)) => x.unscaled.cmp(&y.unscaled),
+        (Some(x), Some(y)) => { x.unscaled }.cmp(&{ y.unscaled }),
         _ => a.to_f64().total_cmp(&b.to_f64()),
     }
 }
@@ -363,7 +369,7 @@ mod tests {
         assert_eq!(bytes, vec![6, 6, b'G', b'o', b'o', b'g', b'l', b'e']);
         assert_eq!(postcard::to_stdvec(&b).unwrap(), bytes);
         // Static or shared text does not make a value bigger than its widest variant (DECIMAL).
-        assert_eq!(std::mem::size_of::<Value>(), 48);
+        assert_eq!(std::mem::size_of::<Value>(), 32);
     }
 
     #[test]
