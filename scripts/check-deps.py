@@ -12,7 +12,8 @@ import sys
 ENGINE = {"sluice-channel", "sluice-net", "sluice-metrics", "sluice-state", "sluice-checkpoint",
           "sluice-operators", "sluice-profiler", "sluice-runtime", "sluice-datastream"}
 REST = {"sluice-rest", "sluice-rest-tests"}
-SQL_IMPURE = ENGINE | REST | {"sluice-plan", "sluice-doctor", "sluice-jobs", "sluice", "sluice-table"}
+SQL_IMPURE = ENGINE | REST | {"sluice-plan", "sluice-doctor", "sluice-jobs", "sluice", "sluice-table",
+                              "sluice-table-stateful"}
 
 # (crate, forbidden crates, include dev-dependencies, why)
 RULES = [
@@ -46,6 +47,10 @@ RULES = [
     ("sluice-nexmark", ENGINE | {"sluice-types", "sluice-plan"}, False, "the generator depends only on sluice-csv"),
     ("sluice-table", REST | {"sluice", "sluice-doctor", "sluice-autopilot", "sluice-jobs"}, False,
      "the SQL runtime is built on the DataStream API alone, below the user's crate"),
+    ("sluice-table-stateful", REST | {"sluice", "sluice-doctor", "sluice-autopilot", "sluice-jobs",
+                                      "sluice-table", "sluice-kafka", "sluice-postgres",
+                                      "sluice-lookup", "sluice-nexmark"}, False,
+     "SQL's stateful operators know no connector and no planner's caller"),
 ]
 
 # Crates no engine, REST or doctor crate may depend on (normal dependencies).
@@ -54,6 +59,7 @@ LEAVES = {
     "sluice-testkit": "the test servers are a dev-dependency only",
     "sluice-cli": "the binary is a leaf",
     "sluice-table": "SQL runs on the engine, never inside it",
+    "sluice-table-stateful": "SQL runs on the engine, never inside it",
 }
 # Only the binary (and tests, examples) may use anyhow.
 ANYHOW_OK = {"sluice-cli", "sluice-examples", "sluice-example-kafka-to-postgres"}

@@ -56,25 +56,21 @@
 //! row whose evaluation fails is counted as a dead letter, never silently changed.
 
 pub mod calc;
+pub use sluice_table_stateful::{joins, key, row_errors, stateful, window_agg};
 mod calc_shared;
 pub mod connectors;
 pub mod demand;
 pub mod dropped;
 pub mod fused;
-pub mod joins;
-pub mod key;
 pub mod layout;
 pub mod official;
 pub mod options;
-pub mod row_errors;
 pub mod scan;
 pub mod schema;
 pub mod script;
 pub mod sink;
-pub mod stateful;
 pub mod stream_tables;
 pub mod translate;
-pub mod window_agg;
 
 pub use calc::{calc, Calc};
 pub use connectors::{SinkConnector, SourceConnector};

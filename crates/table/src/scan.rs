@@ -28,7 +28,7 @@ use sluice_sql::compiled::Fallible;
 use sluice_sql::ddl::ColumnKind;
 use sluice_sql::{
     bind_expr, BindContext, CompiledExpr, DataType, Expr, LogicalType, Result, Row, Scope,
-    ScopeColumn, SessionConfig, SqlError, TableDef, TimestampKind, Value,
+    ScopeColumn, SessionConfig, SqlError, TableDef, TimestampKind,
 };
 
 use crate::calc::{calc, Calc};
@@ -117,18 +117,8 @@ impl SourceWatermark {
     }
 }
 
-/// Milliseconds of a timestamp value (`None` for NULL or another value).
-fn millis(v: &Value) -> Option<i64> {
-    match v {
-        Value::Timestamp(ts) => Some(ts.millis),
-        _ => None,
-    }
-}
-
-/// Reads the rowtime column of a row as its event timestamp.
-pub fn with_rowtime(stream: DataStream<Row>, column: usize) -> DataStream<Row> {
-    stream.with_timestamps(move |r: &Row| millis(r.get(column)).unwrap_or(i64::MIN))
-}
+use sluice_table_stateful::rowtime::millis;
+pub use sluice_table_stateful::rowtime::with_rowtime;
 
 /// A table's scan, planned: its source, its output columns and its watermark.
 #[derive(Clone, Debug)]

@@ -181,7 +181,7 @@ fn take_due(
 
 /// Adds the window join of `left` and `right` (named and uid'd by `ids`). Output: the left
 /// columns, then the right ones; no event time set (the caller sets the one it keeps with
-/// [`crate::scan::with_rowtime`]).
+/// [`crate::rowtime::with_rowtime`]).
 pub fn window_join(
     left: &DataStream<Row>,
     right: &DataStream<Row>,

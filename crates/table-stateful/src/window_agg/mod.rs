@@ -49,7 +49,7 @@ pub use local::WindowPartial;
 
 use crate::key::{KeyRow, SqlKey};
 use crate::row_errors::RowErrors;
-use crate::scan::with_rowtime;
+use crate::rowtime::with_rowtime;
 use crate::stateful::{LateRecords, OperatorIds};
 
 /// Which clock assigns records to windows.

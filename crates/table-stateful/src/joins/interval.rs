@@ -199,7 +199,7 @@ impl Operator<Row, Row> for WatermarkDelay {
 /// Adds the interval join of `left` and `right` (named and uid'd by `ids`). Output: the left
 /// columns, then the right ones, with the watermark held back by
 /// [`IntervalJoinSpec::watermark_delay`]; no event-time reader is set (the caller sets the one
-/// the plan keeps with [`crate::scan::with_rowtime`]).
+/// the plan keeps with [`crate::rowtime::with_rowtime`]).
 pub fn interval_join(
     left: &DataStream<Row>,
     right: &DataStream<Row>,
