@@ -500,26 +500,10 @@ where
         ctx: &SourceContext,
         out: &mut dyn Collector<T>,
     ) -> Result<(), OperatorError> {
-        loop {
-            if ctx.should_stop() {
-                return Err(OperatorError::Cancelled);
-            }
-            let emitted = self.emitted;
-            ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&emitted))?;
-            let mut n = 0;
-            for (_, e) in self.split.by_ref().take(SOURCE_BATCH as usize) {
-                out.collect((self.map)(e))?;
-                n += 1;
-            }
-            self.emitted += n;
-            ctx.add_emitted(n);
-            if n < SOURCE_BATCH {
-                let emitted = self.emitted;
-                return ctx.await_final_checkpoint(out, || {
-                    sluice_runtime::state::layout::encode(&emitted)
-                });
-            }
-        }
+        let map = &mut self.map;
+        run_split(&mut self.split, &mut self.emitted, ctx, out, |e, out| {
+            out.collect(map(e))
+        })
     }
 
     fn restore_position(
@@ -528,6 +512,36 @@ where
         op: &sluice_types::OperatorContext,
     ) -> Result<(), OperatorError> {
         restore_split(&mut self.split, &mut self.emitted, parts, op)
+    }
+}
+
+/// Runs `split` to its end (or until the job is cancelled), `emit` giving each event to `out`;
+/// `emitted` counts the events, the position a checkpoint records (shared by the plain and the
+/// fused source).
+pub(super) fn run_split<T>(
+    split: &mut Split,
+    emitted: &mut u64,
+    ctx: &SourceContext,
+    out: &mut dyn Collector<T>,
+    mut emit: impl FnMut(Event, &mut dyn Collector<T>) -> Result<(), OperatorError>,
+) -> Result<(), OperatorError> {
+    loop {
+        if ctx.should_stop() {
+            return Err(OperatorError::Cancelled);
+        }
+        let at = *emitted;
+        ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&at))?;
+        let mut n = 0;
+        for (_, e) in split.by_ref().take(SOURCE_BATCH as usize) {
+            emit(e, out)?;
+            n += 1;
+        }
+        *emitted += n;
+        ctx.add_emitted(n);
+        if n < SOURCE_BATCH {
+            let at = *emitted;
+            return ctx.await_final_checkpoint(out, || sluice_runtime::state::layout::encode(&at));
+        }
     }
 }
 

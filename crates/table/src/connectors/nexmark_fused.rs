@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use sluice_datastream::{DataStream, OperatorError, StreamEnv};
 use sluice_nexmark::{GeneratorConfig, NexmarkGenerator, Split};
-use sluice_runtime::sources::{SourceContext, SourceFunction, SOURCE_BATCH};
+use sluice_runtime::sources::{SourceContext, SourceFunction};
 use sluice_sql::Row;
 use sluice_types::Collector;
 
-use super::{event_row, restore_split, NexmarkSpec, Pick};
+use super::{event_row, restore_split, run_split, NexmarkSpec, Pick};
 use crate::fused::{FusedEmitter, FusedPlan};
 use crate::row_errors::RowErrors;
 
@@ -103,28 +103,11 @@ impl SourceFunction<Row> for FusedSource {
         // Made here, on the subtask's thread as it starts: the watermark's clock starts now.
         let mut chain = FusedEmitter::new(&self.plan, self.errors.clone());
         let rows = &self.rows;
-        loop {
-            if ctx.should_stop() {
-                return Err(OperatorError::Cancelled);
-            }
-            let emitted = self.emitted;
-            ctx.checkpoint_if_due(out, || sluice_runtime::state::layout::encode(&emitted))?;
-            let mut n = 0;
-            for (_, e) in self.split.by_ref().take(SOURCE_BATCH as usize) {
-                let kept = rows.kind.is_none_or(|k| i64::from(e.event_type()) == k);
-                let picks = if kept { &rows.kept } else { &rows.dropped };
-                chain.push(event_row(picks, rows.capacity, &e), kept, out)?;
-                n += 1;
-            }
-            self.emitted += n;
-            ctx.add_emitted(n);
-            if n < SOURCE_BATCH {
-                let emitted = self.emitted;
-                return ctx.await_final_checkpoint(out, || {
-                    sluice_runtime::state::layout::encode(&emitted)
-                });
-            }
-        }
+        run_split(&mut self.split, &mut self.emitted, ctx, out, |e, out| {
+            let kept = rows.kind.is_none_or(|k| i64::from(e.event_type()) == k);
+            let picks = if kept { &rows.kept } else { &rows.dropped };
+            chain.push(event_row(picks, rows.capacity, &e), kept, out)
+        })
     }
 
     fn restore_position(
