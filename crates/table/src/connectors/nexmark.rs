@@ -480,10 +480,8 @@ impl<F> NexmarkSplitSource<F> {
         n: usize,
         map: F,
     ) -> Result<Self, OperatorError> {
-        let generator = NexmarkGenerator::new(config.clone())
-            .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
         Ok(NexmarkSplitSource {
-            split: generator.split(k, n),
+            split: open_split(config, k, n)?,
             emitted: 0,
             map,
         })
@@ -513,6 +511,17 @@ where
     ) -> Result<(), OperatorError> {
         restore_split(&mut self.split, &mut self.emitted, parts, op)
     }
+}
+
+/// Generator split `k` of `n` of `config`'s events (shared by the plain and the fused source).
+pub(super) fn open_split(
+    config: &GeneratorConfig,
+    k: usize,
+    n: usize,
+) -> Result<Split, OperatorError> {
+    let generator = NexmarkGenerator::new(config.clone())
+        .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
+    Ok(generator.split(k, n))
 }
 
 /// Runs `split` to its end (or until the job is cancelled), `emit` giving each event to `out`;

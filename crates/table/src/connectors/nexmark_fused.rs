@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use sluice_datastream::{DataStream, OperatorError, StreamEnv};
-use sluice_nexmark::{GeneratorConfig, NexmarkGenerator, Split};
+use sluice_nexmark::{GeneratorConfig, Split};
 use sluice_runtime::sources::{SourceContext, SourceFunction};
 use sluice_sql::Row;
 use sluice_types::Collector;
 
-use super::{event_row, restore_split, run_split, NexmarkSpec, Pick};
+use super::{event_row, open_split, restore_split, run_split, NexmarkSpec, Pick};
 use crate::fused::{FusedEmitter, FusedPlan};
 use crate::row_errors::RowErrors;
 
@@ -82,10 +82,8 @@ impl FusedSource {
         plan: FusedPlan,
         errors: RowErrors,
     ) -> Result<FusedSource, OperatorError> {
-        let generator = NexmarkGenerator::new(config.clone())
-            .map_err(|e| OperatorError::failed(format!("nexmark generator: {e}")))?;
         Ok(FusedSource {
-            split: generator.split(k, n),
+            split: open_split(config, k, n)?,
             emitted: 0,
             rows,
             plan,
