@@ -8,6 +8,8 @@
 //!   attributes, printed as Flink's planner prints them.
 //! * [`Value`] / [`Row`] (`value`): the dynamically typed values SQL jobs move; `Eq + Ord + Hash`
 //!   so that they can be keys.
+//! * [`RowKind`] / [`Change`] / [`ChangelogMode`] (`changelog`): Flink's changelogs; an
+//!   updating stream carries `Change`s, an append-only one plain `Row`s.
 //! * [`SqlError`] (`error`): every refusal names its place ([`Position`]: line and column) and,
 //!   for an unknown name, the nearest known ones.
 //! * [`split_statements`] / [`substitute`] (`script`): a script cut at its semicolons (quotes and
@@ -27,6 +29,7 @@
 //! * [`Session`] (`session`): runs a script; returns [`PlannedStatement`]s for the planner.
 
 pub mod catalog;
+pub mod changelog;
 pub mod config;
 pub mod ddl;
 pub mod dialect;
@@ -40,6 +43,7 @@ pub mod types;
 pub mod value;
 
 pub use catalog::{Catalog, CatalogTable, FunctionDef, FunctionImpl, ObjectPath, ViewDef};
+pub use changelog::{Change, ChangelogMode, RowKind};
 pub use config::SessionConfig;
 pub use ddl::{ColumnDef, ColumnKind, TableDef, WatermarkDef};
 pub use error::{Position, Result, SqlError};
