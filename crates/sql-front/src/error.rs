@@ -105,6 +105,33 @@ impl SqlError {
         }
     }
 
+    /// The same error placed at `pos` if it names no place of its own (a refusal found while
+    /// planning a statement as a whole is placed at the statement).
+    pub fn at_if_unplaced(self, pos: Position) -> SqlError {
+        match self {
+            SqlError::Unsupported { pos: None, what } => SqlError::Unsupported {
+                pos: Some(pos),
+                what,
+            },
+            SqlError::Validation { pos: None, message } => SqlError::Validation {
+                pos: Some(pos),
+                message,
+            },
+            SqlError::UnknownName {
+                pos: None,
+                kind,
+                name,
+                nearest_names,
+            } => SqlError::UnknownName {
+                pos: Some(pos),
+                kind,
+                name,
+                nearest_names,
+            },
+            other => other,
+        }
+    }
+
     /// A run-time evaluation error.
     pub fn eval(message: impl Into<String>) -> SqlError {
         SqlError::Eval {

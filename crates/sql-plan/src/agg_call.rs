@@ -103,6 +103,8 @@ pub struct AggCall {
     pub arg_names: Vec<String>,
     /// `DISTINCT`.
     pub distinct: bool,
+    /// `FILTER (WHERE …)`: the input column holding the condition, and its name.
+    pub filter: Option<(usize, String)>,
     /// The output column's name.
     pub name: String,
     /// The result type.
@@ -110,12 +112,17 @@ pub struct AggCall {
 }
 
 impl AggCall {
-    /// `COUNT(*)`, `MAX(price)`, `COUNT(DISTINCT bidder)` as Flink prints the call.
+    /// `COUNT(*)`, `MAX(price)`, `COUNT(DISTINCT bidder) FILTER $f3` as Flink prints the call.
     pub fn call_text(&self) -> String {
-        if self.args.is_empty() {
-            return format!("{}(*)", self.kind.name());
+        let call = if self.args.is_empty() {
+            format!("{}(*)", self.kind.name())
+        } else {
+            let d = if self.distinct { "DISTINCT " } else { "" };
+            format!("{}({d}{})", self.kind.name(), self.arg_names.join(", "))
+        };
+        match &self.filter {
+            Some((_, name)) => format!("{call} FILTER {name}"),
+            None => call,
         }
-        let d = if self.distinct { "DISTINCT " } else { "" };
-        format!("{}({d}{})", self.kind.name(), self.arg_names.join(", "))
     }
 }

@@ -11,6 +11,9 @@
 //! BY without a window, DISTINCT, an outer join, `UNION` without `ALL`) and ORDER BY / LIMIT
 //! are refused with their place: updating queries come with the next version.
 
+#[path = "bind_group.rs"]
+mod group;
+
 use std::collections::BTreeSet;
 
 use sqlparser::ast::{self, Spanned};
@@ -1041,12 +1044,16 @@ impl<'a> QueryBinder<'a> {
     // ---------------------------------------------------------------- SELECT
 
     fn bind_select(&mut self, s: &ast::Select, base: Position) -> Result<Bound> {
-        if let Some(d) = &s.distinct {
-            return Err(SqlError::unsupported(
-                self.pos(base, s),
-                format!("SELECT {d}: removing duplicates from a stream {}", UPDATING),
-            ));
-        }
+        let distinct = match &s.distinct {
+            None | Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(d @ ast::Distinct::On(_)) => {
+                return Err(SqlError::unsupported(
+                    self.pos(base, s),
+                    format!("SELECT {d} (PostgreSQL's, not Flink's SQL)"),
+                ))
+            }
+        };
         let tree = self.bind_from(&s.from, base)?;
         let flat = Scope::new(tree.scope_columns());
         let where_conds = match &s.selection {
@@ -1090,6 +1097,15 @@ impl<'a> QueryBinder<'a> {
         // The same call written twice (SELECT and HAVING) is computed once.
         let mut seen = BTreeSet::new();
         aggs.retain(|a| seen.insert(a.to_string()));
+        if distinct {
+            if !group_exprs.is_empty() || !aggs.is_empty() {
+                return Err(SqlError::unsupported(
+                    self.pos(base, s),
+                    "SELECT DISTINCT over GROUP BY or aggregates: write the aggregate in a subquery",
+                ));
+            }
+            return self.distinct_select(s, tree, flat, where_conds, base);
+        }
         if group_exprs.is_empty() && aggs.is_empty() {
             if let Some(h) = &s.having {
                 return Err(SqlError::validation(
@@ -1275,6 +1291,9 @@ impl<'a> QueryBinder<'a> {
         }
         let has_start = bounds.iter().any(|b| b.0 == WindowPropertyKind::Start);
         let has_end = bounds.iter().any(|b| b.0 == WindowPropertyKind::End);
+        if legacy.is_none() && bounds.is_empty() && time_item.is_none() {
+            return self.group_aggregate(s, tree, flat, where_conds, keys, &aggs, base);
+        }
         if legacy.is_none() && !(has_start && has_end) {
             let what = if group_exprs.is_empty() {
                 "an aggregate over the whole stream (no GROUP BY window)".to_string()
@@ -1289,44 +1308,7 @@ impl<'a> QueryBinder<'a> {
                 format!("{what} emits a new result for a key each time a row arrives: {UPDATING}"),
             ));
         }
-        // Bind the aggregate calls' arguments over the FROM scope.
-        let mut calls: Vec<(&ast::Expr, AggKind, bool, Vec<Expr>)> = Vec::new();
-        for a in &aggs {
-            let ast::Expr::Function(f) = a else { continue };
-            let apos = self.pos(base, *a);
-            let (distinct, star, args) = match &f.args {
-                ast::FunctionArguments::List(l) => {
-                    let distinct = matches!(
-                        l.duplicate_treatment,
-                        Some(ast::DuplicateTreatment::Distinct)
-                    );
-                    let star = matches!(
-                        l.args.as_slice(),
-                        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
-                    );
-                    let args: Vec<&ast::Expr> = l.args.iter().filter_map(arg_expr).collect();
-                    (distinct, star, args)
-                }
-                _ => (false, false, Vec::new()),
-            };
-            let kind = AggKind::from_name(&f.name.to_string(), star || (args.is_empty())).ok_or_else(|| {
-                SqlError::unsupported(apos, format!("the aggregate function {} (this version plans COUNT, SUM, MIN, MAX, AVG)", f.name))
-            })?;
-            if distinct {
-                return Err(SqlError::unsupported(
-                    apos,
-                    format!(
-                        "{}(DISTINCT …) in a window aggregate is not planned yet",
-                        kind.name()
-                    ),
-                ));
-            }
-            let bound: Vec<Expr> = args
-                .iter()
-                .map(|x| self.bind(x, &flat, base))
-                .collect::<Result<_>>()?;
-            calls.push((a, kind, distinct, bound));
-        }
+        let mut calls = self.bind_calls(&aggs, &flat, base, false)?;
         // Which TVF, if the window bounds come straight from one (Flink folds the TVF into the
         // aggregate); otherwise the input is windowed already.
         let tvf_leaf = legacy.is_none()
@@ -1499,7 +1481,7 @@ impl<'a> QueryBinder<'a> {
         let nkeys = group.len();
         let in_schema = input.schema.clone();
         let mut agg_calls = Vec::new();
-        for (i, (a, kind, distinct, args)) in calls.iter().enumerate() {
+        for (i, (a, kind, distinct, args, _)) in calls.iter().enumerate() {
             let idx: Vec<usize> = args
                 .iter()
                 .filter_map(|e| match e {
@@ -1514,6 +1496,7 @@ impl<'a> QueryBinder<'a> {
                 args: idx.clone(),
                 arg_names: idx.iter().map(|&i| in_schema[i].name.clone()).collect(),
                 distinct: *distinct,
+                filter: None,
                 name,
                 ty: kind.result_type(arg_ty),
             });
@@ -1740,6 +1723,75 @@ impl<'a> QueryBinder<'a> {
             rel: calc(agg_rel, proj, having),
             qualifiers: vec![None; n],
         })
+    }
+
+    /// The aggregate calls' kinds and arguments, bound over the FROM scope. `DISTINCT` is
+    /// refused unless `allow_distinct` (the window aggregates do not plan it yet).
+    #[allow(clippy::type_complexity)]
+    fn bind_calls<'e>(
+        &self,
+        aggs: &[&'e ast::Expr],
+        flat: &Scope,
+        base: Position,
+        allow_distinct: bool,
+    ) -> Result<Vec<BoundCall<'e>>> {
+        let mut calls: Vec<BoundCall<'e>> = Vec::new();
+        for a in aggs {
+            let ast::Expr::Function(f) = a else { continue };
+            let apos = self.pos(base, *a);
+            let (distinct, star, args) = match &f.args {
+                ast::FunctionArguments::List(l) => {
+                    let distinct = matches!(
+                        l.duplicate_treatment,
+                        Some(ast::DuplicateTreatment::Distinct)
+                    );
+                    let star = matches!(
+                        l.args.as_slice(),
+                        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
+                    );
+                    let args: Vec<&ast::Expr> = l.args.iter().filter_map(arg_expr).collect();
+                    (distinct, star, args)
+                }
+                _ => (false, false, Vec::new()),
+            };
+            let kind = AggKind::from_name(&f.name.to_string(), star || (args.is_empty())).ok_or_else(|| {
+                SqlError::unsupported(apos, format!("the aggregate function {} (this version plans COUNT, SUM, MIN, MAX, AVG)", f.name))
+            })?;
+            if distinct && !allow_distinct {
+                return Err(SqlError::unsupported(
+                    apos,
+                    format!(
+                        "{}(DISTINCT …) in a window aggregate is not planned yet",
+                        kind.name()
+                    ),
+                ));
+            }
+            let bound: Vec<Expr> = args
+                .iter()
+                .map(|x| self.bind(x, flat, base))
+                .collect::<Result<_>>()?;
+            let filter = match &f.filter {
+                Some(w) if !allow_distinct => {
+                    return Err(SqlError::unsupported(
+                        self.pos(base, w.as_ref()),
+                        "FILTER (WHERE …) in a window aggregate is not planned yet",
+                    ))
+                }
+                Some(w) => {
+                    let e = self.bind(w, flat, base)?;
+                    if e.data_type().logical != LogicalType::Boolean {
+                        return Err(SqlError::validation(
+                            self.pos(base, w.as_ref()),
+                            "FILTER must be a boolean condition",
+                        ));
+                    }
+                    Some(e)
+                }
+                None => None,
+            };
+            calls.push((a, kind, distinct, bound, filter));
+        }
+        Ok(calls)
     }
 
     // ------------------------------------------------------- pushdown and joins
@@ -2354,6 +2406,9 @@ fn unreachable_leaf<T>() -> Result<T> {
 }
 
 /// A select item: an expression with its output name, or a column `*` expanded to.
+/// An aggregate call as bound: its text, function, `DISTINCT`, arguments and `FILTER`.
+type BoundCall<'e> = (&'e ast::Expr, AggKind, bool, Vec<Expr>, Option<Expr>);
+
 enum SelectItem<'q> {
     Expr(&'q ast::Expr, String),
     Column(usize, String),
@@ -2396,13 +2451,10 @@ fn key_name(_g: &ast::Expr, e: &Expr, at: usize) -> String {
 
 /// Appends the aggregate arguments that are not plain projected columns to the projection and
 /// points each call's arguments at projection columns.
-fn push_args(
-    proj: &mut Vec<(Expr, String)>,
-    calls: &mut [(&ast::Expr, AggKind, bool, Vec<Expr>)],
-) -> usize {
+fn push_args(proj: &mut Vec<(Expr, String)>, calls: &mut [BoundCall<'_>]) -> usize {
     let start = proj.len();
     for c in calls.iter_mut() {
-        for a in c.3.iter_mut() {
+        for a in c.3.iter_mut().chain(c.4.iter_mut()) {
             let at = match proj
                 .iter()
                 .position(|(e, _)| e.to_string() == a.to_string())

@@ -248,13 +248,13 @@ fn calc_text(c: &Calc, style: Style) -> String {
     s
 }
 
-fn agg_select(agg: &WindowAggregate, input: &[Field], out: &[Field]) -> Vec<String> {
-    let mut sel: Vec<String> = agg.group.iter().map(|&i| input[i].name.clone()).collect();
-    for (k, a) in agg.aggs.iter().enumerate() {
+fn agg_select(group: &[usize], aggs: &[AggCall], input: &[Field], out: &[Field]) -> Vec<String> {
+    let mut sel: Vec<String> = group.iter().map(|&i| input[i].name.clone()).collect();
+    for (k, a) in aggs.iter().enumerate() {
         sel.push(format!(
             "{} AS {}",
             a.call_text(),
-            out[agg.group.len() + k].name
+            out[group.len() + k].name
         ));
     }
     sel
@@ -284,13 +284,13 @@ fn props_select(agg: &WindowAggregate, out: &[Field], legacy: bool) -> Vec<Strin
     sel
 }
 
-fn group_by(agg: &WindowAggregate, input: &[Field]) -> String {
-    if agg.group.is_empty() {
+fn group_by(group: &[usize], input: &[Field]) -> String {
+    if group.is_empty() {
         String::new()
     } else {
         format!(
             "groupBy=[{}], ",
-            agg.group
+            group
                 .iter()
                 .map(|&i| input[i].name.as_str())
                 .collect::<Vec<_>>()
@@ -398,7 +398,7 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
             sel.push(format!("slice_end('w$) AS {end}"));
             format!(
                 "LocalWindowAggregate({}window=[{}], select=[{}])",
-                group_by(agg, input(0)),
+                group_by(&agg.group, input(0)),
                 agg.window,
                 sel.join(", ")
             )
@@ -444,17 +444,22 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
             )
         }
         PhysicalOp::WindowAggregate(agg) => {
-            let mut sel = agg_select(agg, input(0), &node.schema);
+            let mut sel = agg_select(&agg.group, &agg.aggs, input(0), &node.schema);
             sel.extend(props_select(agg, &node.schema, false));
             format!(
                 "WindowAggregate({}window=[{}], select=[{}])",
-                group_by(agg, input(0)),
+                group_by(&agg.group, input(0)),
                 agg.window,
                 sel.join(", ")
             )
         }
+        PhysicalOp::GroupAggregate { agg, .. } => format!(
+            "GroupAggregate({}select=[{}])",
+            group_by(&agg.group, input(0)),
+            agg_select(&agg.group, &agg.aggs, input(0), &node.schema).join(", ")
+        ),
         PhysicalOp::GroupWindowAggregate(agg) => {
-            let mut sel = agg_select(agg, input(0), &node.schema);
+            let mut sel = agg_select(&agg.group, &agg.aggs, input(0), &node.schema);
             sel.extend(props_select(agg, &node.schema, true));
             // A processing-time window has no `w$rowtime`.
             let first = agg.group.len() + agg.aggs.len();
@@ -464,7 +469,7 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
                 .collect();
             format!(
                 "GroupWindowAggregate({}window=[{}], properties=[{}], select=[{}])",
-                group_by(agg, input(0)),
+                group_by(&agg.group, input(0)),
                 legacy_window(agg, input(0)),
                 props.join(", "),
                 sel.join(", ")
@@ -555,6 +560,7 @@ pub fn transformation_name(node: &PhysicalNode) -> &'static str {
         PhysicalOp::GlobalWindowAggregate(_) => "global-window-aggregate",
         PhysicalOp::WindowAggregate(_) => "window-aggregate",
         PhysicalOp::GroupWindowAggregate(_) => "group-window-aggregate",
+        PhysicalOp::GroupAggregate { .. } => "group-aggregate",
         PhysicalOp::Join(_) => "join",
         PhysicalOp::IntervalJoin(_) => "interval-join",
         PhysicalOp::WindowJoin(_) => "window-join",
@@ -807,6 +813,15 @@ fn logical_lines(rel: &Rel) -> Vec<(String, Vec<&Rel>)> {
             );
             if !aggs.is_empty() {
                 s.push_str(&format!(", {}", aggs.join(", ")));
+            }
+            s.push(')');
+            vec![(s, rel.inputs.iter().collect())]
+        }
+        RelNode::GroupAggregate(a) => {
+            let group: Vec<String> = a.group.iter().map(|i| i.to_string()).collect();
+            let mut s = format!("LogicalAggregate(group=[{{{}}}]", group.join(", "));
+            for c in &a.aggs {
+                s.push_str(&format!(", {}", agg_logical(c)));
             }
             s.push(')');
             vec![(s, rel.inputs.iter().collect())]

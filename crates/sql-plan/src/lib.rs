@@ -7,9 +7,13 @@
 //!
 //! * [`bind_query`]: sqlparser's `Query` against the session's catalog → [`Rel`] (FROM, views,
 //!   `WITH`, window table functions, joins, WHERE, GROUP BY windows, SELECT, `UNION ALL`).
-//!   Updating constructs are refused (this version runs append-only queries).
+//!   Unbounded `GROUP BY`, aggregates over the whole stream and `SELECT DISTINCT` become a
+//!   `GroupAggregate` (`bind_group.rs`), whose output is a changelog.
 //! * [`physical`]: the operators Flink 2.3 plans for it (Calc merging, two-phase window
 //!   aggregation, exchanges).
+//! * [`changelog_mode`]: Flink's changelog-mode inference — which nodes produce updates, which
+//!   consumers (sinks by connector) take them, whether updates carry `-U`; refusals in Flink's
+//!   words.
 //! * [`mod@explain`]: Flink's `EXPLAIN` layout; [`explain::operator_name`] and
 //!   [`explain::operator_uids`] for the dashboard and savepoints.
 //!
@@ -19,6 +23,7 @@
 
 pub mod agg_call;
 pub mod bind_query;
+pub mod changelog_mode;
 pub mod explain;
 pub mod logical;
 pub mod physical;
@@ -159,21 +164,27 @@ pub fn bind_insert(session: &Session, insert: &InsertStatement) -> Result<Rel> {
             path,
             columns,
             options: def.options.clone(),
+            primary_key: def.primary_key.clone(),
         }),
         inputs: vec![rel],
         schema: Vec::new(),
     })
 }
 
-fn finish(logical: Vec<Rel>) -> PhysicalPlan {
+/// The physical trees of relational plans, their changelog modes inferred (an updating query
+/// into a sink that cannot take its changes is refused here, at `pos`).
+fn finish(logical: Vec<Rel>, pos: crate::error::Position) -> Result<PhysicalPlan> {
     let logical: Vec<Rel> = logical.into_iter().map(physical::merge_calcs).collect();
-    let roots = logical.iter().map(physical::to_physical).collect();
-    PhysicalPlan { logical, roots }
+    let mut roots: Vec<PhysicalNode> = logical.iter().map(physical::to_physical).collect();
+    for r in &mut roots {
+        changelog_mode::infer(r).map_err(|e| e.at_if_unplaced(pos))?;
+    }
+    Ok(PhysicalPlan { logical, roots })
 }
 
 /// Plans `INSERT INTO … query`.
 pub fn plan_insert(session: &Session, insert: &InsertStatement) -> Result<PhysicalPlan> {
-    Ok(finish(vec![bind_insert(session, insert)?]))
+    finish(vec![bind_insert(session, insert)?], insert.pos)
 }
 
 /// Plans a statement set: its INSERTs as one job.
@@ -183,14 +194,14 @@ pub fn plan_statement_set(session: &Session, set: &StatementSet) -> Result<Physi
         .iter()
         .map(|i| bind_insert(session, i))
         .collect::<Result<Vec<Rel>>>()?;
-    Ok(finish(rels))
+    finish(rels, set.pos)
 }
 
 /// Plans a query run on its own (its rows are collected: no sink node).
 pub fn plan_query(session: &Session, query: &QueryStatement) -> Result<PhysicalPlan> {
     let mut binder = QueryBinder::new(&session.catalog);
     let bound = binder.bind_query(&query.query, query.pos)?;
-    Ok(finish(vec![bound.rel]))
+    finish(vec![bound.rel], query.pos)
 }
 
 /// `EXPLAIN …`: Flink's three sections for what the statement plans.

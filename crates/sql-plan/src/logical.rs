@@ -82,6 +82,17 @@ pub struct WindowAggregate {
     pub properties: Vec<WindowPropertyKind>,
 }
 
+/// An unbounded aggregate (`GROUP BY` without a window, `SELECT DISTINCT`, or an aggregate over
+/// the whole stream): output = keys, then aggregates. It updates the row of a key each time
+/// the key's aggregates change (Flink's `GroupAggregate`), so its output is a changelog.
+#[derive(Clone, Debug)]
+pub struct GroupAggregate {
+    /// The grouping key columns (indexes into the input), in output order.
+    pub group: Vec<usize>,
+    /// The aggregate calls.
+    pub aggs: Vec<AggCall>,
+}
+
 /// Which join algorithm an inner join of append-only inputs uses.
 #[derive(Clone, Debug)]
 pub enum JoinKind {
@@ -141,6 +152,8 @@ pub struct Sink {
     pub columns: Vec<(String, DataType)>,
     /// The `WITH` options.
     pub options: Vec<(String, String)>,
+    /// The table's `PRIMARY KEY` columns (empty without one).
+    pub primary_key: Vec<String>,
 }
 
 impl Sink {
@@ -164,6 +177,8 @@ pub enum RelNode {
     /// The legacy group window aggregation (`GROUP BY TUMBLE(ts, INTERVAL …)`); its properties
     /// are `w$start`, `w$end`, `w$rowtime` (event time only, as in Flink), `w$proctime`.
     GroupWindowAggregate(WindowAggregate),
+    /// An unbounded aggregate (one input): a changelog.
+    GroupAggregate(GroupAggregate),
     /// An inner join (two inputs).
     Join(Join),
     /// `UNION ALL` (two or more inputs of the same column types).
@@ -189,10 +204,9 @@ impl Rel {
         self.schema.iter().map(|f| f.name.clone()).collect()
     }
 
-    /// Whether the node emits only inserts. Every node this planner builds does: updating
-    /// constructs are refused while binding. Kept as the changelog-mode query the runtime and
-    /// the next version's updating operators read.
+    /// Whether the node emits only inserts (no updating node under it).
     pub fn is_append_only(&self) -> bool {
-        self.inputs.iter().all(Rel::is_append_only)
+        !matches!(self.node, RelNode::GroupAggregate(_))
+            && self.inputs.iter().all(Rel::is_append_only)
     }
 }

@@ -11,7 +11,8 @@ use crate::types::TimestampKind;
 use super::agg_call::AggCall;
 use super::bind_query::and_all;
 use super::logical::{
-    Calc, Join, JoinKind, Rel, RelNode, ScanColumnSource, Sink, TableScan, WindowAggregate,
+    Calc, GroupAggregate, Join, JoinKind, Rel, RelNode, ScanColumnSource, Sink, TableScan,
+    WindowAggregate,
 };
 use super::schema::Field;
 use super::window::WindowTime;
@@ -53,6 +54,16 @@ pub enum PhysicalOp {
     WindowAggregate(WindowAggregate),
     /// The legacy group window aggregate.
     GroupWindowAggregate(WindowAggregate),
+    /// An unbounded aggregate: a changelog of each key's aggregates.
+    GroupAggregate {
+        /// Keys and calls.
+        agg: GroupAggregate,
+        /// Whether an update is emitted as `-U` (the old row) and `+U`, or as `+U` alone (what
+        /// an upsert sink needs): decided by the changelog inference ([`crate::changelog`]).
+        update_before: bool,
+        /// Whether its input carries updates or deletes, so that its accumulators retract.
+        retract: bool,
+    },
     /// A regular inner join.
     Join(Join),
     /// An event-time interval join.
@@ -416,6 +427,18 @@ fn translate(rel: &Rel, used: Option<&[usize]>) -> PhysicalNode {
                 schema: rel.schema.clone(),
             }
         }
+        RelNode::GroupAggregate(agg) => {
+            let child = exchange(translate(&rel.inputs[0], None), &agg.group);
+            PhysicalNode {
+                op: PhysicalOp::GroupAggregate {
+                    agg: agg.clone(),
+                    update_before: true,
+                    retract: false,
+                },
+                inputs: vec![child],
+                schema: rel.schema.clone(),
+            }
+        }
         RelNode::Join(j) => {
             let left = translate(&rel.inputs[0], None);
             if let JoinKind::Lookup { .. } = &j.kind {
@@ -764,6 +787,16 @@ impl PhysicalNode {
                 };
                 if time.iter().any(|i| *i >= n) {
                     return bad(format!("{name}: window time out of range"));
+                }
+            }
+            PhysicalOp::GroupAggregate { agg, .. } => {
+                let n = input(0).len();
+                let args = agg
+                    .aggs
+                    .iter()
+                    .flat_map(|c| c.args.iter().chain(c.filter.iter().map(|f| &f.0)));
+                if agg.group.iter().chain(args).any(|i| *i >= n) {
+                    return bad(format!("{name}: key or argument out of range"));
                 }
             }
             PhysicalOp::Join(j) | PhysicalOp::IntervalJoin(j) | PhysicalOp::WindowJoin(j) => {

@@ -14,6 +14,8 @@
 //!   [`WindowAggSpec`]: TUMBLE/HOP/CUMULATE/SESSION, event or processing time, one phase or
 //!   Flink's local/global two phases; event-time aligned windows kept by window, one table of
 //!   keys each, drained when the watermark passes it).
+//! * [`group_agg`]: Flink's unbounded `GroupAggregate` ([`group_aggregate`]): a changelog of
+//!   each key's aggregates, over insertions or over another changelog (retracting).
 //! * [`joins`]: inner joins of append-only rows, output `left ++ right`: [`interval_join`],
 //!   [`window_join`] (per window, at the watermark) and [`regular_join`].
 //! * [`stateful`]: what those operators are given besides their spec: [`OperatorIds`] (the
@@ -25,6 +27,7 @@
 //! bytes a checkpoint holds are the layout savepoints promise (a savepoint restores into the
 //! same SQL), whichever in-memory layout an operator keeps.
 
+pub mod group_agg;
 pub mod joins;
 pub mod key;
 pub mod row_errors;
@@ -32,6 +35,7 @@ pub mod rowtime;
 pub mod stateful;
 pub mod window_agg;
 
+pub use group_agg::{group_aggregate, ChangeInput, GroupAggCall, GroupAggSpec};
 pub use joins::{
     interval_join, regular_join, window_join, IntervalJoinSpec, JoinType, RegularJoinSpec,
     WindowJoinSpec,

@@ -19,7 +19,7 @@
 //! would certainly have computed them.
 
 use sluice_datastream::DataStream;
-use sluice_sql::{CompiledExpr, CompiledPredicate, DataType, Expr, Row, Value};
+use sluice_sql::{Change, CompiledExpr, CompiledPredicate, DataType, Expr, Row, Value};
 use sluice_types::{Collector, Operator, OperatorError, OutputBatch};
 
 use crate::calc_shared::{share, Shared};
@@ -296,6 +296,34 @@ pub fn calc_named(
     let (c, errors, op_name) = (calc.clone(), errors.clone(), name.to_string());
     input.transform(name, move |_| {
         CalcOp::new(op_name.clone(), &c, errors.clone())
+    })
+}
+
+/// A Calc over a changelog: each change's row projected and filtered, its kind kept (a row
+/// the condition drops is dropped whatever its kind: the consumer then sees neither its `+U`
+/// nor its `-U`, which is why a filter over updates needs `-U`, see `changelog_mode`).
+struct ChangeCalcOp(CalcOp);
+
+impl Operator<Change, Change> for ChangeCalcOp {
+    #[inline]
+    fn process(&mut self, c: Change, out: &mut dyn Collector<Change>) -> Result<(), OperatorError> {
+        match self.0.apply(c.row) {
+            Some(row) => out.collect(Change { kind: c.kind, row }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// [`calc_named`] over a changelog.
+pub fn calc_changes(
+    input: &DataStream<Change>,
+    calc: &Calc,
+    name: &str,
+    errors: &RowErrors,
+) -> DataStream<Change> {
+    let (c, errors, op_name) = (calc.clone(), errors.clone(), name.to_string());
+    input.transform(name, move |_| {
+        ChangeCalcOp(CalcOp::new(op_name.clone(), &c, errors.clone()))
     })
 }
 

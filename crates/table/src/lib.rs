@@ -56,7 +56,7 @@
 //! row whose evaluation fails is counted as a dead letter, never silently changed.
 
 pub mod calc;
-pub use sluice_table_stateful::{joins, key, row_errors, stateful, window_agg};
+pub use sluice_table_stateful::{group_agg, joins, key, row_errors, stateful, window_agg};
 mod calc_shared;
 pub mod connectors;
 pub mod demand;
@@ -84,7 +84,7 @@ pub use row_errors::RowErrors;
 pub use scan::{ScanSettings, TableScan};
 pub use schema::PhysicalSchema;
 pub use script::{JobKind, PlannedJob, SqlScript, Step};
-pub use sink::{insert_into, SinkCast};
+pub use sink::{insert_changes_into, insert_into, SinkCast};
 pub use stateful::{LateRecords, OperatorIds};
 pub use stream_tables::{StreamTable, StreamTables, Translation};
 pub use translate::{QueryOutput, SqlJob};

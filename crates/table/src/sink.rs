@@ -6,7 +6,9 @@
 
 use sluice_datastream::{DataStream, Sink};
 use sluice_sql::cast::cast;
-use sluice_sql::{DataType, LogicalType, Result, Row, SessionConfig, SqlError, TableDef};
+use sluice_sql::{
+    Change, ChangelogMode, DataType, LogicalType, Result, Row, SessionConfig, SqlError, TableDef,
+};
 use sluice_types::{Collector, Operator, OperatorError, OutputBatch};
 
 use crate::connectors::SinkConnector;
@@ -206,6 +208,49 @@ pub fn insert_into(
         })
     };
     connector.write(&rows)
+}
+
+impl Operator<Change, Change> for SinkCastOp {
+    fn process(
+        &mut self,
+        c: Change,
+        out: &mut dyn Collector<Change>,
+    ) -> std::result::Result<(), OperatorError> {
+        match self.apply(c.row)? {
+            Some(row) => out.collect(Change { kind: c.kind, row }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// [`insert_into`] for an updating query: its changes cast, then written by a connector that
+/// takes changes (`print` shows each kind, `blackhole` drops them, `jdbc` upserts by key).
+pub fn insert_changes_into(
+    changes: &DataStream<Change>,
+    input: &[DataType],
+    def: &TableDef,
+    config: &SessionConfig,
+    errors: &RowErrors,
+    mode: ChangelogMode,
+) -> Result<Sink<()>> {
+    let connector = SinkConnector::for_table(def)?;
+    let schema = PhysicalSchema::of(def)?;
+    let enforcer = match config.get("table.exec.sink.not-null-enforcer") {
+        Some(v) if v.eq_ignore_ascii_case("DROP") => NotNullEnforcer::Drop,
+        _ => NotNullEnforcer::Error,
+    };
+    let cast = SinkCast::new(input, &schema, enforcer)?;
+    let changes = if cast.is_identity() {
+        changes.clone()
+    } else {
+        let errors = errors.clone();
+        let name = format!("ConstraintEnforcer[{}]", def.name);
+        changes.transform(&name, move |_| SinkCastOp {
+            cast: cast.clone(),
+            errors: errors.clone(),
+        })
+    };
+    connector.write_changes(&changes, mode, def)
 }
 
 #[cfg(test)]

@@ -27,6 +27,8 @@
 //! their `WATERMARK FOR … AS SOURCE_WATERMARK()` keeps the stream's own watermarks; that
 //! marker is refused anywhere else, with Flink's words.
 
+#[path = "translate_changes.rs"]
+mod changes;
 #[path = "translate_fused.rs"]
 mod fused_scan;
 #[path = "translate_lookup.rs"]
@@ -40,11 +42,11 @@ use std::sync::{Arc, Mutex};
 use sluice_datastream::{DataStream, Sink, StreamEnv};
 use sluice_sql::catalog::CatalogTable;
 use sluice_sql::plan::explain::{physical_text, transformation_name, Style};
-use sluice_sql::plan::PhysicalPlan;
+use sluice_sql::plan::{changelog_mode, PhysicalPlan};
 use sluice_sql::plan::{operator_name, operator_uids, Distribution, PhysicalNode, PhysicalOp};
 use sluice_sql::{
-    DataType, Expr, Result, Row, Session, SqlError, TableDef, TimestampKind, SOURCE_WATERMARK,
-    SOURCE_WATERMARK_MISUSED,
+    Change, DataType, Expr, Result, Row, Session, SqlError, TableDef, TimestampKind,
+    SOURCE_WATERMARK, SOURCE_WATERMARK_MISUSED,
 };
 
 use crate::calc::{calc_named, Calc};
@@ -58,7 +60,7 @@ use crate::options::Options;
 use crate::row_errors::RowErrors;
 use crate::scan::{assign_watermark, with_rowtime, ScanSettings, SourceWatermark};
 use crate::schema::PhysicalSchema;
-use crate::sink::insert_into;
+use crate::sink::{insert_changes_into, insert_into};
 use crate::stateful::{LateRecords, OperatorIds};
 use crate::stream_tables::{StreamTables, Translation};
 
@@ -169,6 +171,8 @@ struct Translator<'a> {
     next: usize,
     /// Streams of the subtrees built so far, by their plan text: a repeated subtree is reused.
     built: HashMap<String, DataStream<Row>>,
+    /// The same for updating subtrees' changelogs.
+    built_changes: HashMap<String, DataStream<Change>>,
     /// The program's tables read from its streams.
     tables: StreamTables,
     /// A `WatermarkAssigner`'s watermark on its way to the source scan below it.
@@ -235,6 +239,7 @@ impl<'a> Translator<'a> {
             uids: shift_uids(operator_uids(&plan.roots), translation.uid_offset),
             next: 0,
             built: HashMap::new(),
+            built_changes: HashMap::new(),
             tables: translation.tables.clone(),
             pending_watermark: None,
             demands,
@@ -262,6 +267,18 @@ impl<'a> Translator<'a> {
         for root in &plan.roots {
             match (&root.op, &query) {
                 (PhysicalOp::Sink(_), _) => sinks.push(self.sink(root)?),
+                (_, Some(output)) if changes::updating(root) => {
+                    let changes = self.changes(root)?;
+                    let spec = self.print_spec(root, output)?;
+                    // One collecting subtask, as Flink's collect sink: a changelog's order
+                    // holds only along one channel.
+                    sinks.push(
+                        spec.write_changes(&changes)
+                            .name("collect")
+                            .uid("collect")
+                            .set_parallelism(1),
+                    );
+                }
                 (_, Some(output)) => {
                     let rows = self.stream(root)?;
                     sinks.push(self.print(root, &rows, output)?);
@@ -355,11 +372,25 @@ impl<'a> Translator<'a> {
         };
         let uid = self.uid();
         let input = &node.inputs[0];
-        let rows = self.stream(input)?;
         let types: Vec<DataType> = input.schema.iter().map(|f| f.ty.clone()).collect();
-        let def = self.table(&s.path)?;
-        let sink = insert_into(&rows, &types, def, &self.session.config, &self.errors)
-            .map_err(|e| defined_at(e, def))?;
+        let sink = if changes::updating(input) {
+            let changes = self.changes(input)?;
+            let def = self.table(&s.path)?;
+            insert_changes_into(
+                &changes,
+                &types,
+                def,
+                &self.session.config,
+                &self.errors,
+                changelog_mode::mode(input),
+            )
+            .map_err(|e| defined_at(e, def))?
+        } else {
+            let rows = self.stream(input)?;
+            let def = self.table(&s.path)?;
+            insert_into(&rows, &types, def, &self.session.config, &self.errors)
+                .map_err(|e| defined_at(e, def))?
+        };
         Ok(sink.name(&operator_name(node)).uid(&uid))
     }
 
@@ -369,6 +400,15 @@ impl<'a> Translator<'a> {
         rows: &DataStream<Row>,
         output: &QueryOutput,
     ) -> Result<Sink<()>> {
+        Ok(self
+            .print_spec(node, output)?
+            .write(rows)
+            .name("collect")
+            .uid("collect"))
+    }
+
+    /// The print sink a query's result is shown by.
+    fn print_spec(&self, node: &PhysicalNode, output: &QueryOutput) -> Result<PrintSpec> {
         let columns = node
             .schema
             .iter()
@@ -380,7 +420,7 @@ impl<'a> Translator<'a> {
         if let QueryOutput::Lines(lines) = output {
             spec = spec.to_lines(lines.clone());
         }
-        Ok(spec.write(rows).name("collect").uid("collect"))
+        Ok(spec)
     }
 
     /// The stream of a node's output (built once per distinct subtree).
@@ -530,6 +570,14 @@ impl<'a> Translator<'a> {
                 self.join(node, OperatorIds::new(name, uid))?
             }
             PhysicalOp::LookupJoin { .. } => self.lookup_join(node, OperatorIds::new(name, uid))?,
+            PhysicalOp::GroupAggregate { .. } => {
+                return Err(SqlError::validation(
+                    None,
+                    format!(
+                        "internal plan error: an updating node where rows were expected: {name}"
+                    ),
+                ))
+            }
             PhysicalOp::WindowTableFunction(_) | PhysicalOp::LocalWindowAggregate(_) => {
                 return Err(SqlError::unsupported(
                     None,
@@ -596,6 +644,7 @@ fn flink_node_name(node: &PhysicalNode) -> &'static str {
         PhysicalOp::GlobalWindowAggregate(_) => "GlobalWindowAggregate",
         PhysicalOp::WindowAggregate(_) => "WindowAggregate",
         PhysicalOp::GroupWindowAggregate(_) => "GroupWindowAggregate",
+        PhysicalOp::GroupAggregate { .. } => "GroupAggregate",
         PhysicalOp::Join(_) => "Join",
         PhysicalOp::IntervalJoin(_) => "IntervalJoin",
         PhysicalOp::WindowJoin(_) => "WindowJoin",

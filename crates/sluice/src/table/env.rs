@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use sluice_datastream::{DataStream, StreamEnv};
 use sluice_sql::catalog::{FunctionDef, FunctionLanguage, FunctionScope};
+use sluice_sql::plan::changelog_mode::refuse_updates;
 use sluice_sql::plan::{explain, operator_uids, plan_insert, plan_query, plan_statement_set};
 use sluice_sql::plan::{PhysicalPlan, UPDATING};
 use sluice_sql::{
@@ -334,6 +335,9 @@ impl TableEnv {
             }
             Err(e) => return Err(e.clone()),
         };
+        for root in &plan.roots {
+            refuse_updates(root, &format!("Table sink '{sink}'"))?;
+        }
         let (session, translation) = self.translation();
         SqlJob::build_streams(
             &StreamEnv::new(),

@@ -415,6 +415,63 @@ impl Accumulator {
         Ok(())
     }
 
+    /// Takes one row out again (a retraction of an updating input: `-U` or `-D`), for `COUNT`,
+    /// `SUM`, `$SUM0` and `AVG` (Flink's `…WithRetract` functions). A `SUM` that drops to no
+    /// values keeps its running total; the caller counts the group's non-NULL values and gives
+    /// NULL at zero, as Flink's retracting `SUM` does. `MIN`/`MAX` retract through a multiset
+    /// the caller keeps; any other function cannot retract (an error: the planner refuses it).
+    pub fn retract(&mut self, args: &[Value]) -> Result<()> {
+        let first = args.first().unwrap_or(&Value::Null);
+        match self {
+            Accumulator::CountRows(n) => *n -= 1,
+            Accumulator::CountValues(n) => {
+                if !args.iter().any(Value::is_null) {
+                    *n -= 1;
+                }
+            }
+            _ if first.is_null() => {}
+            Accumulator::SumInt { sum, width, .. } => {
+                let x = int_of(first, "SUM")?;
+                *sum = Some(width.add(sum.unwrap_or(0), width.wrap(x.wrapping_neg())));
+            }
+            Accumulator::SumFloat { sum, .. } => {
+                *sum = Some(sum.unwrap_or(0.0) - f32_of(first, "SUM")?);
+            }
+            Accumulator::SumDouble { sum, .. } => {
+                *sum = Some(sum.unwrap_or(0.0) - f64_of(first, "SUM")?);
+            }
+            Accumulator::SumDecimal { sum, scale, .. } => {
+                let x = unscaled_at(first, *scale, "SUM")?;
+                *sum = add_decimal38(sum.unwrap_or(0), -x);
+            }
+            Accumulator::AvgInt { sum, count, .. } => {
+                *sum = sum.wrapping_sub(int_of(first, "AVG")?);
+                *count -= 1;
+            }
+            Accumulator::AvgFloat { sum, count, single } => {
+                *sum -= if *single {
+                    f64::from(f32_of(first, "AVG")?)
+                } else {
+                    f64_of(first, "AVG")?
+                };
+                *count -= 1;
+            }
+            Accumulator::AvgDecimal {
+                sum, count, scale, ..
+            } => {
+                let x = unscaled_at(first, *scale, "AVG")?;
+                *sum = sum.and_then(|s| add_decimal38(s, -x));
+                *count -= 1;
+            }
+            _ => {
+                return Err(SqlError::eval(
+                    "internal error: this aggregate function cannot retract a row",
+                ))
+            }
+        }
+        Ok(())
+    }
+
     /// Merges another accumulator of the same call into this one (the global phase of a
     /// two-phase aggregation: `other` holds rows that arrived after this one's). An error means
     /// the two are of different calls, or of a call that is not mergeable.

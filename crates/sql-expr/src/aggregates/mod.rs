@@ -97,6 +97,17 @@ impl AggregateFunction {
         }
     }
 
+    /// Whether it can take rows out again (an aggregate over an updating input): `COUNT`,
+    /// `SUM`, `$SUM0` and `AVG` through [`Accumulator::retract`], `MIN`/`MAX` through a
+    /// multiset of the values (Flink's `MinWithRetractAggFunction`).
+    pub fn can_retract(self) -> bool {
+        use AggregateFunction as F;
+        matches!(
+            self,
+            F::CountStar | F::Count | F::Sum | F::Sum0 | F::Avg | F::Min | F::Max
+        )
+    }
+
     /// Whether two accumulators of it can be merged, so the planner may split it into a local
     /// and a global phase. Flink's `FIRST_VALUE`/`LAST_VALUE` have no `merge` (their order is the
     /// arrival order), so a query using them aggregates in one phase.

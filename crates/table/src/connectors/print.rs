@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use sluice_datastream::{DataStream, OperatorError, Sink};
 use sluice_sql::cast::{java_double, java_float};
 use sluice_sql::datetime::{civil_from_days, Civil};
-use sluice_sql::{DataType, LogicalType, Result, Row, Value};
+use sluice_sql::{Change, DataType, LogicalType, Result, Row, RowKind, Value};
 use sluice_types::{Collector, ControlEvent};
 
 use crate::options::Options;
@@ -67,32 +67,47 @@ impl PrintSpec {
         self
     }
 
-    /// Writes the rows.
+    /// Writes the rows (each `+I`).
     pub fn write(&self, rows: &DataStream<Row>) -> Sink<()> {
         let spec = self.clone();
         rows.add_sink(
             "Print to System.out",
             (),
             |_| Ok(()),
-            move |ctx| {
-                let mut prefix = spec.identifier.clone().unwrap_or_default();
-                if ctx.parallelism > 1 {
-                    if !prefix.is_empty() {
-                        prefix.push(':');
-                    }
-                    prefix.push_str(&(ctx.subtask_index + 1).to_string());
-                }
-                if !prefix.is_empty() {
-                    prefix.push_str("> ");
-                }
-                Ok(PrintRows {
-                    prefix,
-                    target: spec.target.clone(),
-                    types: spec.types.clone(),
-                    line: String::new(),
-                })
-            },
+            move |ctx| Ok(spec.printer(ctx.parallelism, ctx.subtask_index)),
         )
+    }
+
+    /// Writes a changelog, each row with its kind (`-U[…]`, `+U[…]`), as Flink's print sink.
+    pub fn write_changes(&self, changes: &DataStream<Change>) -> Sink<()> {
+        let spec = self.clone();
+        changes.add_sink(
+            "Print to System.out",
+            (),
+            |_| Ok(()),
+            move |ctx| Ok(spec.printer(ctx.parallelism, ctx.subtask_index)),
+        )
+    }
+
+    /// The printer of one subtask: Flink's `identifier:subtask> ` prefix (the subtask from 1,
+    /// shown at parallelism above 1).
+    fn printer(&self, parallelism: usize, subtask_index: usize) -> PrintRows {
+        let mut prefix = self.identifier.clone().unwrap_or_default();
+        if parallelism > 1 {
+            if !prefix.is_empty() {
+                prefix.push(':');
+            }
+            prefix.push_str(&(subtask_index + 1).to_string());
+        }
+        if !prefix.is_empty() {
+            prefix.push_str("> ");
+        }
+        PrintRows {
+            prefix,
+            target: self.target.clone(),
+            types: self.types.clone(),
+            line: String::new(),
+        }
     }
 }
 
@@ -103,11 +118,11 @@ struct PrintRows {
     line: String,
 }
 
-impl Collector<Row> for PrintRows {
-    fn collect(&mut self, row: Row) -> std::result::Result<(), OperatorError> {
+impl PrintRows {
+    fn print(&mut self, kind: RowKind, row: &Row) -> std::result::Result<(), OperatorError> {
         self.line.clear();
         self.line.push_str(&self.prefix);
-        self.line.push_str("+I");
+        self.line.push_str(kind.short_string());
         push_fields(&mut self.line, &row.0, &self.types);
         let written = match &self.target {
             PrintTarget::Stdout => writeln!(std::io::stdout().lock(), "{}", self.line),
@@ -126,6 +141,22 @@ impl Collector<Row> for PrintRows {
             }
             _ => Ok(()),
         }
+    }
+}
+
+impl Collector<Row> for PrintRows {
+    fn collect(&mut self, row: Row) -> std::result::Result<(), OperatorError> {
+        self.print(RowKind::Insert, &row)
+    }
+
+    fn emit_event(&mut self, _event: ControlEvent) -> std::result::Result<(), OperatorError> {
+        Ok(())
+    }
+}
+
+impl Collector<Change> for PrintRows {
+    fn collect(&mut self, c: Change) -> std::result::Result<(), OperatorError> {
+        self.print(c.kind, &c.row)
     }
 
     fn emit_event(&mut self, _event: ControlEvent) -> std::result::Result<(), OperatorError> {

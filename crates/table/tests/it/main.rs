@@ -5,6 +5,7 @@ mod flat_scan;
 mod flink_answers;
 mod formats;
 mod fused_scan;
+mod group_agg;
 mod jdbc;
 mod joins;
 mod kafka;

@@ -1,0 +1,311 @@
+//! Flink's unbounded aggregation (`GroupAggregate`): per key, the aggregates of every row seen,
+//! and a changelog of the key's result row (keys, then aggregates).
+//!
+//! A key's first row emits `+I`; a row that changes its aggregates emits `-U` (the old row, when
+//! the consumer needs it: [`GroupAggSpec::update_before`]) and `+U`; a row that changes nothing
+//! emits nothing (Flink's `GroupAggFunction` without state TTL). Over an updating input (another
+//! aggregate's changelog) `-U` and `-D` rows are taken out again — `COUNT`, `SUM`, `AVG` retract
+//! in their accumulators, `MIN`/`MAX` keep a multiset of their values — and a key whose rows are
+//! all retracted emits `-D` and forgets its state. A retraction for a key with no state is
+//! ignored, as Flink ignores it.
+//!
+//! `DISTINCT` calls count each distinct argument tuple (value → how many rows hold it), so that
+//! the tuple is added once and retracted when its last row is; `FILTER (WHERE …)` calls only see
+//! the rows whose condition column is TRUE.
+//!
+//! The state is one keyed value per key ([`GroupState`], serde), so it checkpoints, restores and
+//! rescales by key group as any keyed state.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sluice_datastream::{DataStream, KeyedProcessFunction, ProcessContext};
+use sluice_sql::{Accumulator, AggregateCall, AggregateFunction, Change, Result, Row, RowKind};
+use sluice_sql::{SqlError, Value};
+use sluice_types::{Collector, OperatorError};
+
+use crate::key::{KeyRow, SqlKey};
+use crate::stateful::OperatorIds;
+
+/// One aggregate call of a group aggregate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupAggCall {
+    /// The resolved call.
+    pub call: AggregateCall,
+    /// The input columns passed to it, in order.
+    pub args: Vec<usize>,
+    /// `FILTER (WHERE …)`: the input column holding the condition.
+    pub filter: Option<usize>,
+}
+
+/// A planned group aggregate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupAggSpec {
+    /// The grouping columns of the input, in output order.
+    pub keys: Vec<usize>,
+    /// The aggregate calls, in output order.
+    pub aggs: Vec<GroupAggCall>,
+    /// Emit `-U` before each `+U` (a retracting consumer), or `+U` alone (an upsert sink).
+    pub update_before: bool,
+}
+
+impl GroupAggSpec {
+    /// Refuses calls that cannot take rows out again, for an updating input.
+    pub fn check_retractable(&self) -> Result<()> {
+        for a in &self.aggs {
+            if !a.call.function.can_retract() {
+                return Err(SqlError::unsupported(
+                    None,
+                    format!(
+                        "{} over an updating input (its rows can be retracted): this version retracts COUNT, SUM, AVG, MIN and MAX",
+                        a.call.function.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A row of an aggregate's input: a plain row (an insertion) or a change.
+pub trait ChangeInput: Clone + Send + 'static {
+    /// Whether rows of this type can be retractions (a changelog), not only insertions.
+    const UPDATING: bool;
+    /// What the row does.
+    fn kind(&self) -> RowKind;
+    /// Its values.
+    fn row(&self) -> &Row;
+}
+
+impl ChangeInput for Row {
+    const UPDATING: bool = false;
+    fn kind(&self) -> RowKind {
+        RowKind::Insert
+    }
+    fn row(&self) -> &Row {
+        self
+    }
+}
+
+impl ChangeInput for Change {
+    const UPDATING: bool = true;
+    fn kind(&self) -> RowKind {
+        self.kind
+    }
+    fn row(&self) -> &Row {
+        &self.row
+    }
+}
+
+/// How one call accumulates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+enum Accumulating {
+    /// The function's accumulator (retracting through [`Accumulator::retract`]).
+    Acc(Accumulator),
+    /// `MIN`/`MAX` over an updating input: each value and how many rows hold it.
+    Extreme {
+        counts: BTreeMap<Value, i64>,
+        max: bool,
+    },
+}
+
+/// One call's state for one key.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct CallState {
+    acc: Accumulating,
+    /// Rows whose arguments are all non-NULL, net of retractions (a `SUM` of none is NULL).
+    values: i64,
+    /// `DISTINCT`: each argument tuple and how many rows hold it.
+    seen: Option<BTreeMap<Vec<Value>, i64>>,
+}
+
+/// A key's state: its rows net of retractions and each call's state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupState {
+    rows: i64,
+    calls: Vec<CallState>,
+}
+
+const STATE: &str = "group-agg-state";
+
+#[derive(Clone)]
+struct GroupAggFn {
+    spec: GroupAggSpec,
+    retract: bool,
+    name: String,
+}
+
+fn fail(name: &str, e: SqlError) -> OperatorError {
+    OperatorError::failed(format!("{name}: {e}"))
+}
+
+impl GroupAggFn {
+    fn fresh(&self) -> GroupState {
+        GroupState {
+            rows: 0,
+            calls: self
+                .spec
+                .aggs
+                .iter()
+                .map(|a| {
+                    let mut plain = a.call.clone();
+                    plain.distinct = false;
+                    let acc = match a.call.function {
+                        AggregateFunction::Min | AggregateFunction::Max if self.retract => {
+                            Accumulating::Extreme {
+                                counts: BTreeMap::new(),
+                                max: a.call.function == AggregateFunction::Max,
+                            }
+                        }
+                        _ => Accumulating::Acc(plain.create_accumulator()),
+                    };
+                    CallState {
+                        acc,
+                        values: 0,
+                        seen: a.call.distinct.then(BTreeMap::new),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Adds (`add`) or retracts one row into every call of `state`.
+    fn apply(&self, state: &mut GroupState, row: &Row, add: bool) -> Result<()> {
+        state.rows += if add { 1 } else { -1 };
+        for (a, c) in self.spec.aggs.iter().zip(state.calls.iter_mut()) {
+            if let Some(f) = a.filter {
+                if row.get(f) != &Value::Bool(true) {
+                    continue;
+                }
+            }
+            let args: Vec<Value> = a.args.iter().map(|&i| row.get(i).clone()).collect();
+            let non_null = !args.iter().any(Value::is_null);
+            if let Some(seen) = &mut c.seen {
+                if !non_null {
+                    continue;
+                }
+                let n = seen.entry(args.clone()).or_insert(0);
+                *n += if add { 1 } else { -1 };
+                let changes = if add { *n == 1 } else { *n == 0 };
+                if *n <= 0 {
+                    seen.remove(&args);
+                }
+                if !changes {
+                    continue;
+                }
+            }
+            if non_null {
+                c.values += if add { 1 } else { -1 };
+            }
+            match &mut c.acc {
+                Accumulating::Acc(acc) if add => acc.add(&args)?,
+                Accumulating::Acc(acc) => acc.retract(&args)?,
+                Accumulating::Extreme { counts, .. } => {
+                    let Some(v) = args.into_iter().next().filter(|v| !v.is_null()) else {
+                        continue;
+                    };
+                    let n = counts.entry(v.clone()).or_insert(0);
+                    *n += if add { 1 } else { -1 };
+                    if *n <= 0 {
+                        counts.remove(&v);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The key's output row: its key columns (from `row`, a row of the key), then each result.
+    fn result(&self, state: &GroupState, row: &Row) -> Row {
+        let mut values: Vec<Value> = self.spec.keys.iter().map(|&i| row.get(i).clone()).collect();
+        for (a, c) in self.spec.aggs.iter().zip(&state.calls) {
+            values.push(match &c.acc {
+                Accumulating::Acc(_)
+                    if c.values == 0 && a.call.function == AggregateFunction::Sum =>
+                {
+                    Value::Null
+                }
+                Accumulating::Acc(acc) => acc.result(),
+                Accumulating::Extreme { counts, max } => {
+                    let v = if *max {
+                        counts.keys().next_back()
+                    } else {
+                        counts.keys().next()
+                    };
+                    v.cloned().unwrap_or(Value::Null)
+                }
+            });
+        }
+        Row(values)
+    }
+}
+
+impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for GroupAggFn {
+    fn process_element(
+        &mut self,
+        input: I,
+        ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
+        out: &mut dyn Collector<Change>,
+    ) -> Result<(), OperatorError> {
+        let add = input.kind().is_addition();
+        let row = input.row();
+        let before = ctx.value_state::<GroupState>(STATE).value()?;
+        let first = before.is_none();
+        if first && !add {
+            return Ok(());
+        }
+        let mut state = before.unwrap_or_else(|| self.fresh());
+        let prev = (!first).then(|| self.result(&state, row));
+        self.apply(&mut state, row, add)
+            .map_err(|e| fail(&self.name, e))?;
+        if state.rows > 0 {
+            let now = self.result(&state, row);
+            ctx.value_state::<GroupState>(STATE).update(state)?;
+            match prev {
+                None => out.collect(Change::new(RowKind::Insert, now))?,
+                Some(p) if p == now => {}
+                Some(p) => {
+                    if self.spec.update_before {
+                        out.collect(Change::new(RowKind::UpdateBefore, p))?;
+                    }
+                    out.collect(Change::new(RowKind::UpdateAfter, now))?;
+                }
+            }
+        } else {
+            ctx.value_state::<GroupState>(STATE).clear()?;
+            if let Some(p) = prev {
+                out.collect(Change::new(RowKind::Delete, p))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The group aggregate of `input` (insertions, or an updating input's changes), keyed by
+/// `spec.keys` (all rows on one key, and one subtask, without keys), named and uid'd by `ids`.
+pub fn group_aggregate<I: ChangeInput>(
+    input: &DataStream<I>,
+    spec: &GroupAggSpec,
+    ids: &OperatorIds,
+) -> Result<DataStream<Change>> {
+    let retract = I::UPDATING;
+    if retract {
+        spec.check_retractable()?;
+    }
+    let keys = spec.keys.clone();
+    let f = GroupAggFn {
+        spec: spec.clone(),
+        retract,
+        name: ids.name.clone(),
+    };
+    let out = input
+        .key_by(move |r: &I| SqlKey(KeyRow::of(r.row(), &keys)))
+        .process(f)
+        .name(&ids.name)
+        .uid(&ids.uid);
+    Ok(if spec.keys.is_empty() {
+        out.set_parallelism(1)
+    } else {
+        out
+    })
+}

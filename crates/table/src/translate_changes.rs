@@ -1,0 +1,148 @@
+//! The updating part of a plan: nodes whose output is a changelog (`DataStream<Change>`), as
+//! the planner's changelog inference (`changelog_mode`) marked them.
+//!
+//! A `GroupAggregate` becomes [`group_aggregate`] over its input's rows (insertions) or changes
+//! (retracting), keyed by its group (the plan's `Exchange` below it consumed, as for the
+//! window aggregates); a `Calc`, `Exchange` or `Union` over changes keeps each change's kind.
+//! Anything else over a changelog was refused by the planner or is refused here, naming it.
+
+use sluice_datastream::DataStream;
+use sluice_sql::plan::changelog_mode::produced;
+use sluice_sql::plan::explain::{physical_text, Style};
+use sluice_sql::plan::{operator_name, Distribution, PhysicalNode, PhysicalOp};
+use sluice_sql::{resolve_aggregate, Change, Result, SqlError};
+
+use super::{flink_node_name, size, Translator};
+use crate::calc::{calc_changes, Calc};
+use crate::group_agg::{group_aggregate, GroupAggCall, GroupAggSpec};
+use crate::key::{KeyRow, SqlKey};
+use crate::stateful::OperatorIds;
+
+fn internal(what: &str) -> SqlError {
+    SqlError::validation(None, format!("internal plan error: {what}"))
+}
+
+/// Whether `node` emits a changelog rather than insertions only.
+pub(super) fn updating(node: &PhysicalNode) -> bool {
+    !produced(node).is_insert_only()
+}
+
+impl Translator<'_> {
+    /// The changelog of an updating node (built once per distinct subtree).
+    pub(super) fn changes(&mut self, node: &PhysicalNode) -> Result<DataStream<Change>> {
+        let key = physical_text(node, Style::Exec);
+        if let Some(s) = self.built_changes.get(&key) {
+            self.next += size(node);
+            return Ok(s.clone());
+        }
+        let s = self.translate_changes(node)?;
+        self.built_changes.insert(key, s.clone());
+        Ok(s)
+    }
+
+    /// The input of `node` as changes: an insert-only input's rows become `+I` changes.
+    fn changes_of_input(&mut self, input: &PhysicalNode) -> Result<DataStream<Change>> {
+        if updating(input) {
+            self.changes(input)
+        } else {
+            Ok(self.stream(input)?.map(Change::insert))
+        }
+    }
+
+    fn translate_changes(&mut self, node: &PhysicalNode) -> Result<DataStream<Change>> {
+        let uid = self.uid();
+        let name = operator_name(node);
+        match &node.op {
+            PhysicalOp::GroupAggregate {
+                agg, update_before, ..
+            } => {
+                let below = node
+                    .inputs
+                    .first()
+                    .ok_or_else(|| internal("a GroupAggregate without input"))?;
+                let below = match &below.op {
+                    PhysicalOp::Exchange(_) => {
+                        self.uid();
+                        below
+                            .inputs
+                            .first()
+                            .ok_or_else(|| internal("an Exchange without input"))?
+                    }
+                    _ => below,
+                };
+                let mut aggs = Vec::with_capacity(agg.aggs.len());
+                for a in &agg.aggs {
+                    let types: Vec<_> = a
+                        .args
+                        .iter()
+                        .map(|&i| below.schema[i].ty.without_time_attribute())
+                        .collect();
+                    let call = resolve_aggregate(
+                        a.kind.name(),
+                        &types,
+                        a.distinct,
+                        !agg.group.is_empty(),
+                        None,
+                    )?;
+                    aggs.push(GroupAggCall {
+                        call,
+                        args: a.args.clone(),
+                        filter: a.filter.as_ref().map(|f| f.0),
+                    });
+                }
+                let spec = GroupAggSpec {
+                    keys: agg.group.clone(),
+                    aggs,
+                    update_before: *update_before,
+                };
+                let ids = OperatorIds::new(name, uid);
+                if updating(below) {
+                    let input = self.changes(below)?;
+                    group_aggregate(&input, &spec, &ids)
+                } else {
+                    let input = self.stream(below)?;
+                    group_aggregate(&input, &spec, &ids)
+                }
+            }
+            PhysicalOp::Calc(c) => {
+                let input = self.changes(&node.inputs[0])?;
+                let (exprs, names): (Vec<_>, Vec<_>) = c.projection.iter().cloned().unzip();
+                let op = Calc::new(exprs, c.condition.clone());
+                let flink = op.flink_name(&names);
+                Ok(calc_changes(&input, &op, &flink, &self.errors)
+                    .name(&name)
+                    .uid(&uid))
+            }
+            PhysicalOp::Exchange(d) => {
+                let input = self.changes(&node.inputs[0])?;
+                Ok(match d {
+                    Distribution::Single => input.global(),
+                    Distribution::Hash(keys) => {
+                        let keys = keys.clone();
+                        input
+                            .key_by(move |c: &Change| SqlKey(KeyRow::of(&c.row, &keys)))
+                            .as_stream()
+                            .clone()
+                    }
+                })
+            }
+            PhysicalOp::Union => {
+                let mut inputs = Vec::with_capacity(node.inputs.len());
+                for i in &node.inputs {
+                    inputs.push(self.changes_of_input(i)?);
+                }
+                let (first, rest) = inputs
+                    .split_first()
+                    .ok_or_else(|| internal("a Union without inputs"))?;
+                Ok(first.union(&rest.iter().collect::<Vec<_>>()))
+            }
+            _ => Err(SqlError::unsupported(
+                None,
+                format!(
+                    "{} over an updating input does not run yet in this version: {name}",
+                    flink_node_name(node)
+                ),
+            )),
+        }
+    }
+}
