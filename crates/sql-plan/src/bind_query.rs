@@ -13,6 +13,10 @@
 
 #[path = "bind_group.rs"]
 mod group;
+#[path = "bind_rank.rs"]
+mod rank;
+
+pub use rank::fold_rank_filters;
 
 use std::collections::BTreeSet;
 
@@ -1112,6 +1116,12 @@ impl<'a> QueryBinder<'a> {
                     self.pos(base, h),
                     "HAVING without GROUP BY or aggregates",
                 ));
+            }
+            let windowed = s.projection.iter().any(|p| {
+                matches!(p, ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } if rank::is_window_call(e))
+            });
+            if windowed {
+                return self.rank_select(s, tree, flat, where_conds, base);
             }
             return self.plain_select(s, tree, flat, where_conds, base);
         }

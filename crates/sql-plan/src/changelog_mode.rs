@@ -140,6 +140,27 @@ fn visit(node: &PhysicalNode, allowed: Kinds, requester: &str) -> Result<Kinds> 
                 delete: !input.is_insert_only(),
             }
         }
+        PhysicalOp::Rank { .. } => {
+            let name = node_name(node);
+            if let Some(i) = node.inputs.first() {
+                visit(i, Kinds::ALL, &name)?;
+            }
+            Kinds::ALL
+        }
+        PhysicalOp::Deduplicate {
+            keep_last, rowtime, ..
+        } => {
+            let name = node_name(node);
+            if let Some(i) = node.inputs.first() {
+                visit(i, Kinds::INSERT_ONLY, &name)?;
+            }
+            // Only keeping the first row by processing time never revises what it emitted.
+            if !keep_last && !rowtime {
+                Kinds::INSERT_ONLY
+            } else {
+                Kinds::ALL
+            }
+        }
         PhysicalOp::Join(_) => {
             let name = node_name(node);
             for i in &node.inputs {
@@ -185,7 +206,9 @@ pub fn refuse_updates(node: &PhysicalNode, requester: &str) -> Result<()> {
 /// The first node under (or at) `node` that produces updates, through the pass-through nodes.
 fn updating_node(node: &PhysicalNode) -> Option<&PhysicalNode> {
     match &node.op {
-        PhysicalOp::GroupAggregate { .. } => Some(node),
+        PhysicalOp::GroupAggregate { .. }
+        | PhysicalOp::Rank { .. }
+        | PhysicalOp::Deduplicate { .. } => Some(node),
         _ => node.inputs.iter().find_map(updating_node),
     }
 }
@@ -207,6 +230,27 @@ pub fn mode(node: &PhysicalNode) -> ChangelogMode {
             update_before: *update_before,
             delete: *retract,
         },
+        PhysicalOp::Rank { update_before, .. } => ChangelogMode {
+            update_after: true,
+            update_before: *update_before,
+            delete: true,
+        },
+        PhysicalOp::Deduplicate {
+            keep_last,
+            rowtime,
+            update_before,
+            ..
+        } => {
+            if !keep_last && !rowtime {
+                ChangelogMode::INSERT_ONLY
+            } else {
+                ChangelogMode {
+                    update_after: true,
+                    update_before: *update_before,
+                    delete: false,
+                }
+            }
+        }
         PhysicalOp::Calc(_)
         | PhysicalOp::Exchange(_)
         | PhysicalOp::WatermarkAssigner { .. }
@@ -248,6 +292,26 @@ fn set_update_before(node: &mut PhysicalNode, needed: bool) {
                 set_update_before(i, true);
             }
         }
+        PhysicalOp::Rank {
+            update_before,
+            retract,
+            ..
+        } => {
+            *update_before = needed;
+            *retract = node
+                .inputs
+                .first()
+                .is_some_and(|i| !produced(i).is_insert_only());
+            for i in &mut node.inputs {
+                set_update_before(i, true);
+            }
+        }
+        PhysicalOp::Deduplicate { update_before, .. } => {
+            *update_before = needed;
+            for i in &mut node.inputs {
+                set_update_before(i, false);
+            }
+        }
         PhysicalOp::Calc(c) => {
             let needed = needed || (c.condition.is_some() && carries_updates);
             for i in &mut node.inputs {
@@ -275,6 +339,16 @@ fn set_update_before(node: &mut PhysicalNode, needed: bool) {
 pub fn upsert_key(node: &PhysicalNode) -> Option<Vec<usize>> {
     match &node.op {
         PhysicalOp::GroupAggregate { agg, .. } => Some((0..agg.group.len()).collect()),
+        PhysicalOp::Deduplicate { keys, .. } => Some(keys.clone()),
+        PhysicalOp::Rank { rank, .. } => {
+            let mut k = rank.partition.clone();
+            if rank.output_rank {
+                k.push(node.schema.len() - 1);
+            } else if rank.end != Some(1) {
+                return None;
+            }
+            Some(k)
+        }
         PhysicalOp::Calc(c) => {
             let below = upsert_key(node.inputs.first()?)?;
             below

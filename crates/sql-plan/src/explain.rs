@@ -458,6 +458,45 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
             group_by(&agg.group, input(0)),
             agg_select(&agg.group, &agg.aggs, input(0), &node.schema).join(", ")
         ),
+        PhysicalOp::Rank { rank, retract, .. } => {
+            let cols = |ks: &[usize]| {
+                ks.iter()
+                    .map(|&i| input(0)[i].name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let order: Vec<String> = rank
+                .order
+                .iter()
+                .map(|k| {
+                    let dir = if k.descending { "DESC" } else { "ASC" };
+                    format!("{} {dir}", input(0)[k.column].name)
+                })
+                .collect();
+            let end = rank.end.unwrap_or(i64::MAX);
+            format!(
+                "Rank(strategy=[{}], rankType=[ROW_NUMBER], rankRange=[rankStart={}, rankEnd={end}], partitionBy=[{}], orderBy=[{}], select=[{}])",
+                if *retract { "RetractStrategy" } else { "AppendFastStrategy" },
+                rank.start,
+                cols(&rank.partition),
+                order.join(", "),
+                names(&node.schema)
+            )
+        }
+        PhysicalOp::Deduplicate {
+            keys,
+            keep_last,
+            rowtime,
+            ..
+        } => format!(
+            "Deduplicate(keep=[{}], key=[{}], order=[{}])",
+            if *keep_last { "LastRow" } else { "FirstRow" },
+            keys.iter()
+                .map(|&i| input(0)[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if *rowtime { "ROWTIME" } else { "PROCTIME" }
+        ),
         PhysicalOp::GroupWindowAggregate(agg) => {
             let mut sel = agg_select(&agg.group, &agg.aggs, input(0), &node.schema);
             sel.extend(props_select(agg, &node.schema, true));
@@ -561,6 +600,8 @@ pub fn transformation_name(node: &PhysicalNode) -> &'static str {
         PhysicalOp::WindowAggregate(_) => "window-aggregate",
         PhysicalOp::GroupWindowAggregate(_) => "group-window-aggregate",
         PhysicalOp::GroupAggregate { .. } => "group-aggregate",
+        PhysicalOp::Rank { .. } => "rank",
+        PhysicalOp::Deduplicate { .. } => "deduplicate",
         PhysicalOp::Join(_) => "join",
         PhysicalOp::IntervalJoin(_) => "interval-join",
         PhysicalOp::WindowJoin(_) => "window-join",
@@ -825,6 +866,28 @@ fn logical_lines(rel: &Rel) -> Vec<(String, Vec<&Rel>)> {
             }
             s.push(')');
             vec![(s, rel.inputs.iter().collect())]
+        }
+        RelNode::Rank(r) => {
+            let part: Vec<String> = r.partition.iter().map(|i| format!("${i}")).collect();
+            let order: Vec<String> = r
+                .order
+                .iter()
+                .map(|k| {
+                    let dir = if k.descending { " DESC" } else { "" };
+                    format!("${}{dir}", k.column)
+                })
+                .collect();
+            vec![(
+                format!(
+                    "FlinkLogicalRank(rankType=[ROW_NUMBER], rankRange=[rankStart={}, rankEnd={}], partitionBy=[{}], orderBy=[{}], select=[{}])",
+                    r.start,
+                    r.end.unwrap_or(i64::MAX),
+                    part.join(","),
+                    order.join(", "),
+                    names(&rel.schema)
+                ),
+                rel.inputs.iter().collect(),
+            )]
         }
         RelNode::Join(j) => {
             let lw = rel.inputs.first().map(|r| r.schema.len()).unwrap_or(0);

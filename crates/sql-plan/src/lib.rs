@@ -174,7 +174,11 @@ pub fn bind_insert(session: &Session, insert: &InsertStatement) -> Result<Rel> {
 /// The physical trees of relational plans, their changelog modes inferred (an updating query
 /// into a sink that cannot take its changes is refused here, at `pos`).
 fn finish(logical: Vec<Rel>, pos: crate::error::Position) -> Result<PhysicalPlan> {
-    let logical: Vec<Rel> = logical.into_iter().map(physical::merge_calcs).collect();
+    let logical: Vec<Rel> = logical
+        .into_iter()
+        .map(|r| bind_query::fold_rank_filters(physical::merge_calcs(r)))
+        .collect::<Result<_>>()
+        .map_err(|e| e.at_if_unplaced(pos))?;
     let mut roots: Vec<PhysicalNode> = logical.iter().map(physical::to_physical).collect();
     for r in &mut roots {
         changelog_mode::infer(r).map_err(|e| e.at_if_unplaced(pos))?;

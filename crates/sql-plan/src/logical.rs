@@ -93,6 +93,36 @@ pub struct GroupAggregate {
     pub aggs: Vec<AggCall>,
 }
 
+/// One `ORDER BY` key of a rank: the input column, the direction, where NULLs go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SortKey {
+    /// The input column.
+    pub column: usize,
+    /// `DESC`.
+    pub descending: bool,
+    /// NULLs before the other values (Flink's default: first when ascending, last when
+    /// descending: NULL is the smallest value).
+    pub nulls_first: bool,
+}
+
+/// `ROW_NUMBER() OVER (PARTITION BY … ORDER BY …)` with a filter on the number (Flink's `Rank`:
+/// a Top-N per partition, kept up to date): output = the input columns, then the number when
+/// `output_rank`.
+#[derive(Clone, Debug)]
+pub struct Rank {
+    /// The partition columns.
+    pub partition: Vec<usize>,
+    /// The order.
+    pub order: Vec<SortKey>,
+    /// The first rank kept (from 1).
+    pub start: i64,
+    /// The last rank kept; `None` until a filter on the number bounds it (the planner refuses
+    /// an unbounded rank).
+    pub end: Option<i64>,
+    /// Whether the number is an output column (the last one).
+    pub output_rank: bool,
+}
+
 /// Which join algorithm an inner join of append-only inputs uses.
 #[derive(Clone, Debug)]
 pub enum JoinKind {
@@ -179,6 +209,8 @@ pub enum RelNode {
     GroupWindowAggregate(WindowAggregate),
     /// An unbounded aggregate (one input): a changelog.
     GroupAggregate(GroupAggregate),
+    /// A Top-N per partition (one input): a changelog.
+    Rank(Rank),
     /// An inner join (two inputs).
     Join(Join),
     /// `UNION ALL` (two or more inputs of the same column types).
@@ -206,7 +238,7 @@ impl Rel {
 
     /// Whether the node emits only inserts (no updating node under it).
     pub fn is_append_only(&self) -> bool {
-        !matches!(self.node, RelNode::GroupAggregate(_))
+        !matches!(self.node, RelNode::GroupAggregate(_) | RelNode::Rank(_))
             && self.inputs.iter().all(Rel::is_append_only)
     }
 }

@@ -11,7 +11,7 @@ use crate::types::TimestampKind;
 use super::agg_call::AggCall;
 use super::bind_query::and_all;
 use super::logical::{
-    Calc, GroupAggregate, Join, JoinKind, Rel, RelNode, ScanColumnSource, Sink, TableScan,
+    Calc, GroupAggregate, Join, JoinKind, Rank, Rel, RelNode, ScanColumnSource, Sink, TableScan,
     WindowAggregate,
 };
 use super::schema::Field;
@@ -63,6 +63,30 @@ pub enum PhysicalOp {
         update_before: bool,
         /// Whether its input carries updates or deletes, so that its accumulators retract.
         retract: bool,
+    },
+    /// Flink's `Rank`: a Top-N per partition, kept up to date (a changelog).
+    Rank {
+        /// Partition, order, range, whether the number is output.
+        rank: Rank,
+        /// Whether a changed row is retracted (`-U`) before its new content (`+U`).
+        update_before: bool,
+        /// Whether its input carries updates (Flink's `RetractStrategy`; else
+        /// `AppendFastStrategy`).
+        retract: bool,
+    },
+    /// Flink's `Deduplicate`: a Top-1 by a time attribute, without the number: per key the
+    /// first row (ascending) or the last (descending).
+    Deduplicate {
+        /// The key columns.
+        keys: Vec<usize>,
+        /// The time attribute ordered by.
+        order: usize,
+        /// Keep the last row (else the first).
+        keep_last: bool,
+        /// By event time (else processing time).
+        rowtime: bool,
+        /// Whether a replaced row is retracted (`-U`) before its successor (`+U`).
+        update_before: bool,
     },
     /// A regular inner join.
     Join(Join),
@@ -439,6 +463,39 @@ fn translate(rel: &Rel, used: Option<&[usize]>) -> PhysicalNode {
                 schema: rel.schema.clone(),
             }
         }
+        RelNode::Rank(rank) => {
+            let child = translate(&rel.inputs[0], None);
+            let key = rank.order.first().map(|k| k.column);
+            let time = key
+                .and_then(|k| child.schema.get(k))
+                .map(|f| f.ty.time_attribute())
+                .unwrap_or(TimestampKind::Regular);
+            let dedup = rank.start == 1
+                && rank.end == Some(1)
+                && !rank.output_rank
+                && rank.order.len() == 1
+                && time != TimestampKind::Regular;
+            let child = exchange(child, &rank.partition);
+            let op = match (dedup, key) {
+                (true, Some(order)) => PhysicalOp::Deduplicate {
+                    keys: rank.partition.clone(),
+                    order,
+                    keep_last: rank.order[0].descending,
+                    rowtime: time == TimestampKind::Rowtime,
+                    update_before: true,
+                },
+                _ => PhysicalOp::Rank {
+                    rank: rank.clone(),
+                    update_before: true,
+                    retract: false,
+                },
+            };
+            PhysicalNode {
+                op,
+                inputs: vec![child],
+                schema: rel.schema.clone(),
+            }
+        }
         RelNode::Join(j) => {
             let left = translate(&rel.inputs[0], None);
             if let JoinKind::Lookup { .. } = &j.kind {
@@ -797,6 +854,19 @@ impl PhysicalNode {
                     .flat_map(|c| c.args.iter().chain(c.filter.iter().map(|f| &f.0)));
                 if agg.group.iter().chain(args).any(|i| *i >= n) {
                     return bad(format!("{name}: key or argument out of range"));
+                }
+            }
+            PhysicalOp::Rank { rank, .. } => {
+                let n = input(0).len();
+                let order = rank.order.iter().map(|k| &k.column);
+                if rank.partition.iter().chain(order).any(|i| *i >= n) {
+                    return bad(format!("{name}: key out of range"));
+                }
+            }
+            PhysicalOp::Deduplicate { keys, order, .. } => {
+                let n = input(0).len();
+                if keys.iter().chain(std::iter::once(order)).any(|i| *i >= n) {
+                    return bad(format!("{name}: key out of range"));
                 }
             }
             PhysicalOp::Join(j) | PhysicalOp::IntervalJoin(j) | PhysicalOp::WindowJoin(j) => {

@@ -16,6 +16,9 @@
 //!   keys each, drained when the watermark passes it).
 //! * [`group_agg`]: Flink's unbounded `GroupAggregate` ([`group_aggregate`]): a changelog of
 //!   each key's aggregates, over insertions or over another changelog (retracting).
+//! * [`rank`]: Flink's `Rank` ([`rank()`]: a Top-N per partition by `ROW_NUMBER()`, over
+//!   insertions or a changelog) and `Deduplicate` ([`deduplicate`]: the first or last row per key
+//!   by a time attribute).
 //! * [`joins`]: inner joins of append-only rows, output `left ++ right`: [`interval_join`],
 //!   [`window_join`] (per window, at the watermark) and [`regular_join`].
 //! * [`stateful`]: what those operators are given besides their spec: [`OperatorIds`] (the
@@ -30,6 +33,7 @@
 pub mod group_agg;
 pub mod joins;
 pub mod key;
+pub mod rank;
 pub mod row_errors;
 pub mod rowtime;
 pub mod stateful;
@@ -41,6 +45,7 @@ pub use joins::{
     WindowJoinSpec,
 };
 pub use key::{KeyRow, SqlKey};
+pub use rank::{deduplicate, deduplicate_first_rows, rank, DedupSpec, RankOrder, RankSpec};
 pub use row_errors::RowErrors;
 pub use stateful::{LateRecords, OperatorIds};
 pub use window_agg::{

@@ -570,7 +570,20 @@ impl<'a> Translator<'a> {
                 self.join(node, OperatorIds::new(name, uid))?
             }
             PhysicalOp::LookupJoin { .. } => self.lookup_join(node, OperatorIds::new(name, uid))?,
-            PhysicalOp::GroupAggregate { .. } => {
+            PhysicalOp::Deduplicate {
+                keys,
+                keep_last: false,
+                rowtime: false,
+                ..
+            } => {
+                let keys = keys.clone();
+                let below = self.below_exchange(node)?;
+                let input = self.stream(below)?;
+                crate::rank::deduplicate_first_rows(&input, &keys, &OperatorIds::new(name, uid))
+            }
+            PhysicalOp::GroupAggregate { .. }
+            | PhysicalOp::Rank { .. }
+            | PhysicalOp::Deduplicate { .. } => {
                 return Err(SqlError::validation(
                     None,
                     format!(
@@ -645,6 +658,8 @@ fn flink_node_name(node: &PhysicalNode) -> &'static str {
         PhysicalOp::WindowAggregate(_) => "WindowAggregate",
         PhysicalOp::GroupWindowAggregate(_) => "GroupWindowAggregate",
         PhysicalOp::GroupAggregate { .. } => "GroupAggregate",
+        PhysicalOp::Rank { .. } => "Rank",
+        PhysicalOp::Deduplicate { .. } => "Deduplicate",
         PhysicalOp::Join(_) => "Join",
         PhysicalOp::IntervalJoin(_) => "IntervalJoin",
         PhysicalOp::WindowJoin(_) => "WindowJoin",

@@ -16,6 +16,7 @@ use super::{flink_node_name, size, Translator};
 use crate::calc::{calc_changes, Calc};
 use crate::group_agg::{group_aggregate, GroupAggCall, GroupAggSpec};
 use crate::key::{KeyRow, SqlKey};
+use crate::rank::{deduplicate, rank, DedupSpec, RankOrder, RankSpec};
 use crate::stateful::OperatorIds;
 
 fn internal(what: &str) -> SqlError {
@@ -49,6 +50,28 @@ impl Translator<'_> {
         }
     }
 
+    /// A keyed node's input below the plan's `Exchange` (not built: the operator keys its
+    /// input itself; the Exchange's uid is consumed all the same).
+    pub(super) fn below_exchange<'n>(
+        &mut self,
+        node: &'n PhysicalNode,
+    ) -> Result<&'n PhysicalNode> {
+        let below = node
+            .inputs
+            .first()
+            .ok_or_else(|| internal("a keyed node without input"))?;
+        Ok(match &below.op {
+            PhysicalOp::Exchange(_) => {
+                self.uid();
+                below
+                    .inputs
+                    .first()
+                    .ok_or_else(|| internal("an Exchange without input"))?
+            }
+            _ => below,
+        })
+    }
+
     fn translate_changes(&mut self, node: &PhysicalNode) -> Result<DataStream<Change>> {
         let uid = self.uid();
         let name = operator_name(node);
@@ -56,20 +79,7 @@ impl Translator<'_> {
             PhysicalOp::GroupAggregate {
                 agg, update_before, ..
             } => {
-                let below = node
-                    .inputs
-                    .first()
-                    .ok_or_else(|| internal("a GroupAggregate without input"))?;
-                let below = match &below.op {
-                    PhysicalOp::Exchange(_) => {
-                        self.uid();
-                        below
-                            .inputs
-                            .first()
-                            .ok_or_else(|| internal("an Exchange without input"))?
-                    }
-                    _ => below,
-                };
+                let below = self.below_exchange(node)?;
                 let mut aggs = Vec::with_capacity(agg.aggs.len());
                 for a in &agg.aggs {
                     let types: Vec<_> = a
@@ -103,6 +113,53 @@ impl Translator<'_> {
                     let input = self.stream(below)?;
                     group_aggregate(&input, &spec, &ids)
                 }
+            }
+            PhysicalOp::Rank {
+                rank: r,
+                update_before,
+                ..
+            } => {
+                let below = self.below_exchange(node)?;
+                let spec = RankSpec {
+                    partition: r.partition.clone(),
+                    order: r
+                        .order
+                        .iter()
+                        .map(|k| RankOrder {
+                            column: k.column,
+                            descending: k.descending,
+                            nulls_first: k.nulls_first,
+                        })
+                        .collect(),
+                    start: r.start,
+                    end: r.end.ok_or_else(|| internal("an unbounded rank"))?,
+                    output_rank: r.output_rank,
+                    update_before: *update_before,
+                };
+                let ids = OperatorIds::new(name, uid);
+                Ok(if updating(below) {
+                    rank(&self.changes(below)?, &spec, &ids)
+                } else {
+                    rank(&self.stream(below)?, &spec, &ids)
+                })
+            }
+            PhysicalOp::Deduplicate {
+                keys,
+                order,
+                keep_last,
+                rowtime,
+                update_before,
+            } => {
+                let below = self.below_exchange(node)?;
+                let spec = DedupSpec {
+                    keys: keys.clone(),
+                    order: *order,
+                    keep_last: *keep_last,
+                    rowtime: *rowtime,
+                    update_before: *update_before,
+                };
+                let input = self.stream(below)?;
+                Ok(deduplicate(&input, &spec, &OperatorIds::new(name, uid)))
             }
             PhysicalOp::Calc(c) => {
                 let input = self.changes(&node.inputs[0])?;

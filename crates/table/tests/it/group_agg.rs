@@ -40,7 +40,7 @@ fn ddl(input: &std::path::Path) -> String {
 }
 
 /// The printed changelog of `query` at parallelism `p`.
-fn changelog(ddl: &str, query: &str, p: usize) -> Vec<String> {
+pub fn changelog(ddl: &str, query: &str, p: usize) -> Vec<String> {
     let mut s = Session::new();
     let planned = s
         .execute_script(&format!("{ddl}\n{query};"), &BTreeMap::new())
@@ -67,7 +67,7 @@ fn changelog(ddl: &str, query: &str, p: usize) -> Vec<String> {
 
 /// The table a changelog leaves: `+I`/`+U` add a row, `-U`/`-D` take one out (which must be
 /// there), sorted.
-fn applied(changes: &[String]) -> Vec<String> {
+pub fn applied(changes: &[String]) -> Vec<String> {
     let mut table: BTreeMap<String, i64> = BTreeMap::new();
     for c in changes {
         // At parallelism above 1 each subtask's lines start `N> `.

@@ -15,6 +15,7 @@ mod options;
 mod pruning;
 mod q2_oracle;
 mod q5_windows;
+mod rank;
 mod rows;
 mod support;
 mod translate;
