@@ -453,11 +453,22 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
                 sel.join(", ")
             )
         }
-        PhysicalOp::GroupAggregate { agg, .. } => format!(
-            "GroupAggregate({}select=[{}])",
-            group_by(&agg.group, input(0)),
-            agg_select(&agg.group, &agg.aggs, input(0), &node.schema).join(", ")
-        ),
+        PhysicalOp::GroupAggregate { agg, retract, .. } => {
+            let mut sel = agg_select(&agg.group, &agg.aggs, input(0), &node.schema);
+            if *retract {
+                // Flink names the retracting variants `COUNT_RETRACT(*)`, `AVG_RETRACT(x)`.
+                for s in sel.iter_mut().skip(agg.group.len()) {
+                    if let Some(at) = s.find('(') {
+                        s.insert_str(at, "_RETRACT");
+                    }
+                }
+            }
+            format!(
+                "GroupAggregate({}select=[{}])",
+                group_by(&agg.group, input(0)),
+                sel.join(", ")
+            )
+        }
         PhysicalOp::Rank { rank, retract, .. } => {
             let cols = |ks: &[usize]| {
                 ks.iter()
@@ -489,13 +500,14 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
             rowtime,
             ..
         } => format!(
-            "Deduplicate(keep=[{}], key=[{}], order=[{}])",
+            "Deduplicate(keep=[{}], key=[{}], order=[{}], outputInsertOnly=[{}])",
             if *keep_last { "LastRow" } else { "FirstRow" },
             keys.iter()
                 .map(|&i| input(0)[i].name.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            if *rowtime { "ROWTIME" } else { "PROCTIME" }
+            if *rowtime { "ROWTIME" } else { "PROCTIME" },
+            !keep_last && !rowtime
         ),
         PhysicalOp::GroupWindowAggregate(agg) => {
             let mut sel = agg_select(&agg.group, &agg.aggs, input(0), &node.schema);
