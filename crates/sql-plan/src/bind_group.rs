@@ -158,7 +158,19 @@ impl QueryBinder<'_> {
         let mut proj: Vec<(Expr, String)> = Vec::new();
         for (g, e) in keys {
             let e = remap(e, &map, &consts, &rel.schema);
-            let name = key_name(g, &e, proj.len());
+            // A computed key takes the alias the select list gives the same expression.
+            let alias = s.projection.iter().find_map(|p| match p {
+                ast::SelectItem::ExprWithAlias { expr, alias }
+                    if expr.to_string() == g.to_string() =>
+                {
+                    Some(alias.value.clone())
+                }
+                _ => None,
+            });
+            let name = match (&e, alias) {
+                (Expr::Column { .. }, _) | (_, None) => key_name(g, &e, proj.len()),
+                (_, Some(a)) => a,
+            };
             proj.push((e, name));
         }
         let nkeys = proj.len();

@@ -1795,7 +1795,11 @@ impl<'a> QueryBinder<'a> {
                             "FILTER must be a boolean condition",
                         ));
                     }
-                    Some(e)
+                    // Flink's: the row counts when the condition IS TRUE (not NULL).
+                    Some(Expr::Is {
+                        expr: Box::new(e),
+                        test: crate::expr::IsTest::True,
+                    })
                 }
                 None => None,
             };

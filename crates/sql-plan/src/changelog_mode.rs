@@ -116,6 +116,7 @@ fn visit(node: &PhysicalNode, allowed: Kinds, requester: &str) -> Result<Kinds> 
         PhysicalOp::Calc(_)
         | PhysicalOp::Exchange(_)
         | PhysicalOp::WatermarkAssigner { .. }
+        | PhysicalOp::MiniBatchAssigner { .. }
         | PhysicalOp::LookupJoin { .. } => {
             return match node.inputs.first() {
                 Some(i) => visit(i, allowed, requester),
@@ -128,6 +129,23 @@ fn visit(node: &PhysicalNode, allowed: Kinds, requester: &str) -> Result<Kinds> 
                 k = k.union(visit(i, allowed, requester)?);
             }
             return Ok(k);
+        }
+        PhysicalOp::LocalGroupAggregate(_) => {
+            // Accumulators of insertions (the planner splits only those), not a changelog.
+            let name = node_name(node);
+            if let Some(i) = node.inputs.first() {
+                visit(i, Kinds::INSERT_ONLY, &name)?;
+            }
+            Kinds::INSERT_ONLY
+        }
+        PhysicalOp::GlobalGroupAggregate { .. } => {
+            if let Some(i) = node.inputs.first() {
+                visit(i, Kinds::INSERT_ONLY, "GlobalGroupAggregate")?;
+            }
+            Kinds {
+                update: true,
+                delete: false,
+            }
         }
         PhysicalOp::GroupAggregate { .. } => {
             let name = node_name(node);
@@ -207,6 +225,7 @@ pub fn refuse_updates(node: &PhysicalNode, requester: &str) -> Result<()> {
 fn updating_node(node: &PhysicalNode) -> Option<&PhysicalNode> {
     match &node.op {
         PhysicalOp::GroupAggregate { .. }
+        | PhysicalOp::GlobalGroupAggregate { .. }
         | PhysicalOp::Rank { .. }
         | PhysicalOp::Deduplicate { .. } => Some(node),
         _ => node.inputs.iter().find_map(updating_node),
@@ -229,6 +248,11 @@ pub fn mode(node: &PhysicalNode) -> ChangelogMode {
             update_after: true,
             update_before: *update_before,
             delete: *retract,
+        },
+        PhysicalOp::GlobalGroupAggregate { update_before, .. } => ChangelogMode {
+            update_after: true,
+            update_before: *update_before,
+            delete: false,
         },
         PhysicalOp::Rank { update_before, .. } => ChangelogMode {
             update_after: true,
@@ -254,6 +278,7 @@ pub fn mode(node: &PhysicalNode) -> ChangelogMode {
         PhysicalOp::Calc(_)
         | PhysicalOp::Exchange(_)
         | PhysicalOp::WatermarkAssigner { .. }
+        | PhysicalOp::MiniBatchAssigner { .. }
         | PhysicalOp::LookupJoin { .. } => node
             .inputs
             .first()
@@ -306,6 +331,12 @@ fn set_update_before(node: &mut PhysicalNode, needed: bool) {
                 set_update_before(i, true);
             }
         }
+        PhysicalOp::GlobalGroupAggregate { update_before, .. } => {
+            *update_before = needed;
+            for i in &mut node.inputs {
+                set_update_before(i, false);
+            }
+        }
         PhysicalOp::Deduplicate { update_before, .. } => {
             *update_before = needed;
             for i in &mut node.inputs {
@@ -320,6 +351,7 @@ fn set_update_before(node: &mut PhysicalNode, needed: bool) {
         }
         PhysicalOp::Exchange(_)
         | PhysicalOp::WatermarkAssigner { .. }
+        | PhysicalOp::MiniBatchAssigner { .. }
         | PhysicalOp::LookupJoin { .. }
         | PhysicalOp::Union => {
             for i in &mut node.inputs {
@@ -338,7 +370,9 @@ fn set_update_before(node: &mut PhysicalNode, needed: bool) {
 /// an aggregate's keys, carried through projections that keep them as they are.
 pub fn upsert_key(node: &PhysicalNode) -> Option<Vec<usize>> {
     match &node.op {
-        PhysicalOp::GroupAggregate { agg, .. } => Some((0..agg.group.len()).collect()),
+        PhysicalOp::GroupAggregate { agg, .. } | PhysicalOp::GlobalGroupAggregate { agg, .. } => {
+            Some((0..agg.group.len()).collect())
+        }
         PhysicalOp::Deduplicate { keys, .. } => Some(keys.clone()),
         PhysicalOp::Rank { rank, .. } => {
             let mut k = rank.partition.clone();

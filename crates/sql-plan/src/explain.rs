@@ -469,6 +469,52 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
                 sel.join(", ")
             )
         }
+        PhysicalOp::MiniBatchAssigner { interval_ms } => {
+            format!("MiniBatchAssigner(interval=[{interval_ms}ms], mode=[ProcTime])")
+        }
+        PhysicalOp::LocalGroupAggregate(agg) => {
+            let mut sel: Vec<String> = agg
+                .group
+                .iter()
+                .map(|&i| input(0)[i].name.clone())
+                .collect();
+            let accs = local_accumulators(&agg.aggs);
+            let mut k = 0;
+            for a in &agg.aggs {
+                let n = a.kind.accumulators().len();
+                let names: Vec<&str> = accs[k..k + n].iter().map(|a| a.0.as_str()).collect();
+                k += n;
+                sel.push(format!("{} AS {}", a.call_text(), acc_tuple(&names)));
+            }
+            format!(
+                "LocalGroupAggregate({}select=[{}])",
+                group_by(&agg.group, input(0)),
+                sel.join(", ")
+            )
+        }
+        PhysicalOp::GlobalGroupAggregate { agg, .. } => {
+            let local = input(0);
+            let keys: Vec<usize> = (0..agg.group.len()).collect();
+            let mut sel: Vec<String> = keys.iter().map(|&i| local[i].name.clone()).collect();
+            let accs = local_accumulators(&agg.aggs);
+            let mut k = 0;
+            for (i, a) in agg.aggs.iter().enumerate() {
+                let n = a.kind.accumulators().len();
+                let names: Vec<&str> = accs[k..k + n].iter().map(|a| a.0.as_str()).collect();
+                k += n;
+                sel.push(format!(
+                    "{}({}) AS {}",
+                    a.kind.name(),
+                    acc_tuple(&names),
+                    node.schema[agg.group.len() + i].name
+                ));
+            }
+            format!(
+                "GlobalGroupAggregate({}select=[{}])",
+                group_by(&keys, local),
+                sel.join(", ")
+            )
+        }
         PhysicalOp::Rank { rank, retract, .. } => {
             let cols = |ks: &[usize]| {
                 ks.iter()
@@ -613,6 +659,9 @@ pub fn transformation_name(node: &PhysicalNode) -> &'static str {
         PhysicalOp::GroupWindowAggregate(_) => "group-window-aggregate",
         PhysicalOp::GroupAggregate { .. } => "group-aggregate",
         PhysicalOp::Rank { .. } => "rank",
+        PhysicalOp::MiniBatchAssigner { .. } => "mini-batch-assigner",
+        PhysicalOp::LocalGroupAggregate(_) => "local-group-aggregate",
+        PhysicalOp::GlobalGroupAggregate { .. } => "global-group-aggregate",
         PhysicalOp::Deduplicate { .. } => "deduplicate",
         PhysicalOp::Join(_) => "join",
         PhysicalOp::IntervalJoin(_) => "interval-join",

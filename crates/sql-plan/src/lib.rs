@@ -14,6 +14,8 @@
 //! * [`changelog_mode`]: Flink's changelog-mode inference — which nodes produce updates, which
 //!   consumers (sinks by connector) take them, whether updates carry `-U`; refusals in Flink's
 //!   words.
+//! * [`mini_batch`]: Flink's mini-batch options: `MiniBatchAssigner`s and two-phase
+//!   (`LocalGroupAggregate` → `GlobalGroupAggregate`) unbounded aggregation.
 //! * [`mod@explain`]: Flink's `EXPLAIN` layout; [`explain::operator_name`] and
 //!   [`explain::operator_uids`] for the dashboard and savepoints.
 //!
@@ -26,6 +28,7 @@ pub mod bind_query;
 pub mod changelog_mode;
 pub mod explain;
 pub mod logical;
+pub mod mini_batch;
 pub mod physical;
 pub mod schema;
 pub mod window;
@@ -173,7 +176,12 @@ pub fn bind_insert(session: &Session, insert: &InsertStatement) -> Result<Rel> {
 
 /// The physical trees of relational plans, their changelog modes inferred (an updating query
 /// into a sink that cannot take its changes is refused here, at `pos`).
-fn finish(logical: Vec<Rel>, pos: crate::error::Position) -> Result<PhysicalPlan> {
+fn finish(
+    session: &Session,
+    logical: Vec<Rel>,
+    pos: crate::error::Position,
+) -> Result<PhysicalPlan> {
+    let mini_batch = mini_batch::MiniBatch::of(session).map_err(|e| e.at_if_unplaced(pos))?;
     let logical: Vec<Rel> = logical
         .into_iter()
         .map(|r| bind_query::fold_rank_filters(physical::merge_calcs(r)))
@@ -181,6 +189,9 @@ fn finish(logical: Vec<Rel>, pos: crate::error::Position) -> Result<PhysicalPlan
         .map_err(|e| e.at_if_unplaced(pos))?;
     let mut roots: Vec<PhysicalNode> = logical.iter().map(physical::to_physical).collect();
     for r in &mut roots {
+        if let Some(mb) = mini_batch {
+            mini_batch::apply(r, mb);
+        }
         changelog_mode::infer(r).map_err(|e| e.at_if_unplaced(pos))?;
     }
     Ok(PhysicalPlan { logical, roots })
@@ -188,7 +199,7 @@ fn finish(logical: Vec<Rel>, pos: crate::error::Position) -> Result<PhysicalPlan
 
 /// Plans `INSERT INTO … query`.
 pub fn plan_insert(session: &Session, insert: &InsertStatement) -> Result<PhysicalPlan> {
-    finish(vec![bind_insert(session, insert)?], insert.pos)
+    finish(session, vec![bind_insert(session, insert)?], insert.pos)
 }
 
 /// Plans a statement set: its INSERTs as one job.
@@ -198,14 +209,14 @@ pub fn plan_statement_set(session: &Session, set: &StatementSet) -> Result<Physi
         .iter()
         .map(|i| bind_insert(session, i))
         .collect::<Result<Vec<Rel>>>()?;
-    finish(rels, set.pos)
+    finish(session, rels, set.pos)
 }
 
 /// Plans a query run on its own (its rows are collected: no sink node).
 pub fn plan_query(session: &Session, query: &QueryStatement) -> Result<PhysicalPlan> {
     let mut binder = QueryBinder::new(&session.catalog);
     let bound = binder.bind_query(&query.query, query.pos)?;
-    finish(vec![bound.rel], query.pos)
+    finish(session, vec![bound.rel], query.pos)
 }
 
 /// `EXPLAIN …`: Flink's three sections for what the statement plans.

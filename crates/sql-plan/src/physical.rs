@@ -64,6 +64,23 @@ pub enum PhysicalOp {
         /// Whether its input carries updates or deletes, so that its accumulators retract.
         retract: bool,
     },
+    /// Marks bundles of rows every `interval_ms` of processing time (Flink's mini-batch); the
+    /// bundling operators above keep their own clock, so it passes rows through.
+    MiniBatchAssigner {
+        /// `table.exec.mini-batch.allow-latency`, in ms.
+        interval_ms: i64,
+    },
+    /// The local phase of a two-phase unbounded aggregate: accumulators per key over a bundle
+    /// (output: keys, then the accumulators of [`local_accumulators`]).
+    LocalGroupAggregate(GroupAggregate),
+    /// The global phase: merges the local accumulators per key (input: the local phase's
+    /// output; `agg` keeps the calls' original columns for their names) into a changelog.
+    GlobalGroupAggregate {
+        /// Keys and calls.
+        agg: GroupAggregate,
+        /// Whether an update is emitted as `-U` and `+U`, or `+U` alone.
+        update_before: bool,
+    },
     /// Flink's `Rank`: a Top-N per partition, kept up to date (a changelog).
     Rank {
         /// Partition, order, range, whether the number is output.

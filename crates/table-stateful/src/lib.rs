@@ -16,6 +16,8 @@
 //!   keys each, drained when the watermark passes it).
 //! * [`group_agg`]: Flink's unbounded `GroupAggregate` ([`group_aggregate`]): a changelog of
 //!   each key's aggregates, over insertions or over another changelog (retracting).
+//! * [`group_agg_two_phase`]: Flink's mini-batch `LocalGroupAggregate` → `GlobalGroupAggregate`
+//!   ([`group_agg_two_phase::two_phase_group_aggregate`]): bundles pre-aggregated before the shuffle.
 //! * [`rank`]: Flink's `Rank` ([`rank()`]: a Top-N per partition by `ROW_NUMBER()`, over
 //!   insertions or a changelog) and `Deduplicate` ([`deduplicate`]: the first or last row per key
 //!   by a time attribute).
@@ -31,6 +33,7 @@
 //! same SQL), whichever in-memory layout an operator keeps.
 
 pub mod group_agg;
+pub mod group_agg_two_phase;
 pub mod joins;
 pub mod key;
 pub mod rank;

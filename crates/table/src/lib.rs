@@ -56,7 +56,9 @@
 //! row whose evaluation fails is counted as a dead letter, never silently changed.
 
 pub mod calc;
-pub use sluice_table_stateful::{group_agg, joins, key, rank, row_errors, stateful, window_agg};
+pub use sluice_table_stateful::{
+    group_agg, group_agg_two_phase, joins, key, rank, row_errors, stateful, window_agg,
+};
 mod calc_shared;
 pub mod connectors;
 pub mod demand;

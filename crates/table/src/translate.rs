@@ -570,6 +570,10 @@ impl<'a> Translator<'a> {
                 self.join(node, OperatorIds::new(name, uid))?
             }
             PhysicalOp::LookupJoin { .. } => self.lookup_join(node, OperatorIds::new(name, uid))?,
+            PhysicalOp::MiniBatchAssigner { .. } => {
+                // Bundles are closed by the bundling operators' own clock and size: rows pass.
+                self.stream(&node.inputs[0])?
+            }
             PhysicalOp::Deduplicate {
                 keys,
                 keep_last: false,
@@ -582,6 +586,8 @@ impl<'a> Translator<'a> {
                 crate::rank::deduplicate_first_rows(&input, &keys, &OperatorIds::new(name, uid))
             }
             PhysicalOp::GroupAggregate { .. }
+            | PhysicalOp::LocalGroupAggregate(_)
+            | PhysicalOp::GlobalGroupAggregate { .. }
             | PhysicalOp::Rank { .. }
             | PhysicalOp::Deduplicate { .. } => {
                 return Err(SqlError::validation(
@@ -659,6 +665,9 @@ fn flink_node_name(node: &PhysicalNode) -> &'static str {
         PhysicalOp::GroupWindowAggregate(_) => "GroupWindowAggregate",
         PhysicalOp::GroupAggregate { .. } => "GroupAggregate",
         PhysicalOp::Rank { .. } => "Rank",
+        PhysicalOp::MiniBatchAssigner { .. } => "MiniBatchAssigner",
+        PhysicalOp::LocalGroupAggregate(_) => "LocalGroupAggregate",
+        PhysicalOp::GlobalGroupAggregate { .. } => "GlobalGroupAggregate",
         PhysicalOp::Deduplicate { .. } => "Deduplicate",
         PhysicalOp::Join(_) => "Join",
         PhysicalOp::IntervalJoin(_) => "IntervalJoin",

@@ -9,12 +9,15 @@
 use sluice_datastream::DataStream;
 use sluice_sql::plan::changelog_mode::produced;
 use sluice_sql::plan::explain::{physical_text, Style};
+use sluice_sql::plan::logical::GroupAggregate;
+use sluice_sql::plan::mini_batch::MiniBatch;
 use sluice_sql::plan::{operator_name, Distribution, PhysicalNode, PhysicalOp};
 use sluice_sql::{resolve_aggregate, Change, Result, SqlError};
 
 use super::{flink_node_name, size, Translator};
 use crate::calc::{calc_changes, Calc};
 use crate::group_agg::{group_aggregate, GroupAggCall, GroupAggSpec};
+use crate::group_agg_two_phase::{two_phase_group_aggregate, Bundle};
 use crate::key::{KeyRow, SqlKey};
 use crate::rank::{deduplicate, rank, DedupSpec, RankOrder, RankSpec};
 use crate::stateful::OperatorIds;
@@ -72,6 +75,41 @@ impl Translator<'_> {
         })
     }
 
+    /// An aggregate's calls resolved over the types of its input `below`.
+    fn group_calls(&self, agg: &GroupAggregate, below: &PhysicalNode) -> Result<Vec<GroupAggCall>> {
+        let mut aggs = Vec::with_capacity(agg.aggs.len());
+        for a in &agg.aggs {
+            let types: Vec<_> = a
+                .args
+                .iter()
+                .map(|&i| below.schema[i].ty.without_time_attribute())
+                .collect();
+            let call = resolve_aggregate(
+                a.kind.name(),
+                &types,
+                a.distinct,
+                !agg.group.is_empty(),
+                None,
+            )?;
+            aggs.push(GroupAggCall {
+                call,
+                args: a.args.clone(),
+                filter: a.filter.as_ref().map(|f| f.0),
+            });
+        }
+        Ok(aggs)
+    }
+
+    /// The session's mini-batch bundle (the planner split an aggregate only with one).
+    fn bundle(&self) -> Result<Bundle> {
+        let mb = MiniBatch::of(self.session)?
+            .ok_or_else(|| internal("a two-phase aggregate without mini-batch"))?;
+        Ok(Bundle {
+            size: usize::try_from(mb.size).unwrap_or(usize::MAX),
+            latency: std::time::Duration::from_millis(u64::try_from(mb.latency_ms).unwrap_or(0)),
+        })
+    }
+
     fn translate_changes(&mut self, node: &PhysicalNode) -> Result<DataStream<Change>> {
         let uid = self.uid();
         let name = operator_name(node);
@@ -80,29 +118,9 @@ impl Translator<'_> {
                 agg, update_before, ..
             } => {
                 let below = self.below_exchange(node)?;
-                let mut aggs = Vec::with_capacity(agg.aggs.len());
-                for a in &agg.aggs {
-                    let types: Vec<_> = a
-                        .args
-                        .iter()
-                        .map(|&i| below.schema[i].ty.without_time_attribute())
-                        .collect();
-                    let call = resolve_aggregate(
-                        a.kind.name(),
-                        &types,
-                        a.distinct,
-                        !agg.group.is_empty(),
-                        None,
-                    )?;
-                    aggs.push(GroupAggCall {
-                        call,
-                        args: a.args.clone(),
-                        filter: a.filter.as_ref().map(|f| f.0),
-                    });
-                }
                 let spec = GroupAggSpec {
                     keys: agg.group.clone(),
-                    aggs,
+                    aggs: self.group_calls(agg, below)?,
                     update_before: *update_before,
                 };
                 let ids = OperatorIds::new(name, uid);
@@ -113,6 +131,33 @@ impl Translator<'_> {
                     let input = self.stream(below)?;
                     group_aggregate(&input, &spec, &ids)
                 }
+            }
+            PhysicalOp::GlobalGroupAggregate { agg, update_before } => {
+                // Global ← Exchange ← Local ← input: the local phase's name and uid, then its
+                // input (the Exchange is the keyed shuffle between them).
+                let local = self.below_exchange(node)?;
+                let PhysicalOp::LocalGroupAggregate(_) = &local.op else {
+                    return Err(internal("a GlobalGroupAggregate not over its local phase"));
+                };
+                let local_ids = OperatorIds::new(operator_name(local), self.uid());
+                let below = local
+                    .inputs
+                    .first()
+                    .ok_or_else(|| internal("a LocalGroupAggregate without input"))?;
+                let spec = GroupAggSpec {
+                    keys: agg.group.clone(),
+                    aggs: self.group_calls(agg, below)?,
+                    update_before: *update_before,
+                };
+                let bundle = self.bundle()?;
+                let input = self.stream(below)?;
+                two_phase_group_aggregate(
+                    &input,
+                    &spec,
+                    bundle,
+                    &local_ids,
+                    &OperatorIds::new(name, uid),
+                )
             }
             PhysicalOp::Rank {
                 rank: r,

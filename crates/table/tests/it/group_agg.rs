@@ -249,3 +249,64 @@ fn sinks_that_cannot_take_updates_refuse_with_flinks_words() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn mini_batch_splits_aggregates_in_two_phases_with_the_same_answer() {
+    let Some(py) = duckdb() else { return };
+    let dir = temp_dir("group-agg-mini-batch");
+    let input = input_csv(&dir, 3000);
+    let mini = format!(
+        "SET 'table.exec.mini-batch.enabled' = 'true';\n\
+         SET 'table.exec.mini-batch.allow-latency' = '1 s';\n\
+         SET 'table.exec.mini-batch.size' = '100';\n{}",
+        ddl(&input)
+    );
+    let query = "SELECT k % 4 AS m, COUNT(*) AS c, SUM(v) AS s, MIN(v) AS mn, MAX(name) AS mx, \
+                   AVG(v) AS a, COUNT(*) FILTER (WHERE v > 500) AS f FROM t GROUP BY k % 4";
+    let want = duckdb_rows(
+        &py,
+        &input,
+        "SELECT k % 4, COUNT(*), SUM(v), MIN(v), MAX(name), CAST(TRUNC(AVG(v)) AS BIGINT), \
+           COUNT(*) FILTER (WHERE v > 500) FROM t GROUP BY k % 4",
+    );
+    for p in [1, 2] {
+        let changes = changelog(&mini, query, p);
+        assert_eq!(applied(&changes), want, "p={p}");
+        // Bundles of 100 rows: far fewer changes than rows.
+        assert!(changes.len() < 3000 / 10, "{} changes", changes.len());
+    }
+    // The plan is Flink's two phases under a MiniBatchAssigner.
+    let mut s = Session::new();
+    let planned = s
+        .execute_script(&format!("{mini}\nEXPLAIN {query};"), &BTreeMap::new())
+        .unwrap();
+    let PlannedStatement::Explain(e) = planned.last().unwrap() else {
+        panic!()
+    };
+    let text = sluice_sql::plan::explain(&s, e).unwrap();
+    for node in [
+        "GlobalGroupAggregate(groupBy=[m], select=[m, COUNT(count1$0) AS c, SUM(sum$1) AS s, MIN(min$2) AS mn, MAX(max$3) AS mx, AVG((sum$4, count$5)) AS a, COUNT(count1$6) AS f])",
+        "LocalGroupAggregate(groupBy=[m], select=[m, COUNT(*) AS count1$0, SUM(v) AS sum$1, MIN(v) AS min$2, MAX(name) AS max$3, AVG(v) AS (sum$4, count$5), COUNT(*) FILTER $f3 AS count1$6])",
+        "MiniBatchAssigner(interval=[1000ms], mode=[ProcTime])",
+    ] {
+        assert!(text.contains(node), "{node}\n{text}");
+    }
+    // Mini-batch without its size is refused, naming the key.
+    let e = SqlScript::prepare(
+        &format!(
+            "SET 'table.exec.mini-batch.enabled' = 'true';\n\
+             SET 'table.exec.mini-batch.allow-latency' = '1 s';\n{}\n\
+             CREATE TABLE o (k BIGINT, c BIGINT) WITH ('connector' = 'blackhole');\n\
+             INSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k;",
+            ddl(&input)
+        ),
+        &BTreeMap::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("'table.exec.mini-batch.size' must be greater than 0"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -141,7 +141,9 @@ fn ranks_plan_as_flinks_rank_and_deduplicate() {
         "SELECT k, v FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts DESC) AS rn FROM t) WHERE rn = 1",
     );
     assert!(
-        text.contains("Deduplicate(keep=[LastRow], key=[k], order=[ROWTIME], outputInsertOnly=[false])"),
+        text.contains(
+            "Deduplicate(keep=[LastRow], key=[k], order=[ROWTIME], outputInsertOnly=[false])"
+        ),
         "{text}"
     );
     // No filter on the number: an unbounded rank, refused.
