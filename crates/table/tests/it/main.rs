@@ -6,6 +6,7 @@ mod flink_answers;
 mod formats;
 mod fused_scan;
 mod group_agg;
+mod group_agg_recovery;
 mod jdbc;
 mod joins;
 mod kafka;
