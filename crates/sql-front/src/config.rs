@@ -174,6 +174,11 @@ impl SessionConfig {
     }
 }
 
+/// A duration as Flink writes one (`1d`, `12 h`, `500 ms`, a bare number of ms).
+pub fn parse_flink_duration(text: &str) -> Option<Duration> {
+    parse_duration(text).ok()
+}
+
 /// The known keys nearest to an unknown one.
 fn nearest_key(key: &str) -> Vec<String> {
     let close = nearest(key, KNOWN.iter().map(|(k, _)| *k));

@@ -45,6 +45,12 @@ impl Dialect for FlinkDialect {
         true
     }
 
+    /// `SELECT /*+ STATE_TTL('t' = '1d') */ …`: Flink's query hints, read (not skipped as
+    /// comments) so that the planner applies or refuses each.
+    fn supports_comment_optimizer_hint(&self) -> bool {
+        true
+    }
+
     /// `count(*) FILTER (WHERE …)`, as Nexmark's q15 and q16 write it.
     fn supports_filter_during_aggregation(&self) -> bool {
         true

@@ -5,8 +5,9 @@
 //! sqlparser error it passes on, names its place in the whole script (through [`Source`]).
 
 use sqlparser::ast::{Expr, Query};
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, Whitespace};
 
 use crate::catalog::ObjectPath;
 use crate::dialect::FlinkDialect;
@@ -23,6 +24,10 @@ const DATETIME_REASON: &str = "DATETIME is a reserved keyword of Flink's SQL par
 pub struct Cursor<'a> {
     src: &'a Source,
     toks: Vec<TokenWithSpan>,
+    /// The tokens with the hint comments (`/*+ … */`) kept, which sqlparser reads as a
+    /// select's query hints, and where each of `toks` is among them.
+    with_hints: Vec<TokenWithSpan>,
+    at_with_hints: Vec<usize>,
     i: usize,
     /// The second half of a `>>` token read as two `>` (nested `ARRAY<ARRAY<INT>>`).
     pending_gt: bool,
@@ -32,18 +37,42 @@ impl<'a> Cursor<'a> {
     /// Tokenizes a statement; refuses an unquoted `dateTime` as Flink's parser does.
     pub fn new(src: &'a Source) -> Result<Cursor<'a>> {
         let mut tokenizer = Tokenizer::new(&FlinkDialect, &src.text);
-        let toks: Vec<TokenWithSpan> = tokenizer
+        let all = tokenizer
             .tokenize_with_location()
             .map_err(|e| SqlError::Syntax {
                 pos: src.position_of(e.location),
                 message: e.message,
-            })?
-            .into_iter()
-            .filter(|t| !matches!(t.token, Token::Whitespace(_)))
-            .collect();
+            })?;
+        let is_hint = |t: &Token| matches!(t, Token::Whitespace(Whitespace::MultiLineComment(c)) if c.starts_with('+'));
+        let mut toks = Vec::new();
+        let mut with_hints = Vec::new();
+        let mut at_with_hints = Vec::new();
+        for t in all {
+            if is_hint(&t.token) {
+                // Flink's query hints follow SELECT; a table hint (`t /*+ OPTIONS(…) */`)
+                // would change a table's options, which this version does not do: refused.
+                let after_select = matches!(
+                    toks.last().map(|t: &TokenWithSpan| &t.token),
+                    Some(Token::Word(w)) if w.keyword == Keyword::SELECT
+                );
+                if !after_select {
+                    return Err(SqlError::Unsupported {
+                        pos: Some(src.position_of(t.span.start)),
+                        what: "a hint after a table name (Flink's dynamic table options /*+ OPTIONS(…) */): set the options in the table's WITH clause".into(),
+                    });
+                }
+                with_hints.push(t);
+            } else if !matches!(t.token, Token::Whitespace(_)) {
+                at_with_hints.push(with_hints.len());
+                with_hints.push(t.clone());
+                toks.push(t);
+            }
+        }
         let cursor = Cursor {
             src,
             toks,
+            with_hints,
+            at_with_hints,
             i: 0,
             pending_gt: false,
         };
@@ -342,7 +371,7 @@ impl<'a> Cursor<'a> {
             return Err(self.expected("a query (SELECT, WITH, VALUES)"));
         }
         let mut parser =
-            Parser::new(&FlinkDialect).with_tokens_with_locations(self.toks[self.i..].to_vec());
+            Parser::new(&FlinkDialect).with_tokens_with_locations(self.rest_with_hints());
         let end = self.toks.len();
         let query = parser
             .parse_query()
@@ -350,6 +379,16 @@ impl<'a> Cursor<'a> {
         self.require_consumed(&parser)?;
         self.i = self.toks.len();
         Ok(query)
+    }
+
+    /// The tokens from the cursor on, hint comments included.
+    fn rest_with_hints(&self) -> Vec<TokenWithSpan> {
+        let from = self
+            .at_with_hints
+            .get(self.i)
+            .copied()
+            .unwrap_or(self.with_hints.len());
+        self.with_hints[from..].to_vec()
     }
 
     fn require_consumed(&self, parser: &Parser) -> Result<()> {

@@ -128,6 +128,7 @@ impl QueryBinder<'_> {
                 node: RelNode::GroupAggregate(GroupAggregate {
                     group: (0..n).collect(),
                     aggs: Vec::new(),
+                    state_ttl_ms: self.state_ttl_hint.take(),
                 }),
                 inputs: vec![input],
                 schema,
@@ -220,6 +221,7 @@ impl QueryBinder<'_> {
             node: RelNode::GroupAggregate(GroupAggregate {
                 group: (0..nkeys).collect(),
                 aggs: agg_calls,
+                state_ttl_ms: self.state_ttl_hint.take(),
             }),
             inputs: vec![input],
             schema,

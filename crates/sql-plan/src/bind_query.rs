@@ -142,6 +142,8 @@ pub struct QueryBinder<'a> {
     expanding: Vec<String>,
     /// `WITH` queries in scope, innermost last: name, column names, query, text base.
     ctes: Vec<(String, Vec<String>, ast::Query, Position)>,
+    /// The `STATE_TTL` hint of the select being bound, for its aggregate (ms).
+    state_ttl_hint: Option<i64>,
 }
 
 /// Splits an AND tree into its conjuncts.
@@ -387,6 +389,7 @@ impl<'a> QueryBinder<'a> {
             functions: function_registry(catalog),
             expanding: Vec::new(),
             ctes: Vec::new(),
+            state_ttl_hint: None,
         }
     }
 
@@ -1058,8 +1061,10 @@ impl<'a> QueryBinder<'a> {
                 ))
             }
         };
+        let hints = super::hints::select_hints(s, self.pos(base, s))?;
         let tree = self.bind_from(&s.from, base)?;
         let flat = Scope::new(tree.scope_columns());
+        let state_ttl = self.state_ttl(s, &hints, &tree, &flat, base)?;
         let where_conds = match &s.selection {
             Some(w) => {
                 let e = self.bind(w, &flat, base)?;
@@ -1108,6 +1113,7 @@ impl<'a> QueryBinder<'a> {
                     "SELECT DISTINCT over GROUP BY or aggregates: write the aggregate in a subquery",
                 ));
             }
+            self.state_ttl_hint = state_ttl;
             return self.distinct_select(s, tree, flat, where_conds, base);
         }
         if group_exprs.is_empty() && aggs.is_empty() {
@@ -1115,6 +1121,12 @@ impl<'a> QueryBinder<'a> {
                 return Err(SqlError::validation(
                     self.pos(base, h),
                     "HAVING without GROUP BY or aggregates",
+                ));
+            }
+            if state_ttl.is_some() {
+                return Err(SqlError::unsupported(
+                    self.pos(base, s),
+                    "STATE_TTL on a query without aggregation (Flink takes it on regular joins and group aggregations; this version on group aggregations)",
                 ));
             }
             let windowed = s.projection.iter().any(|p| {
@@ -1125,7 +1137,57 @@ impl<'a> QueryBinder<'a> {
             }
             return self.plain_select(s, tree, flat, where_conds, base);
         }
+        self.state_ttl_hint = state_ttl;
         self.aggregate_select(s, tree, flat, where_conds, group_exprs, aggs, base)
+    }
+
+    /// The `STATE_TTL` hint's time to live (ms) for this select's aggregation; every other hint
+    /// is refused by name. Its keys must name the FROM's tables or aliases (Flink's rule).
+    fn state_ttl(
+        &self,
+        s: &ast::Select,
+        hints: &[super::hints::QueryHint],
+        tree: &FromTree,
+        flat: &Scope,
+        base: Position,
+    ) -> Result<Option<i64>> {
+        let pos = self.pos(base, s);
+        let mut ttl = None;
+        for h in hints {
+            if h.name != "STATE_TTL" {
+                return Err(SqlError::unsupported(
+                    pos,
+                    format!(
+                        "the query hint {} (this version applies STATE_TTL only)",
+                        h.name
+                    ),
+                ));
+            }
+            if matches!(tree, FromTree::Join { .. }) {
+                return Err(SqlError::unsupported(
+                    pos,
+                    "STATE_TTL on a join (this version applies it to group aggregations; use table.exec.state.ttl for joins)",
+                ));
+            }
+            for (k, v) in &h.options {
+                let known = flat.columns.iter().any(|c| {
+                    c.qualifier
+                        .as_deref()
+                        .is_some_and(|q| q.eq_ignore_ascii_case(k))
+                });
+                if !known {
+                    return Err(SqlError::validation(
+                        pos,
+                        format!("The options of following hints cannot match the name of input tables or views: \n`{k}` in `STATE_TTL`"),
+                    ));
+                }
+                let d = crate::config::parse_flink_duration(v).ok_or_else(|| {
+                    SqlError::validation(pos, format!("STATE_TTL('{k}' = '{v}'): not a duration"))
+                })?;
+                ttl = Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            }
+        }
+        Ok(ttl)
     }
 
     /// The select list's items: (expression AST, output name) with `*` expanded.
@@ -1303,6 +1365,12 @@ impl<'a> QueryBinder<'a> {
         let has_end = bounds.iter().any(|b| b.0 == WindowPropertyKind::End);
         if legacy.is_none() && bounds.is_empty() && time_item.is_none() {
             return self.group_aggregate(s, tree, flat, where_conds, keys, &aggs, base);
+        }
+        if self.state_ttl_hint.take().is_some() {
+            return Err(SqlError::unsupported(
+                spos,
+                "STATE_TTL on a window aggregation (its state is dropped when the watermark closes the window)",
+            ));
         }
         if legacy.is_none() && !(has_start && has_end) {
             let what = if group_exprs.is_empty() {

@@ -14,6 +14,7 @@
 //! * [`changelog_mode`]: Flink's changelog-mode inference — which nodes produce updates, which
 //!   consumers (sinks by connector) take them, whether updates carry `-U`; refusals in Flink's
 //!   words.
+//! * [`hints`]: Flink's query hints (`STATE_TTL`), others refused by name.
 //! * [`mini_batch`]: Flink's mini-batch options: `MiniBatchAssigner`s and two-phase
 //!   (`LocalGroupAggregate` → `GlobalGroupAggregate`) unbounded aggregation.
 //! * [`mod@explain`]: Flink's `EXPLAIN` layout; [`explain::operator_name`] and
@@ -27,6 +28,7 @@ pub mod agg_call;
 pub mod bind_query;
 pub mod changelog_mode;
 pub mod explain;
+pub mod hints;
 pub mod logical;
 pub mod mini_batch;
 pub mod physical;
@@ -35,7 +37,7 @@ pub mod window;
 
 // The front's and the expressions' modules under the paths this crate's code names them by.
 use sluice_sql_expr::{bind_expr, expr, functions, typing};
-use sluice_sql_front::{catalog, ddl, dialect, error, session, statement, types, value};
+use sluice_sql_front::{catalog, config, ddl, dialect, error, session, statement, types, value};
 
 pub use agg_call::{AggCall, AggKind};
 pub use bind_query::{Bound, QueryBinder, UPDATING};

@@ -91,6 +91,8 @@ pub struct GroupAggregate {
     pub group: Vec<usize>,
     /// The aggregate calls.
     pub aggs: Vec<AggCall>,
+    /// The `STATE_TTL` hint's time to live, in ms (else `table.exec.state.ttl` applies).
+    pub state_ttl_ms: Option<i64>,
 }
 
 /// One `ORDER BY` key of a rank: the input column, the direction, where NULLs go.

@@ -47,6 +47,16 @@ pub struct GroupAggSpec {
     pub aggs: Vec<GroupAggCall>,
     /// Emit `-U` before each `+U` (a retracting consumer), or `+U` alone (an upsert sink).
     pub update_before: bool,
+    /// `table.exec.state.ttl` or the `STATE_TTL` hint: a key's state is forgotten this long
+    /// (processing time) after it was last written, never read once expired (Flink's
+    /// `OnCreateAndWrite`, `NeverReturnExpired`); `None`: kept forever.
+    pub state_ttl: Option<std::time::Duration>,
+}
+
+/// A state time-to-live in ms (`None`, or zero: none).
+pub(crate) fn ttl_ms(ttl: Option<std::time::Duration>) -> Option<i64> {
+    ttl.filter(|d| !d.is_zero())
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl GroupAggSpec {
@@ -119,11 +129,13 @@ struct CallState {
     seen: Option<BTreeMap<Vec<Value>, i64>>,
 }
 
-/// A key's state: its rows net of retractions and each call's state.
+/// A key's state: its rows net of retractions, each call's state, and when it expires
+/// (processing time, ms; `i64::MAX` without a TTL).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupState {
     rows: i64,
     calls: Vec<CallState>,
+    expires: i64,
 }
 
 const STATE: &str = "group-agg-state";
@@ -142,6 +154,7 @@ fn fail(name: &str, e: SqlError) -> OperatorError {
 impl GroupAggFn {
     fn fresh(&self) -> GroupState {
         GroupState {
+            expires: i64::MAX,
             rows: 0,
             calls: self
                 .spec
@@ -249,7 +262,16 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for GroupAg
     ) -> Result<(), OperatorError> {
         let add = input.kind().is_addition();
         let row = input.row();
-        let before = ctx.value_state::<GroupState>(STATE).value()?;
+        let ttl = ttl_ms(self.spec.state_ttl);
+        let now = match ttl {
+            Some(_) => ctx.timer_service().current_processing_time(),
+            None => i64::MIN,
+        };
+        // Expired state is never read: the key starts over.
+        let before = ctx
+            .value_state::<GroupState>(STATE)
+            .value()?
+            .filter(|s| s.expires > now);
         let first = before.is_none();
         if first && !add {
             return Ok(());
@@ -259,11 +281,18 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for GroupAg
         self.apply(&mut state, row, add)
             .map_err(|e| fail(&self.name, e))?;
         if state.rows > 0 {
+            if let Some(ttl) = ttl {
+                state.expires = now.saturating_add(ttl);
+                ctx.timer_service()
+                    .register_processing_time_timer(state.expires);
+            }
             let now = self.result(&state, row);
             ctx.value_state::<GroupState>(STATE).update(state)?;
             match prev {
                 None => out.collect(Change::new(RowKind::Insert, now))?,
-                Some(p) if p == now => {}
+                // Unchanged: nothing to say (with a TTL Flink re-emits it, refreshing it
+                // downstream too).
+                Some(p) if p == now && ttl.is_none() => {}
                 Some(p) => {
                     if self.spec.update_before {
                         out.collect(Change::new(RowKind::UpdateBefore, p))?;
@@ -276,6 +305,20 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for GroupAg
             if let Some(p) = prev {
                 out.collect(Change::new(RowKind::Delete, p))?;
             }
+        }
+        Ok(())
+    }
+
+    /// State TTL cleanup: forgets the key's state if it expired by `now`.
+    fn on_timer(
+        &mut self,
+        now: i64,
+        ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
+        _out: &mut dyn Collector<Change>,
+    ) -> Result<(), OperatorError> {
+        let mut st = ctx.value_state::<GroupState>(STATE);
+        if st.value()?.is_some_and(|s| s.expires <= now) {
+            st.clear()?;
         }
         Ok(())
     }

@@ -125,6 +125,7 @@ const STATE: &str = "global-group-agg-state";
 #[derive(Clone)]
 struct GlobalGroupAggFn {
     update_before: bool,
+    ttl: Option<i64>,
     name: String,
 }
 
@@ -141,7 +142,16 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Partial, Change> for GlobalGroupAggFn 
         ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
-        let before = ctx.value_state::<Vec<Accumulator>>(STATE).value()?;
+        let now_ms = match self.ttl {
+            Some(_) => ctx.timer_service().current_processing_time(),
+            None => i64::MIN,
+        };
+        // The accumulators and when they expire; expired state is never read.
+        let before = ctx
+            .value_state::<(Vec<Accumulator>, i64)>(STATE)
+            .value()?
+            .filter(|(_, expires)| *expires > now_ms)
+            .map(|(accs, _)| accs);
         let (prev, now, accs) = match before {
             None => {
                 let now = result(&p.key, &p.accs);
@@ -156,10 +166,19 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Partial, Change> for GlobalGroupAggFn 
                 (Some(prev), result(&p.key, &accs), accs)
             }
         };
-        ctx.value_state::<Vec<Accumulator>>(STATE).update(accs)?;
+        let expires = match self.ttl {
+            Some(ttl) => {
+                let at = now_ms.saturating_add(ttl);
+                ctx.timer_service().register_processing_time_timer(at);
+                at
+            }
+            None => i64::MAX,
+        };
+        ctx.value_state::<(Vec<Accumulator>, i64)>(STATE)
+            .update((accs, expires))?;
         match prev {
             None => out.collect(Change::new(RowKind::Insert, now)),
-            Some(p) if p == now => Ok(()),
+            Some(p) if p == now && self.ttl.is_none() => Ok(()),
             Some(p) => {
                 if self.update_before {
                     out.collect(Change::new(RowKind::UpdateBefore, p))?;
@@ -167,6 +186,20 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Partial, Change> for GlobalGroupAggFn 
                 out.collect(Change::new(RowKind::UpdateAfter, now))
             }
         }
+    }
+
+    /// State TTL cleanup.
+    fn on_timer(
+        &mut self,
+        now: i64,
+        ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
+        _out: &mut dyn Collector<Change>,
+    ) -> Result<(), OperatorError> {
+        let mut st = ctx.value_state::<(Vec<Accumulator>, i64)>(STATE);
+        if st.value()?.is_some_and(|(_, expires)| expires <= now) {
+            st.clear()?;
+        }
+        Ok(())
     }
 }
 
@@ -204,6 +237,7 @@ pub fn two_phase_group_aggregate(
     let idx: Vec<usize> = (0..spec.keys.len()).collect();
     let f = GlobalGroupAggFn {
         update_before: spec.update_before,
+        ttl: crate::group_agg::ttl_ms(spec.state_ttl),
         name: global.name.clone(),
     };
     let out = partials

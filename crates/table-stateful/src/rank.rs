@@ -18,7 +18,7 @@ use sluice_datastream::{DataStream, KeyedProcessFunction, ProcessContext};
 use sluice_sql::{Change, Result, Row, RowKind, Value};
 use sluice_types::{Collector, OperatorError};
 
-use crate::group_agg::ChangeInput;
+use crate::group_agg::{ttl_ms, ChangeInput};
 use crate::key::{KeyRow, SqlKey};
 use crate::stateful::OperatorIds;
 
@@ -48,6 +48,8 @@ pub struct RankSpec {
     pub output_rank: bool,
     /// Whether a changed rank's old row is retracted (`-U`) before its new one.
     pub update_before: bool,
+    /// The state TTL (see [`GroupAggSpec::state_ttl`](crate::GroupAggSpec)).
+    pub state_ttl: Option<std::time::Duration>,
 }
 
 impl RankSpec {
@@ -73,10 +75,12 @@ impl RankSpec {
 }
 
 /// A partition's rows in rank order, each with its arrival number (ties keep arrival order).
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RankState {
     next: u64,
     rows: Vec<(Row, u64)>,
+    /// When it expires (processing time, ms; `i64::MAX` without a TTL).
+    expires: i64,
 }
 
 const RANK_STATE: &str = "rank-state";
@@ -163,10 +167,20 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for RankFn 
         out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
         let row = input.row();
+        let ttl = ttl_ms(self.spec.state_ttl);
+        let now = match ttl {
+            Some(_) => ctx.timer_service().current_processing_time(),
+            None => i64::MIN,
+        };
         let mut st = ctx
             .value_state::<RankState>(RANK_STATE)
             .value()?
-            .unwrap_or_default();
+            .filter(|s| s.expires > now)
+            .unwrap_or(RankState {
+                next: 0,
+                rows: Vec::new(),
+                expires: i64::MAX,
+            });
         let at = st
             .rows
             .partition_point(|(r, _)| self.spec.compare(r, row) != std::cmp::Ordering::Greater);
@@ -199,9 +213,28 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for RankFn 
         if st.rows.is_empty() {
             ctx.value_state::<RankState>(RANK_STATE).clear()?;
         } else {
+            if let Some(ttl) = ttl {
+                st.expires = now.saturating_add(ttl);
+                ctx.timer_service()
+                    .register_processing_time_timer(st.expires);
+            }
             ctx.value_state::<RankState>(RANK_STATE).update(st)?;
         }
         self.emit(&before, &after, out)
+    }
+
+    /// State TTL cleanup.
+    fn on_timer(
+        &mut self,
+        now: i64,
+        ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
+        _out: &mut dyn Collector<Change>,
+    ) -> Result<(), OperatorError> {
+        let mut st = ctx.value_state::<RankState>(RANK_STATE);
+        if st.value()?.is_some_and(|s| s.expires <= now) {
+            st.clear()?;
+        }
+        Ok(())
     }
 }
 
@@ -242,6 +275,8 @@ pub struct DedupSpec {
     pub rowtime: bool,
     /// Whether a replaced row is retracted (`-U`) before its successor.
     pub update_before: bool,
+    /// The state TTL (see [`GroupAggSpec::state_ttl`](crate::GroupAggSpec)).
+    pub state_ttl: Option<std::time::Duration>,
 }
 
 const DEDUP_STATE: &str = "deduplicate-state";
@@ -271,27 +306,62 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Row, Change> for DedupFn {
         ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
-        let prev = ctx.value_state::<Row>(DEDUP_STATE).value()?;
-        match prev {
-            None => {
-                ctx.value_state::<Row>(DEDUP_STATE).update(row.clone())?;
-                out.collect(Change::new(RowKind::Insert, row))
+        let ttl = ttl_ms(self.spec.state_ttl);
+        let now = match ttl {
+            Some(_) => ctx.timer_service().current_processing_time(),
+            None => i64::MIN,
+        };
+        // The kept row and when it expires; an expired row is never read.
+        let prev = ctx
+            .value_state::<(Row, i64)>(DEDUP_STATE)
+            .value()?
+            .filter(|(_, expires)| *expires > now)
+            .map(|(r, _)| r);
+        if prev.as_ref().is_some_and(|p| !self.replaces(p, &row)) {
+            return Ok(());
+        }
+        let expires = match ttl {
+            Some(ttl) => {
+                let at = now.saturating_add(ttl);
+                ctx.timer_service().register_processing_time_timer(at);
+                at
             }
-            Some(p) if self.replaces(&p, &row) => {
-                ctx.value_state::<Row>(DEDUP_STATE).update(row.clone())?;
+            None => i64::MAX,
+        };
+        ctx.value_state::<(Row, i64)>(DEDUP_STATE)
+            .update((row.clone(), expires))?;
+        match prev {
+            None => out.collect(Change::new(RowKind::Insert, row)),
+            Some(p) => {
                 if self.spec.update_before {
                     out.collect(Change::new(RowKind::UpdateBefore, p))?;
                 }
                 out.collect(Change::new(RowKind::UpdateAfter, row))
             }
-            Some(_) => Ok(()),
         }
+    }
+
+    /// State TTL cleanup.
+    fn on_timer(
+        &mut self,
+        now: i64,
+        ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
+        _out: &mut dyn Collector<Change>,
+    ) -> Result<(), OperatorError> {
+        let mut st = ctx.value_state::<(Row, i64)>(DEDUP_STATE);
+        if st.value()?.is_some_and(|(_, expires)| expires <= now) {
+            st.clear()?;
+        }
+        Ok(())
     }
 }
 
-/// Keeps the first row per key by processing time: insertions only.
+/// Keeps the first row per key by processing time: insertions only. Its state is when the
+/// key's row expires (`i64::MAX` without a TTL): after that, the next row is a first row again.
 #[derive(Clone)]
-struct FirstRowFn;
+struct FirstRowFn {
+    ttl: Option<i64>,
+}
 
 impl KeyedProcessFunction<SqlKey<KeyRow>, Row, Row> for FirstRowFn {
     fn process_element(
@@ -300,10 +370,35 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Row, Row> for FirstRowFn {
         ctx: &mut ProcessContext<'_, SqlKey<KeyRow>>,
         out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        let mut seen = ctx.value_state::<bool>(DEDUP_STATE);
-        if seen.value()?.is_none() {
-            seen.update(true)?;
-            out.collect(row)?;
+        let now = match self.ttl {
+            Some(_) => ctx.timer_service().current_processing_time(),
+            None => i64::MIN,
+        };
+        let seen = ctx.value_state::<i64>(DEDUP_STATE).value()?;
+        if seen.is_some_and(|expires| expires > now) {
+            return Ok(());
+        }
+        let expires = match self.ttl {
+            Some(ttl) => {
+                let at = now.saturating_add(ttl);
+                ctx.timer_service().register_processing_time_timer(at);
+                at
+            }
+            None => i64::MAX,
+        };
+        ctx.value_state::<i64>(DEDUP_STATE).update(expires)?;
+        out.collect(row)
+    }
+
+    fn on_timer(
+        &mut self,
+        now: i64,
+        ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
+        _out: &mut dyn Collector<Row>,
+    ) -> Result<(), OperatorError> {
+        let mut st = ctx.value_state::<i64>(DEDUP_STATE);
+        if st.value()?.is_some_and(|expires| expires <= now) {
+            st.clear()?;
         }
         Ok(())
     }
@@ -333,12 +428,15 @@ pub fn deduplicate(
 pub fn deduplicate_first_rows(
     input: &DataStream<Row>,
     keys: &[usize],
+    state_ttl: Option<std::time::Duration>,
     ids: &OperatorIds,
 ) -> DataStream<Row> {
     let k = keys.to_vec();
     let out = input
         .key_by(move |r: &Row| SqlKey(KeyRow::of(r, &k)))
-        .process(FirstRowFn)
+        .process(FirstRowFn {
+            ttl: ttl_ms(state_ttl),
+        })
         .name(&ids.name)
         .uid(&ids.uid);
     if keys.is_empty() {
@@ -364,6 +462,7 @@ mod tests {
             end: 2,
             output_rank,
             update_before: true,
+            state_ttl: None,
         }
     }
 

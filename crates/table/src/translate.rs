@@ -583,7 +583,13 @@ impl<'a> Translator<'a> {
                 let keys = keys.clone();
                 let below = self.below_exchange(node)?;
                 let input = self.stream(below)?;
-                crate::rank::deduplicate_first_rows(&input, &keys, &OperatorIds::new(name, uid))
+                let ttl = self.state_ttl(None);
+                crate::rank::deduplicate_first_rows(
+                    &input,
+                    &keys,
+                    ttl,
+                    &OperatorIds::new(name, uid),
+                )
             }
             PhysicalOp::GroupAggregate { .. }
             | PhysicalOp::LocalGroupAggregate(_)

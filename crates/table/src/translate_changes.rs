@@ -100,6 +100,16 @@ impl Translator<'_> {
         Ok(aggs)
     }
 
+    /// A stateful node's state TTL: its `STATE_TTL` hint (ms), else `table.exec.state.ttl`.
+    pub(super) fn state_ttl(&self, hint_ms: Option<i64>) -> Option<std::time::Duration> {
+        match hint_ms {
+            Some(ms) => Some(std::time::Duration::from_millis(
+                u64::try_from(ms).unwrap_or(0),
+            )),
+            None => self.session.config.state_ttl(),
+        }
+    }
+
     /// The session's mini-batch bundle (the planner split an aggregate only with one).
     fn bundle(&self) -> Result<Bundle> {
         let mb = MiniBatch::of(self.session)?
@@ -122,6 +132,7 @@ impl Translator<'_> {
                     keys: agg.group.clone(),
                     aggs: self.group_calls(agg, below)?,
                     update_before: *update_before,
+                    state_ttl: self.state_ttl(agg.state_ttl_ms),
                 };
                 let ids = OperatorIds::new(name, uid);
                 if updating(below) {
@@ -148,6 +159,7 @@ impl Translator<'_> {
                     keys: agg.group.clone(),
                     aggs: self.group_calls(agg, below)?,
                     update_before: *update_before,
+                    state_ttl: self.state_ttl(agg.state_ttl_ms),
                 };
                 let bundle = self.bundle()?;
                 let input = self.stream(below)?;
@@ -180,6 +192,7 @@ impl Translator<'_> {
                     end: r.end.ok_or_else(|| internal("an unbounded rank"))?,
                     output_rank: r.output_rank,
                     update_before: *update_before,
+                    state_ttl: self.state_ttl(None),
                 };
                 let ids = OperatorIds::new(name, uid);
                 Ok(if updating(below) {
@@ -202,6 +215,7 @@ impl Translator<'_> {
                     keep_last: *keep_last,
                     rowtime: *rowtime,
                     update_before: *update_before,
+                    state_ttl: self.state_ttl(None),
                 };
                 let input = self.stream(below)?;
                 Ok(deduplicate(&input, &spec, &OperatorIds::new(name, uid)))

@@ -310,3 +310,95 @@ fn mini_batch_splits_aggregates_in_two_phases_with_the_same_answer() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn state_ttl_forgets_a_key_and_hints_set_it_per_aggregation() {
+    use sluice_sql::{Change, Row, Value};
+    use sluice_table::group_agg::{group_aggregate, GroupAggCall, GroupAggSpec};
+    // Rows of key 1; the second arrives after the first one's state expired (processing
+    // time passes 300 ms, the TTL is 100 ms), the third right after the second.
+    let env = StreamEnv::new();
+    env.set_parallelism(1);
+    // Each row shipped at once, so that the first reaches the aggregate before the pause.
+    env.set_buffer_timeout(std::time::Duration::ZERO);
+    let rows = env.from_iter((0..3).map(|i| {
+        if i == 1 {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+        Row(vec![Value::Int(1), Value::Int(i)])
+    }));
+    let spec = GroupAggSpec {
+        keys: vec![0],
+        aggs: vec![GroupAggCall {
+            call: crate::rows::agg("COUNT", &[]),
+            args: vec![],
+            filter: None,
+        }],
+        update_before: true,
+        state_ttl: Some(std::time::Duration::from_millis(100)),
+    };
+    let out = group_aggregate(&rows, &spec, &sluice_table::OperatorIds::new("g", "g"))
+        .unwrap()
+        .collect();
+    env.execute().unwrap();
+    let got: Vec<String> = out
+        .handle
+        .take()
+        .iter()
+        .map(|c: &Change| format!("{}{:?}", c.kind, c.row.0))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "+I[Int(1), Int(1)]",
+            "+I[Int(1), Int(1)]",
+            "-U[Int(1), Int(1)]",
+            "+U[Int(1), Int(2)]"
+        ]
+    );
+
+    // The hint: its key names the FROM's table or alias; other hints are refused by name.
+    let dir = temp_dir("group-agg-hints");
+    let input = input_csv(&dir, 10);
+    let plan = |q: &str| {
+        let mut s = Session::new();
+        let planned = s
+            .execute_script(&format!("{}\n{q};", ddl(&input)), &BTreeMap::new())
+            .unwrap();
+        let PlannedStatement::Query(q) = &planned[0] else {
+            panic!()
+        };
+        plan_query(&s, q).map(|_| ())
+    };
+    plan("SELECT /*+ STATE_TTL('t' = '1d') */ k, COUNT(*) FROM t GROUP BY k").unwrap();
+    plan("SELECT /*+ STATE_TTL('x' = '1d') */ k, COUNT(*) FROM t AS x GROUP BY k").unwrap();
+    let e = plan("SELECT /*+ STATE_TTL('u' = '1d') */ k, COUNT(*) FROM t GROUP BY k")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cannot match the name of input tables") && e.contains("`u`"),
+        "{e}"
+    );
+    let e = plan("SELECT /*+ BROADCAST('t' = 'x') */ k FROM t")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the query hint BROADCAST"), "{e}");
+    // A table hint (dynamic options) is refused where it is written, not skipped.
+    let mut s = Session::new();
+    let e = s
+        .execute_script(
+            &format!(
+                "{}
+SELECT k FROM t /*+ OPTIONS('path' = '/x') */;",
+                ddl(&input)
+            ),
+            &BTreeMap::new(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("a hint after a table name") && e.contains("line 2"),
+        "{e}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -40,6 +40,7 @@ fn spec() -> GroupAggSpec {
             },
         ],
         update_before: true,
+        state_ttl: None,
     }
 }
 
