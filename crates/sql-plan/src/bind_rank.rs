@@ -275,13 +275,16 @@ pub fn fold_rank_filters(rel: Rel) -> Result<Rel> {
                     rank.output_rank = false;
                     input.schema.pop();
                 }
-                let node = RelNode::Calc(Calc {
+                let mut calc = Calc {
                     projection: c.projection.clone(),
                     condition,
-                });
+                };
+                if !rank.output_rank {
+                    prune_below_rank(&mut calc, input);
+                }
                 check_bounded(&inputs)?;
                 return Ok(Rel {
-                    node,
+                    node: RelNode::Calc(calc),
                     inputs,
                     schema,
                 });
@@ -294,6 +297,95 @@ pub fn fold_rank_filters(rel: Rel) -> Result<Rel> {
         inputs,
         schema,
     })
+}
+
+/// Flink's projection push-down through a rank that does not emit its number: the rank's
+/// input keeps only the columns `calc` (above it) reads and the rank's own keys.
+fn prune_below_rank(calc: &mut Calc, rank_rel: &mut Rel) {
+    let RelNode::Rank(rank) = &mut rank_rel.node else {
+        return;
+    };
+    let Some(below) = rank_rel.inputs.first_mut() else {
+        return;
+    };
+    let n = below.schema.len();
+    let mut used = vec![false; n];
+    for e in calc
+        .projection
+        .iter()
+        .map(|(e, _)| e)
+        .chain(calc.condition.iter())
+    {
+        for c in e.columns() {
+            if c < n {
+                used[c] = true;
+            }
+        }
+    }
+    for &k in rank
+        .partition
+        .iter()
+        .chain(rank.order.iter().map(|k| &k.column))
+    {
+        used[k] = true;
+    }
+    if used.iter().all(|u| *u) {
+        return;
+    }
+    let mut map = vec![None; n];
+    let mut proj = Vec::new();
+    for (i, f) in below.schema.iter().enumerate() {
+        if used[i] {
+            map[i] = Some(proj.len());
+            proj.push((
+                Expr::Column {
+                    index: i,
+                    name: f.name.clone(),
+                    ty: f.ty.clone(),
+                },
+                f.name.clone(),
+            ));
+        }
+    }
+    let at = |i: usize| map[i].unwrap_or(0);
+    for k in &mut rank.partition {
+        *k = at(*k);
+    }
+    for k in &mut rank.order {
+        k.column = at(k.column);
+    }
+    let old = std::mem::replace(
+        below,
+        Rel {
+            node: RelNode::Union,
+            inputs: Vec::new(),
+            schema: Vec::new(),
+        },
+    );
+    let pruned = calc_rel(old, proj);
+    rank_rel.schema = pruned.schema.clone();
+    *below = pruned;
+    let rename = |e: &Expr| {
+        e.substitute_columns(&|i, _| {
+            let j = at(i);
+            Expr::Column {
+                index: j,
+                name: rank_rel.schema[j].name.clone(),
+                ty: rank_rel.schema[j].ty.clone(),
+            }
+        })
+    };
+    for (e, _) in &mut calc.projection {
+        *e = rename(e);
+    }
+    if let Some(c) = &mut calc.condition {
+        *c = rename(c);
+    }
+}
+
+/// A projection over `input`, merged into it when it is a projection too.
+fn calc_rel(input: Rel, proj: Vec<(Expr, String)>) -> Rel {
+    super::super::physical::merge_calcs(calc(input, proj, None))
 }
 
 fn check_bounded(inputs: &[Rel]) -> Result<()> {

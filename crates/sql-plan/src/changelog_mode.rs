@@ -268,10 +268,11 @@ pub fn mode(node: &PhysicalNode) -> ChangelogMode {
             if !keep_last && !rowtime {
                 ChangelogMode::INSERT_ONLY
             } else {
+                // Flink declares every kind (it never emits `-D` here, but says it may).
                 ChangelogMode {
                     update_after: true,
                     update_before: *update_before,
-                    delete: false,
+                    delete: true,
                 }
             }
         }

@@ -540,6 +540,24 @@ pub fn describe(node: &PhysicalNode, style: Style) -> String {
                 names(&node.schema)
             )
         }
+        // Flink's physical plan keeps the rank a deduplication is; its exec plan names it.
+        PhysicalOp::Deduplicate {
+            keys,
+            order,
+            keep_last,
+            rowtime,
+            ..
+        } if style == Style::Physical => format!(
+            "Rank(strategy=[AppendFastStrategy], rankType=[ROW_NUMBER], rankRange=[rankStart=1, rankEnd=1], partitionBy=[{}], orderBy=[{} {} {}], select=[{}])",
+            keys.iter()
+                .map(|&i| input(0)[i].name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if *rowtime { "ROWTIME" } else { "PROCTIME" },
+            input(0)[*order].name,
+            if *keep_last { "DESC" } else { "ASC" },
+            names(&node.schema)
+        ),
         PhysicalOp::Deduplicate {
             keys,
             keep_last,
@@ -1026,6 +1044,16 @@ pub fn logical_text(rel: &Rel) -> String {
 
 /// The whole `EXPLAIN` text for planned trees (one per INSERT), as Flink lays it out.
 pub fn explain_text(logical: &[Rel], physical: &[PhysicalNode]) -> String {
+    explain_text_with(logical, physical, false)
+}
+
+/// [`explain_text`], each physical node followed by its `changelogMode=[…]` when
+/// `changelog_mode` (Flink's `EXPLAIN CHANGELOG_MODE`; a sink's is `NONE`).
+pub fn explain_text_with(
+    logical: &[Rel],
+    physical: &[PhysicalNode],
+    changelog_mode: bool,
+) -> String {
     let mut out = String::from("== Abstract Syntax Tree ==\n");
     for r in logical {
         out.push_str(&logical_text(r));
@@ -1033,7 +1061,29 @@ pub fn explain_text(logical: &[Rel], physical: &[PhysicalNode]) -> String {
     }
     out.push_str("== Optimized Physical Plan ==\n");
     for p in physical {
-        out.push_str(&physical_text(p, Style::Physical));
+        if changelog_mode {
+            draw(
+                p,
+                &|n: &PhysicalNode| {
+                    let d = describe(n, Style::Physical);
+                    let mode = match n.op {
+                        PhysicalOp::Sink(_) => "NONE".to_string(),
+                        _ => {
+                            let m = super::changelog_mode::mode(n).to_string();
+                            m.trim_start_matches('[').trim_end_matches(']').to_string()
+                        }
+                    };
+                    match d.strip_suffix(')') {
+                        Some(head) => format!("{head}, changelogMode=[{mode}])"),
+                        None => d,
+                    }
+                },
+                &|n: &PhysicalNode| n.inputs.iter().collect(),
+                &mut out,
+            );
+        } else {
+            out.push_str(&physical_text(p, Style::Physical));
+        }
         out.push('\n');
     }
     out.push_str("== Optimized Execution Plan ==\n");

@@ -53,7 +53,7 @@ use crate::error::{Result, SqlError};
 use crate::expr::Expr;
 use crate::session::Session;
 use crate::statement::{
-    ExplainStatement, Explained, InsertStatement, QueryStatement, StatementSet,
+    ExplainDetail, ExplainStatement, Explained, InsertStatement, QueryStatement, StatementSet,
 };
 use crate::typing::can_cast;
 
@@ -223,12 +223,40 @@ pub fn plan_query(session: &Session, query: &QueryStatement) -> Result<PhysicalP
 
 /// `EXPLAIN …`: Flink's three sections for what the statement plans.
 pub fn explain(session: &Session, stmt: &ExplainStatement) -> Result<String> {
+    let mut changelog_mode = false;
+    for d in &stmt.details {
+        match d {
+            ExplainDetail::ChangelogMode => changelog_mode = true,
+            other => {
+                return Err(SqlError::unsupported(
+                    Some(stmt.pos),
+                    format!(
+                        "EXPLAIN {}: this version explains plans and CHANGELOG_MODE{}",
+                        match other {
+                            ExplainDetail::EstimatedCost => "ESTIMATED_COST",
+                            ExplainDetail::JsonExecutionPlan => "JSON_EXECUTION_PLAN",
+                            _ => "PLAN_ADVICE",
+                        },
+                        if matches!(other, ExplainDetail::PlanAdvice) {
+                            " (a running job's measured plan is EXPLAIN ANALYZE)"
+                        } else {
+                            ""
+                        }
+                    ),
+                ))
+            }
+        }
+    }
     let plan = match stmt.target.as_ref() {
         Explained::Insert(i) => plan_insert(session, i)?,
         Explained::Query(q) => plan_query(session, q)?,
         Explained::StatementSet(s) => plan_statement_set(session, s)?,
     };
-    Ok(explain_plan(&plan))
+    Ok(explain::explain_text_with(
+        &plan.logical,
+        &plan.roots,
+        changelog_mode,
+    ))
 }
 
 /// The `EXPLAIN` text of a plan.

@@ -293,3 +293,55 @@ fn q23_is_refused_as_flink_refuses_it() {
     let e = refused.expect("q23 must be refused");
     eprintln!("q23: {e}");
 }
+
+/// `(node name, changelogMode)` of each line of an `EXPLAIN CHANGELOG_MODE` physical plan.
+fn modes(text: &str) -> Vec<(String, String)> {
+    section(text, "Optimized Physical Plan")
+        .iter()
+        .filter_map(|l| {
+            let l = l.trim_start_matches(|c: char| " +-:|".contains(c));
+            let name = l.split('(').next()?.to_string();
+            let mode = l
+                .rsplit("changelogMode=[")
+                .next()?
+                .split(']')
+                .next()?
+                .to_string();
+            Some((name, mode))
+        })
+        .collect()
+}
+
+/// Flink's `EXPLAIN CHANGELOG_MODE` of the updating extras that write into a sink: every
+/// node's row kinds as Flink 2.3 infers them (`extra/x28`, `x33`, `x35`).
+#[test]
+fn explain_changelog_mode_gives_flinks_row_kinds() {
+    for x in ["x28", "x33", "x35"] {
+        let dir = golden_dir("flink-explain").join("extra");
+        let script = std::fs::read_to_string(dir.join(format!("{x}.sql"))).unwrap();
+        let flink = std::fs::read_to_string(dir.join(format!("{x}.txt"))).unwrap();
+        let mut s = Session::new();
+        let stmts = s.execute_script(&script, &BTreeMap::new()).unwrap();
+        let Some(PlannedStatement::Explain(e)) = stmts.into_iter().last() else {
+            panic!("{x}: the script ends with an EXPLAIN")
+        };
+        let ours = sluice_sql::plan::explain(&s, &e).unwrap();
+        assert_eq!(modes(&ours), modes(&flink), "{x}:\n{ours}");
+    }
+    // The other details are refused, not ignored.
+    let mut s = Session::new();
+    let stmts = s
+        .execute_script(
+            "CREATE TABLE t (a INT) WITH ('connector' = 'datagen');\nEXPLAIN ESTIMATED_COST SELECT a FROM t;",
+            &BTreeMap::new(),
+        )
+        .unwrap();
+    let Some(PlannedStatement::Explain(e)) = stmts.into_iter().last() else {
+        panic!()
+    };
+    let err = sluice_sql::plan::explain(&s, &e).unwrap_err().to_string();
+    assert!(
+        err.contains("ESTIMATED_COST") && err.contains("line 2"),
+        "{err}"
+    );
+}
