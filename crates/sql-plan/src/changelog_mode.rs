@@ -180,20 +180,13 @@ fn visit(node: &PhysicalNode, allowed: Kinds, requester: &str) -> Result<Kinds> 
             }
         }
         PhysicalOp::Join(_) => {
+            // An inner join forwards its inputs' changes (Flink's inference).
             let name = node_name(node);
+            let mut k = Kinds::INSERT_ONLY;
             for i in &node.inputs {
-                let k = visit(i, Kinds::ALL, &name)?;
-                if !k.is_insert_only() {
-                    return Err(SqlError::unsupported(
-                        None,
-                        format!(
-                            "a regular join of an updating input ({}) does not run yet in this version",
-                            updating_node(i).map(|n| describe(n, Style::Physical)).unwrap_or_default()
-                        ),
-                    ));
-                }
+                k = k.union(visit(i, Kinds::ALL, &name)?);
             }
-            Kinds::INSERT_ONLY
+            k
         }
         _ => {
             let name = node_name(node);
@@ -219,17 +212,6 @@ fn visit(node: &PhysicalNode, allowed: Kinds, requester: &str) -> Result<Kinds> 
 /// takes insertions only (Flink's words: `… doesn't support consuming update changes …`).
 pub fn refuse_updates(node: &PhysicalNode, requester: &str) -> Result<()> {
     visit(node, Kinds::INSERT_ONLY, requester).map(|_| ())
-}
-
-/// The first node under (or at) `node` that produces updates, through the pass-through nodes.
-fn updating_node(node: &PhysicalNode) -> Option<&PhysicalNode> {
-    match &node.op {
-        PhysicalOp::GroupAggregate { .. }
-        | PhysicalOp::GlobalGroupAggregate { .. }
-        | PhysicalOp::Rank { .. }
-        | PhysicalOp::Deduplicate { .. } => Some(node),
-        _ => node.inputs.iter().find_map(updating_node),
-    }
 }
 
 /// What `node` produces (after [`infer`] accepted the plan).
@@ -336,6 +318,12 @@ fn set_update_before(node: &mut PhysicalNode, needed: bool) {
             *update_before = needed;
             for i in &mut node.inputs {
                 set_update_before(i, false);
+            }
+        }
+        PhysicalOp::Join(_) => {
+            // Each side's retractions name the exact rows they take out.
+            for i in &mut node.inputs {
+                set_update_before(i, true);
             }
         }
         PhysicalOp::Deduplicate { update_before, .. } => {

@@ -18,6 +18,7 @@ use super::{flink_node_name, size, Translator};
 use crate::calc::{calc_changes, Calc};
 use crate::group_agg::{group_aggregate, GroupAggCall, GroupAggSpec};
 use crate::group_agg_two_phase::{two_phase_group_aggregate, Bundle};
+use crate::joins::{regular_join_changes, JoinType, RegularJoinSpec};
 use crate::key::{KeyRow, SqlKey};
 use crate::rank::{deduplicate, rank, DedupSpec, RankOrder, RankSpec};
 use crate::stateful::OperatorIds;
@@ -219,6 +220,40 @@ impl Translator<'_> {
                 };
                 let input = self.stream(below)?;
                 Ok(deduplicate(&input, &spec, &OperatorIds::new(name, uid)))
+            }
+            PhysicalOp::Join(j) => {
+                // Each side below its Exchange (the operator keys its inputs), as changes.
+                let mut sides = Vec::with_capacity(2);
+                for i in 0..2 {
+                    let side = node
+                        .inputs
+                        .get(i)
+                        .ok_or_else(|| internal("a join without its two inputs"))?;
+                    let below = match &side.op {
+                        PhysicalOp::Exchange(_) => {
+                            self.uid();
+                            side.inputs
+                                .first()
+                                .ok_or_else(|| internal("an Exchange without input"))?
+                        }
+                        _ => side,
+                    };
+                    sides.push(self.changes_of_input(below)?);
+                }
+                let spec = RegularJoinSpec {
+                    join_type: JoinType::Inner,
+                    left_keys: j.equi.iter().map(|k| k.0).collect(),
+                    right_keys: j.equi.iter().map(|k| k.1).collect(),
+                    condition: j.condition.clone(),
+                    state_ttl: self.session.config.state_ttl(),
+                };
+                regular_join_changes(
+                    &sides[0],
+                    &sides[1],
+                    &spec,
+                    &OperatorIds::new(name, uid),
+                    &self.errors,
+                )
             }
             PhysicalOp::Calc(c) => {
                 let input = self.changes(&node.inputs[0])?;

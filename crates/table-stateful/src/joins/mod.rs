@@ -15,6 +15,7 @@
 mod by_window;
 pub mod interval;
 pub mod regular;
+pub mod regular_changes;
 pub mod window;
 
 use sluice_datastream::DataStream;
@@ -25,6 +26,7 @@ use crate::row_errors::RowErrors;
 
 pub use interval::{interval_join, IntervalJoinSpec};
 pub use regular::{regular_join, RegularJoinSpec};
+pub use regular_changes::regular_join_changes;
 pub use window::{window_join, WindowJoinSpec};
 
 /// A join's type, as Flink's plans print it (`joinType=[InnerJoin]`).
