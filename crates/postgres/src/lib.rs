@@ -151,6 +151,12 @@ impl<T: Data> PostgresSink<T> {
         }
     }
 
+    /// The same sink with its row mapping changed by `f` (e.g. [`RowMapping::deleted_when`]).
+    pub fn map_mapping(mut self, f: impl FnOnce(RowMapping<T>) -> RowMapping<T>) -> Self {
+        self.mapping = f(self.mapping);
+        self
+    }
+
     /// Sets how rows reach the table (append or upsert).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = mode;
@@ -215,6 +221,12 @@ impl<T: Data> PostgresSink<T> {
             return Err(PostgresError::Schema {
                 table: self.table,
                 problem: "the row mapping has no columns".into(),
+            });
+        }
+        if self.mapping.deletes() && self.mode == Mode::Append {
+            return Err(PostgresError::Schema {
+                table: self.table,
+                problem: "deletions need a key to delete by: use the upsert mode".into(),
             });
         }
         let metrics = Arc::new(SinkMetrics::default());

@@ -16,6 +16,7 @@ pub struct Column {
 }
 
 type Extract<T> = Arc<dyn Fn(&T) -> Value + Send + Sync>;
+type Predicate<T> = Arc<dyn Fn(&T) -> bool + Send + Sync>;
 
 /// Maps a record to a row, column by column, in the order the columns are written:
 ///
@@ -29,6 +30,7 @@ type Extract<T> = Arc<dyn Fn(&T) -> Value + Send + Sync>;
 pub struct RowMapping<T> {
     columns: Vec<Column>,
     extract: Vec<Extract<T>>,
+    deletes: Option<Predicate<T>>,
 }
 
 impl<T> Clone for RowMapping<T> {
@@ -36,6 +38,7 @@ impl<T> Clone for RowMapping<T> {
         RowMapping {
             columns: self.columns.clone(),
             extract: self.extract.clone(),
+            deletes: self.deletes.clone(),
         }
     }
 }
@@ -45,6 +48,7 @@ impl<T> Default for RowMapping<T> {
         RowMapping {
             columns: Vec::new(),
             extract: Vec::new(),
+            deletes: None,
         }
     }
 }
@@ -81,6 +85,24 @@ impl<T> RowMapping<T> {
         });
         self.extract.push(Arc::new(f));
         self
+    }
+
+    /// Records for which `f` holds delete their key's row instead of upserting it (a
+    /// changelog's `-D`): the table's row with the record's key columns is removed. Upsert mode
+    /// only (an append has no key to delete by; refused when the sink is built).
+    pub fn deleted_when(mut self, f: impl Fn(&T) -> bool + Send + Sync + 'static) -> Self {
+        self.deletes = Some(Arc::new(f));
+        self
+    }
+
+    /// Whether the mapping can delete rows ([`deleted_when`](Self::deleted_when)).
+    pub fn deletes(&self) -> bool {
+        self.deletes.is_some()
+    }
+
+    /// Whether `record` deletes its key's row.
+    pub(crate) fn is_delete(&self, record: &T) -> bool {
+        self.deletes.as_ref().is_some_and(|f| f(record))
     }
 
     /// The mapped columns, in order.

@@ -141,6 +141,8 @@ pub struct PostgresSinkWriter<T: 'static> {
     upserter: Option<Upserter>,
     /// Buffered rows, flattened (`columns` values per row).
     buffer: Vec<Value>,
+    /// Per buffered row, whether it deletes its key's row.
+    deleted: Vec<bool>,
     rows: usize,
     /// When the oldest buffered row must be written (`sink.buffer-flush.interval`).
     deadline: Option<Instant>,
@@ -217,6 +219,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
             unacked: VecDeque::new(),
             upserter,
             buffer: Vec::new(),
+            deleted: Vec::new(),
             rows: 0,
             deadline: None,
             countdown: CHECK_EVERY,
@@ -424,7 +427,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 let Some(u) = self.upserter.as_mut() else {
                     return Ok(());
                 };
-                let (subs, keys) = u.batch(&self.buffer);
+                let (subs, keys) = u.batch(&self.buffer, &self.deleted);
                 for sub in subs {
                     // Sent and left in flight (see `Session::submit`).
                     self.on_main("upsert batch", |s| {
@@ -465,6 +468,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
             }
         };
         self.buffer.clear();
+        self.deleted.clear();
         self.rows = 0;
         self.counters.batch(written, started.elapsed());
         let took = started.elapsed();
@@ -661,6 +665,7 @@ impl<T: 'static> PostgresSinkWriter<T> {
                 });
             }
         }
+        self.deleted.push(self.spec.mapping.is_delete(record));
         self.rows += 1;
         if self.deadline.is_none() && !self.spec.options.flush_interval.is_zero() {
             self.deadline = Some(Instant::now() + self.spec.options.flush_interval);

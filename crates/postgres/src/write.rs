@@ -118,6 +118,8 @@ pub struct Upserter {
     keep: Vec<usize>,
     seen: HashMap<Vec<u8>, usize>,
     key_buf: Vec<u8>,
+    /// `DELETE … WHERE (key) IN (SELECT * FROM UNNEST(…))`, for a changelog's deletions.
+    delete_sql: Arc<str>,
 }
 
 impl Upserter {
@@ -163,6 +165,17 @@ impl Upserter {
             .collect::<Vec<_>>()
             .join(", ");
         let unnest_sql = format!("{head} SELECT * FROM UNNEST({arrays}){tail}").into();
+        let key_arrays = key_idx
+            .iter()
+            .enumerate()
+            .map(|(j, &i)| format!("${}::{}[]", j + 1, pg_types[i]))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let delete_sql = format!(
+            "DELETE FROM {} WHERE ({conflict}) IN (SELECT * FROM UNNEST({key_arrays}))",
+            quote_table(table)
+        )
+        .into();
         Upserter {
             columns: columns.to_vec(),
             pg_types: pg_types.to_vec(),
@@ -175,12 +188,14 @@ impl Upserter {
             keep: Vec::new(),
             seen: HashMap::new(),
             key_buf: Vec::new(),
+            delete_sql,
         }
     }
 
     /// The statements that upsert `rows` (flattened): one for `UNNEST`; for multi-row
-    /// `VALUES` one per 65,535 parameters. Returns them and the number of distinct keys.
-    pub fn batch(&mut self, rows: &[Value]) -> (Vec<Arc<Submission>>, u64) {
+    /// `VALUES` one per 65,535 parameters; then one `DELETE` of the keys whose last row in the
+    /// batch is a deletion (`deleted`, per row). Returns them and the number of distinct keys.
+    pub fn batch(&mut self, rows: &[Value], deleted: &[bool]) -> (Vec<Arc<Submission>>, u64) {
         let n = self.columns.len();
         // The last row of each key, in order of first appearance.
         self.keep.clear();
@@ -198,7 +213,22 @@ impl Upserter {
                 }
             }
         }
-        let subs = match self.how {
+        // The keys whose last row deletes: taken out of the upserts, deleted after them (they
+        // are other keys, so the order between the two statements does not matter).
+        let keys_total = self.keep.len() as u64;
+        let mut deletes: Vec<usize> = Vec::new();
+        if deleted.iter().any(|d| *d) {
+            let all = std::mem::take(&mut self.keep);
+            for i in all {
+                if deleted.get(i).copied().unwrap_or(false) {
+                    deletes.push(i);
+                } else {
+                    self.keep.push(i);
+                }
+            }
+        }
+        let mut subs = match self.how {
+            UpsertStatement::Unnest if self.keep.is_empty() => Vec::new(),
             UpsertStatement::Unnest => {
                 let mut arrays: Vec<ColumnArray> = self
                     .columns
@@ -235,7 +265,23 @@ impl Upserter {
                 subs
             }
         };
-        (subs, self.keep.len() as u64)
+        if !deletes.is_empty() {
+            let mut arrays: Vec<ColumnArray> = self
+                .key_idx
+                .iter()
+                .map(|&k| ColumnArray::new(self.columns[k].ty, deletes.len()))
+                .collect();
+            for &i in &deletes {
+                for (a, &k) in arrays.iter_mut().zip(&self.key_idx) {
+                    a.push(&rows[i * n + k]);
+                }
+            }
+            subs.push(Arc::new(Submission {
+                sql: self.delete_sql.clone(),
+                params: Params::Arrays(arrays),
+            }));
+        }
+        (subs, keys_total)
     }
 
     /// `INSERT … VALUES ($1::t, …), …` for `rows` rows (built once per batch size).

@@ -407,7 +407,8 @@ pub fn infer(root: &mut PhysicalNode) -> Result<()> {
             };
             let produced = visit(input, allowed, &name)?;
             if takes == SinkChanges::Upsert && !produced.is_insert_only() {
-                check_upsert_key(input, &s.primary_key, &name)?;
+                let columns: Vec<&str> = s.columns.iter().map(|(n, _)| n.as_str()).collect();
+                check_upsert_key(input, &columns, &s.primary_key, &name)?;
             }
             (input, takes == SinkChanges::Retract)
         }
@@ -431,17 +432,23 @@ pub fn infer(root: &mut PhysicalNode) -> Result<()> {
 /// An upsert sink of an updating query: its primary key must be the query's upsert key, so
 /// that each key's changes overwrite one row (Flink adds a `SinkUpsertMaterializer` otherwise,
 /// which Sluice does not run: refused rather than written wrong).
-fn check_upsert_key(input: &PhysicalNode, primary_key: &[String], sink: &str) -> Result<()> {
+fn check_upsert_key(
+    input: &PhysicalNode,
+    columns: &[&str],
+    primary_key: &[String],
+    sink: &str,
+) -> Result<()> {
     if primary_key.is_empty() {
         return Err(SqlError::validation(
             None,
             format!("{sink}: please declare primary key for sink table when query contains update/delete record."),
         ));
     }
+    // The key's columns by position: the query's columns are written into the sink's in order.
     let names: Vec<&str> = input.schema.iter().map(|f| f.name.as_str()).collect();
     let pk: Option<Vec<usize>> = primary_key
         .iter()
-        .map(|k| names.iter().position(|n| n == k))
+        .map(|k| columns.iter().position(|n| n == k))
         .collect();
     let key = upsert_key(input);
     let same = match (&pk, &key) {

@@ -27,7 +27,7 @@ pub mod print;
 pub mod seeded;
 
 use sluice_datastream::{DataStream, Sink, StreamEnv};
-use sluice_sql::{Change, ChangelogMode, Result, Row, RowKind, SqlError, TableDef};
+use sluice_sql::{Change, ChangelogMode, Result, Row, SqlError, TableDef};
 
 use crate::options::Options;
 use crate::schema::PhysicalSchema;
@@ -229,28 +229,13 @@ impl SinkConnector {
     pub fn write_changes(
         &self,
         changes: &DataStream<Change>,
-        mode: ChangelogMode,
+        _mode: ChangelogMode,
         def: &TableDef,
     ) -> Result<Sink<()>> {
         match self {
             SinkConnector::Print(s) => Ok(s.write_changes(changes)),
             SinkConnector::Blackhole => Ok(changes.sink_fn("BlackHole", |_| Ok(()))),
-            SinkConnector::Jdbc(s) if !mode.delete => {
-                // An upsert by key: `+I` and `+U` written, `-U` (the row its `+U` overwrites)
-                // not needed.
-                let rows = changes.flat_map(|c: Change| match c.kind {
-                    RowKind::Insert | RowKind::UpdateAfter => Some(c.row),
-                    _ => None,
-                });
-                s.write(&rows)
-            }
-            SinkConnector::Jdbc(_) => Err(SqlError::unsupported(
-                Some(def.pos),
-                format!(
-                    "writing deletions (-D) into jdbc table '{}': this version's PostgreSQL sink upserts and appends only",
-                    def.name
-                ),
-            )),
+            SinkConnector::Jdbc(s) => s.write_changes(changes),
             _ => Err(SqlError::unsupported(
                 Some(def.pos),
                 format!("table '{}' cannot take a changelog", def.name),

@@ -22,7 +22,7 @@ use sluice_datastream::{DataStream, Sink};
 use sluice_postgres::{
     ColumnType, Mode, PostgresError, PostgresSink, PostgresSinkExt, RowMapping, SinkOptions,
 };
-use sluice_sql::{DataType, LogicalType, Result, Row, SqlError, TableDef, Value};
+use sluice_sql::{Change, DataType, LogicalType, Result, Row, RowKind, SqlError, TableDef, Value};
 
 use super::JdbcTable;
 use crate::key::SqlKey;
@@ -182,7 +182,15 @@ impl JdbcSink {
     }
 
     fn builder(&self) -> PostgresSink<Row> {
-        let mut mapping = RowMapping::<Row>::new();
+        self.builder_of(|r: &Row| r)
+    }
+
+    /// The sink of records whose row `row_of` gives.
+    fn builder_of<T: sluice_datastream::Data>(
+        &self,
+        row_of: impl Fn(&T) -> &Row + Clone + Send + Sync + 'static,
+    ) -> PostgresSink<T> {
+        let mut mapping = RowMapping::<T>::new();
         for (i, (name, ty)) in self
             .table
             .columns
@@ -191,14 +199,50 @@ impl JdbcSink {
             .enumerate()
         {
             let ty = *ty;
+            let row_of = row_of.clone();
             // Never declared nullable: PostgreSQL's NOT NULL is enforced where the row is
             // written, as Flink's sink finds out (a nullable SQL type may hold no NULL).
-            mapping = mapping.column_value(name, ty, false, move |r: &Row| pg_value(r.get(i), ty));
+            mapping =
+                mapping.column_value(name, ty, false, move |r: &T| pg_value(row_of(r).get(i), ty));
         }
         PostgresSink::builder(&self.table.connection.conn, &self.table.table, mapping)
             .mode(self.mode())
             .options(self.options.clone())
             .name(&format!("jdbc: {}", self.table.table))
+    }
+
+    /// Writes a changelog by the primary key (the planner refused one without): `+I` and `+U`
+    /// upsert their row, `-D` deletes its key's row, `-U` (the row its `+U` overwrites) is
+    /// not needed.
+    pub fn write_changes(&self, changes: &DataStream<Change>) -> Result<Sink<()>> {
+        if self.key.is_empty() {
+            return Err(SqlError::validation(
+                None,
+                format!(
+                    "jdbc table '{}': please declare primary key for sink table when query contains update/delete record.",
+                    self.table.name
+                ),
+            ));
+        }
+        let key = self.key.clone();
+        let input = changes
+            .filter(|c: &Change| c.kind != RowKind::UpdateBefore)
+            .key_by(move |c: &Change| {
+                SqlKey(Row(key.iter().map(|&i| c.row.get(i).clone()).collect()))
+            })
+            .as_stream()
+            .clone();
+        let builder = self
+            .builder_of(|c: &Change| &c.row)
+            .map_mapping(|m| m.deleted_when(|c: &Change| c.kind == RowKind::Delete));
+        let sink = input.sink_to_postgres(builder).map_err(|e| {
+            SqlError::validation(None, format!("jdbc table '{}': {e}", self.table.name))
+        })?;
+        let sink = match self.parallelism {
+            Some(p) => sink.set_parallelism(p),
+            None => sink,
+        };
+        Ok(sink.map_handle(|_| ()))
     }
 
     /// Writes `rows` (cast to the table's columns) into the database's table.
