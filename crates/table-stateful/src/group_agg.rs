@@ -11,7 +11,9 @@
 //!
 //! `DISTINCT` calls count each distinct argument tuple (value → how many rows hold it), so that
 //! the tuple is added once and retracted when its last row is; `FILTER (WHERE …)` calls only see
-//! the rows whose condition column is TRUE.
+//! the rows whose condition column is TRUE. The distinct calls over the same arguments share one
+//! map (a count per call), as Flink's distinct views do: q15's twelve filtered distinct counts
+//! keep three maps per key, not twelve.
 //!
 //! The state is one keyed value per key ([`GroupState`], serde), so it checkpoints, restores and
 //! rescales by key group as any keyed state.
@@ -125,8 +127,14 @@ struct CallState {
     acc: Accumulating,
     /// Rows whose arguments are all non-NULL, net of retractions (a `SUM` of none is NULL).
     values: i64,
-    /// `DISTINCT`: each argument tuple and how many rows hold it.
-    seen: Option<BTreeMap<Vec<Value>, i64>>,
+}
+
+/// The distinct argument tuples of the `DISTINCT` calls over the same arguments (Flink's
+/// shared distinct view: `COUNT(DISTINCT b)` and `COUNT(DISTINCT b) FILTER (…)` keep one map):
+/// each tuple and, per call sharing it, how many of its rows pass that call's filter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct DistinctView {
+    seen: BTreeMap<Vec<Value>, Vec<i64>>,
 }
 
 /// A key's state: its rows net of retractions, each call's state, and when it expires
@@ -135,6 +143,8 @@ struct CallState {
 pub struct GroupState {
     rows: i64,
     calls: Vec<CallState>,
+    /// One per distinct argument list of the `DISTINCT` calls ([`GroupAggFn::views`]).
+    distinct: Vec<DistinctView>,
     expires: i64,
 }
 
@@ -145,6 +155,23 @@ struct GroupAggFn {
     spec: GroupAggSpec,
     retract: bool,
     name: String,
+    /// The distinct views: each distinct argument list and the calls (indexes) over it.
+    views: Vec<(Vec<usize>, Vec<usize>)>,
+}
+
+/// The distinct views of `spec`'s calls, in order of first appearance.
+fn distinct_views(spec: &GroupAggSpec) -> Vec<(Vec<usize>, Vec<usize>)> {
+    let mut views: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    for (i, a) in spec.aggs.iter().enumerate() {
+        if !a.call.distinct {
+            continue;
+        }
+        match views.iter_mut().find(|(args, _)| *args == a.args) {
+            Some((_, calls)) => calls.push(i),
+            None => views.push((a.args.clone(), vec![i])),
+        }
+    }
+    views
 }
 
 fn fail(name: &str, e: SqlError) -> OperatorError {
@@ -172,43 +199,78 @@ impl GroupAggFn {
                         }
                         _ => Accumulating::Acc(plain.create_accumulator()),
                     };
-                    CallState {
-                        acc,
-                        values: 0,
-                        seen: a.call.distinct.then(BTreeMap::new),
-                    }
+                    CallState { acc, values: 0 }
+                })
+                .collect(),
+            distinct: self
+                .views
+                .iter()
+                .map(|_| DistinctView {
+                    seen: BTreeMap::new(),
                 })
                 .collect(),
         }
     }
 
+    /// Whether `row` passes call `a`'s `FILTER` (every row without one).
+    fn passes(a: &GroupAggCall, row: &Row) -> bool {
+        a.filter.is_none_or(|f| row.get(f) == &Value::Bool(true))
+    }
+
     /// Adds (`add`) or retracts one row into every call of `state`.
     fn apply(&self, state: &mut GroupState, row: &Row, add: bool) -> Result<()> {
         state.rows += if add { 1 } else { -1 };
-        for (a, c) in self.spec.aggs.iter().zip(state.calls.iter_mut()) {
-            if let Some(f) = a.filter {
-                if row.get(f) != &Value::Bool(true) {
+        let step = if add { 1 } else { -1 };
+        // The distinct calls first: a call takes the row when its tuple's count for that call
+        // goes 0 → 1 (added) or 1 → 0 (retracted).
+        let mut takes = vec![false; self.spec.aggs.len()];
+        for ((args, calls), view) in self.views.iter().zip(state.distinct.iter_mut()) {
+            let tuple: Vec<Value> = args.iter().map(|&i| row.get(i).clone()).collect();
+            if tuple.iter().any(Value::is_null) {
+                continue;
+            }
+            let passing: Vec<bool> = calls
+                .iter()
+                .map(|&c| Self::passes(&self.spec.aggs[c], row))
+                .collect();
+            if !passing.iter().any(|p| *p) {
+                continue;
+            }
+            let counts = view
+                .seen
+                .entry(tuple.clone())
+                .or_insert_with(|| vec![0; calls.len()]);
+            for (slot, &c) in calls.iter().enumerate() {
+                if passing[slot] {
+                    counts[slot] += step;
+                    takes[c] = if add {
+                        counts[slot] == 1
+                    } else {
+                        counts[slot] == 0
+                    };
+                }
+            }
+            if counts.iter().all(|n| *n <= 0) {
+                view.seen.remove(&tuple);
+            }
+        }
+        for (i, (a, c)) in self
+            .spec
+            .aggs
+            .iter()
+            .zip(state.calls.iter_mut())
+            .enumerate()
+        {
+            if a.call.distinct {
+                if !takes[i] {
                     continue;
                 }
+            } else if !Self::passes(a, row) {
+                continue;
             }
             let args: Vec<Value> = a.args.iter().map(|&i| row.get(i).clone()).collect();
-            let non_null = !args.iter().any(Value::is_null);
-            if let Some(seen) = &mut c.seen {
-                if !non_null {
-                    continue;
-                }
-                let n = seen.entry(args.clone()).or_insert(0);
-                *n += if add { 1 } else { -1 };
-                let changes = if add { *n == 1 } else { *n == 0 };
-                if *n <= 0 {
-                    seen.remove(&args);
-                }
-                if !changes {
-                    continue;
-                }
-            }
-            if non_null {
-                c.values += if add { 1 } else { -1 };
+            if !args.iter().any(Value::is_null) {
+                c.values += step;
             }
             match &mut c.acc {
                 Accumulating::Acc(acc) if add => acc.add(&args)?,
@@ -218,7 +280,7 @@ impl GroupAggFn {
                         continue;
                     };
                     let n = counts.entry(v.clone()).or_insert(0);
-                    *n += if add { 1 } else { -1 };
+                    *n += step;
                     if *n <= 0 {
                         counts.remove(&v);
                     }
@@ -340,6 +402,7 @@ pub fn group_aggregate<I: ChangeInput>(
         spec: spec.clone(),
         retract,
         name: ids.name.clone(),
+        views: distinct_views(spec),
     };
     let out = input
         .key_by(move |r: &I| SqlKey(KeyRow::of(r.row(), &keys)))

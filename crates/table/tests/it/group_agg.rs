@@ -130,17 +130,21 @@ fn updating_queries_leave_duckdbs_table_at_p1_and_p2() {
         (
             "SELECT k, COUNT(*) AS c, SUM(v) AS s, MIN(v) AS mn, MAX(v) AS mx, AVG(v) AS a, \
                COUNT(DISTINCT v % 10) AS d, COUNT(*) FILTER (WHERE v > 500) AS f, \
-               COUNT(DISTINCT name) FILTER (WHERE v < 100) AS fd \
+               COUNT(DISTINCT name) FILTER (WHERE v < 100) AS fd, COUNT(DISTINCT name) AS dn, \
+               COUNT(DISTINCT name) FILTER (WHERE v >= 900) AS fd2 \
              FROM t GROUP BY k",
             "SELECT k, COUNT(*), SUM(v), MIN(v), MAX(v), CAST(TRUNC(AVG(v)) AS BIGINT), \
                COUNT(DISTINCT v % 10), COUNT(*) FILTER (WHERE v > 500), \
-               COUNT(DISTINCT name) FILTER (WHERE v < 100) FROM t GROUP BY k",
+               COUNT(DISTINCT name) FILTER (WHERE v < 100), COUNT(DISTINCT name), \
+               COUNT(DISTINCT name) FILTER (WHERE v >= 900) FROM t GROUP BY k",
         ),
         (
             // An aggregate over an aggregate: the inner counts are retracted as they grow.
-            "SELECT c, COUNT(*) AS n, SUM(k) AS sk, MIN(k) AS mn, MAX(k) AS mk, AVG(k) AS ak \
+            "SELECT c, COUNT(*) AS n, SUM(k) AS sk, MIN(k) AS mn, MAX(k) AS mk, AVG(k) AS ak, \
+               COUNT(DISTINCT k % 5) AS dk, COUNT(DISTINCT k % 5) FILTER (WHERE k > 10) AS fk \
              FROM (SELECT k, COUNT(*) AS c FROM t WHERE v < 300 GROUP BY k) GROUP BY c",
-            "SELECT c, COUNT(*), SUM(k), MIN(k), MAX(k), CAST(TRUNC(AVG(k)) AS BIGINT) \
+            "SELECT c, COUNT(*), SUM(k), MIN(k), MAX(k), CAST(TRUNC(AVG(k)) AS BIGINT), \
+               COUNT(DISTINCT k % 5), COUNT(DISTINCT k % 5) FILTER (WHERE k > 10) \
              FROM (SELECT k, COUNT(*) AS c FROM t WHERE v < 300 GROUP BY k) GROUP BY c",
         ),
         (
