@@ -30,6 +30,16 @@ pub fn runner_vars(events: u64, tps: u64) -> BTreeMap<String, String> {
         ("BID_PROPORTION", "46".to_string()),
         ("NEXMARK_TABLE", "datagen".to_string()),
         ("FLINK_HOME", flink_home().display().to_string()),
+        // q10's file sink writes under `${NEXMARK_DIR}/data/output/${SUBMIT_TIME}/`, as the
+        // runner sets them: the suite's directory and the submission time in ms.
+        ("NEXMARK_DIR", flink_home().display().to_string()),
+        (
+            "SUBMIT_TIME",
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis())
+                .to_string(),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

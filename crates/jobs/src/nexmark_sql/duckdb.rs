@@ -14,7 +14,7 @@ const RUNNER: &str = include_str!("../../oracle/duckdb/run.py");
 
 /// Each query's translation (q12's gives per-bidder totals: its processing-time windows depend
 /// on the wall clock, see [`super::proctime`]).
-const TRANSLATIONS: [(&str, &str); 14] = [
+const TRANSLATIONS: [(&str, &str); 15] = [
     ("q0", include_str!("../../oracle/duckdb/q0.sql")),
     ("q1", include_str!("../../oracle/duckdb/q1.sql")),
     ("q2", include_str!("../../oracle/duckdb/q2.sql")),
@@ -22,6 +22,7 @@ const TRANSLATIONS: [(&str, &str); 14] = [
     ("q5", include_str!("../../oracle/duckdb/q5.sql")),
     ("q7", include_str!("../../oracle/duckdb/q7.sql")),
     ("q8", include_str!("../../oracle/duckdb/q8.sql")),
+    ("q10", include_str!("../../oracle/duckdb/q10.sql")),
     ("q11", include_str!("../../oracle/duckdb/q11.sql")),
     ("q12", include_str!("../../oracle/duckdb/q12.sql")),
     ("q13", include_str!("../../oracle/duckdb/q13.sql")),

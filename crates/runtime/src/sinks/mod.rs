@@ -4,6 +4,8 @@ mod collect;
 mod discard;
 mod file;
 mod func;
+pub mod partition_commit;
+mod partitioned;
 mod print;
 mod transactional;
 
@@ -11,5 +13,6 @@ pub use collect::{CollectHandle, CollectSink};
 pub use discard::{DiscardHandle, DiscardSink};
 pub use file::{part_path, TextFileSink};
 pub use func::FnSink;
+pub use partitioned::{PartitionFormat, PartitionedFileSink, RollingPolicy};
 pub use print::PrintSink;
 pub use transactional::{committed_lines, TransactionalFileSink};

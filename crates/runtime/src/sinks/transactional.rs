@@ -62,7 +62,7 @@ fn io(what: String, e: std::io::Error) -> OperatorError {
 /// This sink instance's part of its file names (see the module docs): never the same twice in
 /// a process (the start time is bumped past the last one handed out), and a random number
 /// apart across processes that start in the same µs.
-fn writer_tag(attempt: u64) -> String {
+pub(crate) fn writer_tag(attempt: u64) -> String {
     use std::hash::{BuildHasher, Hasher};
     static LAST: AtomicU64 = AtomicU64::new(0);
     let now = std::time::SystemTime::now()
@@ -103,8 +103,16 @@ fn part_subtask(name: &str) -> Option<usize> {
 /// file is linked to the final name (which fails if that name exists), then its pending name
 /// is removed; a final name taken by another file fails the commit.
 fn commit(dir: &Path, name: &str) -> Result<(), OperatorError> {
-    let from = dir.join(name);
-    let to = dir.join(name.strip_suffix(PENDING).unwrap_or(name));
+    publish(
+        &dir.join(name),
+        &dir.join(name.strip_suffix(PENDING).unwrap_or(name)),
+    )
+}
+
+/// Publishes the closed file `from` under the name `to`, never replacing a file (see
+/// [`commit`]); a missing `from` was published already.
+pub(crate) fn publish(from: &Path, to: &Path) -> Result<(), OperatorError> {
+    let (from, to) = (from.to_path_buf(), to.to_path_buf());
     match std::fs::hard_link(&from, &to) {
         Ok(()) => {}
         // Committed before the failure already (or by the stop of the job that took the

@@ -104,7 +104,7 @@ impl SourceConnector {
                 &options, &schema,
             )?)),
             "filesystem" => Ok(SourceConnector::Filesystem(
-                filesystem::FilesystemSpec::new(&options, &schema)?,
+                filesystem::FilesystemSpec::new(&options, &schema, &def.partition_keys)?,
             )),
             "kafka" => Ok(SourceConnector::Kafka(Box::new(
                 kafka::KafkaSourceSpec::new(def, &options, &schema)?,
@@ -199,7 +199,9 @@ impl SinkConnector {
         let schema = PhysicalSchema::of(def)?;
         match connector_of(def, &options)?.as_str() {
             "filesystem" => Ok(SinkConnector::Filesystem(filesystem::FilesystemSpec::new(
-                &options, &schema,
+                &options,
+                &schema,
+                &def.partition_keys,
             )?)),
             "kafka" => Ok(SinkConnector::Kafka(Box::new(kafka::KafkaSinkSpec::new(
                 def, &options, &schema,

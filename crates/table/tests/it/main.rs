@@ -13,6 +13,7 @@ mod kafka;
 mod nexmark_lookup;
 mod nexmark_scan;
 mod options;
+mod partitioned_fs;
 mod pruning;
 mod q2_oracle;
 mod q5_windows;

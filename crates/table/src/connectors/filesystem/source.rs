@@ -3,6 +3,10 @@
 //! byte offset. Its checkpoint position is (file of its share, byte offset of the next record);
 //! a restore at the same parallelism resumes there.
 //!
+//! A partitioned table's rows get their partition columns from the file's directories
+//! (`k=v`, unescaped); a file outside a complete set of partition directories is skipped, as
+//! Flink lists only partition directories.
+//!
 //! A file whose name ends in `.gz` is decompressed as it is read, as Flink's file source picks
 //! its decompression by the file's extension; its offsets count decompressed bytes, and a
 //! restore decompresses again up to its offset (gzip cannot seek).
@@ -123,6 +127,28 @@ impl SourceFunction<Row> for FileRows {
             let path = &mine[self.position.0];
             let shown = path.display().to_string();
             let io = |e| OperatorError::io(format!("reading {shown}"), e);
+            // A partitioned table's partition values, from the file's directories.
+            let partition = match &self.spec.partitioning {
+                None => None,
+                Some(p) => {
+                    let rel = path.strip_prefix(&root).unwrap_or(path);
+                    let rel = rel.parent().map(|d| d.to_string_lossy().replace('\\', "/"));
+                    let rel = rel.as_deref().unwrap_or("");
+                    if p.values_of(rel).is_err() {
+                        // Not a partition's file (Flink lists partition directories only).
+                        self.position = (self.position.0 + 1, 0);
+                        continue;
+                    }
+                    match p.typed_values(rel) {
+                        Ok(v) => Some(v),
+                        Err(reason) => {
+                            ctx.dead_letter(shown.clone(), reason);
+                            self.position = (self.position.0 + 1, 0);
+                            continue;
+                        }
+                    }
+                }
+            };
             let mut reader = open_at(path, self.position.1).map_err(io)?;
             let mut record = String::new();
             let mut bytes = Vec::with_capacity(256);
@@ -165,7 +191,10 @@ impl SourceFunction<Row> for FileRows {
                     continue;
                 }
                 match self.spec.parse_record(text) {
-                    Ok(row) => out.collect(row)?,
+                    Ok(row) => match (&self.spec.partitioning, &partition) {
+                        (Some(p), Some(values)) => out.collect(p.full_row(row, values))?,
+                        _ => out.collect(row)?,
+                    },
                     Err(reason) => ctx.dead_letter(format!("{shown} at byte {start}"), reason),
                 }
                 n += 1;
