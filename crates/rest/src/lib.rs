@@ -99,6 +99,7 @@ mod api;
 mod autopilot_api;
 mod checkpoints_api;
 mod doctor_api;
+mod explain_api;
 mod format;
 mod http;
 pub mod live;
