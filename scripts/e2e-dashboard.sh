@@ -21,7 +21,9 @@ if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
   (cd "$E2E" && npm install --no-audit --no-fund --silent playwright-core@1) ||
     require_or_skip "the browser driver" "npm install playwright-core@1 failed"
 fi
-[ -x target/debug/sluice ] || cargo build -q -p sluice-cli
+# SLUICE_BIN: a sluice binary built elsewhere (e.g. a release build); else the debug build.
+SLUICE=${SLUICE_BIN:-target/debug/sluice}
+[ -n "${SLUICE_BIN:-}" ] || [ -x "$SLUICE" ] || cargo build -q -p sluice-cli
 
 JOB_PID=
 stop_job() {
@@ -42,7 +44,7 @@ trap stop_job EXIT
 run_case() { # scenario, then the `sluice run` arguments
   local scenario=$1; shift
   echo "== dashboard e2e: $scenario"
-  target/debug/sluice run "$@" --rest-port "$PORT" --metrics-interval 0.2 --metrics-window 1 \
+  "$SLUICE" run "$@" --rest-port "$PORT" --metrics-interval 0.2 --metrics-window 1 \
     --no-progress >"$E2E/$scenario.log" 2>&1 &
   JOB_PID=$!
   # Poll the REST API until it answers (up to a minute: a loaded machine starts the job late).
@@ -60,6 +62,30 @@ run_case() { # scenario, then the `sluice run` arguments
   return "$rc"
 }
 
+# A SQL job (the official Nexmark generator, a window aggregation): its EXPLAIN ANALYZE panel.
+cat >"$E2E/explain.sql" <<'SQL'
+CREATE TABLE datagen (
+    event_type int,
+    person ROW<id BIGINT, name VARCHAR, emailAddress VARCHAR, creditCard VARCHAR, city VARCHAR,
+        state VARCHAR, `dateTime` TIMESTAMP(3), extra VARCHAR>,
+    auction ROW<id BIGINT, itemName VARCHAR, description VARCHAR, initialBid BIGINT,
+        reserve BIGINT, `dateTime` TIMESTAMP(3), expires TIMESTAMP(3), seller BIGINT,
+        category BIGINT, extra VARCHAR>,
+    bid ROW<auction BIGINT, bidder BIGINT, price BIGINT, channel VARCHAR, url VARCHAR,
+        `dateTime` TIMESTAMP(3), extra VARCHAR>,
+    `dateTime` AS CASE WHEN event_type = 0 THEN person.`dateTime`
+        WHEN event_type = 1 THEN auction.`dateTime` ELSE bid.`dateTime` END,
+    WATERMARK FOR `dateTime` AS `dateTime` - INTERVAL '4' SECOND
+) WITH ('connector' = 'nexmark', 'first-event.rate' = '100000', 'next-event.rate' = '100000',
+        'events.num' = '100000000000');
+CREATE TABLE counts (auction BIGINT, num BIGINT, window_end TIMESTAMP(3)) WITH ('connector' = 'blackhole');
+INSERT INTO counts
+SELECT bid.auction, COUNT(*), window_end
+FROM TABLE(TUMBLE(TABLE datagen, DESCRIPTOR(`dateTime`), INTERVAL '1' SECOND))
+WHERE event_type = 2
+GROUP BY bid.auction, window_start, window_end;
+SQL
+run_case sql sql -f "$E2E/explain.sql" -p 2
 run_case skew skew --records 100000000000 -p 2 --checkpoint-interval 500
 # The same job over two local processes: process 0's dashboard shows every subtask.
 run_case skew-processes skew --records 100000000000 -p 2 --processes 2

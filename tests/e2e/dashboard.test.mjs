@@ -1,6 +1,6 @@
 // End-to-end test of the web dashboard in headless Chromium (playwright-core, Debian's chromium).
 // Run by scripts/e2e-dashboard.sh against a running `sluice run …` job.
-// Env: SLUICE_URL (http://127.0.0.1:18082), SCENARIO (skew | skew-processes | under-provisioned | blocking | blocking-fixed),
+// Env: SLUICE_URL (http://127.0.0.1:18082), SCENARIO (skew | skew-processes | under-provisioned | blocking | blocking-fixed | sql),
 //      E2E_OUT (output dir),
 //      PLAYWRIGHT_CORE (path of the playwright-core package), CHROMIUM (/usr/bin/chromium).
 import { createRequire } from "node:module";
@@ -36,6 +36,8 @@ const EXPECT = {
   // and with the doctor's fix applied before the start (`--async-capacity blocking-call=16`).
   blocking: { vertex: "blocking-call -> Sink: digest", operator: "blocking-call", async: false, capacity: 1 },
   "blocking-fixed": { vertex: "blocking-call -> Sink: digest", operator: "blocking-call", async: true, capacity: 16 },
+  // A SQL job (a Nexmark window aggregation): the job page shows its EXPLAIN ANALYZE.
+  sql: { explain: true },
 };
 
 let failures = 0;
@@ -65,6 +67,36 @@ async function until(probe, ms = DEADLINE_MS) {
 async function rest(p) {
   const r = await fetch(BASE + p);
   return r.ok ? r.json() : null;
+}
+
+/** The EXPLAIN ANALYZE panel of a SQL job: one row per plan node of the REST answer, the plan's
+ *  lines as EXPLAIN draws them, live figures (records moving, busy time) on the operators' rows. */
+async function explainChecks(page, jid) {
+  const panel = page.locator('[data-testid="explain-analyze-panel"]');
+  await panel.waitFor({ state: "visible", timeout: DEADLINE_MS }).catch(() => {});
+  check(await panel.isVisible(), "the job page shows the EXPLAIN ANALYZE panel");
+  const e = await rest(`/jobs/${jid}/explain-analyze`);
+  check(!!e && e.nodes.length > 0, `GET /jobs/:jid/explain-analyze answers ${e ? e.nodes.length : 0} plan nodes`);
+  const rows = panel.locator('[data-testid="explain-node"]');
+  await rows.first().waitFor({ timeout: DEADLINE_MS }).catch(() => {});
+  check(e && (await rows.count()) === e.nodes.length, `one row per plan node (${await rows.count()})`);
+  const lines = await rows.evaluateAll((rs) => rs.map((r) => r.querySelector(".planline").textContent));
+  check(lines[0]?.startsWith("Sink(table=") && lines.some((l) => l.includes("+- GlobalWindowAggregate(")) &&
+    lines.some((l) => l.includes("TableSourceScan(")), `the rows are EXPLAIN's plan: ${lines[0]?.slice(0, 60)} … ${lines.at(-1)?.slice(0, 60)}`);
+  // Every operator's row gets moving records (the page refreshes; poll until they are all > 0).
+  const moving = await until(async () => {
+    const figs = await rows.evaluateAll((rs) => rs.filter((r) => r.dataset.recordsIn != null)
+      .map((r) => Number(r.dataset.recordsIn) + Number(r.dataset.recordsOut)));
+    return figs.length >= 5 && figs.every((x) => x > 0) ? figs : null;
+  });
+  check(!!moving, `every operator row shows records (${moving ? moving.length + " rows" : "not all"})`);
+  const busy = await until(async () => {
+    const cells = await rows.evaluateAll((rs) => rs.filter((r) => r.dataset.recordsIn != null).map((r) => r.children[1].textContent));
+    return cells.some((c) => Number(c) > 0) ? cells : null;
+  });
+  check(!!busy, `operator rows show busy ms/s (${busy ? busy.join(", ") : "none"})`);
+  const exchange = panel.locator('[data-testid="explain-node"]:not([data-vertex-id])');
+  check(((await exchange.first().textContent().catch(() => "")) || "").includes("Exchange("), "the exchange row says it runs no operator");
 }
 
 /** The subtask rows' busy percentages of the vertex panel, in subtask order. */
@@ -162,7 +194,12 @@ try {
   await row.click();
   await page.locator('[data-testid="vertex"]').first().waitFor({ timeout: DEADLINE_MS });
 
-  if (exp.operator) {
+  if (exp.explain) {
+    await explainChecks(page, jid);
+    const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`screenshot: ${shot}`);
+  } else if (exp.operator) {
     await blockingChecks(page, exp);
     const shot = path.join(OUT, `dashboard-${SCENARIO}.png`);
     await page.screenshot({ path: shot, fullPage: true });
@@ -178,6 +215,8 @@ try {
       check(await upstream.getAttribute("data-state") === "backpressured",
         `upstream vertex "${exp.backpressured}" is backpressured (backpressured ${await upstream.getAttribute("data-backpressured")}%, ` +
         `busy ${await upstream.getAttribute("data-busy")}%, at least ${await upstream.getAttribute("data-cpu-wait")}% of it waiting for a CPU)`);
+      // Not a SQL job: no EXPLAIN ANALYZE panel (its route answers 404).
+      check(await page.locator('[data-testid="explain-analyze-panel"]').isHidden(), "no EXPLAIN ANALYZE panel for a DataStream job");
       const edge = await page.locator('[data-testid="edge-label"]').first().textContent();
       check(edge === "HASH", `edge labelled with its ship strategy (${edge})`);
       await keyed.click();

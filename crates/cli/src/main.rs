@@ -6,6 +6,7 @@ mod bench;
 mod bench_connectors;
 mod demo;
 mod doctor_cmd;
+mod explain_cmd;
 mod fix_cmd;
 mod key_group;
 mod nexmark_cmd;
@@ -43,6 +44,7 @@ fn main() -> ExitCode {
         Command::Demo(d) => demo::demo(d),
         Command::Nexmark(n) => nexmark_cmd::nexmark(n),
         Command::Savepoint(s) => savepoint_cmd::savepoint(s),
+        Command::ExplainAnalyze(e) => explain_cmd::explain_analyze(e),
         Command::Produce(p) => produce::produce(p),
         Command::Profile(p) => profile_cmd::profile(p),
     };

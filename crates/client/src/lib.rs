@@ -9,7 +9,8 @@
 //! keeping the server's own message), and the doctor's [`sluice_doctor::RestSource`]s:
 //! [`LiveSource`], [`DirSource`] (saved answers, in the [`layout`] of the fixtures) and
 //! [`SavingSource`]. [`detect_engine`] tells Sluice from Flink; [`savepoint::take_savepoint`]
-//! triggers a savepoint and waits for it.
+//! triggers a savepoint and waits for it; [`explain::explain_analyze`] reads a SQL job's plan
+//! with its live figures (and [`explain::render`] its text).
 //!
 //! Invariant: this crate only fetches and reads answers; it makes no decision (what the
 //! figures mean is `sluice-doctor`'s, what to change is `sluice-autopilot`'s) and prints
@@ -19,6 +20,7 @@
 mod endpoint;
 mod engine;
 mod error;
+pub mod explain;
 mod json;
 pub mod layout;
 pub mod savepoint;

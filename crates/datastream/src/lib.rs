@@ -87,6 +87,7 @@ pub use placement::Placement;
 /// Buffer debloating settings (`StreamEnv::set_buffer_debloat`).
 pub use sluice_channel::DebloatConfig;
 pub use sluice_net::{Liveness, NetEndpoint};
+pub use sluice_plan::{QueryPlan, QueryPlanNode};
 pub use sluice_runtime::checkpoint::{CheckpointConfig, RestartStrategy};
 pub use sluice_runtime::fasthash::{FastBuildHasher, FastHashMap};
 pub use sluice_runtime::operators::{TimeDomain, WindowAssigner};

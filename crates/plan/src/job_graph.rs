@@ -90,6 +90,9 @@ pub struct JobGraph {
     pub edges: Vec<JobEdge>,
     /// `(upstream, downstream)` node pairs joined inside a chain.
     pub chained: Vec<(NodeId, NodeId)>,
+    /// The SQL plan the job was compiled from, if it was (set by the DataStream API's
+    /// environment, never by [`build`]).
+    pub query_plan: Option<crate::QueryPlan>,
 }
 
 impl JobGraph {
@@ -339,6 +342,7 @@ pub fn build(name: &str, nodes: &[StreamNode], cfg: &PlanConfig) -> Result<JobGr
         vertices,
         edges,
         chained,
+        query_plan: None,
     })
 }
 

@@ -18,6 +18,8 @@
 //! 5. **Plan changes** — [`PlanChange`], the one named change to a plan (parallelism behind a
 //!    ship strategy, two-phase aggregation, connector option, async capacity, lookup cache) that
 //!    the doctor proposes and the fixer in `sluice-datastream` applies.
+//! 6. **Query plans** — [`QueryPlan`], the SQL plan a job was compiled from, carried by its
+//!    job graph as plain data (what `EXPLAIN ANALYZE` joins with the live metrics).
 //!
 //! ```
 //! use sluice_plan::{job_graph, ChainingStrategy, NodeKind, PlanConfig, StreamEdge, StreamNode};
@@ -56,12 +58,14 @@ pub mod job_graph;
 pub mod json;
 pub mod partition;
 pub mod plan;
+pub mod query_plan;
 pub mod stream_graph;
 
 pub use change::{PlanChange, LOOKUP_CACHE_TTL};
 pub use error::PlanError;
 pub use job_graph::{JobEdge, JobGraph, JobVertex, PlanConfig, ResolvedNode};
 pub use json::Json;
+pub use query_plan::{QueryPlan, QueryPlanNode};
 /// The edge partitioner a [`PlanChange::Parallelism`] names (re-exported from `sluice-types`).
 pub use sluice_types::ShipStrategy;
 pub use stream_graph::{ChainingStrategy, IdentityHint, NodeKind, StreamEdge, StreamNode};

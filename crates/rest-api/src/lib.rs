@@ -18,7 +18,8 @@
 //! [`SavepointStatus`]); Sluice's extensions: the doctor's [`DoctorAnswer`] (a [`Diagnosis`]
 //! with its [`PlanChangeDiff`]) and [`DoctorStatus`], the rescale history
 //! ([`JobRescaleDetails`], [`RescalesOverview`], [`SluiceRescaleRecord`]) and the autopilot's
-//! [`AutopilotLog`] / [`AutopilotDecision`]; [`lenient::Scalar`] for fields whose JSON type varies between servers
+//! [`AutopilotLog`] / [`AutopilotDecision`], a SQL job's [`ExplainAnalyze`] (its plan with
+//! live figures, and their text rendering); [`lenient::Scalar`] for fields whose JSON type varies between servers
 //! and [`OrderedMap`] for objects whose key order Flink fixes.
 //!
 //! ## Reading is tolerant
@@ -43,6 +44,7 @@ mod cluster;
 mod doctor;
 mod error;
 mod exceptions;
+mod explain;
 mod hot_keys;
 mod job;
 pub mod lenient;
@@ -82,6 +84,9 @@ pub use doctor::{
 };
 pub use error::ErrorBody;
 pub use exceptions::{ExceptionHistory, ExceptionInfo, JobExceptions, RootException};
+pub use explain::{
+    human_bytes, human_count, ExplainAnalyze, ExplainAnalyzeNode, OperatorFigures, PlanHotKey,
+};
 pub use hot_keys::{HotKey, HotKeys};
 pub use job::{
     ConfigEntry, ConnectorOption, ExecutionConfig, IoMetrics, JobConfig, JobDetails, JobPlan,

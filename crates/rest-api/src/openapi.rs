@@ -48,6 +48,7 @@ use crate::*;
     TaskManagersInfo,
     DoctorAnswer,
     DoctorStatus,
+    ExplainAnalyze,
     Diagnosis,
     SluiceRescaleRecord,
     JobRescaleDetails,

@@ -32,6 +32,8 @@
 //! `backpressure`, `subtasktimes`, `taskmanagers`, `metrics`, `subtasks/metrics`,
 //! `subtasks/:subtaskindex`, `subtasks/:subtaskindex/metrics`, `watermarks`, `accumulators`;
 //! `/jobs/:jobid/doctor` (Sluice extension: the doctor's diagnosis of the job's latest metrics);
+//! `/jobs/:jobid/explain-analyze` (Sluice extension: a SQL job's plan, handed over as plain
+//! data on its job graph, each node with its operator's live figures; 404 for other jobs);
 //! Flink 2.3's `/applications/overview`, `/applications/:applicationid`, its `exceptions` and
 //! `POST …/cancel` (each job is one `SingleJobApplication(<job name>)` with the job's id);
 //! `/taskmanagers`, `/metrics` (Prometheus), `/openapi.json`. The route table is in
@@ -99,6 +101,7 @@ mod api;
 mod autopilot_api;
 mod checkpoints_api;
 mod doctor_api;
+mod explain_api;
 mod format;
 mod http;
 pub mod live;

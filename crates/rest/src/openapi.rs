@@ -120,6 +120,7 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
         (Endpoint::FlameGraph, _) => r("FlameGraph"),
         (Endpoint::ThreadDump, _) => r("ThreadDump"),
         (Endpoint::Doctor, _) => any_of(r("DoctorStatus"), r("DoctorAnswer")),
+        (Endpoint::ExplainAnalyze, _) => r("ExplainAnalyze"),
         (Endpoint::Autopilot, "PUT") => r("DecisionAccepted"),
         (Endpoint::Autopilot, _) => r("AutopilotLog"),
         (Endpoint::DoctorApply, _) => r("SluiceRescaleRecord"),
@@ -509,6 +510,7 @@ mod tests {
     fn sluice_answers_are_generated_shapes_not_inline_objects() {
         let typed = [
             (Endpoint::Doctor, "GET"),
+            (Endpoint::ExplainAnalyze, "GET"),
             (Endpoint::DoctorApply, "POST"),
             (Endpoint::Autopilot, "GET"),
             (Endpoint::Autopilot, "PUT"),

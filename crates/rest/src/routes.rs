@@ -73,6 +73,8 @@ pub enum Endpoint {
     CheckpointSubtasks,
     /// The handler of `/jobs/:jobid/doctor`.
     Doctor,
+    /// The handler of `/jobs/:jobid/explain-analyze`.
+    ExplainAnalyze,
     /// The handler of `/jobs/:jobid/autopilot`.
     Autopilot,
     /// The handler of `/jobs/:jobid/doctor/apply`.
@@ -270,6 +272,8 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("One checkpoint at one vertex: per-subtask sync duration, alignment, start delay, size.")] },
     Route { path: "/jobs/:jobid/doctor", endpoint: Endpoint::Doctor,
         operations: &[get("Sluice extension: the doctor run on the job's latest metrics: the bottleneck vertex and operator, the cause (e.g. key-skew, under-provisioned), evidence, the proposed fix and its plan change against the live graph. {\"status\":\"no-metrics-yet\"} before the first metrics sample.")] },
+    Route { path: "/jobs/:jobid/explain-analyze", endpoint: Endpoint::ExplainAnalyze,
+        operations: &[get("Sluice extension: EXPLAIN ANALYZE of a SQL job: its optimized physical plan (as EXPLAIN prints it), each node with the live figures of the operator it became (busy/backpressured/idle ms per second, records in and out, state size in the latest checkpoint, hot keys) and the plan's text with the figures appended per line. 404 for a job not planned from SQL.")] },
     Route { path: "/jobs/:jobid/autopilot", endpoint: Endpoint::Autopilot,
         operations: &[
             get("Sluice extension: the autopilot's decision log, oldest first ({\"decisions\": [...], \"dropped\": n}): per decision its time, the doctor's cause and verdict, the plan change, evidence, the figures before and after (bottleneck rate, job throughput, parallelism), the relative gains and the outcome (applied, kept, rolled-back, skipped, failed, advised) with its reason. Empty until an autopilot reports."),
@@ -471,6 +475,7 @@ pub fn dispatch(
             crate::checkpoints_api::checkpoint_subtasks(&ctx, p(0), p(1), p(2))
         }
         (Endpoint::Doctor, _) => crate::doctor_api::doctor(&ctx, p(0)),
+        (Endpoint::ExplainAnalyze, _) => crate::explain_api::explain_analyze(&ctx, p(0)),
         (Endpoint::Autopilot, "PUT") => crate::autopilot_api::put_decision(&ctx, p(0), body),
         (Endpoint::Autopilot, _) => crate::autopilot_api::autopilot_log(&ctx, p(0)),
         (Endpoint::DoctorApply, _) => crate::rescale_api::doctor_apply(&ctx, p(0), body),

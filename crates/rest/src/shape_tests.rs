@@ -265,6 +265,7 @@ fn graph() -> JobGraph {
             strategy: ShipStrategy::Rebalance,
         }],
         chained: vec![(2, 3)],
+        query_plan: None,
     }
 }
 

@@ -33,6 +33,8 @@
 //! * [`translate`]: [`SqlJob`], a planned job (`PhysicalPlan`) as DataStream operators named
 //!   and uid'd as Flink names them; a `LookupJoin` runs on sluice-lookup's operator (inner and
 //!   `LEFT`).
+//! * [`query_plan`]: the plan a translated job hands its environment (the `EXPLAIN` physical
+//!   plan, each node with the operator it became) for the REST server's `EXPLAIN ANALYZE`.
 //! * [`script`]: [`SqlScript`], a script planned whole (every refusal before any job runs),
 //!   its jobs in order as Flink's SQL client runs a file.
 //! * [`row_errors`]: where rows that fail evaluation go (counted, the first error kept).
@@ -67,6 +69,7 @@ pub mod fused;
 pub mod layout;
 pub mod official;
 pub mod options;
+pub mod query_plan;
 pub mod scan;
 pub mod schema;
 pub mod script;

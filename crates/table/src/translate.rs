@@ -139,6 +139,7 @@ impl SqlJob {
                 _ => rows,
             });
         }
+        t.record_plan(plan);
         let job = SqlJob {
             errors: t.errors,
             late: t.late,
@@ -187,6 +188,8 @@ struct Translator<'a> {
     unfused: bool,
     /// Scan chains fused so far.
     fused: usize,
+    /// The uids of the pass-through operators of the fused chains (for the job's query plan).
+    fused_uids: Vec<String>,
 }
 
 /// Counts every subtree under `node` by its plan text.
@@ -247,6 +250,7 @@ impl<'a> Translator<'a> {
             seen,
             unfused: translation.unfused,
             fused: 0,
+            fused_uids: Vec::new(),
         })
     }
 
@@ -260,6 +264,14 @@ impl<'a> Translator<'a> {
             }
             _ => !node.inputs.is_empty() && node.inputs.iter().all(|i| self.source_watermarked(i)),
         }
+    }
+
+    /// Hands the environment the plan just translated, its nodes mapped to their operators
+    /// ([`crate::query_plan`]).
+    fn record_plan(&self, plan: &PhysicalPlan) {
+        let nodes = self.env.stream_nodes();
+        let q = crate::query_plan::query_plan(plan, &self.uids, &self.fused_uids, &nodes);
+        self.env.add_query_plan(q);
     }
 
     fn run(mut self, plan: &PhysicalPlan, query: Option<QueryOutput>) -> Result<SqlJob> {
@@ -291,6 +303,7 @@ impl<'a> Translator<'a> {
                 }
             }
         }
+        self.record_plan(plan);
         Ok(SqlJob {
             errors: self.errors,
             late: self.late,

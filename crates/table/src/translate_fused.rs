@@ -159,7 +159,9 @@ impl Translator<'_> {
         for (n, u) in kept {
             let n = operator_name(n);
             rows = rows.transform(&n, |_| Done).name(&n).uid(&u);
+            self.fused_uids.push(u);
         }
+        self.fused_uids.push(uid.to_string());
         let rows = rows.transform(name, |_| Done).name(name).uid(uid);
         self.fused += 1;
         // The rowtime column, where the Calc keeps it, is the rows' event time.

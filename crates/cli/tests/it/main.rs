@@ -30,6 +30,7 @@ mod doctor_tls;
 mod exactly_once;
 mod exactly_once_campaign;
 mod exactly_once_kafka;
+mod explain_analyze;
 mod input_errors;
 mod live_heal;
 mod processes;

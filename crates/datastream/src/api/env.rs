@@ -33,6 +33,8 @@ pub(crate) struct EnvInner {
     pub placement: Option<crate::Placement>,
     /// The record types that may cross processes, with their wire operations.
     pub wire: std::collections::HashMap<std::any::TypeId, Arc<dyn crate::placement::WireOps>>,
+    /// The SQL plan the job was compiled from (see [`StreamEnv::add_query_plan`]).
+    pub query_plan: Option<sluice_plan::QueryPlan>,
 }
 
 /// The job builder and its settings (Flink's `StreamExecutionEnvironment`).
@@ -75,6 +77,7 @@ impl StreamEnv {
                 non_replayable: Vec::new(),
                 placement: None,
                 wire: Default::default(),
+                query_plan: None,
             })),
         }
     }
@@ -379,6 +382,23 @@ impl StreamEnv {
         )
     }
 
+    /// Records the plan (a SQL query's) that the operators just added were compiled from; the
+    /// job graph carries it ([`JobGraph::query_plan`]) for the REST server's `EXPLAIN
+    /// ANALYZE`. A second plan added to the same job is appended.
+    pub fn add_query_plan(&self, plan: sluice_plan::QueryPlan) -> &Self {
+        let mut i = self.inner.borrow_mut();
+        match &mut i.query_plan {
+            Some(p) => p.extend(plan),
+            None => i.query_plan = Some(plan),
+        }
+        self
+    }
+
+    /// The plan recorded by [`StreamEnv::add_query_plan`], if any.
+    pub fn query_plan(&self) -> Option<sluice_plan::QueryPlan> {
+        self.inner.borrow().query_plan.clone()
+    }
+
     /// Every stream-graph node built so far, in id order.
     pub fn stream_nodes(&self) -> Vec<StreamNode> {
         self.inner.borrow().nodes.clone()
@@ -397,11 +417,10 @@ impl StreamEnv {
         self.check_errors()?;
         let i = self.inner.borrow();
         i.config.validate().map_err(GraphError::invalid_config)?;
-        Ok(crate::job_graph::build(
-            &i.config.job_name,
-            &i.nodes,
-            &i.config.plan_config(),
-        )?)
+        let mut graph =
+            crate::job_graph::build(&i.config.job_name, &i.nodes, &i.config.plan_config())?;
+        graph.query_plan = i.query_plan.clone();
+        Ok(graph)
     }
 
     /// Flink's `getExecutionPlan()`: the stream graph as JSON, pretty-printed as Flink prints it.

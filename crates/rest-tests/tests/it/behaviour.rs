@@ -532,11 +532,12 @@ fn openapi_document_describes_every_served_path() {
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.0"));
     assert!(doc["info"]["title"].is_string());
     let paths = doc["paths"].as_object().unwrap();
-    // The POST-only savepoint, stop, doctor/apply and application cancel paths and a rescale's
-    // details (none on a job that never rescaled) are checked below.
+    // The POST-only savepoint, stop, doctor/apply and application cancel paths, a rescale's
+    // details (none on a job that never rescaled) and EXPLAIN ANALYZE (a SQL job's only) are
+    // checked below.
     assert_eq!(
         paths.len(),
-        SERVED.len() + 5,
+        SERVED.len() + 6,
         "{:?}",
         paths.keys().collect::<Vec<_>>()
     );
@@ -618,6 +619,12 @@ fn openapi_document_describes_every_served_path() {
     assert!(put["responses"]["200"].is_object() && put["responses"]["400"].is_object());
     assert!(put["requestBody"]["content"]["application/json"].is_object());
     assert!(paths["/jobs/{jobid}/rescales/details/{rescaleuuid}"]["get"].is_object());
+    // EXPLAIN ANALYZE is described, and a job not planned from SQL answers 404 with the reason.
+    let explain = &paths["/jobs/{jobid}/explain-analyze"]["get"];
+    assert!(explain["responses"]["200"].is_object() && explain["responses"]["404"].is_object());
+    let r = get(s.addr, &format!("/jobs/{jid}/explain-analyze"));
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.body.contains("not planned from SQL"), "{}", r.body);
     // A job not started live answers the mutations 409 with the reason, and unknown rescales 404.
     let r = send_json(s.addr, "POST", &format!("/jobs/{jid}/doctor/apply"), "{}");
     assert_eq!(r.status, 409, "{}", r.body);

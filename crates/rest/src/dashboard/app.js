@@ -594,6 +594,40 @@
   }
   $("threads-take").addEventListener("click", takeThreadDump);
 
+  // ---- EXPLAIN ANALYZE (GET /jobs/:jid/explain-analyze, Sluice extension) -------------------
+  // A SQL job's plan as EXPLAIN prints it, each line with its operator's live figures; a job
+  // not planned from SQL answers 404 and the panel stays hidden.
+  function fmtMsS(v) { return v == null || isNaN(v) ? "–" : String(Math.round(v)); }
+  function renderExplain(e) {
+    var rows = (e.nodes || []).map(function (n) {
+      var f = n.figures;
+      var hot = f && (f["hot-keys"] || []).map(function (k) { return esc(k.key) + " (" + Math.round(100 * k["share-of-vertex"]) + "%)"; }).join(", ");
+      var cells = f ? [fmtMsS(f["busy-ms-per-second"]), fmtMsS(f["backpressured-ms-per-second"]), fmtMsS(f["idle-ms-per-second"]),
+        fmtNum(f["records-in"]) + (f["records-in-scope"] === "vertex" ? "ᵛ" : ""), fmtNum(f["records-out"]) + (f["records-out-scope"] === "vertex" ? "ᵛ" : ""),
+        f["state-size"] == null ? "–" : fmtBytes(f["state-size"]), hot || "–"]
+        : ['<span title="' + esc(n.note || "") + '">' + esc(n.note || "") + "</span>", "", "", "", "", "", ""];
+      var attrs = ' data-testid="explain-node" data-node-id="' + n.id + '"' + (n["vertex-id"] ? ' data-vertex-id="' + esc(n["vertex-id"]) + '"' : "") +
+        (f ? ' data-records-in="' + f["records-in"] + '" data-records-out="' + f["records-out"] + '"' : "");
+      var line = '<td class="planline" title="' + esc(n.description) + (n.note ? " — " + esc(n.note) : "") + '">' + esc(n.line) + "</td>";
+      if (!f) return "<tr class=\"nofig\"" + attrs + ">" + line + '<td colspan="7" style="text-align:left">' + cells[0] + "</td></tr>";
+      return "<tr" + attrs + ">" + line + cells.map(function (c) { return "<td>" + c + "</td>"; }).join("") + "</tr>";
+    });
+    $("explain-body").innerHTML = '<table class="explain" data-testid="explain-table"><thead><tr><th class="planline">== Optimized Physical Plan ==</th>' +
+      "<th>busy</th><th>backpr.</th><th>idle</th><th>in</th><th>out</th><th>state</th><th>hot keys</th></tr></thead><tbody>" + rows.join("") + "</tbody></table>" +
+      '<p class="muted">ms per second of the vertex running each operator; ᵛ: the vertex\'s count (the chain\'s head or last operator).</p>';
+  }
+  function refreshExplain() {
+    var jid = state.job;
+    if (state.explainMissing === jid) return Promise.resolve();
+    return get("/jobs/" + jid + "/explain-analyze").then(function (e) {
+      if (jid !== state.job) return;
+      $("explain").hidden = false;
+      renderExplain(e);
+    }).catch(function (e) {
+      if (e.status === 404 && jid === state.job) { state.explainMissing = jid; $("explain").hidden = true; }
+    });
+  }
+
   // ---- doctor panel --------------------------------------------------------------------
   function renderValue(x) {
     if (x == null) return "–";
@@ -762,7 +796,7 @@
       }
       if (!state.job) { $("jobview").hidden = true; $("nojob").hidden = false; return; }
       return refreshJob().then(function () {
-        return Promise.all([refreshVertex(), refreshDoctor(), refreshAutopilot(), refreshCheckpoints(), refreshFlame()]);
+        return Promise.all([refreshVertex(), refreshDoctor(), refreshExplain(), refreshAutopilot(), refreshCheckpoints(), refreshFlame()]);
       });
     });
     p.then(function () {

@@ -4,6 +4,7 @@
 // Tests, benchmarks and examples may unwrap: a panic there is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod explain_analyze;
 mod launch;
 mod live_bounded;
 mod live_failed_plan;
