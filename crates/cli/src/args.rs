@@ -26,6 +26,8 @@ pub enum Command {
     /// Run a Flink SQL script: `sluice sql -f job.sql` means `sluice run sql -f job.sql` (and
     /// takes the same flags as `run`: REST, `--processes`, `--autopilot`…).
     Sql(SqlArgs),
+    /// Serve Flink's SQL Gateway REST API (sessions, statements, result pages) on --port 8083.
+    SqlGateway(sluice::sql_gateway::GatewayArgs),
     /// Print the plan of a built-in job, for the same flags `run` takes.
     Plan(PlanArgs),
     /// Apply a plan fix to a built-in job and show the plan diff (optionally verify the results).

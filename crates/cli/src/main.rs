@@ -35,6 +35,9 @@ fn main() -> ExitCode {
         Command::Run(r) => run::run(r),
         // Never reached: `sluice sql …` is read as `sluice run sql …` (sql_cmd::alias).
         Command::Sql(_) => Err(anyhow::anyhow!("`sluice sql` is `sluice run sql`")),
+        Command::SqlGateway(g) => sluice::sql_gateway::run_until_stopped(&g)
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(Into::into),
         Command::Plan(p) => plan_cmd::plan(p),
         Command::Fix(f) => fix_cmd::fix(f),
         Command::KeyGroup(k) => key_group::key_group(k),

@@ -1,4 +1,5 @@
 //! `sluice sql -f job.sql` (= `sluice run sql …`) and `sluice plan sql …`: a Flink SQL script
+//! (without `-f`/`-e`: the interactive client, `sluice::sql_client`)
 //! read and planned whole by `sluice_table::SqlScript` (every refusal, with its line and
 //! column, before any job starts: exit status 2), then its steps in order — `EXPLAIN` and
 //! `SHOW` text printed, each job run to its end by `sluice run`'s machinery (REST, checkpoints,
@@ -103,6 +104,10 @@ pub fn run_script(mut args: RunArgs) -> anyhow::Result<ExitCode> {
     let JobCmd::Sql(a) = args.job.clone() else {
         anyhow::bail!("not a SQL job");
     };
+    if a.file.is_none() && a.execute.is_none() {
+        let refused = sluice::sql_client::run_stdin(a.env.clone())?;
+        return Ok(ExitCode::from(u8::from(refused > 0)));
+    }
     let script = match prepare(&a)? {
         Ok(s) => s,
         Err(e) => return Ok(refused(&a, &e)),

@@ -19,7 +19,8 @@
 //! with its [`PlanChangeDiff`]) and [`DoctorStatus`], the rescale history
 //! ([`JobRescaleDetails`], [`RescalesOverview`], [`SluiceRescaleRecord`]) and the autopilot's
 //! [`AutopilotLog`] / [`AutopilotDecision`], a SQL job's [`ExplainAnalyze`] (its plan with
-//! live figures, and their text rendering); [`lenient::Scalar`] for fields whose JSON type varies between servers
+//! live figures, and their text rendering); Flink's SQL Gateway shapes ([`OpenSessionRequest`],
+//! [`ExecuteStatementRequest`], [`FetchResultsResponse`] with its [`ResultInfo`]); [`lenient::Scalar`] for fields whose JSON type varies between servers
 //! and [`OrderedMap`] for objects whose key order Flink fixes.
 //!
 //! ## Reading is tolerant
@@ -55,6 +56,7 @@ mod profiler;
 mod rescale_history;
 mod rescales;
 mod savepoints;
+mod sql_gateway;
 mod vertex;
 
 pub use application::{
@@ -107,6 +109,12 @@ pub use rescales::{
 pub use savepoints::{
     FailureCause, QueueStatus, SavepointOperation, SavepointStatus, SavepointTriggerRequest,
     StopWithSavepointRequest, TriggerResponse,
+};
+pub use sql_gateway::{
+    CloseSessionResponse, ColumnInfo, ExecuteStatementRequest, ExecuteStatementResponse,
+    FetchResultsResponse, FieldValue, GatewayApiVersions, GatewayInfo, GatewayLogicalType,
+    GatewayRowField, OpenSessionRequest, OpenSessionResponse, OperationStatus, ResultInfo,
+    RowDataInfo, SessionConfig,
 };
 pub use vertex::{
     Aggregated, StatsSummary, SubtaskBackPressure, SubtaskDetails, SubtaskTimes, SubtasksTimes,

@@ -56,6 +56,18 @@ use crate::*;
     AutopilotLog,
     AutopilotDecision,
     DecisionAccepted,
+    GatewayInfo,
+    GatewayApiVersions,
+    OpenSessionRequest,
+    OpenSessionResponse,
+    SessionConfig,
+    CloseSessionResponse,
+    ExecuteStatementRequest,
+    ExecuteStatementResponse,
+    OperationStatus,
+    FetchResultsResponse,
+    GatewayLogicalType,
+    GatewayRowField,
 )))]
 struct Shapes;
 

@@ -116,6 +116,7 @@ mod savepoint_dir;
 mod server;
 #[cfg(test)]
 mod shape_tests;
+pub mod sql_gateway;
 
 pub use http::Response;
 pub use registry::JobRegistry;

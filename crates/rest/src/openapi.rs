@@ -7,6 +7,7 @@
 use sluice_plan::Json;
 
 use crate::routes::{Endpoint, Operation, QuerySchema, Route, ROUTES};
+use crate::sql_gateway::{Call, VERSIONS};
 
 fn ty(t: &str) -> Json {
     Json::obj().with("type", t)
@@ -137,8 +138,24 @@ fn ok_schema(e: Endpoint, method: &str) -> (&'static str, Json) {
         (Endpoint::CheckpointSubtasks, _) => r("TaskCheckpointStatisticsWithSubtaskDetails"),
         (Endpoint::Savepoints | Endpoint::Stop, _) => r("TriggerResponse"),
         (Endpoint::SavepointStatus, _) => r("SavepointStatus"),
+        (Endpoint::SqlGateway(call), method) => gateway_schema(call, method),
     };
     (JSON, s)
+}
+
+/// The answer of a SQL gateway call (`sluice-rest-api`'s shapes).
+fn gateway_schema(call: Call, method: &str) -> Json {
+    r(match (call, method) {
+        (Call::Info, _) => "GatewayInfo",
+        (Call::ApiVersions, _) => "GatewayApiVersions",
+        (Call::OpenSession, _) => "OpenSessionResponse",
+        (Call::SessionConfig, "DELETE") | (Call::CloseSession, _) => "CloseSessionResponse",
+        (Call::SessionConfig, _) => "SessionConfig",
+        (Call::Heartbeat, _) => return ty("object"),
+        (Call::Execute, _) => "ExecuteStatementResponse",
+        (Call::Status | Call::Cancel | Call::CloseOperation, _) => "OperationStatus",
+        (Call::Fetch, _) => "FetchResultsResponse",
+    })
 }
 
 fn error_response(description: &str) -> Json {
@@ -165,6 +182,18 @@ fn path_param(name: &str) -> Json {
         "vertexid" => (
             "Job vertex id: 32 hexadecimal digits.",
             string().with("pattern", "^[0-9a-fA-F]{32}$"),
+        ),
+        "version" => (
+            "SQL gateway API version.",
+            string().with(
+                "enum",
+                VERSIONS.iter().map(|v| Json::from(*v)).collect::<Vec<_>>(),
+            ),
+        ),
+        "session_handle" | "operation_handle" => ("A handle the gateway gave (a UUID).", string()),
+        "token" => (
+            "Result page (0-based).",
+            Json::obj().with("type", "integer").with("minimum", 0i64),
         ),
         _ => (
             "Subtask index (0-based).",
@@ -258,6 +287,8 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
         || (route.endpoint == Endpoint::ResourceRequirements && op.method == "PUT")
     {
         ("200", "Applied: the job runs the new plan")
+    } else if matches!(route.endpoint, Endpoint::SqlGateway(_)) {
+        ("200", "Success")
     } else if op.method == "POST" {
         ("202", "Request accepted")
     } else {
@@ -370,7 +401,22 @@ fn operation(route: &Route, op: &Operation, path_params: &[&str]) -> Json {
             ),
         );
     }
-    if op.method == "POST" && route.endpoint != Endpoint::ApplicationCancel {
+    if let Endpoint::SqlGateway(call) = route.endpoint {
+        let request = match call {
+            Call::OpenSession => Some(("OpenSessionRequest", false)),
+            Call::Execute => Some(("ExecuteStatementRequest", true)),
+            _ => None,
+        };
+        if let Some((shape, required)) = request {
+            operation = operation.with(
+                "requestBody",
+                Json::obj().with("required", required).with(
+                    "content",
+                    Json::obj().with("application/json", Json::obj().with("schema", r(shape))),
+                ),
+            );
+        }
+    } else if op.method == "POST" && route.endpoint != Endpoint::ApplicationCancel {
         let props = if route.endpoint == Endpoint::DoctorApply {
             obj(vec![
                 ("plan-change", ty("object")),

@@ -6,6 +6,7 @@ use sluice_runtime::JobMonitor;
 use sluice_types::JobId;
 
 use crate::live::LiveControl;
+use crate::sql_gateway::SqlGateway;
 
 /// The running and finished jobs of this process, in registration order. Finished jobs stay
 /// (with their final metrics) so `/jobs/overview` can list them, as Flink's history does.
@@ -16,6 +17,8 @@ pub struct JobRegistry {
     pub(crate) autopilot: crate::autopilot_api::AutopilotLogs,
     /// Jobs that can change their plan while they run, by job id.
     live: RwLock<Vec<(JobId, Arc<dyn LiveControl>)>>,
+    /// What serves the SQL gateway's endpoints, when this server runs one.
+    sql_gateway: RwLock<Option<Arc<dyn SqlGateway>>>,
 }
 
 impl std::fmt::Debug for JobRegistry {
@@ -79,5 +82,18 @@ impl JobRegistry {
             .iter()
             .find(|(j, _)| *j == id)
             .map(|(_, c)| c.clone())
+    }
+
+    /// Serves Flink's SQL Gateway REST API (`/v1/sessions`…) through `gateway`.
+    pub fn set_sql_gateway(&self, gateway: Arc<dyn SqlGateway>) {
+        *self.sql_gateway.write().unwrap_or_else(|p| p.into_inner()) = Some(gateway);
+    }
+
+    /// The SQL gateway, when one is installed.
+    pub fn sql_gateway(&self) -> Option<Arc<dyn SqlGateway>> {
+        self.sql_gateway
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }

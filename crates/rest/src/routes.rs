@@ -3,6 +3,7 @@
 use crate::api::{self, ApiError, ApiResult, Ctx};
 use crate::http::{Response, HTML, PROMETHEUS};
 use crate::registry::JobRegistry;
+use crate::sql_gateway::Call;
 
 /// What a route runs: one variant per served path (the table below maps paths to them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +96,8 @@ pub enum Endpoint {
     Prometheus,
     /// The handler of `/openapi.json`.
     OpenApi,
+    /// Flink's SQL Gateway REST API (`/:version/sessions/…`), one variant per call.
+    SqlGateway(crate::sql_gateway::Call),
 }
 
 /// A query parameter an endpoint reads.
@@ -158,6 +161,13 @@ pub const MODE_PARAM: QueryParam = QueryParam {
     name: "mode",
     description: "Termination mode; only 'cancel' (the default) is supported.",
     schema: QuerySchema::Enum(&["cancel"]),
+};
+
+/// `rowFormat`: how a SQL gateway result page writes its rows.
+pub const ROW_FORMAT_PARAM: QueryParam = QueryParam {
+    name: "rowFormat",
+    description: "JSON (required from API version v2 on; PLAIN_TEXT is refused).",
+    schema: QuerySchema::Enum(&["JSON"]),
 };
 
 /// One method on one path.
@@ -305,6 +315,38 @@ pub static ROUTES: &[Route] = &[
         operations: &[get("All task and operator metrics in Prometheus text format 0.0.4.")] },
     Route { path: "/openapi.json", endpoint: Endpoint::OpenApi,
         operations: &[get("This API as an OpenAPI 3.0 document.")] },
+    // Flink's SQL Gateway REST API (flink-sql-gateway's `SqlGatewayRestEndpoint`), served when
+    // a gateway is installed (`sluice sql-gateway`).
+    Route { path: "/:version/info", endpoint: Endpoint::SqlGateway(Call::Info),
+        operations: &[get("SQL gateway: the product name and version ({productName, version}).")] },
+    Route { path: "/:version/api_versions", endpoint: Endpoint::SqlGateway(Call::ApiVersions),
+        operations: &[get("SQL gateway: the API versions served ({versions: [V1, V2, V3]}).")] },
+    Route { path: "/:version/sessions", endpoint: Endpoint::SqlGateway(Call::OpenSession),
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "SQL gateway: opens a session. Body {sessionName?, properties?: {key: value}} (properties as SET would set them); 200 {sessionHandle}." }] },
+    Route { path: "/:version/sessions/:session_handle", endpoint: Endpoint::SqlGateway(Call::SessionConfig),
+        operations: &[
+            get("SQL gateway: the session's settings ({properties})."),
+            Operation { method: "DELETE", query: &[], mutating: true,
+                summary: "SQL gateway: closes the session, its operations and their jobs; 200 {status: CLOSED}. The handle is unknown (404) after." },
+        ] },
+    Route { path: "/:version/sessions/:session_handle/heartbeat", endpoint: Endpoint::SqlGateway(Call::Heartbeat),
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "SQL gateway: keeps the session alive; 200 {}." }] },
+    Route { path: "/:version/sessions/:session_handle/statements", endpoint: Endpoint::SqlGateway(Call::Execute),
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "SQL gateway: runs one statement. Body {statement, executionTimeout?, executionConfig?}; 200 {operationHandle}. SET/RESET/CREATE/DROP/SHOW/DESCRIBE/EXPLAIN act on the session; INSERT submits a job (its result is the job id); a query runs a job whose rows are fetched page by page. A statement refused by the planner is 400 with its line and column." }] },
+    Route { path: "/:version/sessions/:session_handle/operations/:operation_handle/status", endpoint: Endpoint::SqlGateway(Call::Status),
+        operations: &[get("SQL gateway: the operation's status ({status}: RUNNING, FINISHED, CANCELED, CLOSED, ERROR).")] },
+    Route { path: "/:version/sessions/:session_handle/operations/:operation_handle/cancel", endpoint: Endpoint::SqlGateway(Call::Cancel),
+        operations: &[Operation { method: "POST", query: &[], mutating: true,
+            summary: "SQL gateway: cancels the operation and its job; 200 {status}." }] },
+    Route { path: "/:version/sessions/:session_handle/operations/:operation_handle/close", endpoint: Endpoint::SqlGateway(Call::CloseOperation),
+        operations: &[Operation { method: "DELETE", query: &[], mutating: true,
+            summary: "SQL gateway: closes the operation (cancels its job, drops its rows); 200 {status: CLOSED}." }] },
+    Route { path: "/:version/sessions/:session_handle/operations/:operation_handle/result/:token", endpoint: Endpoint::SqlGateway(Call::Fetch),
+        operations: &[Operation { method: "GET", query: &[ROW_FORMAT_PARAM], mutating: false,
+            summary: "SQL gateway: result page :token (0 first; the newest page may be fetched again): {resultType: NOT_READY|PAYLOAD|EOS, isQueryResult, jobID, resultKind: SUCCESS|SUCCESS_WITH_CONTENT, results: {columns, rowFormat, data: [{kind, fields}]}, nextResultUri}. rowFormat=JSON is required from v2 on." }] },
 ];
 
 /// The route table as a `matchit` router (built once): Flink's `:name` parameters become
@@ -497,6 +539,15 @@ pub fn dispatch(
             headers: Vec::new(),
         }),
         (Endpoint::OpenApi, _) => Ok(Response::json(200, crate::openapi::document().to_compact())),
+        (Endpoint::SqlGateway(Call::SessionConfig), "DELETE") => Ok(crate::sql_gateway::handle(
+            &ctx,
+            Call::CloseSession,
+            &params,
+            body,
+        )),
+        (Endpoint::SqlGateway(call), _) => {
+            Ok(crate::sql_gateway::handle(&ctx, call, &params, body))
+        }
     };
     result.unwrap_or_else(ApiError::into_response)
 }

@@ -53,6 +53,8 @@ pub mod run_report;
 pub mod served;
 mod session;
 mod sluice_error;
+pub mod sql_client;
+pub mod sql_gateway;
 pub mod table;
 
 pub use checkpoint_log::CheckpointLog;

@@ -137,7 +137,9 @@ fn job_name(session: &Session, sinks: &[String], query: bool) -> String {
     format!("insert-into_{}", sinks.join(","))
 }
 
-fn plan_step(session: &Session, planned: PlannedStatement) -> Result<Step> {
+/// The step of one statement `session` has executed (its jobs planned, its text made): what a
+/// script runs in its place, and what Sluice's SQL gateway answers a statement with.
+pub fn plan_step(session: &Session, planned: PlannedStatement) -> Result<Step> {
     let job = |plan: PhysicalPlan, kind, pos| {
         let sinks: Vec<String> = plan
             .roots

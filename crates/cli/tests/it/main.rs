@@ -41,6 +41,7 @@ mod run_reports;
 mod savepoint;
 mod socket_source;
 mod sql;
+mod sql_client;
 mod sql_kafka;
 mod sql_kafka_postgres;
 mod top;

@@ -522,6 +522,22 @@ const SERVED: &[&str] = &[
     "/openapi.json",
 ];
 
+/// Flink's SQL Gateway paths: documented always, served when a gateway is installed (`sluice
+/// sql-gateway`; `sluice`'s `tests/it/sql_gateway.rs` drives them). Without one, a session path
+/// is 404 with the reason.
+const GATEWAY: &[&str] = &[
+    "/{version}/info",
+    "/{version}/api_versions",
+    "/{version}/sessions",
+    "/{version}/sessions/{session_handle}",
+    "/{version}/sessions/{session_handle}/heartbeat",
+    "/{version}/sessions/{session_handle}/statements",
+    "/{version}/sessions/{session_handle}/operations/{operation_handle}/status",
+    "/{version}/sessions/{session_handle}/operations/{operation_handle}/cancel",
+    "/{version}/sessions/{session_handle}/operations/{operation_handle}/close",
+    "/{version}/sessions/{session_handle}/operations/{operation_handle}/result/{token}",
+];
+
 #[test]
 fn openapi_document_describes_every_served_path() {
     let env = slow_operator_env();
@@ -537,10 +553,17 @@ fn openapi_document_describes_every_served_path() {
     // checked below.
     assert_eq!(
         paths.len(),
-        SERVED.len() + 6,
+        SERVED.len() + 6 + GATEWAY.len(),
         "{:?}",
         paths.keys().collect::<Vec<_>>()
     );
+    for p in GATEWAY {
+        assert!(paths.contains_key(*p), "{p} is not in the OpenAPI document");
+    }
+    assert_eq!(get(s.addr, "/v1/api_versions").status, 200);
+    let r = get(s.addr, "/v2/sessions/abc");
+    assert_eq!(r.status, 404, "{}", r.body);
+    assert!(r.body.contains("sql-gateway"), "{}", r.body);
     for p in ["/jobs/{jobid}/savepoints", "/jobs/{jobid}/stop"] {
         let post = &paths[p]["post"];
         assert!(post["responses"]["202"].is_object(), "{p}");

@@ -9,4 +9,5 @@ mod launch;
 mod live_bounded;
 mod live_failed_plan;
 mod run;
+mod sql_gateway;
 mod table_env;
