@@ -234,6 +234,7 @@ impl SinkConnector {
     ) -> Result<Sink<()>> {
         match self {
             SinkConnector::Print(s) => Ok(s.write_changes(changes)),
+            SinkConnector::Filesystem(s) if s.row_kind => Ok(s.write_changes(changes)),
             SinkConnector::Blackhole => Ok(changes.sink_fn("BlackHole", |_| Ok(()))),
             SinkConnector::Jdbc(s) if !mode.delete => {
                 // An upsert by key: `+I` and `+U` written, `-U` (the row its `+U` overwrites)

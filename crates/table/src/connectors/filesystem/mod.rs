@@ -10,6 +10,11 @@
 //! the sink writes Flink's csv text byte for byte, see [`csv`]); sink rolling policies are
 //! accepted and have no effect (a part file per checkpoint). A file named `*.gz` is read through
 //! gzip, as Flink picks decompression by extension.
+//!
+//! `'sluice.row-kind' = 'true'` (Sluice's own option, not Flink's; csv only) makes the sink take
+//! a changelog: each line is led by its row kind (`+I,…`, `-U,…`, `+U,…`, `-D,…`). It is how
+//! `--verify` captures an updating query's answer ([`crate::official::capture_sinks`]); Flink's
+//! filesystem sink takes insertions only, and so does Sluice's without the option.
 
 pub mod csv;
 pub mod json;
@@ -20,9 +25,10 @@ mod source;
 use std::path::PathBuf;
 
 use sluice_datastream::{DataStream, Sink, StreamEnv};
-use sluice_sql::{Result, Row};
+use sluice_sql::plan::changelog_mode::ROW_KIND_OPTION;
+use sluice_sql::{Change, Result, Row, RowKind};
 
-use super::format::{format_options, RowFormat};
+use super::format::{format_options, Format, RowFormat};
 use crate::options::Options;
 use crate::schema::PhysicalSchema;
 
@@ -34,6 +40,7 @@ const KNOWN: &[&str] = &[
     "sink.rolling-policy.file-size",
     "sink.rolling-policy.rollover-interval",
     "sink.rolling-policy.check-interval",
+    ROW_KIND_OPTION,
 ];
 
 /// A `filesystem` table's settings.
@@ -43,6 +50,8 @@ pub struct FilesystemSpec {
     pub path: PathBuf,
     /// How records are written and read.
     pub format: RowFormat,
+    /// `sluice.row-kind`: each written line is led by its row kind, and changes are taken.
+    pub row_kind: bool,
 }
 
 impl FilesystemSpec {
@@ -62,7 +71,18 @@ impl FilesystemSpec {
             schema.names.clone(),
             schema.types.clone(),
         )?;
-        Ok(FilesystemSpec { path, format })
+        let row_kind = options.bool(ROW_KIND_OPTION)?.unwrap_or(false);
+        if row_kind && !matches!(format.format, Format::Csv(_)) {
+            return Err(options.bad(
+                ROW_KIND_OPTION,
+                "the row kind is written with 'format' = 'csv' only".to_string(),
+            ));
+        }
+        Ok(FilesystemSpec {
+            path,
+            format,
+            row_kind,
+        })
     }
 
     /// One row as a line of the format (without the line end).
@@ -84,7 +104,21 @@ impl FilesystemSpec {
     pub fn write(&self, rows: &DataStream<Row>) -> Sink<()> {
         let spec = self.clone();
         rows.write_text_exactly_once(self.path.clone(), move |r: &Row, out: &mut String| {
+            if spec.row_kind {
+                out.push_str(RowKind::Insert.short_string());
+                out.push(',');
+            }
             spec.format_row(r, out)
+        })
+    }
+
+    /// Writes a changelog as part files, each line led by its row kind (`sluice.row-kind`).
+    pub fn write_changes(&self, changes: &DataStream<Change>) -> Sink<()> {
+        let spec = self.clone();
+        changes.write_text_exactly_once(self.path.clone(), move |c: &Change, out: &mut String| {
+            out.push_str(c.kind.short_string());
+            out.push(',');
+            spec.format_row(&c.row, out)
         })
     }
 }
