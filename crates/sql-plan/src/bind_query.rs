@@ -1067,7 +1067,9 @@ impl<'a> QueryBinder<'a> {
         let state_ttl = self.state_ttl(s, &hints, &tree, &flat, base)?;
         let where_conds = match &s.selection {
             Some(w) => {
-                let e = self.bind(w, &flat, base)?;
+                let e = self
+                    .bind(w, &flat, base)
+                    .map_err(|e| select_alias_in_where(e, &s.projection))?;
                 if e.data_type().logical != LogicalType::Boolean {
                     return Err(SqlError::validation(
                         self.pos(base, w),
@@ -2599,4 +2601,36 @@ fn with_column_names(mut b: Bound, cols: &[String], name: &str) -> Bound {
         b.rel = calc(b.rel, proj, None);
     }
     b.requalified(name)
+}
+
+/// An unknown column in a WHERE that is an alias of the same SELECT's select list (Nexmark's
+/// q6 filters `rownum`, its own `ROW_NUMBER() OVER …`): refused as Flink refuses it (`Column
+/// 'rownum' not found in any table`, at the name), saying why the name is not there.
+fn select_alias_in_where(e: SqlError, projection: &[ast::SelectItem]) -> SqlError {
+    let SqlError::UnknownName {
+        pos,
+        kind: "Column",
+        name,
+        ..
+    } = &e
+    else {
+        return e;
+    };
+    let defined = projection.iter().find_map(|p| match p {
+        ast::SelectItem::ExprWithAlias { expr, alias } if alias.value.eq_ignore_ascii_case(name) => {
+            Some(expr)
+        }
+        _ => None,
+    });
+    match defined {
+        Some(expr) => SqlError::validation(
+            *pos,
+            format!(
+                "Column '{name}' not found in any table: '{name}' is this SELECT's own alias of \
+                 `{expr}`, which its WHERE cannot read (WHERE filters the FROM's rows, before the \
+                 select list); filter it in an outer query"
+            ),
+        ),
+        None => e,
+    }
 }

@@ -73,6 +73,10 @@ impl Kinds {
     }
 }
 
+/// The `filesystem` sink option (Sluice's, not Flink's) that writes every row kind, each line
+/// led by it (`+I`, `-U`, `+U`, `-D`): the sink then takes a changelog, `-U` included.
+pub const ROW_KIND_OPTION: &str = "sluice.row-kind";
+
 /// How a sink connector takes changes (Flink's `DynamicTableSink#getChangelogMode`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SinkChanges {
@@ -93,8 +97,16 @@ impl SinkChanges {
             .iter()
             .find(|(k, _)| k == "connector")
             .map(|(_, v)| v.as_str());
+        let option = |k: &str| options.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
         match connector {
             Some("print") => SinkChanges::Retract,
+            // Sluice's own capture of a changelog into files (each line led by its row kind),
+            // by which `--verify` reads an updating query's answer.
+            Some("filesystem")
+                if option(ROW_KIND_OPTION).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) =>
+            {
+                SinkChanges::Retract
+            }
             Some("blackhole") => SinkChanges::AllButUpdateBefore,
             Some("jdbc" | "upsert-kafka") => SinkChanges::Upsert,
             _ => SinkChanges::InsertOnly,

@@ -17,6 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sluice_sql::plan::changelog_mode::ROW_KIND_OPTION;
 use sluice_sql::{Result, SqlError};
 
 /// The runner's variables for `events` events at `tps` events per second of event time (the
@@ -98,7 +99,10 @@ pub fn runner_script(dir: &Path, query: &str) -> Result<String> {
     Ok(text)
 }
 
-/// The script with its `blackhole` sinks written as csv files under `dir` instead.
+/// The script with its `blackhole` sinks written as csv files under `dir` instead, each line led
+/// by its row kind (`sluice.row-kind`, [`crate::connectors::filesystem`]): an updating query's
+/// changelog is captured whole, `-U` included (the planner then asks its operators for `-U` as a
+/// retracting sink does, where the blackhole took `+U` alone); read it with [`final_table`].
 pub fn capture_sinks(script: &str, dir: &Path) -> Result<String> {
     const BLACKHOLE: &str = "'connector' = 'blackhole'";
     if !script.contains(BLACKHOLE) {
@@ -108,10 +112,41 @@ pub fn capture_sinks(script: &str, dir: &Path) -> Result<String> {
         ));
     }
     let capture = format!(
-        "'connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'",
+        "'connector' = 'filesystem', 'path' = '{}', 'format' = 'csv', '{ROW_KIND_OPTION}' = 'true'",
         dir.display()
     );
     Ok(script.replace(BLACKHOLE, &capture))
+}
+
+/// The final table of a captured changelog (lines `+I,…`, `-U,…`, `+U,…`, `-D,…` from any
+/// number of part files, in any order): `+I` and `+U` add their row, `-U` and `-D` remove one.
+/// Each row is counted, so the order of the lines does not matter; the rows left, sorted (a row
+/// twice when added twice). Refused when a line has no row kind or the changelog removes a row
+/// more often than it added it.
+pub fn final_table(lines: &[String]) -> std::result::Result<Vec<String>, String> {
+    let mut count: BTreeMap<&str, i64> = BTreeMap::new();
+    for line in lines {
+        let (kind, row) = line
+            .split_once(',')
+            .ok_or_else(|| format!("a captured line without its row kind: '{line}'"))?;
+        let delta = match kind {
+            "+I" | "+U" => 1,
+            "-U" | "-D" => -1,
+            other => return Err(format!("'{other}' is no row kind, in line '{line}'")),
+        };
+        *count.entry(row).or_insert(0) += delta;
+    }
+    let mut rows = Vec::new();
+    for (row, n) in count {
+        if n < 0 {
+            return Err(format!(
+                "the changelog removes the row '{row}' {} more time(s) than it adds it",
+                -n
+            ));
+        }
+        rows.extend(std::iter::repeat_n(row.to_string(), n as usize));
+    }
+    Ok(rows)
 }
 
 /// The events' flat columns (name, type), in order: `event_type` (0 person, 1 auction, 2 bid),
@@ -286,5 +321,17 @@ mod tests {
         let (s, e) = generator_statement(text).unwrap();
         assert_eq!(&text[..s], "-- c\n");
         assert_eq!(&text[e..], "\nCREATE VIEW v AS SELECT 1;");
+    }
+
+    #[test]
+    fn a_changelog_applies_in_any_order() {
+        let log = |ls: &[&str]| ls.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+        // `-U` may reach its file before the `+I` it retracts reaches another.
+        let lines = log(&["-U,1,5", "+I,2,\"a,b\"", "+I,1,5", "+U,1,7", "+I,3,1", "-D,3,1"]);
+        assert_eq!(final_table(&lines).unwrap(), log(&["1,7", "2,\"a,b\""]));
+        assert_eq!(final_table(&log(&["+I,1", "+I,1"])).unwrap(), log(&["1", "1"]));
+        let err = final_table(&log(&["+I,1", "-D,1", "-D,1"])).unwrap_err();
+        assert!(err.contains("removes the row '1' 1 more"), "{err}");
+        assert!(final_table(&log(&["1,2"])).is_err());
     }
 }

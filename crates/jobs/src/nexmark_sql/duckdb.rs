@@ -14,19 +14,26 @@ const RUNNER: &str = include_str!("../../oracle/duckdb/run.py");
 
 /// Each query's translation (q12's gives per-bidder totals: its processing-time windows depend
 /// on the wall clock, see [`super::proctime`]).
-const TRANSLATIONS: [(&str, &str); 15] = [
+const TRANSLATIONS: [(&str, &str); 22] = [
     ("q0", include_str!("../../oracle/duckdb/q0.sql")),
     ("q1", include_str!("../../oracle/duckdb/q1.sql")),
     ("q2", include_str!("../../oracle/duckdb/q2.sql")),
     ("q3", include_str!("../../oracle/duckdb/q3.sql")),
+    ("q4", include_str!("../../oracle/duckdb/q4.sql")),
     ("q5", include_str!("../../oracle/duckdb/q5.sql")),
     ("q7", include_str!("../../oracle/duckdb/q7.sql")),
     ("q8", include_str!("../../oracle/duckdb/q8.sql")),
+    ("q9", include_str!("../../oracle/duckdb/q9.sql")),
     ("q10", include_str!("../../oracle/duckdb/q10.sql")),
     ("q11", include_str!("../../oracle/duckdb/q11.sql")),
     ("q12", include_str!("../../oracle/duckdb/q12.sql")),
     ("q13", include_str!("../../oracle/duckdb/q13.sql")),
     ("q14", include_str!("../../oracle/duckdb/q14.sql")),
+    ("q15", include_str!("../../oracle/duckdb/q15.sql")),
+    ("q16", include_str!("../../oracle/duckdb/q16.sql")),
+    ("q17", include_str!("../../oracle/duckdb/q17.sql")),
+    ("q18", include_str!("../../oracle/duckdb/q18.sql")),
+    ("q19", include_str!("../../oracle/duckdb/q19.sql")),
     ("q20", include_str!("../../oracle/duckdb/q20.sql")),
     ("q21", include_str!("../../oracle/duckdb/q21.sql")),
     ("q22", include_str!("../../oracle/duckdb/q22.sql")),

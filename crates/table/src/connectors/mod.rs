@@ -236,6 +236,7 @@ impl SinkConnector {
     ) -> Result<Sink<()>> {
         match self {
             SinkConnector::Print(s) => Ok(s.write_changes(changes)),
+            SinkConnector::Filesystem(s) if s.row_kind => Ok(s.write_changes(changes)),
             SinkConnector::Blackhole => Ok(changes.sink_fn("BlackHole", |_| Ok(()))),
             SinkConnector::Jdbc(s) => s.write_changes(changes),
             _ => Err(SqlError::unsupported(

@@ -17,6 +17,12 @@
 //! the sink writes Flink's csv text byte for byte, see [`csv`]), the sink's ([`sink`]);
 //! Flink's options Sluice does not build are refused naming why. A file named `*.gz` is read
 //! through gzip, as Flink picks decompression by extension.
+//!
+//! `'sluice.row-kind' = 'true'` (Sluice's own option, not Flink's; csv only, unpartitioned) makes
+//! the sink take a changelog: each line is led by its row kind (`+I,…`, `-U,…`, `+U,…`, `-D,…`).
+//! It is how `--verify` captures an updating query's answer
+//! ([`crate::official::capture_sinks`]); Flink's filesystem sink takes insertions only, and so
+//! does Sluice's without the option.
 
 pub mod csv;
 pub mod json;
@@ -29,16 +35,17 @@ mod source;
 use std::path::PathBuf;
 
 use sluice_datastream::{DataStream, Sink, StreamEnv};
-use sluice_sql::{Result, Row};
+use sluice_sql::plan::changelog_mode::ROW_KIND_OPTION;
+use sluice_sql::{Change, Result, Row, RowKind};
 
-use super::format::{format_options, RowFormat};
+use super::format::{format_options, Format, RowFormat};
 use crate::options::Options;
 use crate::schema::PhysicalSchema;
 use partition::Partitioning;
 use sink::SinkSettings;
 
 /// The connector's own options; the format's come from [`format_options`].
-const KNOWN: &[&str] = &["connector", "path", "format"];
+const KNOWN: &[&str] = &["connector", "path", "format", ROW_KIND_OPTION];
 
 /// A `filesystem` table's settings.
 #[derive(Clone, Debug)]
@@ -51,6 +58,8 @@ pub struct FilesystemSpec {
     pub partitioning: Option<Partitioning>,
     /// The sink options.
     pub sink: SinkSettings,
+    /// `sluice.row-kind`: each written line is led by its row kind, and changes are taken.
+    pub row_kind: bool,
 }
 
 impl FilesystemSpec {
@@ -87,11 +96,20 @@ impl FilesystemSpec {
         };
         let format = RowFormat::new(options, "format", names, types)?;
         let sink = sink::settings(options, partitioning.as_ref())?;
+        let row_kind = options.bool(ROW_KIND_OPTION)?.unwrap_or(false);
+        if row_kind && (!matches!(format.format, Format::Csv(_)) || partitioning.is_some()) {
+            return Err(options.bad(
+                ROW_KIND_OPTION,
+                "the row kind is written with 'format' = 'csv' into an unpartitioned table only"
+                    .to_string(),
+            ));
+        }
         Ok(FilesystemSpec {
             path,
             format,
             partitioning,
             sink,
+            row_kind,
         })
     }
 
@@ -118,7 +136,21 @@ impl FilesystemSpec {
         }
         let spec = self.clone();
         rows.write_text_exactly_once(self.path.clone(), move |r: &Row, out: &mut String| {
+            if spec.row_kind {
+                out.push_str(RowKind::Insert.short_string());
+                out.push(',');
+            }
             spec.format_row(r, out)
+        })
+    }
+
+    /// Writes a changelog as part files, each line led by its row kind (`sluice.row-kind`).
+    pub fn write_changes(&self, changes: &DataStream<Change>) -> Sink<()> {
+        let spec = self.clone();
+        changes.write_text_exactly_once(self.path.clone(), move |c: &Change, out: &mut String| {
+            out.push_str(c.kind.short_string());
+            out.push(',');
+            spec.format_row(&c.row, out)
         })
     }
 }

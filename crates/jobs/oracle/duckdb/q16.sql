@@ -1,0 +1,19 @@
+-- q16, bids per channel and day: q15's counts, and the latest minute of the day ('HH:mm' is
+-- strftime's '%H:%M'; the max of the text is the latest minute).
+SELECT channel,
+       strftime(dateTime, '%Y-%m-%d') AS day,
+       max(strftime(dateTime, '%H:%M')),
+       count(*),
+       count(*) FILTER (WHERE price < 10000),
+       count(*) FILTER (WHERE price >= 10000 AND price < 1000000),
+       count(*) FILTER (WHERE price >= 1000000),
+       count(DISTINCT bidder),
+       count(DISTINCT bidder) FILTER (WHERE price < 10000),
+       count(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000),
+       count(DISTINCT bidder) FILTER (WHERE price >= 1000000),
+       count(DISTINCT auction),
+       count(DISTINCT auction) FILTER (WHERE price < 10000),
+       count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000),
+       count(DISTINCT auction) FILTER (WHERE price >= 1000000)
+FROM bid
+GROUP BY channel, strftime(dateTime, '%Y-%m-%d')

@@ -1,0 +1,8 @@
+-- q18, the last bid of each bidder on each auction (ROW_NUMBER() by dateTime descending, the
+-- first row: Flink's keep-last deduplication on event time).
+SELECT auction, bidder, price, channel, url, dateTime, extra
+FROM (
+  SELECT *, row_number() OVER (PARTITION BY bidder, auction ORDER BY dateTime DESC) AS rank_number
+  FROM bid
+)
+WHERE rank_number <= 1
