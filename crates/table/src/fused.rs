@@ -22,6 +22,12 @@
 //! row of only the columns the computed columns and the watermark read
 //! ([`FusedPlan::watermark_reads`]), which still moves the watermark (and still counts a failing
 //! computed column).
+//!
+//! A *reused* chain (q3 reads the `nexmark` table as `person` and as `auction`: one source,
+//! computed columns and watermark, read by two Calcs) fuses the same way below its readers: its
+//! own Calc keeps every row as it is, the readers stay operators, and when each reader's
+//! condition begins with `event_type = K` the source builds in full only the events of the
+//! readers' kinds ([`FusedPlan::readers_kinds`]); the others move the watermark and go no further.
 
 use sluice_runtime::operators::WatermarkAssignerOp;
 use sluice_sql::{BinaryOp, CompiledExpr, Expr, Row, Value};
@@ -49,6 +55,9 @@ pub struct FusedPlan {
     pub calc_name: String,
     /// `pipeline.auto-watermark-interval`, `table.exec.source.idle-timeout`.
     pub settings: ScanSettings,
+    /// A reused chain's readers: the conditions of the Calcs that read its rows (over the
+    /// chain's output rows; its own Calc then keeps every row). Empty: the Calc is the reader.
+    pub readers: Vec<Option<Expr>>,
 }
 
 impl FusedPlan {
@@ -91,7 +100,14 @@ impl FusedPlan {
             ),
             calc_name,
             settings,
+            readers: Vec::new(),
         }
+    }
+
+    /// The same chain read by Calcs with these conditions ([`FusedPlan::readers`]).
+    pub fn read_by(mut self, readers: Vec<Option<Expr>>) -> FusedPlan {
+        self.readers = readers;
+        self
     }
 
     /// `K` when the Calc's condition is `c = K` or an `AND` whose first operand is, for a
@@ -100,36 +116,31 @@ impl FusedPlan {
     /// in order, stopping at its first FALSE; nothing of it is shared and computed earlier,
     /// `calc_shared` computes only what the condition always evaluates).
     pub fn kind_filter(&self, is_kind: impl Fn(usize) -> bool) -> Option<i64> {
-        let first = match self.calc.condition.as_ref()? {
-            Expr::And(args) => args.first()?,
-            e => e,
-        };
-        let Expr::Binary {
-            op: BinaryOp::Eq,
-            left,
-            right,
-            ..
-        } = first
-        else {
+        let (c, k) = kind_test(self.calc.condition.as_ref()?)?;
+        (c < self.width && is_kind(c)).then_some(k)
+    }
+
+    /// The kinds a reused chain's readers keep, when each reader's condition begins as
+    /// [`FusedPlan::kind_filter`] asks over a column that the chain's Calc passes on bare from a
+    /// source column `is_kind` accepts: a row of another kind is then certainly dropped by every
+    /// reader, without an error. `None` for a chain without readers.
+    pub fn readers_kinds(&self, is_kind: impl Fn(usize) -> bool) -> Option<Vec<i64>> {
+        if self.readers.is_empty() || self.calc.condition.is_some() {
             return None;
-        };
-        match (left.as_ref(), right.as_ref()) {
-            (
-                Expr::Column { index, .. },
-                Expr::Literal {
-                    value: Value::Int(k),
-                    ..
-                },
-            )
-            | (
-                Expr::Literal {
-                    value: Value::Int(k),
-                    ..
-                },
-                Expr::Column { index, .. },
-            ) if *index < self.width && is_kind(*index) => Some(*k),
-            _ => None,
         }
+        let mut kinds = Vec::with_capacity(self.readers.len());
+        for condition in &self.readers {
+            let (c, k) = kind_test(condition.as_ref()?)?;
+            match self.calc.projections.get(c)? {
+                Expr::Column { index, .. } if *index < self.width && is_kind(*index) => {
+                    kinds.push(k)
+                }
+                _ => return None,
+            }
+        }
+        kinds.sort_unstable();
+        kinds.dedup();
+        Some(kinds)
     }
 
     /// The source columns that the computed columns and the watermark read: what a row the
@@ -145,6 +156,41 @@ impl FusedPlan {
         reads.sort_unstable();
         reads.dedup();
         reads
+    }
+}
+
+/// `(c, K)` when `condition` is `c = K` or an `AND` whose first operand is, for a column `c`
+/// and an integer `K`.
+fn kind_test(condition: &Expr) -> Option<(usize, i64)> {
+    let first = match condition {
+        Expr::And(args) => args.first()?,
+        e => e,
+    };
+    let Expr::Binary {
+        op: BinaryOp::Eq,
+        left,
+        right,
+        ..
+    } = first
+    else {
+        return None;
+    };
+    match (left.as_ref(), right.as_ref()) {
+        (
+            Expr::Column { index, .. },
+            Expr::Literal {
+                value: Value::Int(k),
+                ..
+            },
+        )
+        | (
+            Expr::Literal {
+                value: Value::Int(k),
+                ..
+            },
+            Expr::Column { index, .. },
+        ) => Some((*index, *k)),
+        _ => None,
     }
 }
 
@@ -389,6 +435,11 @@ mod tests {
     /// The fused chain; with `kind`, a row of another `event_type` holds only the columns
     /// the watermark reads, as the `nexmark` source builds it.
     fn fused(c: &Chain, rows: Vec<Row>, kind: Option<i64>) -> Outcome {
+        fused_kinds(c, rows, kind.map(|k| vec![k]))
+    }
+
+    /// The fused chain keeping the rows of `kinds` (all without).
+    fn fused_kinds(c: &Chain, rows: Vec<Row>, kinds: Option<Vec<i64>>) -> Outcome {
         let errors = RowErrors::new();
         let plan = FusedPlan::new(
             4,
@@ -402,7 +453,9 @@ mod tests {
         let mut chain = FusedEmitter::new(&plan, errors.clone());
         let mut out = VecCollector::default();
         for mut row in rows {
-            let kept = kind.is_none_or(|k| row.0[0] == Value::Int(k));
+            let kept = kinds
+                .as_ref()
+                .is_none_or(|ks| ks.iter().any(|&k| row.0[0] == Value::Int(k)));
             if !kept {
                 for (i, v) in row.0.iter_mut().enumerate() {
                     if !reads.contains(&i) {
@@ -456,6 +509,75 @@ mod tests {
             later.settings,
         );
         assert_eq!(later.kind_filter(|col| col == 0), None);
+    }
+
+    #[test]
+    fn reused_chain_keeps_its_readers_kinds_and_changes_nothing() {
+        let mut c = chain("event_type = 2");
+        let out = Scope::of(&[
+            ("event_type", DataType::int()),
+            ("a", DataType::bigint()),
+            ("t", DataType::timestamp(3)),
+            ("q", DataType::bigint()),
+        ]);
+        // The reused chain's own Calc passes its rows on as they are.
+        c.calc = Calc::new(
+            ["event_type", "a", "t", "q"]
+                .iter()
+                .map(|col| bind(col, &out))
+                .collect(),
+            None,
+        );
+        let readers = [
+            "event_type = 2 AND q + 1 > 3",
+            "event_type = 0 AND a > 2",
+            "event_type = 2",
+        ]
+        .map(|r| Some(bind(r, &out)));
+        let plan = FusedPlan::new(
+            4,
+            Some((&c.computed.projections, "C1".into())),
+            &c.watermark,
+            &c.calc,
+            "C2".into(),
+            c.settings,
+        );
+        let read = plan.clone().read_by(readers.to_vec());
+        assert_eq!(read.readers_kinds(|col| col == 0), Some(vec![0, 2]));
+        assert_eq!(read.readers_kinds(|_| false), None);
+        assert_eq!(plan.readers_kinds(|col| col == 0), None, "no readers");
+        let late = readers[..1]
+            .iter()
+            .cloned()
+            .chain([Some(bind("a > 2 AND event_type = 0", &out))]);
+        let late = plan.clone().read_by(late.collect());
+        assert_eq!(late.readers_kinds(|col| col == 0), None, "not first");
+        let unfiltered = plan.clone().read_by(vec![readers[0].clone(), None]);
+        assert_eq!(
+            unfiltered.readers_kinds(|col| col == 0),
+            None,
+            "no condition"
+        );
+        // Each reader's rows, the watermarks and the errors are the unfused chain's.
+        let through = |o: Outcome| {
+            let errors = RowErrors::new();
+            let rows: Vec<Vec<Row>> = readers
+                .iter()
+                .map(|r| {
+                    let calc = Calc::new(c.calc.projections.clone(), r.clone());
+                    let mut op = CalcOp::new("R".into(), &calc, errors.clone());
+                    o.0.iter().filter_map(|row| op.apply(row.clone())).collect()
+                })
+                .collect();
+            (rows, o.1, o.2, o.3, errors.count())
+        };
+        let expected = through(unfused(&c, source_rows()));
+        assert!(expected.0.iter().all(|r| !r.is_empty()) && expected.1.len() > 2);
+        assert!(expected.2 > 100, "the computed column fails on a = 0");
+        assert_eq!(
+            through(fused_kinds(&c, source_rows(), Some(vec![0, 2]))),
+            expected
+        );
     }
 
     #[test]

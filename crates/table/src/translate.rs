@@ -184,6 +184,8 @@ struct Translator<'a> {
     flat: ScanLayouts,
     /// How many times each subtree is in the plan, by its plan text (fusion needs one).
     seen: HashMap<String, usize>,
+    /// The nodes that read each `WatermarkAssigner`, by its plan text (a reused scan's fusion).
+    readers: HashMap<String, Vec<PhysicalNode>>,
     /// No scan fusion ([`Translation::unfused`]).
     unfused: bool,
     /// Scan chains fused so far.
@@ -197,6 +199,17 @@ fn count_subtrees(node: &PhysicalNode, seen: &mut HashMap<String, usize>) {
     *seen.entry(physical_text(node, Style::Exec)).or_default() += 1;
     for i in &node.inputs {
         count_subtrees(i, seen);
+    }
+}
+
+/// Records the nodes under `node` that read a `WatermarkAssigner`, by its plan text.
+fn watermark_readers(node: &PhysicalNode, readers: &mut HashMap<String, Vec<PhysicalNode>>) {
+    for i in &node.inputs {
+        if matches!(i.op, PhysicalOp::WatermarkAssigner { .. }) {
+            let key = physical_text(i, Style::Exec);
+            readers.entry(key).or_default().push(node.clone());
+        }
+        watermark_readers(i, readers);
     }
 }
 
@@ -229,9 +242,10 @@ impl<'a> Translator<'a> {
             _ => false,
         };
         let flat = layout::choose(&plan.roots, &demands, &flattenable);
-        let mut seen = HashMap::new();
+        let (mut seen, mut readers) = (HashMap::new(), HashMap::new());
         for root in &plan.roots {
             count_subtrees(root, &mut seen);
+            watermark_readers(root, &mut readers);
         }
         Ok(Translator {
             env,
@@ -248,6 +262,7 @@ impl<'a> Translator<'a> {
             demands,
             flat,
             seen,
+            readers,
             unfused: translation.unfused,
             fused: 0,
             fused_uids: Vec::new(),
@@ -528,6 +543,9 @@ impl<'a> Translator<'a> {
                     Rebound::Watermark { rowtime, expr } => (rowtime, expr),
                     _ => (*rowtime, expr.clone()),
                 };
+                if let Some(rows) = self.fused_reused(node, rowtime, &expr, &uid)? {
+                    return Ok(rows);
+                }
                 let (rowtime, expr) = (&rowtime, &expr);
                 let pushed = self.pushable_watermark(&node.inputs[0], expr)?;
                 let pushing = pushed.is_some();

@@ -4,7 +4,8 @@
 //! Every form here gives exactly what the tree walk gives for the same node: comparisons are
 //! `NULL` when either side is, AND/OR evaluate their operands in order and stop at the first
 //! FALSE/TRUE (so an error after a NULL operand is still raised, as the walk raises it), and a
-//! comparison with a literal compares `Int`/`Str`/`Timestamp` values directly, handing any
+//! comparison with a literal compares `Int`/`Str`/`Timestamp` values (and a `Decimal` with an
+//! integer or a decimal of its scale) directly, handing any
 //! other pair to the walk's own [`compare`].
 
 use std::cmp::Ordering;
@@ -15,7 +16,7 @@ use super::value::Node;
 use super::Fallible;
 use crate::eval::compare;
 use crate::expr::{BinaryOp, Expr, IsTest, Pattern};
-use crate::value::{Row, SqlStr, Timestamp, Value};
+use crate::value::{Decimal, Row, SqlStr, Timestamp, Value};
 
 /// SQL's three truth values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,7 @@ pub(crate) enum Lit {
     Int(i64),
     Str(SqlStr),
     Timestamp(Timestamp),
+    Decimal(Decimal),
     /// Any other value: compared by [`compare`].
     Other,
 }
@@ -195,6 +197,7 @@ impl Pred {
             Value::Int(i) => Lit::Int(*i),
             Value::Str(s) => Lit::Str(s.clone()),
             Value::Timestamp(t) => Lit::Timestamp(*t),
+            Value::Decimal(d) => Lit::Decimal(*d),
             _ => Lit::Other,
         };
         Pred::CmpLit {
@@ -228,6 +231,16 @@ impl Pred {
                     (Value::Int(x), Lit::Int(y)) => x.cmp(y),
                     (Value::Str(x), Lit::Str(y)) => x.as_ref().cmp(y.as_ref()),
                     (Value::Timestamp(x), Lit::Timestamp(y)) => x.cmp(y),
+                    (Value::Decimal(x), Lit::Int(y)) => match scaled(*y, x.scale) {
+                        Some(y) => { x.unscaled }.cmp(&y),
+                        None => match compare(v.as_ref(), literal) {
+                            Some(o) => o,
+                            None => return Ok(Truth::Unknown),
+                        },
+                    },
+                    (Value::Decimal(x), Lit::Decimal(y)) if x.scale == y.scale => {
+                        { x.unscaled }.cmp(&{ y.unscaled })
+                    }
                     (v, _) => match compare(v, literal) {
                         Some(o) => o,
                         None => return Ok(Truth::Unknown),
@@ -321,6 +334,14 @@ impl Pred {
             Pred::Value(v) => Truth::of(v.get(row)?.as_ref()),
         })
     }
+}
+
+/// The integer `y` as the unscaled digits of a decimal of `scale` (`None` past `i128`): a
+/// decimal of that scale compares with `y` as its digits with these, exactly as [`compare`]
+/// rescales them.
+#[inline]
+fn scaled(y: i64, scale: u8) -> Option<i128> {
+    i128::from(y).checked_mul(10i128.checked_pow(u32::from(scale))?)
 }
 
 /// [`compare`] with the common same-kind pairs first.

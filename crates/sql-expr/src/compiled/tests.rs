@@ -253,6 +253,27 @@ const EXPRESSIONS: &[&str] = &[
     "d + 1",
     "d / b",
     "d * 1000000000000000000000000000000",
+    "d * b",
+    "CAST(b AS DECIMAL(19, 0))",
+    "CAST(b AS DECIMAL(10, 2))",
+    "CAST(i AS DECIMAL(38, 18))",
+    "TRY_CAST(bid.price AS DECIMAL(5, 1))",
+    "CAST(b AS DECIMAL(38, 30))",
+    "b * d",
+    "d - b",
+    "d + d",
+    "d - 0.005",
+    "d * 0.5",
+    "CAST(d AS DECIMAL(38, 2)) * 10000000000000000000000000",
+    "CAST(d AS DECIMAL(38, 2)) + 999999999999999999999999999999999999",
+    "0.908 * b > 1000000 AND 0.908 * b < 50000000",
+    "0.908 * bid.price > 1000000",
+    "d > 100",
+    "d >= 0",
+    "1000 < d",
+    "d = 123",
+    "d <= 99999999.99",
+    "d > b",
     "x / b",
     "x * 2",
     "b + x",
@@ -396,6 +417,15 @@ fn the_rows_reach_the_edge_cases() {
 }
 
 #[test]
+fn decimal_arithmetic_and_comparisons_with_literals_are_inline() {
+    // q14's `0.908 * price` and its bounds: no call of the walk's `binary` or `compare`.
+    let e = bind("0.908 * bid.price > 1000000 AND 0.908 * bid.price < 50000000");
+    let compiled = format!("{:?}", CompiledPredicate::new(&e));
+    assert!(compiled.contains("DecArith") && compiled.contains("lit: Int(1000000)"));
+    assert!(!compiled.contains("Binary {"), "{compiled}");
+}
+
+#[test]
 fn the_hot_shapes_are_specialised_not_walked() {
     // What the Nexmark SQL queries evaluate per event: none of it may fall back to the walk.
     for sql in [
@@ -403,6 +433,8 @@ fn the_hot_shapes_are_specialised_not_walked() {
         "i = 2",
         "MOD(bid.auction, 123) = 0",
         "0.908 * bid.price",
+        "0.908 * b > 1000000 AND d * b < 50000000",
+        "d + 1.5",
         "t - INTERVAL '4' SECOND",
         "lower(s) IN ('apple', 'google')",
         "REGEXP_EXTRACT(u, '(&|^)channel_id=([^&]*)', 2) IS NOT NULL OR lower(s) = 'apple'",

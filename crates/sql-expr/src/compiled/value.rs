@@ -9,13 +9,13 @@
 use super::operand::{field, Operand};
 use super::pred::{is_predicate, Pred};
 use super::Fallible;
-use crate::cast::{self, wrap_int};
+use crate::cast::{self, pow10, wrap_int};
 use crate::error::SqlError;
 use crate::eval::{add_millis, binary, conform, division_by_zero};
 use crate::expr::{BinaryOp, Expr};
 use crate::functions::{Prepared, ScalarFunction};
 use crate::types::{DataType, LogicalType};
-use crate::value::{Row, Value};
+use crate::value::{Decimal, Row, Value};
 use std::sync::Arc;
 
 /// A compiled value expression.
@@ -58,11 +58,34 @@ pub(crate) enum Node {
         ty: DataType,
         safe: bool,
     },
+    /// `CAST` of an integer type to `DECIMAL(p, s)` (`factor` = 10^s, `bound` = 10^p): an `Int`
+    /// scaled inline, NULL past the precision or `i128` as the walk's `fit_decimal`; any other
+    /// value by `cast`.
+    IntToDecimal {
+        operand: Operand,
+        factor: i128,
+        bound: u128,
+        scale: u8,
+        from: DataType,
+        ty: DataType,
+        safe: bool,
+    },
     /// `+ - * / MOD` typed as an integer: wrapping `i64` arithmetic on two `Int`s.
     IntArith {
         op: BinaryOp,
         left: Operand,
         right: Operand,
+        ty: DataType,
+    },
+    /// `+ - *` typed as `DECIMAL(p, s)` (`bound` = 10^p): exact `i128` arithmetic on two
+    /// `Int`/`Decimal` values whose result has scale `s` as it is (`0.908 * price`), NULL past
+    /// the precision or `i128` as the walk's `decimal_result`; any other pair by `binary`.
+    DecArith {
+        op: BinaryOp,
+        left: Operand,
+        right: Operand,
+        bound: u128,
+        scale: u8,
         ty: DataType,
     },
     /// Any other binary operator, by the walk's `binary`.
@@ -140,6 +163,20 @@ impl Node {
                     _ => Node::binary(*op, left, right, ty),
                 }
             }
+            Expr::Cast { expr, ty, safe } if int_to_decimal(&expr.data_type(), ty).is_some() => {
+                let Some((factor, bound, scale)) = int_to_decimal(&expr.data_type(), ty) else {
+                    return Node::Tree(e.clone());
+                };
+                Node::IntToDecimal {
+                    operand: Operand::compile(expr),
+                    factor,
+                    bound,
+                    scale,
+                    from: expr.data_type(),
+                    ty: ty.clone(),
+                    safe: *safe,
+                }
+            }
             Expr::Cast { expr, ty, safe } => Node::Cast {
                 operand: Operand::compile(expr),
                 from: expr.data_type(),
@@ -167,6 +204,19 @@ impl Node {
                 op,
                 left,
                 right,
+                ty: ty.clone(),
+            }
+        } else if let (
+            BinaryOp::Plus | BinaryOp::Minus | BinaryOp::Times,
+            LogicalType::Decimal { precision, scale },
+        ) = (op, &ty.logical)
+        {
+            Node::DecArith {
+                op,
+                left,
+                right,
+                bound: pow10(u32::from(*precision)).unsigned_abs(),
+                scale: *scale,
                 ty: ty.clone(),
             }
         } else {
@@ -222,6 +272,46 @@ impl Node {
                     (l, r) => binary(*op, l, r, ty).map_err(boxed),
                 }
             }
+            Node::DecArith {
+                op,
+                left,
+                right,
+                bound,
+                scale,
+                ty,
+            } => {
+                let l = left.get(row)?;
+                let r = right.get(row)?;
+                match (exact(l.as_ref()), exact(r.as_ref())) {
+                    (Some(a), Some(b)) => match dec_arith(*op, a, b, *bound, *scale) {
+                        Some(v) => Ok(v),
+                        None => binary(*op, &l, &r, ty).map_err(boxed),
+                    },
+                    _ => binary(*op, &l, &r, ty).map_err(boxed),
+                }
+            }
+            Node::IntToDecimal {
+                operand,
+                factor,
+                bound,
+                scale,
+                from,
+                ty,
+                safe,
+            } => match operand.get(row)?.as_ref() {
+                Value::Int(i) => Ok(match i128::from(*i).checked_mul(*factor) {
+                    Some(u) if u.unsigned_abs() < *bound => Value::Decimal(Decimal {
+                        unscaled: u,
+                        scale: *scale,
+                    }),
+                    _ => Value::Null,
+                }),
+                v => match cast::cast(v, from, ty) {
+                    Ok(v) => Ok(v),
+                    Err(_) if *safe => Ok(Value::Null),
+                    Err(m) => Err(boxed(SqlError::eval(m))),
+                },
+            },
             // The rest out of line: their frames (a call's arguments) stay off the hot path's.
             Node::Call { .. } => self.call(row),
             Node::Cast { .. } | Node::Binary { .. } | Node::Tree(_) => self.cold(row),
@@ -321,11 +411,69 @@ impl Conform {
     }
 }
 
+/// `(10^s, 10^p, s)` for a `CAST` from an integer type to `DECIMAL(p, s)` (`None` for any
+/// other, or a scale past `i128`).
+fn int_to_decimal(from: &DataType, to: &DataType) -> Option<(i128, u128, u8)> {
+    match &to.logical {
+        LogicalType::Decimal { precision, scale } if is_integer(&from.logical) => Some((
+            10i128.checked_pow(u32::from(*scale))?,
+            pow10(u32::from(*precision)).unsigned_abs(),
+            *scale,
+        )),
+        _ => None,
+    }
+}
+
 fn is_integer(l: &LogicalType) -> bool {
     matches!(
         l,
         LogicalType::TinyInt | LogicalType::SmallInt | LogicalType::Int | LogicalType::BigInt
     )
+}
+
+/// An exact number as `(unscaled, scale)` (what the walk's `to_decimal` gives).
+#[inline]
+fn exact(v: &Value) -> Option<(i128, u8)> {
+    match v {
+        Value::Int(i) => Some((i128::from(*i), 0)),
+        Value::Decimal(d) => Some((d.unscaled, d.scale)),
+        _ => None,
+    }
+}
+
+/// The walk's decimal `+ - *` where its result's scale is the declared `scale` as computed
+/// (so its `fit_decimal` rescales nothing): the value, or NULL where the walk's overflows
+/// `i128` or the precision (`|unscaled| ≥ bound`). `None`: the walk must do it (operands
+/// rescaled past `i128`, or a result to round).
+#[inline]
+fn dec_arith(
+    op: BinaryOp,
+    (a, sa): (i128, u8),
+    (b, sb): (i128, u8),
+    bound: u128,
+    scale: u8,
+) -> Option<Value> {
+    let (unscaled, s) = match op {
+        BinaryOp::Times => (a.checked_mul(b), sa.checked_add(sb)?),
+        _ => {
+            let s = sa.max(sb);
+            let up = |u: i128, from: u8| u.checked_mul(10i128.checked_pow(u32::from(s - from))?);
+            let (x, y) = (up(a, sa)?, up(b, sb)?);
+            let u = if op == BinaryOp::Plus {
+                x.checked_add(y)
+            } else {
+                x.checked_sub(y)
+            };
+            (u, s)
+        }
+    };
+    if s != scale {
+        return None;
+    }
+    Some(match unscaled {
+        Some(u) if u.unsigned_abs() < bound => Value::Decimal(Decimal { unscaled: u, scale }),
+        _ => Value::Null,
+    })
 }
 
 /// The walk's integer arithmetic (Java's wrap-around at the type's width; division by zero

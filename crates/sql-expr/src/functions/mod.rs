@@ -29,6 +29,9 @@ pub enum Prepared {
     Regex(regex::Regex),
     /// A compiled regular expression, as the engine under `regex` (for capture slots on the stack).
     Extract(regex_automata::meta::Regex),
+    /// `REGEXP_EXTRACT`'s pattern `(&|^)KEY=([^&]*)` (a query-string parameter, q21's): the
+    /// compiled expression, and `KEY=` for group 2, which is found without the engine.
+    ExtractParameter(regex_automata::meta::Regex, String),
     /// A compiled date format.
     Format(Vec<FormatItem>),
 }

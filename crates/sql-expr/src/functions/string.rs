@@ -191,10 +191,38 @@ fn prepare_extract(lits: &[Option<&Value>]) -> std::result::Result<Option<Prepar
         Some(Some(Value::Str(p))) => {
             compile_regex(p)?;
             let re = meta::Regex::new(p).map_err(|e| e.to_string())?;
-            Ok(Some(Prepared::Extract(re)))
+            Ok(Some(match parameter_key(p) {
+                Some(key) => Prepared::ExtractParameter(re, key),
+                None => Prepared::Extract(re),
+            }))
         }
         _ => Ok(None),
     }
+}
+
+/// `KEY=` when `pattern` is `(&|^)KEY=([^&]*)` with `KEY` of ASCII letters, digits and `_`
+/// (no character special to a regex).
+fn parameter_key(pattern: &str) -> Option<String> {
+    let key = pattern.strip_prefix("(&|^)")?.strip_suffix("=([^&]*)")?;
+    let plain = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    plain.then(|| format!("{key}="))
+}
+
+/// Group 2 of `(&|^)KEY=([^&]*)`'s first match in `text` (`key_eq` is `KEY=`): the leftmost
+/// match starts at the first `KEY=` at the start of the text or after a `&` (the regex would
+/// start there, at the `&` or at `^`), and its group 2 runs to the next `&` or the end.
+fn parameter<'t>(text: &'t str, key_eq: &str) -> Option<&'t str> {
+    let mut from = 0;
+    while let Some(i) = text.get(from..)?.find(key_eq) {
+        let at = from + i;
+        if at == 0 || text.as_bytes()[at - 1] == b'&' {
+            let rest = &text[at + key_eq.len()..];
+            return Some(&rest[..rest.find('&').unwrap_or(rest.len())]);
+        }
+        // `KEY=` starts with an ASCII byte: the next byte starts a character.
+        from = at + 1;
+    }
+    None
 }
 
 fn initcap(text: &str) -> String {
@@ -483,7 +511,11 @@ pub(super) fn register(r: &mut FunctionRegistry) {
                         .map_or(Value::Null, |piece| sub_of(&a[0], piece))
                 };
                 Ok(match p {
-                    Some(Prepared::Extract(re)) => extract(re),
+                    Some(Prepared::ExtractParameter(_, key)) if group == 2 => {
+                        parameter(str_arg(&a[0]), key)
+                            .map_or(Value::Null, |piece| sub_of(&a[0], piece))
+                    }
+                    Some(Prepared::Extract(re) | Prepared::ExtractParameter(re, _)) => extract(re),
                     _ => match meta::Regex::new(str_arg(&a[1])) {
                         Ok(re) => extract(&re),
                         Err(_) => Value::Null,
@@ -539,4 +571,45 @@ pub(super) fn register(r: &mut FunctionRegistry) {
             },
         ),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_is_found_as_the_regex_finds_it() {
+        let key = parameter_key("(&|^)channel_id=([^&]*)").unwrap();
+        assert_eq!(key, "channel_id=");
+        for p in [
+            "(&|^)a.b=([^&]*)",
+            "(&|^)=([^&]*)",
+            "(&|^)k=([^&]*)x",
+            "(&|^)k=(.*)",
+        ] {
+            assert_eq!(parameter_key(p), None, "{p}");
+        }
+        let re = meta::Regex::new("(&|^)channel_id=([^&]*)").unwrap();
+        let texts = [
+            "",
+            "channel_id=",
+            "channel_id=7",
+            "channel_id=7&k=v",
+            "https://x.com/a/b/c?channel_id=7&k=v",
+            "a=1&channel_id=99&b",
+            "a=1&xchannel_id=5&channel_id=6",
+            "xchannel_id=5",
+            "&channel_id=&",
+            "&&channel_id=1&&",
+            "a&channel_id=é&ü",
+            "ü&channel_id=a\nb&c",
+            "channel_id=1&channel_id=2",
+            "chchannel_id=3&channel_id",
+            "channel_idchannel_id=4",
+            "&channel_id",
+        ];
+        for t in texts {
+            assert_eq!(parameter(t, &key), regexp_extract(&re, t, 2), "{t:?}");
+        }
+    }
 }

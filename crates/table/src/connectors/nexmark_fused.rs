@@ -1,7 +1,8 @@
 //! The `nexmark` source running a fused scan chain ([`crate::fused`]): each event's row goes
 //! through the computed columns, the periodic watermark and the following Calc in the source,
 //! and with a kind filter ([`FusedPlan::kind_filter`]) an event of another kind is built as a
-//! row of only the columns the watermark needs, which moves the watermark and is then dropped.
+//! row of only the columns the watermark needs, which moves the watermark and is then dropped
+//! (for a reused chain, [`FusedPlan::readers_kinds`]: an event of none of its readers' kinds).
 
 use std::sync::Arc;
 
@@ -24,7 +25,11 @@ impl NexmarkSpec {
         plan: &FusedPlan,
         errors: &RowErrors,
     ) -> DataStream<Row> {
-        let kind = plan.kind_filter(|c| self.is_event_type(c));
+        let is_kind = |c| self.is_event_type(c);
+        let kinds = match plan.readers_kinds(is_kind) {
+            Some(kinds) => Some(kinds),
+            None => plan.kind_filter(is_kind).map(|k| vec![k]),
+        };
         let reads = plan.watermark_reads();
         let rows = Rows {
             kept: self.picks.clone().into(),
@@ -42,7 +47,7 @@ impl NexmarkSpec {
                 .collect(),
             // Room for the computed columns appended in place.
             capacity: self.capacity.max(plan.width + plan.extras.len()),
-            kind,
+            kinds: kinds.and_then(|ks| kind_mask(&ks)),
         };
         let (config, plan, errors) = (self.config.clone(), plan.clone(), errors.clone());
         env.add_source("nexmark", move |k, n| {
@@ -59,8 +64,16 @@ struct Rows {
     /// An event the kind filter drops: only the columns the watermark needs.
     dropped: Arc<[Pick]>,
     capacity: usize,
-    /// The only `event_type` the chain keeps, if it says so.
-    kind: Option<i64>,
+    /// The `event_type`s the chain keeps (bit `K` for `K`), if it says so.
+    kinds: Option<u64>,
+}
+
+/// The bits of `kinds` (`None` when one is not a bit of a `u64`: no filter, never a wrong one).
+fn kind_mask(kinds: &[i64]) -> Option<u64> {
+    kinds.iter().try_fold(0u64, |mask, &k| {
+        let bit = u32::try_from(k).ok().filter(|&b| b < 64)?;
+        Some(mask | 1 << bit)
+    })
 }
 
 /// One generator split through the fused chain; its checkpoint position is the number of
@@ -102,7 +115,9 @@ impl SourceFunction<Row> for FusedSource {
         let mut chain = FusedEmitter::new(&self.plan, self.errors.clone());
         let rows = &self.rows;
         run_split(&mut self.split, &mut self.emitted, ctx, out, |e, out| {
-            let kept = rows.kind.is_none_or(|k| i64::from(e.event_type()) == k);
+            let kept = rows
+                .kinds
+                .is_none_or(|m| (m >> (u32::from(e.event_type()) & 63)) & 1 == 1);
             let picks = if kept { &rows.kept } else { &rows.dropped };
             chain.push(event_row(picks, rows.capacity, &e), kept, out)
         })
