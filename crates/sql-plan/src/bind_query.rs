@@ -2617,7 +2617,9 @@ fn select_alias_in_where(e: SqlError, projection: &[ast::SelectItem]) -> SqlErro
         return e;
     };
     let defined = projection.iter().find_map(|p| match p {
-        ast::SelectItem::ExprWithAlias { expr, alias } if alias.value.eq_ignore_ascii_case(name) => {
+        ast::SelectItem::ExprWithAlias { expr, alias }
+            if alias.value.eq_ignore_ascii_case(name) =>
+        {
             Some(expr)
         }
         _ => None,

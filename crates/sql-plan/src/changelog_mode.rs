@@ -97,13 +97,19 @@ impl SinkChanges {
             .iter()
             .find(|(k, _)| k == "connector")
             .map(|(_, v)| v.as_str());
-        let option = |k: &str| options.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let option = |k: &str| {
+            options
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
         match connector {
             Some("print") => SinkChanges::Retract,
             // Sluice's own capture of a changelog into files (each line led by its row kind),
             // by which `--verify` reads an updating query's answer.
             Some("filesystem")
-                if option(ROW_KIND_OPTION).is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) =>
+                if option(ROW_KIND_OPTION)
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) =>
             {
                 SinkChanges::Retract
             }

@@ -327,9 +327,19 @@ mod tests {
     fn a_changelog_applies_in_any_order() {
         let log = |ls: &[&str]| ls.iter().map(|l| l.to_string()).collect::<Vec<_>>();
         // `-U` may reach its file before the `+I` it retracts reaches another.
-        let lines = log(&["-U,1,5", "+I,2,\"a,b\"", "+I,1,5", "+U,1,7", "+I,3,1", "-D,3,1"]);
+        let lines = log(&[
+            "-U,1,5",
+            "+I,2,\"a,b\"",
+            "+I,1,5",
+            "+U,1,7",
+            "+I,3,1",
+            "-D,3,1",
+        ]);
         assert_eq!(final_table(&lines).unwrap(), log(&["1,7", "2,\"a,b\""]));
-        assert_eq!(final_table(&log(&["+I,1", "+I,1"])).unwrap(), log(&["1", "1"]));
+        assert_eq!(
+            final_table(&log(&["+I,1", "+I,1"])).unwrap(),
+            log(&["1", "1"])
+        );
         let err = final_table(&log(&["+I,1", "-D,1", "-D,1"])).unwrap_err();
         assert!(err.contains("removes the row '1' 1 more"), "{err}");
         assert!(final_table(&log(&["1,2"])).is_err());

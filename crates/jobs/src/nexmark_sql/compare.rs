@@ -139,9 +139,12 @@ pub fn duckdb_row(line: &str, types: &[DataType]) -> Result<Vec<String>, String>
 /// The columns compared for a query whose answer ROW_NUMBER's ties leave open (all columns for
 /// the others): q19 numbers each auction's bids by price alone, so among bids of one price which
 /// bid takes which number (and which make the top 10) is the run's order; the multiset of
-/// (auction, price, rank_number) is not.
+/// (auction, price, rank_number) is not. q18 keeps each (bidder, auction)'s last bid by event
+/// time: among bids of the same millisecond the last to arrive wins (Flink's keep-last), so
+/// (auction, bidder, dateTime) is compared.
 pub fn tie_free_columns(query: &str) -> Option<&'static [usize]> {
     match query {
+        "q18" => Some(&[0, 1, 5]),
         "q19" => Some(&[0, 2, 7]),
         _ => None,
     }

@@ -302,7 +302,7 @@ fn q23_is_refused_as_flink_refuses_it() {
     let line = script[..offset].lines().count() + line + 1;
     match &e {
         SqlError::Syntax { pos, message } => {
-            assert_eq!(pos.line, line, "q23: {e}");
+            assert_eq!(pos.line, line as u64, "q23: {e}");
             assert!(message.contains("dateTime"), "q23: {e}");
         }
         other => panic!("q23: a syntax error at line {line} expected, got {other}"),
