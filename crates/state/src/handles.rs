@@ -41,6 +41,16 @@ impl<'a, K: StateKey, V: StateValue> ValueState<'a, K, V> {
         self.store
             .value_modify::<V, ()>(self.target, StateKind::Value, |_| (None, ()))
     }
+
+    /// Replaces the current key's value by `f(old)` (`None` removes it) and returns `f`'s
+    /// result: the value is moved in and out, never cloned (a large value, such as a distinct
+    /// aggregate's map, costs nothing to reach).
+    pub fn modify<R>(
+        &mut self,
+        f: impl FnOnce(Option<V>) -> (Option<V>, R),
+    ) -> Result<R, OperatorError> {
+        self.store.value_modify(self.target, StateKind::Value, f)
+    }
 }
 
 /// A list of values per key (Flink's `ListState`). An empty list and no list are the same.

@@ -150,6 +150,16 @@ pub struct GroupState {
 
 const STATE: &str = "group-agg-state";
 
+/// What one row did to its key's result.
+enum Step {
+    /// Nothing (a retraction for a key without state).
+    Nothing,
+    /// The result before (none for a new key) and after.
+    Updated(Option<Row>, Row),
+    /// The key's rows are all gone: its last result, if it had one.
+    Gone(Option<Row>),
+}
+
 #[derive(Clone)]
 struct GroupAggFn {
     spec: GroupAggSpec,
@@ -329,43 +339,56 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for GroupAg
             Some(_) => ctx.timer_service().current_processing_time(),
             None => i64::MIN,
         };
-        // Expired state is never read: the key starts over.
-        let before = ctx
+        // The key's state is moved in and out of the store, never cloned (a distinct map can
+        // be large); expired state is never read: the key starts over.
+        let step = ctx
             .value_state::<GroupState>(STATE)
-            .value()?
-            .filter(|s| s.expires > now);
-        let first = before.is_none();
-        if first && !add {
-            return Ok(());
-        }
-        let mut state = before.unwrap_or_else(|| self.fresh());
-        let prev = (!first).then(|| self.result(&state, row));
-        self.apply(&mut state, row, add)
-            .map_err(|e| fail(&self.name, e))?;
-        if state.rows > 0 {
-            if let Some(ttl) = ttl {
-                state.expires = now.saturating_add(ttl);
-                ctx.timer_service()
-                    .register_processing_time_timer(state.expires);
-            }
-            let now = self.result(&state, row);
-            ctx.value_state::<GroupState>(STATE).update(state)?;
-            match prev {
-                None => out.collect(Change::new(RowKind::Insert, now))?,
-                // Unchanged: nothing to say (with a TTL Flink re-emits it, refreshing it
-                // downstream too).
-                Some(p) if p == now && ttl.is_none() => {}
-                Some(p) => {
-                    if self.spec.update_before {
-                        out.collect(Change::new(RowKind::UpdateBefore, p))?;
+            .modify(|before| {
+                let before = before.filter(|s| s.expires > now);
+                let first = before.is_none();
+                if first && !add {
+                    return (None, Ok(Step::Nothing));
+                }
+                let mut state = before.unwrap_or_else(|| self.fresh());
+                let prev = (!first).then(|| self.result(&state, row));
+                if let Err(e) = self.apply(&mut state, row, add) {
+                    return (Some(state), Err(e));
+                }
+                if state.rows > 0 {
+                    if let Some(ttl) = ttl {
+                        state.expires = now.saturating_add(ttl);
                     }
-                    out.collect(Change::new(RowKind::UpdateAfter, now))?;
+                    let now_row = self.result(&state, row);
+                    (Some(state), Ok(Step::Updated(prev, now_row)))
+                } else {
+                    (None, Ok(Step::Gone(prev)))
+                }
+            })?
+            .map_err(|e| fail(&self.name, e))?;
+        match step {
+            Step::Nothing => {}
+            Step::Updated(prev, now_row) => {
+                if let Some(ttl) = ttl {
+                    ctx.timer_service()
+                        .register_processing_time_timer(now.saturating_add(ttl));
+                }
+                match prev {
+                    None => out.collect(Change::new(RowKind::Insert, now_row))?,
+                    // Unchanged: nothing to say (with a TTL Flink re-emits it, refreshing it
+                    // downstream too).
+                    Some(p) if p == now_row && ttl.is_none() => {}
+                    Some(p) => {
+                        if self.spec.update_before {
+                            out.collect(Change::new(RowKind::UpdateBefore, p))?;
+                        }
+                        out.collect(Change::new(RowKind::UpdateAfter, now_row))?;
+                    }
                 }
             }
-        } else {
-            ctx.value_state::<GroupState>(STATE).clear()?;
-            if let Some(p) = prev {
-                out.collect(Change::new(RowKind::Delete, p))?;
+            Step::Gone(prev) => {
+                if let Some(p) = prev {
+                    out.collect(Change::new(RowKind::Delete, p))?;
+                }
             }
         }
         Ok(())

@@ -172,53 +172,57 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for RankFn 
             Some(_) => ctx.timer_service().current_processing_time(),
             None => i64::MIN,
         };
-        let mut st = ctx
-            .value_state::<RankState>(RANK_STATE)
-            .value()?
-            .filter(|s| s.expires > now)
-            .unwrap_or(RankState {
+        let add = input.kind().is_addition();
+        let end = usize::try_from(self.spec.end).unwrap_or(usize::MAX);
+        // The partition's rows are moved in and out of the store, never cloned (over a
+        // changelog it keeps every row); the Top-N before and after the change come back.
+        let tops = ctx.value_state::<RankState>(RANK_STATE).modify(|kept| {
+            let kept = kept.filter(|s| s.expires > now);
+            let mut st = kept.unwrap_or(RankState {
                 next: 0,
                 rows: Vec::new(),
                 expires: i64::MAX,
             });
-        let at = st
-            .rows
-            .partition_point(|(r, _)| self.spec.compare(r, row) != std::cmp::Ordering::Greater);
-        let end = usize::try_from(self.spec.end).unwrap_or(usize::MAX);
-        if input.kind().is_addition() && !self.keep_all && at >= end {
-            // Past the last rank of an insert-only input: it can never enter.
-            return Ok(());
-        }
-        let before = self.top(&st);
-        if input.kind().is_addition() {
-            st.rows.insert(at, (row.clone(), st.next));
-            st.next += 1;
-            if !self.keep_all {
-                st.rows.truncate(end);
-            }
-        } else {
-            // The same content among the rows of equal order (a retraction of a row never
-            // kept is ignored, as Flink ignores it).
-            let from = st
+            let at = st
                 .rows
-                .partition_point(|(r, _)| self.spec.compare(r, row) == std::cmp::Ordering::Less);
-            match st.rows[from..at].iter().position(|(r, _)| r == row) {
-                Some(i) => {
-                    st.rows.remove(from + i);
-                }
-                None => return Ok(()),
+                .partition_point(|(r, _)| self.spec.compare(r, row) != std::cmp::Ordering::Greater);
+            let keep = |st: RankState| (!st.rows.is_empty()).then_some(st);
+            if add && !self.keep_all && at >= end {
+                // Past the last rank of an insert-only input: it can never enter.
+                return (keep(st), None);
             }
-        }
-        let after = self.top(&st);
-        if st.rows.is_empty() {
-            ctx.value_state::<RankState>(RANK_STATE).clear()?;
-        } else {
+            let before = self.top(&st);
+            if add {
+                st.rows.insert(at, (row.clone(), st.next));
+                st.next += 1;
+                if !self.keep_all {
+                    st.rows.truncate(end);
+                }
+            } else {
+                // The same content among the rows of equal order (a retraction of a row never
+                // kept is ignored, as Flink ignores it).
+                let from = st.rows.partition_point(|(r, _)| {
+                    self.spec.compare(r, row) == std::cmp::Ordering::Less
+                });
+                match st.rows[from..at].iter().position(|(r, _)| r == row) {
+                    Some(i) => {
+                        st.rows.remove(from + i);
+                    }
+                    None => return (keep(st), None),
+                }
+            }
             if let Some(ttl) = ttl {
                 st.expires = now.saturating_add(ttl);
-                ctx.timer_service()
-                    .register_processing_time_timer(st.expires);
             }
-            ctx.value_state::<RankState>(RANK_STATE).update(st)?;
+            let after = self.top(&st);
+            (keep(st), Some((before, after)))
+        })?;
+        let Some((before, after)) = tops else {
+            return Ok(());
+        };
+        if let Some(ttl) = ttl {
+            ctx.timer_service()
+                .register_processing_time_timer(now.saturating_add(ttl));
         }
         self.emit(&before, &after, out)
     }
