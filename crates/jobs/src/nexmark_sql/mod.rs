@@ -269,6 +269,10 @@ impl OfficialQuery {
                 .map(str::to_string)
                 .collect()
         };
+        hand = hand
+            .iter()
+            .map(|l| compare::empty_field_as_null(l))
+            .collect();
         if q.is_updating() {
             // The twin's upserts by its first column: the last one per key is the final table.
             hand = crate::nexmark::final_rows(&hand, 1);
