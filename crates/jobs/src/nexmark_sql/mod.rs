@@ -191,7 +191,8 @@ impl OfficialQuery {
         if let Some(py) = py {
             let mut v = self.against_duckdb(job, py, parallelism, &captured, &types, work)?;
             if twin.is_none() && v.passed {
-                v.text.push_str(&format!(" ({} has no hand-written twin)", self.name));
+                v.text
+                    .push_str(&format!(" ({} has no hand-written twin)", self.name));
             }
             verdicts.push(v);
         }

@@ -77,9 +77,9 @@ fn walk(
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_default();
         if path.is_dir() {
-            let key = &keys.get(values.len()).ok_or_else(|| {
-                format!("{}: deeper than the partition keys", path.display())
-            })?;
+            let key = &keys
+                .get(values.len())
+                .ok_or_else(|| format!("{}: deeper than the partition keys", path.display()))?;
             let value = name
                 .strip_prefix(&format!("{key}="))
                 .ok_or_else(|| format!("{}: not a '{key}=…' directory", path.display()))?;
@@ -98,12 +98,18 @@ fn walk(
             out.in_progress += 1;
         } else if !(name.starts_with('.') || name.starts_with('_')) {
             if values.len() != keys.len() {
-                return Err(format!("{}: a data file outside a partition", path.display()));
+                return Err(format!(
+                    "{}: a data file outside a partition",
+                    path.display()
+                ));
             }
             data = true;
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("reading {}: {e}", path.display()))?;
-            let tail: String = values.iter().map(|v| format!(",{}", csv_field(v))).collect();
+            let tail: String = values
+                .iter()
+                .map(|v| format!(",{}", csv_field(v)))
+                .collect();
             out.lines.extend(text.lines().map(|l| format!("{l}{tail}")));
         }
     }

@@ -23,7 +23,11 @@ fn input(dir: &std::path::Path, n: u64) -> std::path::PathBuf {
         let ms = 1_436_961_600_000u64 + i * 419_000 / n.max(1) * 1000 / 1000 + (i % 7) * 13;
         let secs = ms / 1000;
         let (h, m, s) = ((secs / 3600) % 24, (secs / 60) % 60, secs % 60);
-        let name = if i % 11 == 0 { "\"a, b\"".to_string() } else { format!("n{}", i % 5) };
+        let name = if i % 11 == 0 {
+            "\"a, b\"".to_string()
+        } else {
+            format!("n{}", i % 5)
+        };
         text.push_str(&format!(
             "{i},{name},2015-07-15 {h:02}:{m:02}:{s:02}.{:03}\n",
             ms % 1000
@@ -106,8 +110,16 @@ fn duckdb_rows(py: &std::path::Path, input: &std::path::Path) -> Vec<String> {
         input.display()
     );
     let out = Command::new(py).arg("-c").arg(script).output().unwrap();
-    assert!(out.status.success(), "duckdb: {}", String::from_utf8_lossy(&out.stderr));
-    let mut rows: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_string).collect();
+    assert!(
+        out.status.success(),
+        "duckdb: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut rows: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
     rows.sort();
     rows
 }
@@ -141,14 +153,28 @@ fn a_partitioned_write_at_p1_and_p2_is_flinks_tree_and_equals_duckdb() {
         run(&script(&input, &out), &env, None);
         let files = tree(&out);
         // 12:00 … 12:06, the colon escaped as Flink escapes it; hidden in-progress files gone.
-        let partitions: std::collections::BTreeSet<&str> =
-            files.iter().map(|f| f.rsplit_once('/').unwrap().0).collect();
-        let expected: Vec<String> = (0..7).map(|m| format!("dt=2015-07-15/hm=12%3A0{m}")).collect();
-        assert_eq!(partitions.into_iter().collect::<Vec<_>>(), expected, "p={p}");
+        let partitions: std::collections::BTreeSet<&str> = files
+            .iter()
+            .map(|f| f.rsplit_once('/').unwrap().0)
+            .collect();
+        let expected: Vec<String> = (0..7)
+            .map(|m| format!("dt=2015-07-15/hm=12%3A0{m}"))
+            .collect();
+        assert_eq!(
+            partitions.into_iter().collect::<Vec<_>>(),
+            expected,
+            "p={p}"
+        );
         for part in &expected {
-            assert!(files.contains(&format!("{part}/_SUCCESS")), "{part} committed at p={p}");
+            assert!(
+                files.contains(&format!("{part}/_SUCCESS")),
+                "{part} committed at p={p}"
+            );
         }
-        assert!(files.iter().all(|f| !f.contains(".inprogress")), "{files:?}");
+        assert!(
+            files.iter().all(|f| !f.contains(".inprogress")),
+            "{files:?}"
+        );
         // The 2 kb file size rolled files: more than one per partition and subtask.
         let parts = files.iter().filter(|f| f.contains("/part-")).count();
         assert!(parts > 7 * p, "{parts} files at p={p}");
@@ -174,7 +200,13 @@ fn a_partitioned_write_at_p1_and_p2_is_flinks_tree_and_equals_duckdb() {
                 let inner = l.strip_prefix("+I[").unwrap().strip_suffix(']').unwrap();
                 let f: Vec<&str> = inner.split(", ").collect();
                 let n = f.len();
-                format!("{}|{}|{}|{}", f[0], f[1..n - 2].join(", "), f[n - 2], f[n - 1])
+                format!(
+                    "{}|{}|{}|{}",
+                    f[0],
+                    f[1..n - 2].join(", "),
+                    f[n - 2],
+                    f[n - 1]
+                )
             })
             .collect();
         read.sort();
@@ -184,7 +216,11 @@ fn a_partitioned_write_at_p1_and_p2_is_flinks_tree_and_equals_duckdb() {
 }
 
 fn refusal(options: &str, partitioned: bool) -> String {
-    let by = if partitioned { "PARTITIONED BY (dt)" } else { "" };
+    let by = if partitioned {
+        "PARTITIONED BY (dt)"
+    } else {
+        ""
+    };
     let sql = format!(
         "CREATE TABLE t (id BIGINT, dt STRING) {by} WITH ('connector' = 'filesystem', \
          'path' = '/tmp/x', 'format' = 'csv'{options})"
