@@ -47,7 +47,7 @@ pub enum Command {
     /// Take a savepoint of a running job (optionally stopping it) through its REST API.
     Savepoint(crate::savepoint_cmd::SavepointArgs),
     /// A running SQL job's plan, each operator with its live figures (EXPLAIN ANALYZE).
-    ExplainAnalyze(crate::explain_cmd::ExplainArgs),
+    ExplainAnalyze(sluice_client::explain::ExplainArgs),
     /// Write a workload's records to Kafka (`produce skew --records N --to kafka://HOST:PORT/TOPIC?partitions=P`).
     Produce(crate::produce::ProduceArgs),
     /// A vertex's flame graph (Sluice or Flink REST API) as folded stacks or an SVG.

@@ -3,19 +3,7 @@
 
 use std::process::ExitCode;
 
-use clap::Args;
-
-/// Arguments of `sluice explain-analyze`.
-#[derive(Args, Debug)]
-pub struct ExplainArgs {
-    /// The job id (default: the first running job).
-    pub job: Option<String>,
-    /// The REST API of the job (http:// or https://).
-    #[arg(long, alias = "rest", default_value = "http://127.0.0.1:8081")]
-    pub url: String,
-    #[command(flatten)]
-    pub client: sluice_client::ClientArgs,
-}
+use sluice_client::explain::ExplainArgs;
 
 pub fn explain_analyze(a: ExplainArgs) -> anyhow::Result<ExitCode> {
     let ep = sluice_client::Endpoint::with(&a.url, &a.client)?;

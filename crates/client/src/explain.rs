@@ -9,6 +9,20 @@ use sluice_rest_api::ExplainAnalyze;
 
 use crate::{ClientError, Endpoint};
 
+/// Arguments of `sluice explain-analyze`.
+#[cfg(feature = "clap")]
+#[derive(clap::Args, Debug)]
+pub struct ExplainArgs {
+    /// The job id (default: the first running job).
+    pub job: Option<String>,
+    /// The REST API of the job (http:// or https://).
+    #[arg(long, alias = "rest", default_value = "http://127.0.0.1:8081")]
+    pub url: String,
+    /// How to reach it.
+    #[command(flatten)]
+    pub client: crate::ClientArgs,
+}
+
 /// How long the request may take.
 const REQUEST: Duration = Duration::from_secs(10);
 

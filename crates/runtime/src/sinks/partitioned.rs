@@ -75,6 +75,9 @@ struct OpenFile {
 /// the partitions it wrote into that are not committed yet.
 type Snapshot = (Vec<(u64, String)>, Vec<(String, PartitionInfo)>);
 
+/// At one barrier: the checkpoint, the watermark, the partitions written into before it.
+type BarrierPartitions = (u64, i64, Vec<(String, PartitionInfo)>);
+
 /// The partitioned file sink of one subtask (module docs).
 pub struct PartitionedFileSink<T, F> {
     root: PathBuf,
@@ -97,7 +100,7 @@ pub struct PartitionedFileSink<T, F> {
     /// Partitions written into and not known committed.
     partitions: BTreeMap<String, PartitionInfo>,
     /// Per barrier: (checkpoint, watermark, the partitions written into before it).
-    at_barrier: Vec<(u64, i64, Vec<(String, PartitionInfo)>)>,
+    at_barrier: Vec<BarrierPartitions>,
     watermark: i64,
     last_check_ms: u64,
     since_check: u32,

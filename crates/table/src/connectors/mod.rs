@@ -80,7 +80,7 @@ pub enum SourceConnector {
     /// Flink's `datagen`.
     Datagen(datagen::DatagenSpec),
     /// Files, read once (bounded).
-    Filesystem(filesystem::FilesystemSpec),
+    Filesystem(Box<filesystem::FilesystemSpec>),
     /// Kafka topics (bounded with `scan.bounded.mode`).
     Kafka(Box<kafka::KafkaSourceSpec>),
 }
@@ -103,9 +103,9 @@ impl SourceConnector {
             "datagen" => Ok(SourceConnector::Datagen(datagen::DatagenSpec::new(
                 &options, &schema,
             )?)),
-            "filesystem" => Ok(SourceConnector::Filesystem(
+            "filesystem" => Ok(SourceConnector::Filesystem(Box::new(
                 filesystem::FilesystemSpec::new(&options, &schema, &def.partition_keys)?,
-            )),
+            ))),
             "kafka" => Ok(SourceConnector::Kafka(Box::new(
                 kafka::KafkaSourceSpec::new(def, &options, &schema)?,
             ))),
@@ -181,7 +181,7 @@ impl SourceConnector {
 #[derive(Clone, Debug)]
 pub enum SinkConnector {
     /// Part files under a directory.
-    Filesystem(filesystem::FilesystemSpec),
+    Filesystem(Box<filesystem::FilesystemSpec>),
     /// A Kafka topic.
     Kafka(Box<kafka::KafkaSinkSpec>),
     /// Flink's print sink.
@@ -198,11 +198,9 @@ impl SinkConnector {
         let options = Options::new(&def.name.to_string(), &def.options);
         let schema = PhysicalSchema::of(def)?;
         match connector_of(def, &options)?.as_str() {
-            "filesystem" => Ok(SinkConnector::Filesystem(filesystem::FilesystemSpec::new(
-                &options,
-                &schema,
-                &def.partition_keys,
-            )?)),
+            "filesystem" => Ok(SinkConnector::Filesystem(Box::new(
+                filesystem::FilesystemSpec::new(&options, &schema, &def.partition_keys)?,
+            ))),
             "kafka" => Ok(SinkConnector::Kafka(Box::new(kafka::KafkaSinkSpec::new(
                 def, &options, &schema,
             )?))),
