@@ -99,11 +99,21 @@ pub fn runner_script(dir: &Path, query: &str) -> Result<String> {
     Ok(text)
 }
 
-/// The script with its `blackhole` sinks written as csv files under `dir` instead, each line led
-/// by its row kind (`sluice.row-kind`, [`crate::connectors::filesystem`]): an updating query's
-/// changelog is captured whole, `-U` included (the planner then asks its operators for `-U` as a
-/// retracting sink does, where the blackhole took `+U` alone); read it with [`final_table`].
+/// The script with its `blackhole` sinks written as csv files under `dir` instead (an
+/// append-only query's rows as the filesystem sink writes them).
 pub fn capture_sinks(script: &str, dir: &Path) -> Result<String> {
+    capture(script, dir, "")
+}
+
+/// [`capture_sinks`], each line led by its row kind (`sluice.row-kind`,
+/// [`crate::connectors::filesystem`]): an updating query's changelog is captured whole, `-U`
+/// included (the planner then asks its operators for `-U` as a retracting sink does, where the
+/// blackhole took `+U` alone); read it with [`final_table`].
+pub fn capture_changelog_sinks(script: &str, dir: &Path) -> Result<String> {
+    capture(script, dir, &format!(", '{ROW_KIND_OPTION}' = 'true'"))
+}
+
+fn capture(script: &str, dir: &Path, extra: &str) -> Result<String> {
     const BLACKHOLE: &str = "'connector' = 'blackhole'";
     if !script.contains(BLACKHOLE) {
         return Err(SqlError::validation(
@@ -112,7 +122,7 @@ pub fn capture_sinks(script: &str, dir: &Path) -> Result<String> {
         ));
     }
     let capture = format!(
-        "'connector' = 'filesystem', 'path' = '{}', 'format' = 'csv', '{ROW_KIND_OPTION}' = 'true'",
+        "'connector' = 'filesystem', 'path' = '{}', 'format' = 'csv'{extra}",
         dir.display()
     );
     Ok(script.replace(BLACKHOLE, &capture))

@@ -17,7 +17,7 @@
 //!   generator's events are in event-time order per split, so there are none).
 //!
 //! An updating query (q4, q9, q15–q19) is compared by its final table: the capture records each
-//! row's kind (`sluice_table::official::capture_sinks`), and the changelog applied
+//! row's kind (`sluice_table::official::capture_changelog_sinks`), and the changelog applied
 //! (`final_table`: `+I`/`+U` add a row, `-U`/`-D` remove one) is what both oracles check. Where
 //! ROW_NUMBER's order leaves ties (q19's top 10 by price alone), the rows are compared on the
 //! columns ties cannot change ([`compare::tie_free_columns`]).
@@ -39,7 +39,7 @@ use sluice_runtime::sinks::committed_lines;
 use sluice_sql::plan::PhysicalOp;
 use sluice_sql::{DataType, SqlError};
 use sluice_table::official::{
-    capture_sinks, dump_events_script, final_table, runner_script, runner_vars,
+    capture_changelog_sinks, dump_events_script, final_table, runner_script, runner_vars,
 };
 use sluice_table::{PlannedJob, QueryOutput, SqlJob, SqlScript};
 
@@ -120,7 +120,7 @@ impl OfficialQuery {
             // A query writing its own files (q10's partitioned filesystem table) writes them
             // under the scratch directory; a blackhole sink is captured as a csv file sink.
             if text.contains("'connector' = 'blackhole'") {
-                text = capture_sinks(&text, &work.join("out"))?;
+                text = capture_changelog_sinks(&text, &work.join("out"))?;
             }
             let py = match duckdb::translation(name) {
                 Some(_) => Some(duckdb::require_duckdb().map_err(failed)?),

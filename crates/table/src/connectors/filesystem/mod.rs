@@ -21,7 +21,7 @@
 //! `'sluice.row-kind' = 'true'` (Sluice's own option, not Flink's; csv only, unpartitioned) makes
 //! the sink take a changelog: each line is led by its row kind (`+I,…`, `-U,…`, `+U,…`, `-D,…`).
 //! It is how `--verify` captures an updating query's answer
-//! ([`crate::official::capture_sinks`]); Flink's filesystem sink takes insertions only, and so
+//! ([`crate::official::capture_changelog_sinks`]); Flink's filesystem sink takes insertions only, and so
 //! does Sluice's without the option.
 
 pub mod csv;
