@@ -116,13 +116,12 @@ pub enum JobCmd {
 /// `sluice sql` / `sluice run sql`: the script and its variables.
 #[derive(Args, Debug, Clone)]
 pub struct SqlArgs {
-    /// The script to run.
+    /// The script to run (neither it nor `-e`: the interactive client, statements on stdin).
     #[arg(
         short = 'f',
         long = "file",
         value_name = "FILE",
-        conflicts_with = "execute",
-        required_unless_present = "execute"
+        conflicts_with = "execute"
     )]
     pub file: Option<PathBuf>,
     /// SQL text to run (one statement, or several separated by `;`).
