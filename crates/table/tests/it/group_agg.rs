@@ -403,3 +403,33 @@ SELECT k FROM t /*+ OPTIONS('path' = '/x') */;",
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_distinct_split_option_is_refused_where_it_would_change_the_plan() {
+    let dir = temp_dir("group-agg-split");
+    let input = input_csv(&dir, 10);
+    let script = |q: &str| {
+        format!(
+            "SET 'table.optimizer.distinct-agg.split.enabled' = 'true';\n{}\n\
+             CREATE TABLE o (k BIGINT, c BIGINT) WITH ('connector' = 'blackhole');\n{q};",
+            ddl(&input)
+        )
+    };
+    let e = SqlScript::prepare(
+        &script("INSERT INTO o SELECT k, COUNT(DISTINCT v) FROM t GROUP BY k"),
+        &BTreeMap::new(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("distinct-agg.split.enabled") && e.contains("line 4"),
+        "{e}"
+    );
+    // Without a DISTINCT aggregate the option changes nothing in Flink either.
+    SqlScript::prepare(
+        &script("INSERT INTO o SELECT k, COUNT(*) FROM t GROUP BY k"),
+        &BTreeMap::new(),
+    )
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
