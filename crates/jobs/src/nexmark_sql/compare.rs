@@ -235,8 +235,14 @@ mod tests {
 
     #[test]
     fn the_twins_empty_strings_are_empty_fields() {
-        assert_eq!(empty_field_as_null(r#"1,"",x,"""",""#), r#"1,,x,"""","#);
-        assert_eq!(empty_field_as_null(r#""a,"""",b",""#), r#""a,"""",b","#);
+        assert_eq!(
+            empty_field_as_null(r##"1,"",x,"""","""##),
+            r##"1,,x,"""","##
+        );
+        assert_eq!(
+            empty_field_as_null(r##""a,"""",b","""##),
+            r##""a,"""",b","##
+        );
         assert_eq!(empty_field_as_null("1,2"), "1,2");
     }
 
