@@ -44,8 +44,9 @@ fn spec() -> GroupAggSpec {
     }
 }
 
-/// key = i % 101, value = i * 7 % 1000; a 1 ms pause every 10,000 rows lets checkpoints
-/// (every 10 ms) complete before the faults.
+/// key = i % 101, value = i * 7 % 1000; a 3 ms pause every 1,000 rows (0.3 s per source
+/// subtask) lets checkpoints (every 10 ms) complete before the faults, which fire well into each
+/// keyed subtask's input.
 fn job(env: &StreamEnv, p: usize, two_phase: bool, out: &Path) {
     env.set_parallelism(p);
     let rows = env
@@ -58,7 +59,7 @@ fn job(env: &StreamEnv, p: usize, two_phase: bool, out: &Path) {
         .map(|r: Row| {
             if let Value::Int(v) = r.get(1) {
                 if *v == 0 {
-                    std::thread::sleep(Duration::from_millis(1));
+                    std::thread::sleep(Duration::from_millis(3));
                 }
             }
             r
@@ -129,12 +130,12 @@ fn group_aggregation_restores_its_checkpoint_after_failures() {
                 FaultSpec {
                     vertex: vertex.into(),
                     subtask: 0,
-                    after_records: if two_phase { 150 } else { 20_000 },
+                    after_records: if two_phase { 3_000 } else { 40_000 },
                 },
                 FaultSpec {
                     vertex: vertex.into(),
                     subtask: 1,
-                    after_records: if two_phase { 250 } else { 50_000 },
+                    after_records: if two_phase { 4_500 } else { 45_000 },
                 },
             ]);
         job(&env, 2, two_phase, &out);
@@ -143,7 +144,11 @@ fn group_aggregation_restores_its_checkpoint_after_failures() {
         handle.wait().unwrap();
         let checkpoints = monitor.control.checkpoints().unwrap();
         assert_eq!(checkpoints.attempt(), 2, "both faults fired ({two_phase})");
-        assert!(checkpoints.stats().restored >= 1, "a restart restored");
+        assert!(
+            checkpoints.stats().restored >= 1,
+            "a restart restored a checkpoint ({two_phase}): {:?}",
+            checkpoints.stats()
+        );
         assert_eq!(table(&[&out]), expected, "two_phase={two_phase}");
     }
     let _ = std::fs::remove_dir_all(&dir);
