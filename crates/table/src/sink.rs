@@ -138,7 +138,7 @@ impl SinkCast {
     }
 }
 
-struct SinkCastOp {
+pub(crate) struct SinkCastOp {
     cast: SinkCast,
     errors: RowErrors,
 }
@@ -181,6 +181,37 @@ impl Operator<Row, Row> for SinkCastOp {
     }
 }
 
+/// The sink's connector and `stream` cast to the table's columns (a `ConstraintEnforcer` step
+/// unless every column passes as it is). Reads `table.exec.sink.not-null-enforcer`.
+fn cast_for_sink<T: sluice_types::Data>(
+    stream: &DataStream<T>,
+    input: &[DataType],
+    def: &TableDef,
+    config: &SessionConfig,
+    errors: &RowErrors,
+) -> Result<(SinkConnector, DataStream<T>)>
+where
+    SinkCastOp: Operator<T, T>,
+{
+    let connector = SinkConnector::for_table(def)?;
+    let schema = PhysicalSchema::of(def)?;
+    let enforcer = match config.get("table.exec.sink.not-null-enforcer") {
+        Some(v) if v.eq_ignore_ascii_case("DROP") => NotNullEnforcer::Drop,
+        _ => NotNullEnforcer::Error,
+    };
+    let cast = SinkCast::new(input, &schema, enforcer)?;
+    if cast.is_identity() {
+        return Ok((connector, stream.clone()));
+    }
+    let errors = errors.clone();
+    let name = format!("ConstraintEnforcer[{}]", def.name);
+    let cast_stream = stream.transform(&name, move |_| SinkCastOp {
+        cast: cast.clone(),
+        errors: errors.clone(),
+    });
+    Ok((connector, cast_stream))
+}
+
 /// `INSERT INTO def`: casts `rows` (of `input` types) to the table's columns, then writes them
 /// through its connector. Reads `table.exec.sink.not-null-enforcer` from `config`.
 pub fn insert_into(
@@ -190,23 +221,7 @@ pub fn insert_into(
     config: &SessionConfig,
     errors: &RowErrors,
 ) -> Result<Sink<()>> {
-    let connector = SinkConnector::for_table(def)?;
-    let schema = PhysicalSchema::of(def)?;
-    let enforcer = match config.get("table.exec.sink.not-null-enforcer") {
-        Some(v) if v.eq_ignore_ascii_case("DROP") => NotNullEnforcer::Drop,
-        _ => NotNullEnforcer::Error,
-    };
-    let cast = SinkCast::new(input, &schema, enforcer)?;
-    let rows = if cast.is_identity() {
-        rows.clone()
-    } else {
-        let errors = errors.clone();
-        let name = format!("ConstraintEnforcer[{}]", def.name);
-        rows.transform(&name, move |_| SinkCastOp {
-            cast: cast.clone(),
-            errors: errors.clone(),
-        })
-    };
+    let (connector, rows) = cast_for_sink(rows, input, def, config, errors)?;
     connector.write(&rows)
 }
 
@@ -233,23 +248,7 @@ pub fn insert_changes_into(
     errors: &RowErrors,
     mode: ChangelogMode,
 ) -> Result<Sink<()>> {
-    let connector = SinkConnector::for_table(def)?;
-    let schema = PhysicalSchema::of(def)?;
-    let enforcer = match config.get("table.exec.sink.not-null-enforcer") {
-        Some(v) if v.eq_ignore_ascii_case("DROP") => NotNullEnforcer::Drop,
-        _ => NotNullEnforcer::Error,
-    };
-    let cast = SinkCast::new(input, &schema, enforcer)?;
-    let changes = if cast.is_identity() {
-        changes.clone()
-    } else {
-        let errors = errors.clone();
-        let name = format!("ConstraintEnforcer[{}]", def.name);
-        changes.transform(&name, move |_| SinkCastOp {
-            cast: cast.clone(),
-            errors: errors.clone(),
-        })
-    };
+    let (connector, changes) = cast_for_sink(changes, input, def, config, errors)?;
     connector.write_changes(&changes, mode, def)
 }
 
