@@ -55,6 +55,20 @@ pub struct GroupAggSpec {
     pub state_ttl: Option<std::time::Duration>,
 }
 
+/// State TTL cleanup (a processing-time timer fired at `now`): forgets the current key's value
+/// of state `name` if it expired by then (`expires` reads its expiry), moving it, never cloning.
+pub(crate) fn clear_expired<V: sluice_runtime::state::StateValue>(
+    ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
+    name: &str,
+    now: i64,
+    expires: impl Fn(&V) -> i64,
+) -> Result<(), OperatorError> {
+    ctx.value_state::<V>(name).modify(|v| match v {
+        Some(v) if expires(&v) > now => (Some(v), ()),
+        _ => (None, ()),
+    })
+}
+
 /// A state time-to-live in ms (`None`, or zero: none).
 pub(crate) fn ttl_ms(ttl: Option<std::time::Duration>) -> Option<i64> {
     ttl.filter(|d| !d.is_zero())
@@ -401,11 +415,7 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for GroupAg
         ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
-        let mut st = ctx.value_state::<GroupState>(STATE);
-        if st.value()?.is_some_and(|s| s.expires <= now) {
-            st.clear()?;
-        }
-        Ok(())
+        clear_expired::<GroupState>(ctx, STATE, now, |s| s.expires)
     }
 }
 

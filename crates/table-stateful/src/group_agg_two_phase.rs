@@ -195,11 +195,7 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Partial, Change> for GlobalGroupAggFn 
         ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
-        let mut st = ctx.value_state::<(Vec<Accumulator>, i64)>(STATE);
-        if st.value()?.is_some_and(|(_, expires)| expires <= now) {
-            st.clear()?;
-        }
-        Ok(())
+        crate::group_agg::clear_expired::<(Vec<Accumulator>, i64)>(ctx, STATE, now, |s| s.1)
     }
 }
 

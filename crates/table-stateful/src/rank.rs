@@ -18,7 +18,7 @@ use sluice_datastream::{DataStream, KeyedProcessFunction, ProcessContext};
 use sluice_sql::{Change, Result, Row, RowKind, Value};
 use sluice_types::{Collector, OperatorError};
 
-use crate::group_agg::{ttl_ms, ChangeInput};
+use crate::group_agg::{clear_expired, ttl_ms, ChangeInput};
 use crate::key::{KeyRow, SqlKey};
 use crate::stateful::OperatorIds;
 
@@ -234,11 +234,7 @@ impl<I: ChangeInput> KeyedProcessFunction<SqlKey<KeyRow>, I, Change> for RankFn 
         ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
-        let mut st = ctx.value_state::<RankState>(RANK_STATE);
-        if st.value()?.is_some_and(|s| s.expires <= now) {
-            st.clear()?;
-        }
-        Ok(())
+        clear_expired::<RankState>(ctx, RANK_STATE, now, |s| s.expires)
     }
 }
 
@@ -352,11 +348,7 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Row, Change> for DedupFn {
         ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Change>,
     ) -> Result<(), OperatorError> {
-        let mut st = ctx.value_state::<(Row, i64)>(DEDUP_STATE);
-        if st.value()?.is_some_and(|(_, expires)| expires <= now) {
-            st.clear()?;
-        }
-        Ok(())
+        clear_expired::<(Row, i64)>(ctx, DEDUP_STATE, now, |s| s.1)
     }
 }
 
@@ -400,11 +392,7 @@ impl KeyedProcessFunction<SqlKey<KeyRow>, Row, Row> for FirstRowFn {
         ctx: &mut sluice_datastream::OnTimerContext<'_, SqlKey<KeyRow>>,
         _out: &mut dyn Collector<Row>,
     ) -> Result<(), OperatorError> {
-        let mut st = ctx.value_state::<i64>(DEDUP_STATE);
-        if st.value()?.is_some_and(|expires| expires <= now) {
-            st.clear()?;
-        }
-        Ok(())
+        clear_expired::<i64>(ctx, DEDUP_STATE, now, |e| *e)
     }
 }
 
